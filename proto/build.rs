@@ -1,0 +1,13 @@
+//! Generates the AdminService code from `nauthera/admin/v1/admin.proto` with a pure-Rust protobuf
+//! compiler, so a build needs no system `protoc`.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let proto = "nauthera/admin/v1/admin.proto";
+    println!("cargo:rerun-if-changed={proto}");
+    let descriptors = protox::compile([proto], ["."])?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_fds(descriptors)?;
+    Ok(())
+}

@@ -1,0 +1,20 @@
+//! Everything the reconciler, the kubectl plugin and the test harness agree on: the resource types
+//! (and their CRDs), the reason catalog (and its runbooks), conversions between resources and the
+//! AdminService messages, the branding encoder, the grant model and the AdminService client.
+
+pub mod branding;
+pub mod catalog;
+pub mod client;
+pub mod convert;
+pub mod generate;
+pub mod grants;
+pub mod resources;
+
+/// The API group of every resource.
+pub const GROUP: &str = "nauthera.io";
+/// The API version of every resource.
+pub const VERSION: &str = "v1alpha1";
+/// The annotation that asks the reconciler to write the declared state over a drifted object.
+pub const RESTORE_ANNOTATION: &str = "nauthera.io/restore";
+/// The finalizer the reconciler puts on every resource it registers.
+pub const FINALIZER: &str = "nauthera.io/finalizer";
