@@ -1,0 +1,1 @@
+//! A faithful fake of nauthera-server (being written).

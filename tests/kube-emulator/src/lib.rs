@@ -1,0 +1,1 @@
+//! A Kubernetes API emulator (being written).
