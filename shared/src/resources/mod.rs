@@ -1,8 +1,65 @@
-//! The custom resources (group `nauthera.io`, version `v1alpha1`) (being written).
+//! The custom resources (group `nauthera.io`, version `v1alpha1`, all namespaced): `OIDCClient`,
+//! `Branding`, `IdentityProvider` and `Organization`. `spec` belongs to the manifest and `status`
+//! (`ResourceStatus`, shared by every kind) to the reconciler.
+
+mod branding;
+mod common;
+mod identity_provider;
+mod oidc_client;
+mod organization;
+mod status;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+pub use branding::{Branding, BrandingSpec, Colors, Logo, LogoMediaType, SignInBranding, Texts};
+pub use common::{DeletionPolicy, LocalRef, SecretKeyRef};
+pub use identity_provider::{IdentityProvider, IdentityProviderKind, IdentityProviderSpec};
+pub use oidc_client::{
+    ClientSecret, GrantType, OIDCClient, OIDCClientSpec, ResponseType, TokenEndpointAuthMethod,
+};
+pub use organization::{FapiMode, Organization, OrganizationSpec};
+pub use status::{Drift, ResourceStatus, new_condition, set_condition};
 
 /// The CustomResourceDefinitions of every kind, in a stable order.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    Vec::new()
+    vec![
+        OIDCClient::crd(),
+        Branding::crd(),
+        IdentityProvider::crd(),
+        Organization::crd(),
+    ]
 }
+
+/// The kinds that live in an organization named by `spec.issuer`.
+pub trait IssuerScoped {
+    /// The organization's issuer URL the manifest names.
+    fn issuer(&self) -> &str;
+}
+
+impl IssuerScoped for OIDCClient {
+    fn issuer(&self) -> &str {
+        &self.spec.issuer
+    }
+}
+
+impl IssuerScoped for Branding {
+    fn issuer(&self) -> &str {
+        &self.spec.issuer
+    }
+}
+
+impl IssuerScoped for IdentityProvider {
+    fn issuer(&self) -> &str {
+        &self.spec.issuer
+    }
+}
+
+impl IssuerScoped for Organization {
+    fn issuer(&self) -> &str {
+        &self.spec.issuer
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,69 @@
+//! Types and schema fragments more than one kind shares.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// An `https://` URL without query or fragment, the form of every issuer URL.
+pub(crate) const ISSUER_PATTERN: &str = r"^https://[^\s/?#]+(/[^\s?#]*)?$";
+
+/// A redirect URI: `https://`, or `http://` on a loopback address for native applications (the
+/// rule the server applies, checked here so that a typo is refused at `kubectl apply`).
+pub(crate) const REDIRECT_URI_PATTERN: &str = r"^(https://[^\s/?#]+[^\s#]*|http://(127\.0\.0\.1|\[::1\]|localhost)(:[0-9]{1,5})?([/?][^\s#]*)?)$";
+
+/// An OAuth scope token (RFC 6749, section 3.3): printable ASCII except space, `"` and `\`.
+pub(crate) const SCOPE_PATTERN: &str = r#"^[!#-\[\]-~]+$"#;
+
+/// A Kubernetes object name (DNS subdomain).
+pub(crate) const OBJECT_NAME_PATTERN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// A key of a Secret's data.
+pub(crate) const SECRET_KEY_PATTERN: &str = r"^[-._a-zA-Z0-9]+$";
+
+/// What deleting the manifest does to the object on the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum DeletionPolicy {
+    /// Delete the object on the server, but only when the server still holds the revision the
+    /// reconciler wrote (a drifted object is left in place and the deletion reports it).
+    #[default]
+    Delete,
+    /// Leave the object registered on the server.
+    Orphan,
+}
+
+impl DeletionPolicy {
+    /// The default of organizations (serde needs a function).
+    pub(crate) fn orphan() -> Self {
+        Self::Orphan
+    }
+}
+
+/// A reference to an object of another kind in the same namespace, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LocalRef {
+    /// The object's name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = OBJECT_NAME_PATTERN))]
+    pub name: String,
+}
+
+/// A key of a Secret in the resource's namespace that the team holds (for example one a
+/// SealedSecret produces). The reconciler reads it and never writes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SecretKeyRef {
+    /// The Secret's name.
+    #[schemars(length(min = 1, max = 253), regex(pattern = OBJECT_NAME_PATTERN))]
+    pub name: String,
+    /// The key in the Secret's data that holds the secret value.
+    #[serde(default = "SecretKeyRef::default_key")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = SECRET_KEY_PATTERN))]
+    pub key: String,
+}
+
+impl SecretKeyRef {
+    /// The key read when the manifest names none.
+    pub const DEFAULT_KEY: &str = "clientSecret";
+
+    fn default_key() -> String {
+        Self::DEFAULT_KEY.to_owned()
+    }
+}

@@ -1,0 +1,92 @@
+//! `IdentityProvider`: an upstream identity provider users of an organization can sign in with.
+
+use std::collections::BTreeMap;
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{DeletionPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef};
+use super::status::ResourceStatus;
+
+/// The declared state of an upstream identity provider.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "nauthera.io",
+    version = "v1alpha1",
+    kind = "IdentityProvider",
+    plural = "identityproviders",
+    singular = "identityprovider",
+    shortname = "nidp",
+    category = "nauthera",
+    namespaced,
+    status = "ResourceStatus",
+    derive = "PartialEq",
+    doc = "An upstream identity provider of an organization of nauthera-server, declared by this manifest.",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason"),
+    printcolumn(name = "Kind", type_ = "string", json_path = ".spec.kind"),
+    printcolumn(name = "Issuer", type_ = "string", json_path = ".spec.issuer"),
+    printcolumn(name = "Revision", type_ = "string", json_path = ".status.revision"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!(self.kind in ['oidc', 'saml']) || has(self.upstreamUrl)",
+        "message": "an oidc or saml provider needs spec.upstreamUrl (the upstream issuer or metadata URL)"
+    },
+    {
+        "rule": "self.kind == 'saml' || (has(self.clientId) && has(self.secretRef))",
+        "message": "an OAuth provider needs spec.clientId and spec.secretRef (its upstream client secret)"
+    }
+]))]
+pub struct IdentityProviderSpec {
+    /// The issuer URL of the organization the provider belongs to.
+    #[schemars(length(max = 512), regex(pattern = ISSUER_PATTERN))]
+    pub issuer: String,
+    /// The kind of upstream provider.
+    pub kind: IdentityProviderKind,
+    /// Shown on the sign-in page's button.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 100))]
+    pub display_name: Option<String>,
+    /// The upstream issuer URL (oidc) or metadata URL (saml); not used by github, google and
+    /// microsoft.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048), regex(pattern = ISSUER_PATTERN))]
+    pub upstream_url: Option<String>,
+    /// The client id registered at the upstream provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    pub client_id: Option<String>,
+    /// The Secret holding the client secret registered at the upstream provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretKeyRef>,
+    /// Scopes requested upstream.
+    #[serde(default)]
+    #[schemars(length(max = 50), inner(length(max = 128), regex(pattern = SCOPE_PATTERN)))]
+    pub scopes: Vec<String>,
+    /// Upstream claim names keyed by the server's claim names, for example `email: mail`.
+    #[serde(default)]
+    #[schemars(extend("maxProperties" = 64))]
+    pub claim_mapping: BTreeMap<String, String>,
+    /// What deleting this manifest does to the provider on the server.
+    #[serde(default)]
+    pub deletion_policy: DeletionPolicy,
+}
+
+/// The kinds of upstream identity provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IdentityProviderKind {
+    Oidc,
+    Github,
+    Google,
+    Microsoft,
+    Saml,
+}

@@ -1,0 +1,252 @@
+//! `OIDCClient`: an OAuth client registered in the organization its issuer selects.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{
+    DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN, REDIRECT_URI_PATTERN,
+    SCOPE_PATTERN, SecretKeyRef,
+};
+use super::status::ResourceStatus;
+
+/// The declared state of an OAuth client.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "nauthera.io",
+    version = "v1alpha1",
+    kind = "OIDCClient",
+    plural = "oidcclients",
+    singular = "oidcclient",
+    shortname = "oidcc",
+    category = "nauthera",
+    namespaced,
+    status = "ResourceStatus",
+    derive = "PartialEq",
+    doc = "An OAuth client of nauthera-server, declared by this manifest.",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason"),
+    printcolumn(name = "Client ID", type_ = "string", json_path = ".status.clientId"),
+    printcolumn(name = "Revision", type_ = "string", json_path = ".status.revision"),
+    printcolumn(
+        name = "Issuer",
+        type_ = "string",
+        json_path = ".spec.issuer",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "self.tokenEndpointAuthMethod in ['none', 'private_key_jwt'] || (has(self.secret) && (self.secret.generate || has(self.secret.secretRef)))",
+        "message": "a confidential client (tokenEndpointAuthMethod client_secret_basic or client_secret_post) needs spec.secret.generate: true or spec.secret.secretRef"
+    },
+    {
+        "rule": "self.tokenEndpointAuthMethod != 'none' || !has(self.secret) || (!self.secret.generate && !has(self.secret.secretRef))",
+        "message": "a public client (tokenEndpointAuthMethod none) has no secret: remove spec.secret"
+    },
+    {
+        "rule": "!('authorization_code' in self.grantTypes) || size(self.redirectUris) > 0",
+        "message": "the authorization_code grant needs at least one entry in spec.redirectUris"
+    }
+]))]
+pub struct OIDCClientSpec {
+    /// The issuer URL of the organization the client belongs to, for example
+    /// `https://login.example.com/acme`. It selects the organization.
+    #[schemars(length(max = 512), regex(pattern = ISSUER_PATTERN))]
+    pub issuer: String,
+    /// Shown to end users on the consent page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 200))]
+    pub display_name: Option<String>,
+    /// Allowed redirect URIs: `https://`, or `http://` on a loopback address (127.0.0.1, [::1],
+    /// localhost) for native applications.
+    #[serde(default)]
+    #[schemars(length(max = 50), inner(length(max = 2048), regex(pattern = REDIRECT_URI_PATTERN)))]
+    pub redirect_uris: Vec<String>,
+    /// Allowed post-logout redirect URIs; same rules as `redirectUris`.
+    #[serde(default)]
+    #[schemars(length(max = 50), inner(length(max = 2048), regex(pattern = REDIRECT_URI_PATTERN)))]
+    pub post_logout_redirect_uris: Vec<String>,
+    /// OAuth grant types.
+    #[serde(default = "OIDCClientSpec::default_grant_types")]
+    #[schemars(length(max = 4))]
+    pub grant_types: Vec<GrantType>,
+    /// OAuth response types: `code`, or none (`[]`) for clients without redirects.
+    #[serde(default = "OIDCClientSpec::default_response_types")]
+    #[schemars(length(max = 1))]
+    pub response_types: Vec<ResponseType>,
+    /// Scopes the client may request, for example `openid`, `profile`, `email`.
+    #[serde(default)]
+    #[schemars(length(max = 50), inner(length(max = 128), regex(pattern = SCOPE_PATTERN)))]
+    pub scopes: Vec<String>,
+    /// How the client authenticates at the token endpoint; `none` makes a public client.
+    #[serde(default)]
+    pub token_endpoint_auth_method: TokenEndpointAuthMethod,
+    /// Whether PKCE (S256) is required on the authorization code flow.
+    #[serde(default = "default_true")]
+    pub require_pkce: bool,
+    /// Where the client secret comes from; required for confidential clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<ClientSecret>,
+    /// What deleting this manifest does to the client on the server.
+    #[serde(default)]
+    pub deletion_policy: DeletionPolicy,
+    /// A Branding in this namespace shown on the client's sign-in pages; the organization's
+    /// default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branding_ref: Option<LocalRef>,
+}
+
+impl OIDCClientSpec {
+    fn default_grant_types() -> Vec<GrantType> {
+        vec![GrantType::AuthorizationCode]
+    }
+
+    fn default_response_types() -> Vec<ResponseType> {
+        vec![ResponseType::Code]
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// An OAuth grant type, serialized as its registered name.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum GrantType {
+    #[serde(rename = "authorization_code")]
+    AuthorizationCode,
+    #[serde(rename = "refresh_token")]
+    RefreshToken,
+    #[serde(rename = "client_credentials")]
+    ClientCredentials,
+    #[serde(rename = "urn:ietf:params:oauth:grant-type:device_code")]
+    DeviceCode,
+}
+
+impl GrantType {
+    /// Every grant type, in declaration order.
+    pub const ALL: [Self; 4] = [
+        Self::AuthorizationCode,
+        Self::RefreshToken,
+        Self::ClientCredentials,
+        Self::DeviceCode,
+    ];
+
+    /// The registered name, as in the manifest and the AdminService.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AuthorizationCode => "authorization_code",
+            Self::RefreshToken => "refresh_token",
+            Self::ClientCredentials => "client_credentials",
+            Self::DeviceCode => "urn:ietf:params:oauth:grant-type:device_code",
+        }
+    }
+
+    /// The grant type of a registered name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|g| g.as_str() == name)
+    }
+}
+
+/// An OAuth response type.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum ResponseType {
+    #[serde(rename = "code")]
+    Code,
+}
+
+impl ResponseType {
+    /// Every response type.
+    pub const ALL: [Self; 1] = [Self::Code];
+
+    /// The registered name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Code => "code",
+        }
+    }
+
+    /// The response type of a registered name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+}
+
+/// How a client authenticates at the token endpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum TokenEndpointAuthMethod {
+    #[default]
+    #[serde(rename = "client_secret_basic")]
+    ClientSecretBasic,
+    #[serde(rename = "client_secret_post")]
+    ClientSecretPost,
+    #[serde(rename = "private_key_jwt")]
+    PrivateKeyJwt,
+    /// A public client, without a secret.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl TokenEndpointAuthMethod {
+    /// Every method.
+    pub const ALL: [Self; 4] = [
+        Self::ClientSecretBasic,
+        Self::ClientSecretPost,
+        Self::PrivateKeyJwt,
+        Self::None,
+    ];
+
+    /// The registered name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClientSecretBasic => "client_secret_basic",
+            Self::ClientSecretPost => "client_secret_post",
+            Self::PrivateKeyJwt => "private_key_jwt",
+            Self::None => "none",
+        }
+    }
+
+    /// The method of a registered name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+}
+
+/// Where the client secret comes from: generated by the server (and delivered into a Secret the
+/// reconciler owns), or read from a Secret the team holds. Exactly one of the two.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!(self.generate && has(self.secretRef))",
+        "message": "spec.secret.generate and spec.secret.secretRef are exclusive: choose one"
+    },
+    {
+        "rule": "!has(self.secretName) || self.generate",
+        "message": "spec.secret.secretName names the Secret a generated secret is delivered into: it needs spec.secret.generate: true"
+    }
+]))]
+pub struct ClientSecret {
+    /// The server generates the secret; the reconciler writes it into a Secret it owns.
+    #[serde(default)]
+    pub generate: bool,
+    /// The name of the Secret a generated secret is delivered into; the resource's name when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = OBJECT_NAME_PATTERN))]
+    pub secret_name: Option<String>,
+    /// A Secret the team holds the client secret in; the reconciler reads it and never writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretKeyRef>,
+}

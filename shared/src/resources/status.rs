@@ -1,0 +1,252 @@
+//! The status every kind shares. `spec` belongs to the manifest; `status` to the reconciler.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{ConditionType, Phase, Reason};
+
+use super::common::LocalRef;
+
+/// What the reconciler last found and did. Every field is optional: a resource the reconciler has
+/// not seen yet has no status, and each kind fills in the fields that apply to it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceStatus {
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Kubernetes conditions, one per type (`Ready`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// `Registered`, `Pending` or `Error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "phase_schema")]
+    pub phase: Option<Phase>,
+    /// The reason of the `Ready` condition, repeated here so that printer columns can show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "reason_schema")]
+    pub reason: Option<Reason>,
+    /// The message of the `Ready` condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The OAuth client id the server assigned (OIDCClient).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The organization's slug on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slug: Option<String>,
+    /// The revision the reconciler last wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The declared generation the server keeps in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_in_force: Option<i64>,
+    /// The Secret the client secret was delivered into (OIDCClient with `secret.generate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalRef>,
+    /// Set while the object on the server was changed or removed by something else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
+    /// When the reconciler last called the server for this resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempt_time: Option<Time>,
+}
+
+/// A change on the server that the reconciler did not make, and did not write over.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    /// The revision the server holds; empty when the object was removed.
+    #[serde(default)]
+    pub server_revision: String,
+    /// Whether the object is gone from the server.
+    #[serde(default)]
+    pub removed: bool,
+    /// When the server says the object changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_at: Option<Time>,
+    /// The manager the change named (empty for the dashboard or a tool that names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
+    /// Who made the change, from the server's audit log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// The fields that differ from the manifest, in the manifest's naming (`spec.redirectUris`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub fields: Vec<String>,
+    /// When the reconciler noticed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected_at: Option<Time>,
+}
+
+/// The serialized names of `Phase`, for the schema. A unit test checks every phase against it.
+const PHASE_NAMES: [&str; 3] = ["Registered", "Pending", "Error"];
+
+fn phase_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": PHASE_NAMES })
+}
+
+// A plain string rather than an enum: the reason catalog grows, and an older CRD must still accept
+// the status a newer reconciler writes.
+fn reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": "The reason of the Ready condition (see the reason catalog)."
+    })
+}
+
+/// The string form of a serde unit variant (`Reason::Drifted` -> `"Drifted"`).
+fn variant_name<T: Serialize>(value: T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        // Unit variants always serialize to strings; keep a readable fallback all the same.
+        _ => String::from("Unknown"),
+    }
+}
+
+/// Builds a condition at time `now`. `lastTransitionTime` is `now` here; `set_condition` keeps the
+/// previous one when the status did not change.
+pub fn new_condition(
+    type_: ConditionType,
+    status: bool,
+    reason: Reason,
+    message: impl Into<String>,
+    observed_generation: Option<i64>,
+    now: Time,
+) -> Condition {
+    Condition {
+        type_: variant_name(type_),
+        status: if status { "True" } else { "False" }.to_owned(),
+        reason: variant_name(reason),
+        message: message.into(),
+        observed_generation,
+        last_transition_time: now,
+    }
+}
+
+/// Puts `condition` into `conditions`, replacing the one of the same type. `lastTransitionTime`
+/// moves only when the status changes: a new reason or message keeps the previous time (the
+/// Kubernetes convention). Returns whether anything changed, so that callers can skip a no-op
+/// status write.
+pub fn set_condition(conditions: &mut Vec<Condition>, mut condition: Condition) -> bool {
+    match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
+        Some(existing) => {
+            if existing.status == condition.status {
+                condition.last_transition_time = existing.last_transition_time.clone();
+            }
+            let changed = *existing != condition;
+            *existing = condition;
+            changed
+        }
+        None => {
+            conditions.push(condition);
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Time {
+        Time(jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    fn ready(status: bool, reason: Reason, message: &str, now: i64) -> Condition {
+        new_condition(
+            ConditionType::Ready,
+            status,
+            reason,
+            message,
+            Some(1),
+            at(now),
+        )
+    }
+
+    #[test]
+    fn a_new_condition_is_added() {
+        let mut conditions = Vec::new();
+        assert!(set_condition(
+            &mut conditions,
+            ready(true, Reason::Registered, "ok", 10)
+        ));
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0].type_, "Ready");
+        assert_eq!(conditions[0].status, "True");
+        assert_eq!(conditions[0].reason, "Registered");
+        assert_eq!(conditions[0].last_transition_time, at(10));
+    }
+
+    #[test]
+    fn a_status_change_moves_the_transition_time() {
+        let mut conditions = vec![ready(true, Reason::Registered, "ok", 10)];
+        assert!(set_condition(
+            &mut conditions,
+            ready(false, Reason::Drifted, "changed", 20)
+        ));
+        assert_eq!(conditions.len(), 1);
+        assert_eq!(conditions[0].status, "False");
+        assert_eq!(conditions[0].last_transition_time, at(20));
+    }
+
+    #[test]
+    fn a_reason_or_message_change_keeps_the_transition_time() {
+        let mut conditions = vec![ready(false, Reason::Unreachable, "down", 10)];
+        assert!(set_condition(
+            &mut conditions,
+            ready(false, Reason::Refused, "no", 20)
+        ));
+        assert_eq!(conditions[0].reason, "Refused");
+        assert_eq!(conditions[0].message, "no");
+        assert_eq!(conditions[0].last_transition_time, at(10));
+    }
+
+    #[test]
+    fn the_same_condition_again_changes_nothing() {
+        let mut conditions = vec![ready(true, Reason::Registered, "ok", 10)];
+        assert!(!set_condition(
+            &mut conditions,
+            ready(true, Reason::Registered, "ok", 30)
+        ));
+        assert_eq!(conditions[0].last_transition_time, at(10));
+    }
+
+    #[test]
+    fn every_phase_is_in_the_schema() {
+        for phase in [Phase::Registered, Phase::Pending, Phase::Error] {
+            assert!(PHASE_NAMES.contains(&variant_name(phase).as_str()));
+        }
+    }
+
+    #[test]
+    fn status_serializes_in_camel_case_and_skips_empty_fields() {
+        let status = ResourceStatus {
+            observed_generation: Some(3),
+            phase: Some(Phase::Error),
+            reason: Some(Reason::Drifted),
+            generation_in_force: Some(2),
+            drift: Some(Drift {
+                removed: true,
+                ..Drift::default()
+            }),
+            ..ResourceStatus::default()
+        };
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "observedGeneration": 3,
+                "phase": "Error",
+                "reason": "Drifted",
+                "generationInForce": 2,
+                "drift": { "serverRevision": "", "removed": true }
+            })
+        );
+        let back: ResourceStatus = serde_json::from_value(json).unwrap();
+        assert_eq!(back, status);
+    }
+}

@@ -1,0 +1,483 @@
+//! Tests of the CRDs and the examples.
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::*;
+
+fn crd_json(name: &str) -> Value {
+    let crd = crds()
+        .into_iter()
+        .find(|crd| crd.spec.names.kind == name)
+        .unwrap_or_else(|| panic!("no CRD of kind {name}"));
+    serde_json::to_value(crd).unwrap()
+}
+
+#[test]
+fn crds_come_in_the_generator_order() {
+    let kinds: Vec<String> = crds().into_iter().map(|crd| crd.spec.names.kind).collect();
+    assert_eq!(
+        kinds,
+        ["OIDCClient", "Branding", "IdentityProvider", "Organization"]
+    );
+}
+
+#[test]
+fn every_crd_is_namespaced_in_the_group_with_one_served_stored_version() {
+    for crd in crds() {
+        assert_eq!(crd.spec.group, crate::GROUP);
+        assert_eq!(crd.spec.scope, "Namespaced");
+        assert_eq!(crd.spec.versions.len(), 1);
+        let version = &crd.spec.versions[0];
+        assert_eq!(version.name, crate::VERSION);
+        assert!(version.served && version.storage);
+        let names = &crd.spec.names;
+        assert_eq!(
+            names.categories.as_deref(),
+            Some(&["nauthera".to_owned()][..])
+        );
+        assert_eq!(names.short_names.as_ref().map(Vec::len), Some(1));
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some(&*format!("{}.{}", names.plural, crate::GROUP))
+        );
+    }
+}
+
+#[test]
+fn plurals_are_the_ones_the_tools_use() {
+    let plurals: Vec<String> = crds()
+        .into_iter()
+        .map(|crd| crd.spec.names.plural)
+        .collect();
+    assert_eq!(
+        plurals,
+        [
+            "oidcclients",
+            "brandings",
+            "identityproviders",
+            "organizations"
+        ]
+    );
+}
+
+#[test]
+fn every_crd_has_the_status_subresource() {
+    for crd in crds() {
+        let subresources = crd.spec.versions[0].subresources.as_ref();
+        assert!(
+            subresources.and_then(|s| s.status.as_ref()).is_some(),
+            "{} has no status subresource",
+            crd.spec.names.kind
+        );
+    }
+}
+
+#[test]
+fn every_crd_has_the_printer_columns() {
+    let expected = [
+        (
+            "OIDCClient",
+            vec!["Phase", "Reason", "Client ID", "Revision", "Issuer", "Age"],
+        ),
+        (
+            "Branding",
+            vec!["Phase", "Reason", "Issuer", "Revision", "Age"],
+        ),
+        (
+            "IdentityProvider",
+            vec!["Phase", "Reason", "Kind", "Issuer", "Revision", "Age"],
+        ),
+        (
+            "Organization",
+            vec!["Phase", "Reason", "Slug", "Issuer", "Revision", "Age"],
+        ),
+    ];
+    for (kind, names) in expected {
+        let crd = crd_json(kind);
+        let columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+            .as_array()
+            .unwrap();
+        let found: Vec<&str> = columns
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(found, names, "{kind}");
+        let path = |name: &str| {
+            columns.iter().find(|c| c["name"] == name).unwrap()["jsonPath"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(path("Phase"), ".status.phase");
+        assert_eq!(path("Reason"), ".status.reason");
+        assert_eq!(path("Revision"), ".status.revision");
+        assert_eq!(path("Age"), ".metadata.creationTimestamp");
+    }
+    let client = crd_json("OIDCClient");
+    let columns = client["spec"]["versions"][0]["additionalPrinterColumns"]
+        .as_array()
+        .unwrap();
+    assert!(
+        columns
+            .iter()
+            .any(|c| c["name"] == "Client ID" && c["jsonPath"] == ".status.clientId")
+    );
+}
+
+/// Every `x-kubernetes-validations` rule text of a CRD, with the schema path it sits at.
+fn cel_rules(schema: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    if let Some(rules) = schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+    {
+        for rule in rules {
+            out.push((path.to_owned(), rule["rule"].as_str().unwrap().to_owned()));
+            assert!(
+                rule["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{path}: a rule without message"
+            );
+        }
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            cel_rules(property, &format!("{path}.{name}"), out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        cel_rules(items, &format!("{path}[]"), out);
+    }
+}
+
+fn rules_of(kind: &str) -> Vec<(String, String)> {
+    let crd = crd_json(kind);
+    let mut rules = Vec::new();
+    cel_rules(
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        "",
+        &mut rules,
+    );
+    rules
+}
+
+#[test]
+fn the_client_secret_rules_are_in_the_schema() {
+    let rules = rules_of("OIDCClient");
+    let has = |path: &str, text: &str| rules.iter().any(|(p, r)| p == path && r.contains(text));
+    assert!(
+        has(".spec.secret", "!(self.generate && has(self.secretRef))"),
+        "{rules:?}"
+    );
+    assert!(
+        has(".spec.secret", "!has(self.secretName) || self.generate"),
+        "{rules:?}"
+    );
+    assert!(
+        has(
+            ".spec",
+            "has(self.secret) && (self.secret.generate || has(self.secret.secretRef))"
+        ),
+        "{rules:?}"
+    );
+    assert!(
+        has(".spec", "'authorization_code' in self.grantTypes"),
+        "{rules:?}"
+    );
+}
+
+#[test]
+fn the_identity_provider_and_organization_rules_are_in_the_schema() {
+    let rules = rules_of("IdentityProvider");
+    assert!(
+        rules
+            .iter()
+            .any(|(p, r)| p == ".spec" && r.contains("has(self.upstreamUrl)"))
+    );
+    assert!(
+        rules
+            .iter()
+            .any(|(p, r)| p == ".spec" && r.contains("has(self.secretRef)"))
+    );
+    let rules = rules_of("Organization");
+    assert!(
+        rules
+            .iter()
+            .any(|(p, r)| p == ".spec" && r == "self.slug == oldSelf.slug")
+    );
+}
+
+/// The structural-schema rules Kubernetes enforces that a derive could break: every node has a
+/// type (or preserves unknown fields), and no `$ref`, `anyOf`, `oneOf` or `allOf` carries types.
+fn assert_structural(schema: &Value, path: &str) {
+    let object = schema
+        .as_object()
+        .unwrap_or_else(|| panic!("{path}: not an object"));
+    for keyword in [
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "not",
+        "definitions",
+        "$defs",
+    ] {
+        assert!(
+            !object.contains_key(keyword),
+            "{path}: `{keyword}` is not structural"
+        );
+    }
+    let preserves = object.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    assert!(object.contains_key("type") || preserves, "{path}: no type");
+    if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            assert_structural(property, &format!("{path}.{name}"));
+        }
+    }
+    if let Some(items) = object.get("items") {
+        assert_structural(items, &format!("{path}[]"));
+    }
+    if let Some(additional) = object.get("additionalProperties").filter(|a| a.is_object()) {
+        assert_structural(additional, &format!("{path}{{}}"));
+    }
+}
+
+#[test]
+fn every_schema_is_structural() {
+    for crd in crds() {
+        let kind = crd.spec.names.kind.clone();
+        let crd = serde_json::to_value(crd).unwrap();
+        let root = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        for top in ["spec", "status"] {
+            assert_structural(&root["properties"][top], &format!("{kind}.{top}"));
+        }
+    }
+}
+
+#[test]
+fn enums_serialize_as_their_registered_names() {
+    let names = |v: Value| serde_json::to_string(&v).unwrap();
+    assert_eq!(
+        names(serde_json::to_value(GrantType::ALL).unwrap()),
+        r#"["authorization_code","refresh_token","client_credentials","urn:ietf:params:oauth:grant-type:device_code"]"#
+    );
+    for grant in GrantType::ALL {
+        assert_eq!(serde_json::to_value(grant).unwrap(), grant.as_str());
+        assert_eq!(GrantType::from_name(grant.as_str()), Some(grant));
+    }
+    for method in TokenEndpointAuthMethod::ALL {
+        assert_eq!(serde_json::to_value(method).unwrap(), method.as_str());
+        assert_eq!(
+            TokenEndpointAuthMethod::from_name(method.as_str()),
+            Some(method)
+        );
+    }
+    for media_type in LogoMediaType::ALL {
+        assert_eq!(
+            serde_json::to_value(media_type).unwrap(),
+            media_type.as_str()
+        );
+        assert_eq!(
+            LogoMediaType::from_name(media_type.as_str()),
+            Some(media_type)
+        );
+    }
+    assert_eq!(
+        serde_json::to_value(FapiMode::Fapi2Security).unwrap(),
+        "FAPI2Security"
+    );
+    assert_eq!(
+        serde_json::to_value(IdentityProviderKind::Microsoft).unwrap(),
+        "microsoft"
+    );
+}
+
+#[test]
+fn a_minimal_client_gets_the_documented_defaults() {
+    let spec: OIDCClientSpec =
+        serde_json::from_value(serde_json::json!({ "issuer": "https://login.example.test/acme" }))
+            .unwrap();
+    assert_eq!(spec.grant_types, [GrantType::AuthorizationCode]);
+    assert_eq!(spec.response_types, [ResponseType::Code]);
+    assert_eq!(
+        spec.token_endpoint_auth_method,
+        TokenEndpointAuthMethod::ClientSecretBasic
+    );
+    assert!(spec.require_pkce);
+    assert_eq!(spec.deletion_policy, DeletionPolicy::Delete);
+    let organization: OrganizationSpec = serde_json::from_value(serde_json::json!({
+        "slug": "acme", "issuer": "https://login.example.test/acme"
+    }))
+    .unwrap();
+    assert_eq!(organization.deletion_policy, DeletionPolicy::Orphan);
+    assert_eq!(organization.fapi_mode, FapiMode::Disabled);
+    let key: SecretKeyRef = serde_json::from_value(serde_json::json!({ "name": "s" })).unwrap();
+    assert_eq!(key.key, "clientSecret");
+}
+
+// ---- examples ------------------------------------------------------------------------------
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// Every document of every example file, with the file's name.
+fn example_documents() -> Vec<(String, Value)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(examples_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no examples found");
+    let mut documents = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{name}: not YAML: {e}"));
+        documents.extend(
+            docs.into_iter()
+                .filter(|d| !d.is_null())
+                .map(|d| (name.clone(), d)),
+        );
+    }
+    documents
+}
+
+/// Fails when `input` holds anything `output` does not hold with the same value: a field the
+/// typed resource does not know (and would drop) or reads differently.
+fn assert_subset(input: &Value, output: &Value, path: &str) {
+    match (input, output) {
+        (Value::Object(input), Value::Object(output)) => {
+            for (key, value) in input {
+                let Some(out) = output.get(key) else {
+                    panic!("{path}.{key}: unknown field (dropped when read)");
+                };
+                assert_subset(value, out, &format!("{path}.{key}"));
+            }
+        }
+        (Value::Array(input), Value::Array(output)) => {
+            assert_eq!(input.len(), output.len(), "{path}: list length");
+            for (i, (a, b)) in input.iter().zip(output).enumerate() {
+                assert_subset(a, b, &format!("{path}[{i}]"));
+            }
+        }
+        _ => assert_eq!(input, output, "{path}"),
+    }
+}
+
+fn strict<T: DeserializeOwned + Serialize>(file: &str, document: &Value) -> T {
+    let typed: T =
+        serde_json::from_value(document.clone()).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert_subset(document, &serde_json::to_value(&typed).unwrap(), file);
+    typed
+}
+
+fn check_placement<K: Resource>(file: &str, resource: &K, issuer: &str) {
+    assert_eq!(
+        resource.meta().namespace.as_deref(),
+        Some("nauthera-examples"),
+        "{file}"
+    );
+    assert_eq!(issuer, "https://login.example.test/acme", "{file}");
+}
+
+#[test]
+fn every_example_reads_strictly_into_its_type() {
+    let mut clients = Vec::new();
+    let mut kinds = Vec::new();
+    for (file, document) in example_documents() {
+        let kind = document["kind"].as_str().unwrap_or_default().to_owned();
+        if document["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("nauthera.io/"))
+        {
+            assert_eq!(
+                document["apiVersion"],
+                format!("{}/{}", crate::GROUP, crate::VERSION),
+                "{file}"
+            );
+        }
+        match kind.as_str() {
+            "Namespace" => {
+                let namespace: Namespace = strict(&file, &document);
+                assert_eq!(
+                    namespace.metadata.name.as_deref(),
+                    Some("nauthera-examples")
+                );
+            }
+            "Secret" => {
+                let secret: Secret = strict(&file, &document);
+                assert_eq!(
+                    secret.metadata.namespace.as_deref(),
+                    Some("nauthera-examples")
+                );
+            }
+            "OIDCClient" => {
+                let client: OIDCClient = strict(&file, &document);
+                check_placement(&file, &client, client.issuer());
+                clients.push(client);
+            }
+            "Branding" => {
+                let branding: Branding = strict(&file, &document);
+                check_placement(&file, &branding, branding.issuer());
+            }
+            "IdentityProvider" => {
+                let provider: IdentityProvider = strict(&file, &document);
+                check_placement(&file, &provider, provider.issuer());
+                assert!(
+                    provider.spec.secret_ref.is_some(),
+                    "{file}: the example shows secretRef"
+                );
+            }
+            "Organization" => {
+                let organization: Organization = strict(&file, &document);
+                check_placement(&file, &organization, organization.issuer());
+                assert_eq!(organization.spec.slug, "acme");
+            }
+            other => panic!("{file}: unexpected kind {other:?}"),
+        }
+        kinds.push(kind);
+    }
+    for kind in [
+        "Namespace",
+        "OIDCClient",
+        "Branding",
+        "IdentityProvider",
+        "Organization",
+    ] {
+        assert!(kinds.iter().any(|k| k == kind), "no example of {kind}");
+    }
+    let secret = |client: &OIDCClient| client.spec.secret.clone().unwrap_or_default();
+    assert!(
+        clients.iter().any(|c| secret(c).generate),
+        "no client with secret.generate"
+    );
+    assert!(
+        clients.iter().any(|c| secret(c).secret_ref.is_some()),
+        "no client with secretRef"
+    );
+    assert!(
+        clients
+            .iter()
+            .any(|c| c.spec.token_endpoint_auth_method == TokenEndpointAuthMethod::None),
+        "no public client"
+    );
+}
+
+#[test]
+fn the_strict_check_catches_an_unknown_field() {
+    let document = serde_json::json!({
+        "apiVersion": "nauthera.io/v1alpha1",
+        "kind": "OIDCClient",
+        "metadata": { "name": "x", "namespace": "nauthera-examples" },
+        "spec": { "issuer": "https://login.example.test/acme", "redirectUri": ["https://x.test/cb"] }
+    });
+    let outcome = std::panic::catch_unwind(|| strict::<OIDCClient>("inline", &document));
+    assert!(outcome.is_err());
+}
