@@ -1,10 +1,53 @@
 //! The reason catalog: the single source of every condition reason, its Ready status, phase, event
 //! reason, metric label, runbook page and the checks `kubectl nauthera diagnose` runs.
+//!
+//! Everything here is plain data and pure functions. The reconciler takes its condition reasons,
+//! event reasons and metric labels from [`Reason::entry`]; the plugin takes the runbook and the
+//! [`DiagnoseCheck`] of each step; `nauthera-generate` writes the runbook pages under
+//! `docs/runbooks/` from the same entries.
+
+mod cause;
+mod entries;
+mod event;
+mod markdown;
+mod placeholder;
+mod runbook;
+
+use std::fmt;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use cause::{Cause, RETRIED_CODES, code_label, is_retried};
+pub use event::{EventReason, EventType};
+pub use markdown::{GENERATE_COMMAND, runbook_index, runbook_page};
+pub use placeholder::{Facts, Placeholder, placeholders_in, render, unknown_placeholders};
+pub use runbook::{DiagnoseCheck, DiagnosisStep, Runbook};
+
+/// The folder of the generated runbook pages, relative to the repository root.
+pub const RUNBOOK_DIR: &str = "docs/runbooks";
+
+/// Where the runbook pages are published; a reason's page is this base followed by
+/// `<Reason>.md`.
+pub const RUNBOOK_URL_BASE: &str =
+    "https://github.com/nauthera/nauthera-kubernetes/blob/main/docs/runbooks/";
+
+/// How long a refused declared state waits before it is sent again when nothing changes.
+pub const REFUSAL_RESEND_AFTER: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+/// The runbook page of a reason, relative to the repository root: `docs/runbooks/<Reason>.md`.
+pub fn runbook_path(reason: Reason) -> String {
+    format!("{RUNBOOK_DIR}/{}.md", reason.as_str())
+}
+
+/// The published runbook page of a reason, for condition messages, alerts and the plugin.
+pub fn runbook_url(reason: Reason) -> String {
+    format!("{RUNBOOK_URL_BASE}{}.md", reason.as_str())
+}
+
 /// Why a resource is in the state it is in. The string form (`as_str`) is what appears in
-/// conditions, events, metric labels and runbook file names.
+/// conditions and runbook file names; events and metrics use [`ReasonEntry::event`] and
+/// [`ReasonEntry::metric_label`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Reason {
     /// The declared generation is in force on the server.
@@ -37,6 +80,99 @@ pub enum Reason {
     DeletionSkippedDrifted,
 }
 
+impl Reason {
+    /// Every reason, in catalog order (the order of the runbook index).
+    pub const ALL: [Reason; 14] = [
+        Reason::Registered,
+        Reason::Pending,
+        Reason::Refused,
+        Reason::SecretUndeliverable,
+        Reason::SecretRefUnavailable,
+        Reason::Drifted,
+        Reason::Restored,
+        Reason::Unreachable,
+        Reason::CredentialUnavailable,
+        Reason::TrustAnchorUnavailable,
+        Reason::Deleting,
+        Reason::Deleted,
+        Reason::Orphaned,
+        Reason::DeletionSkippedDrifted,
+    ];
+
+    /// The condition reason, CamelCase.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::Registered => "Registered",
+            Reason::Pending => "Pending",
+            Reason::Refused => "Refused",
+            Reason::SecretUndeliverable => "SecretUndeliverable",
+            Reason::SecretRefUnavailable => "SecretRefUnavailable",
+            Reason::Drifted => "Drifted",
+            Reason::Restored => "Restored",
+            Reason::Unreachable => "Unreachable",
+            Reason::CredentialUnavailable => "CredentialUnavailable",
+            Reason::TrustAnchorUnavailable => "TrustAnchorUnavailable",
+            Reason::Deleting => "Deleting",
+            Reason::Deleted => "Deleted",
+            Reason::Orphaned => "Orphaned",
+            Reason::DeletionSkippedDrifted => "DeletionSkippedDrifted",
+        }
+    }
+
+    /// The catalog entry of this reason.
+    pub fn entry(self) -> &'static ReasonEntry {
+        match self {
+            Reason::Registered => &entries::REGISTERED,
+            Reason::Pending => &entries::PENDING,
+            Reason::Refused => &entries::REFUSED,
+            Reason::SecretUndeliverable => &entries::SECRET_UNDELIVERABLE,
+            Reason::SecretRefUnavailable => &entries::SECRET_REF_UNAVAILABLE,
+            Reason::Drifted => &entries::DRIFTED,
+            Reason::Restored => &entries::RESTORED,
+            Reason::Unreachable => &entries::UNREACHABLE,
+            Reason::CredentialUnavailable => &entries::CREDENTIAL_UNAVAILABLE,
+            Reason::TrustAnchorUnavailable => &entries::TRUST_ANCHOR_UNAVAILABLE,
+            Reason::Deleting => &entries::DELETING,
+            Reason::Deleted => &entries::DELETED,
+            Reason::Orphaned => &entries::ORPHANED,
+            Reason::DeletionSkippedDrifted => &entries::DELETION_SKIPPED_DRIFTED,
+        }
+    }
+
+    /// The Ready condition status this reason sets.
+    pub fn ready(self) -> ReadyStatus {
+        self.entry().ready
+    }
+
+    /// The phase this reason sets; `retried` selects the phase while the reconciler retries on
+    /// its own (for reasons that have one), see [`ReasonEntry::phase_for`].
+    pub fn phase(self, retried: bool) -> Phase {
+        self.entry().phase_for(retried)
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that names no reason of the catalog.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a reason of the catalog; expected one of Registered, Pending, Refused, ...")]
+pub struct UnknownReason(pub String);
+
+impl FromStr for Reason {
+    type Err = UnknownReason;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Reason::ALL
+            .into_iter()
+            .find(|reason| reason.as_str() == s)
+            .ok_or_else(|| UnknownReason(s.to_owned()))
+    }
+}
+
 /// The coarse state shown in `kubectl get` and summarised by the plugin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Phase {
@@ -45,9 +181,103 @@ pub enum Phase {
     Error,
 }
 
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Registered, Phase::Pending, Phase::Error];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Phase::Registered => "Registered",
+            Phase::Pending => "Pending",
+            Phase::Error => "Error",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The condition types the reconciler sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ConditionType {
     /// The declared state is in force on the server and delivered.
     Ready,
+}
+
+impl ConditionType {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConditionType::Ready => "Ready",
+        }
+    }
+}
+
+impl fmt::Display for ConditionType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The status of a condition, as Kubernetes spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ReadyStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ReadyStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReadyStatus::True => "True",
+            ReadyStatus::False => "False",
+            ReadyStatus::Unknown => "Unknown",
+        }
+    }
+}
+
+impl fmt::Display for ReadyStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything the project says about one reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReasonEntry {
+    pub reason: Reason,
+    /// The Ready condition's status.
+    pub ready: ReadyStatus,
+    /// The phase once the reconciler has stopped retrying on its own and waits for a change.
+    pub phase: Phase,
+    /// The phase while the reconciler still retries on its own (with backoff), where that
+    /// differs: `Refused` is Error, or Pending while a retried code is retried.
+    pub phase_while_retried: Option<Phase>,
+    /// The event recorded on the transition into this reason.
+    pub event: EventReason,
+    /// The value of the `reason` label of `nauthera_operator_reconciles_total`.
+    pub metric_label: &'static str,
+    /// The causes reported with this reason (the `cause` label).
+    pub causes: &'static [Cause],
+    pub runbook: Runbook,
+}
+
+impl ReasonEntry {
+    /// The phase to show: the retry phase while the reconciler retries on its own, if any.
+    pub const fn phase_for(&self, retried: bool) -> Phase {
+        match (retried, self.phase_while_retried) {
+            (true, Some(phase)) => phase,
+            _ => self.phase,
+        }
+    }
+
+    /// "Error" or "Error (Pending while retried)", as the runbook pages say it.
+    pub fn phase_text(&self) -> String {
+        match self.phase_while_retried {
+            Some(retried) => format!("{} ({} while retried)", self.phase, retried),
+            None => self.phase.to_string(),
+        }
+    }
 }

@@ -1,0 +1,252 @@
+//! Applying the declared state: Registered, Pending, Refused.
+
+use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, GRPC_CALL_LOGS, STATUS, audit_how};
+use crate::catalog::{
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
+    Runbook,
+};
+
+pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
+    reason: Reason::Registered,
+    ready: ReadyStatus::True,
+    phase: Phase::Registered,
+    phase_while_retried: None,
+    event: EventReason::Registered,
+    metric_label: "registered",
+    causes: &[Cause::None],
+    runbook: Runbook {
+        title: "The declared state is in force",
+        summary: "The server holds the generation the manifest declares and any client secret \
+            is delivered; Ready=True, phase Registered.",
+        meaning: &[
+            "The reconciler wrote the manifest's current generation to the server, recorded the \
+             revision the server returned in `status.revision` and the generation in \
+             `status.generationInForce`, and delivered the client secret where the manifest asks \
+             for one. It keeps following the server's change hint, so a change made anywhere \
+             else turns the resource `Drifted`.",
+        ],
+        impact: &[
+            "None: this is the healthy state. End users sign in with the client as declared.",
+        ],
+        diagnosis: &[
+            DiagnosisStep {
+                text: "The generation in force should equal `metadata.generation`, and \
+                    `status.revision` is the revision the reconciler wrote.",
+                command: "kubectl -n <ns> get <kind> <name> -o jsonpath='{.metadata.generation} {.status.generationInForce} {.status.revision}'",
+                check: DiagnoseCheck::ConditionMessage,
+            },
+            DiagnosisStep {
+                text: "The events say when each generation was applied and when a secret was \
+                    delivered (`Applied`, `SecretDelivered`).",
+                command: EVENTS,
+                check: DiagnoseCheck::Events,
+            },
+        ],
+        mitigation: &[
+            "Nothing to do. To change the object, edit the manifest: the new generation is \
+             written and the condition comes back to `Registered` once it is in force.",
+        ],
+        escalation: &[
+            "None needed. If the client behaves differently from its manifest while it reports \
+             `Registered`, compare the server's revision with `status.revision` and treat a \
+             difference as drift (see [Drifted](Drifted.md)).",
+        ],
+    },
+};
+
+pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
+    reason: Reason::Pending,
+    ready: ReadyStatus::Unknown,
+    phase: Phase::Pending,
+    phase_while_retried: None,
+    event: EventReason::Pending,
+    metric_label: "pending",
+    causes: &[Cause::None, Cause::Transient],
+    runbook: Runbook {
+        title: "Waiting for the server to confirm",
+        summary: "The declared generation is not confirmed yet: the first reconcile is under way \
+            or a transient failure is retried with backoff; Ready=Unknown, phase Pending.",
+        meaning: &[
+            "A new manifest, or a new generation of one, has not been confirmed by the server \
+             yet. Either the reconciler has not got to it (start-up, leader election, a long \
+             queue), or its call failed with a code the reconciler retries on its own: \
+             `Aborted`, `Internal`, `Unknown`, `ResourceExhausted` or `Unavailable`. Retries \
+             wait with exponential backoff and jitter, so many resources failing together do \
+             not hit the server in step.",
+            "The condition message names the last failure, if there was one.",
+        ],
+        impact: &[
+            "The change is not applied yet; the server keeps the last generation in force, or \
+             holds nothing for a new manifest. A short spell is normal; one that lasts for \
+             minutes means the retries keep failing.",
+        ],
+        diagnosis: &[
+            DiagnosisStep {
+                text: "The condition message and the last failure.",
+                command: DESCRIBE,
+                check: DiagnoseCheck::ConditionMessage,
+            },
+            DiagnosisStep {
+                text: "Whether the reconciler is ready, which replica leads, and whether the \
+                    control-plane probe reaches the server.",
+                command: STATUS,
+                check: DiagnoseCheck::ProbeState,
+            },
+            DiagnosisStep {
+                text: "Server calls by method and code; a run of retried codes points at the \
+                    server, not at the manifest.",
+                command: "sum by (method, code) (increase(nauthera_operator_server_calls_total[15m]))",
+                check: DiagnoseCheck::ServerCallMetrics,
+            },
+            DiagnosisStep {
+                text: "The reconciler's line for each server call: method, code, duration.",
+                command: GRPC_CALL_LOGS,
+                check: DiagnoseCheck::ReconcilerLogs,
+            },
+        ],
+        mitigation: &[
+            "Nothing, if it clears within a few minutes: retried codes need no action unless \
+             they persist.",
+            "`ResourceExhausted` that persists: the server limits the reconciler's rate. Spread \
+             out mass edits, or raise the server's limit for the reconciler.",
+            "`Unavailable` or `Internal` that persists: look at the server's health and logs; \
+             connection problems are covered by [Unreachable](Unreachable.md).",
+            "No leader in `kubectl nauthera status`: check the reconciler's pods and its Lease \
+             with `kubectl -n <reconciler-ns> get pods,leases`.",
+        ],
+        escalation: &[
+            "When it lasts longer than about fifteen minutes with retried codes, hand it to \
+             whoever runs nauthera-server, with the reconciler's `grpc_call` lines for the \
+             resource. Those lines never carry secrets and can be shared as they are.",
+        ],
+    },
+};
+
+pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
+    reason: Reason::Refused,
+    ready: ReadyStatus::False,
+    phase: Phase::Error,
+    phase_while_retried: Some(Phase::Pending),
+    event: EventReason::Refused,
+    metric_label: "refused",
+    causes: &[
+        Cause::FieldViolation,
+        Cause::IdentityNotAllowed,
+        Cause::OperationNotGranted,
+        Cause::OutsideGrant,
+        Cause::UnknownIssuer,
+        Cause::ReservedName,
+        Cause::FapiRequirements,
+        Cause::ReferenceNotFound,
+        Cause::ManagerConflict,
+        Cause::Unimplemented,
+        Cause::ServerObjection,
+        Cause::UnencodableBranding,
+        Cause::Transient,
+    ],
+    runbook: Runbook {
+        title: "The declared state was refused",
+        summary: "The server answered and refused the write, or the reconciler refused an \
+            unencodable branding itself; Ready=False, phase Error, or Pending while a retried \
+            code is retried. A refused control-plane probe makes the reconciler unready.",
+        meaning: &[
+            "The condition message carries the gRPC code, every field the server objected to, \
+             the server's stable reason in parentheses, its cause in words, and the generation \
+             the server keeps in force. The `cause` metric label sorts the refusal:",
+            "- `identity_not_allowed` (`IDENTITY_NOT_ALLOWED`, or `PermissionDenied` without a \
+             stable reason): the server found no entry for the reconciler's certificate identity \
+             in `server.grpc.tls.allowed_clients`, or something between the two ended TLS and \
+             the server saw no client certificate at all.\n\
+             - `operation_not_granted`, `outside_grant`: the identity is allowed, but its entry \
+             lacks the operation (`clients`, `brandings`, `identity_providers`, \
+             `organizations`), the organization, or the namespace.\n\
+             - `field_violation`, `unknown_issuer`, `reserved_name`, `fapi_requirements`, \
+             `reference_not_found`, `server_objection`: the server objects to the spec: an \
+             invalid field, an issuer no organization serves, a name the server reserves, a FAPI \
+             mode the client does not satisfy, a referenced object that does not exist, or \
+             another objection.\n\
+             - `manager_conflict`: the write would replace a change another manager or a person \
+             made on the server.\n\
+             - `unimplemented`: the server is older than the call.\n\
+             - `unencodable_branding`: `spec.branding` cannot be encoded into the server's \
+             format; the reconciler did not call the server.",
+            "Calls failing with `Aborted`, `Internal`, `Unknown`, `ResourceExhausted` or \
+             `Unavailable` are retried with exponential backoff and jitter, and the phase is \
+             Pending meanwhile. Any other refusal waits: the declared state is sent again on the \
+             next edit of the manifest, or after five minutes.",
+        ],
+        impact: &[
+            "The team's change is not in force. An object registered before stays at the \
+             generation the server keeps, which the message names; a new manifest has no object \
+             on the server, so for a client its end users cannot sign in through it.",
+            "An identity or grant cause refuses every resource in its scope, and when the \
+             control-plane probe is refused too the reconciler's pod is not ready: nothing the \
+             reconciler manages is written until the platform team acts.",
+        ],
+        diagnosis: &[
+            DiagnosisStep {
+                text: "The message: code, field violations, stable reason in parentheses, cause \
+                    and the generation in force.",
+                command: DESCRIBE,
+                check: DiagnoseCheck::ConditionMessage,
+            },
+            DiagnosisStep {
+                text: "Refusals by kind and cause over the last hour: one cause across every \
+                    kind is the grant; a single resource is its manifest.",
+                command: r#"sum by (kind, cause) (increase(nauthera_operator_reconciles_total{reason="refused"}[1h]))"#,
+                check: DiagnoseCheck::ReconcileMetrics,
+            },
+            DiagnosisStep {
+                text: "Calls the server denied; any at all points at the identity or the grant.",
+                command: r#"sum by (method) (increase(nauthera_operator_server_calls_total{code="PermissionDenied"}[1h]))"#,
+                check: DiagnoseCheck::ServerCallMetrics,
+            },
+            DiagnosisStep {
+                text: "The identity and grants the server reported to the reconciler, and \
+                    whether they cover the resource's operation, organization and namespace.",
+                command: "kubectl nauthera status -n <ns> -o wide",
+                check: DiagnoseCheck::GrantCovers,
+            },
+            DiagnosisStep {
+                text: concat!(
+                    "The server's audit records of the refused write (`client.applied`, \
+                     `branding.applied`, `identity_provider.applied`, `organization.applied`) \
+                     carry its cause and violations.",
+                    audit_how!()
+                ),
+                command: AUDIT_ORGANIZATION,
+                check: DiagnoseCheck::AuditLog,
+            },
+        ],
+        mitigation: &[
+            "A field objection (`field_violation`): fix the manifest as the message says. It is \
+             sent again on the next edit, or after five minutes.",
+            "A server state the message names: a FAPI mode (`fapi_requirements`) needs a spec \
+             that meets it, such as `private_key_jwt` with PKCE; a reserved name \
+             (`reserved_name`) needs another name; an issuer no organization serves \
+             (`unknown_issuer`: a typo, or a deleted organization) needs the issuer of one that \
+             exists; a missing reference (`reference_not_found`) needs the referenced object \
+             first.",
+            "The identity or the grant (`identity_not_allowed`, `operation_not_granted`, \
+             `outside_grant`): the platform team lists the reconciler in the server's \
+             `server.grpc.tls.allowed_clients`, or widens its entry, for example \
+             `{identity: dns:nauthera-reconciler.<reconciler-ns>.svc, operations: [clients], \
+             organizations: [<slug>], namespaces: [<ns>]}`. When the identity is already \
+             listed, make sure nothing between the reconciler and the server ends TLS.",
+            "`manager_conflict`: someone changed the object on the server; decide whether to \
+             keep their change as for [Drifted](Drifted.md).",
+            "`unimplemented`: upgrade the server to a version that serves the call.",
+            "`unencodable_branding`: fix `spec.branding` as the message says (a supported logo \
+             type, colours as `#rrggbb`, known colour and text roles).",
+            "Retried codes need nothing unless they persist; see [Pending](Pending.md).",
+        ],
+        escalation: &[
+            "Objections to the spec go to the application team that owns the manifest; identity \
+             and grant causes go to the platform team that owns the server's configuration.",
+            "If the server refuses a spec its documentation allows, or answers `Internal` again \
+             and again, report it to the server's maintainers with the condition message, both \
+             versions (`kubectl nauthera status` shows the server build) and the reconciler's \
+             `grpc_call` line for the call. None of these carry secrets; add none.",
+        ],
+    },
+};

@@ -1,0 +1,201 @@
+//! Deleting a manifest: Deleting, and the outcomes Deleted, Orphaned, DeletionSkippedDrifted.
+
+use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, GRPC_CALL_LOGS, STATUS, audit_how};
+use crate::catalog::{
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
+    Runbook,
+};
+
+/// The server's audit records of a deletion, for the outcome pages.
+const AUDIT_DELETION: DiagnosisStep = DiagnosisStep {
+    text: concat!(
+        "The server's audit records of the object: the deletion, or the last write, with \
+         manager and actor.",
+        audit_how!()
+    ),
+    command: AUDIT_ORGANIZATION,
+    check: DiagnoseCheck::AuditLog,
+};
+
+pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
+    reason: Reason::Deleting,
+    ready: ReadyStatus::False,
+    phase: Phase::Pending,
+    phase_while_retried: None,
+    event: EventReason::Deleting,
+    metric_label: "deleting",
+    causes: &[Cause::None, Cause::Transient],
+    runbook: Runbook {
+        title: "The manifest is being deleted",
+        summary: "The manifest is marked for deletion and the reconciler is carrying out its \
+            `deletionPolicy` before it releases the finalizer; Ready=False, phase Pending.",
+        meaning: &[
+            "Deleting a manifest the reconciler registered has defined consequences, carried out \
+             before the finalizer `nauthera.io/finalizer` is removed:",
+            "- `deletionPolicy: Delete` removes the object from the server, but only while the \
+             server still holds the revision the reconciler wrote; a drifted object is left in \
+             place ([DeletionSkippedDrifted](DeletionSkippedDrifted.md)).\n\
+             - `deletionPolicy: Orphan` leaves the object registered on the server \
+             ([Orphaned](Orphaned.md)).",
+            "Either way an event records the outcome, and the server's audit trail records any \
+             deletion under the reconciler's manager name. While the server cannot be reached, \
+             or a retried code persists, the resource stays here with its finalizer.",
+        ],
+        impact: &[
+            "The manifest does not go away until the policy is carried out, and it holds up the \
+             deletion of its namespace meanwhile. Until the server's object is removed, end \
+             users can still sign in through it.",
+        ],
+        diagnosis: &[
+            DiagnosisStep {
+                text: "The message says what the deletion waits for.",
+                command: DESCRIBE,
+                check: DiagnoseCheck::ConditionMessage,
+            },
+            DiagnosisStep {
+                text: "Whether the reconciler reaches the server at all.",
+                command: STATUS,
+                check: DiagnoseCheck::ProbeState,
+            },
+            DiagnosisStep {
+                text: "The reconciler's server calls, for the failing delete.",
+                command: GRPC_CALL_LOGS,
+                check: DiagnoseCheck::ReconcilerLogs,
+            },
+        ],
+        mitigation: &[
+            "Usually nothing: it completes within a reconcile. If the server cannot be reached, \
+             fix that first (see [Unreachable](Unreachable.md)); the deletion then continues by \
+             itself.",
+            r#"To give up on the server's object and release the manifest at once, remove the finalizer: `kubectl -n <ns> patch <kind> <name> --type=json -p '[{"op": "remove", "path": "/metadata/finalizers"}]'`. The object stays on the server as with `Orphan`, but no event records it, so write it down."#,
+        ],
+        escalation: &[
+            "If a deletion hangs while the control plane is healthy, report it with the \
+             condition message, the resource's events and the reconciler's lines about it.",
+        ],
+    },
+};
+
+pub(in crate::catalog) static DELETED: ReasonEntry = ReasonEntry {
+    reason: Reason::Deleted,
+    ready: ReadyStatus::False,
+    phase: Phase::Pending,
+    phase_while_retried: None,
+    event: EventReason::Deleted,
+    metric_label: "deleted",
+    causes: &[Cause::None],
+    runbook: Runbook {
+        title: "Removed from the server",
+        summary: "`deletionPolicy: Delete` removed the object from the server before the manifest \
+            went away; recorded as a Normal event.",
+        meaning: &[
+            "The manifest was deleted with `deletionPolicy: Delete` and the server still held \
+             the revision the reconciler wrote. The reconciler deleted the object on that \
+             condition, recorded a `Deleted` event and released the finalizer. The server's \
+             audit log records the deletion under the reconciler's manager name. An OIDCClient's \
+             generated Secret is owned by the resource and is garbage-collected with it.",
+        ],
+        impact: &[
+            "The object no longer exists on the server. For a client, nobody can sign in through \
+             it any more and its secret is void.",
+        ],
+        diagnosis: &[
+            DiagnosisStep {
+                text: "The `Deleted` event, while events are kept.",
+                command: EVENTS,
+                check: DiagnoseCheck::Events,
+            },
+            AUDIT_DELETION,
+        ],
+        mitigation: &[
+            "If the deletion was a mistake, apply the manifest again. A new client gets a new \
+             client id and a new secret, so every place that held the old ones needs the new \
+             ones.",
+        ],
+        escalation: &[
+            "None, usually. An unexpected deletion goes to whoever deleted the manifest; the \
+             Kubernetes audit log names them.",
+        ],
+    },
+};
+
+pub(in crate::catalog) static ORPHANED: ReasonEntry = ReasonEntry {
+    reason: Reason::Orphaned,
+    ready: ReadyStatus::False,
+    phase: Phase::Pending,
+    phase_while_retried: None,
+    event: EventReason::Orphaned,
+    metric_label: "orphaned",
+    causes: &[Cause::None],
+    runbook: Runbook {
+        title: "Left registered on the server",
+        summary: "`deletionPolicy: Orphan` left the object registered on the server when the \
+            manifest went away; recorded as a Normal event.",
+        meaning: &[
+            "The manifest was deleted with `deletionPolicy: Orphan`. The reconciler released it \
+             without calling the server, recorded an `Orphaned` event, and no longer manages the \
+             object: changes to it on the server are nobody's drift from now on.",
+        ],
+        impact: &[
+            "The object keeps working on the server at its last generation, and nothing keeps \
+             it in line with a manifest any more. A Secret the resource owned is \
+             garbage-collected with it, so workloads that still need the client secret must get \
+             it some other way.",
+        ],
+        diagnosis: &[
+            DiagnosisStep {
+                text: "The `Orphaned` event, while events are kept.",
+                command: EVENTS,
+                check: DiagnoseCheck::Events,
+            },
+            AUDIT_DELETION,
+        ],
+        mitigation: &[
+            "Nothing, if orphaning was intended. To remove the object after all, delete it on the \
+             server through the admin API or the dashboard.",
+        ],
+        escalation: &["None: orphaning is a choice made in the manifest."],
+    },
+};
+
+pub(in crate::catalog) static DELETION_SKIPPED_DRIFTED: ReasonEntry = ReasonEntry {
+    reason: Reason::DeletionSkippedDrifted,
+    ready: ReadyStatus::False,
+    phase: Phase::Error,
+    phase_while_retried: None,
+    event: EventReason::DeletionSkippedDrifted,
+    metric_label: "deletion_skipped_drifted",
+    causes: &[Cause::Edited, Cause::BackupRestore, Cause::RevisionMismatch],
+    runbook: Runbook {
+        title: "The deletion left a drifted object in place",
+        summary: "`deletionPolicy: Delete` did not remove the object because the server holds a \
+            revision the reconciler did not write; recorded as a Warning event.",
+        meaning: &[
+            "The manifest was deleted with `deletionPolicy: Delete`, but the object on the \
+             server had been changed by something else since the reconciler's last write. \
+             Deleting it could destroy a change made on purpose, so the reconciler left it in \
+             place, recorded a `DeletionSkippedDrifted` event naming the revision it found, and \
+             released the manifest.",
+        ],
+        impact: &[
+            "The object stays on the server, unmanaged, in whatever state the other change left \
+             it: people can still sign in through it, and nothing will remove it.",
+        ],
+        diagnosis: &[
+            DiagnosisStep {
+                text: "The event names the revision the server holds.",
+                command: "kubectl -n <ns> get events --field-selector involvedObject.name=<name>,reason=DeletionSkippedDrifted",
+                check: DiagnoseCheck::Events,
+            },
+            AUDIT_DELETION,
+        ],
+        mitigation: &[
+            "Decide with whoever made the change: delete the object on the server through the \
+             admin API or the dashboard, or keep it and declare it in a manifest again.",
+        ],
+        escalation: &[
+            "A change nobody can explain is a security matter, as for [Drifted](Drifted.md): \
+             send the audit records to the team that owns the identity platform.",
+        ],
+    },
+};

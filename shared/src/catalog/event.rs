@@ -1,0 +1,138 @@
+//! The Kubernetes events the reconciler records. A closed set, so no event reason is made up at
+//! the call site.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The `type` of a Kubernetes event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `reason` of a Kubernetes event. Most follow a condition reason (the transition into it);
+/// `Applied` and `SecretDelivered` are events only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum EventReason {
+    /// A new generation of the manifest was written to the server.
+    Applied,
+    /// The resource became Registered: the declared generation is in force.
+    Registered,
+    /// The resource is waiting: first reconcile, or a transient failure retried with backoff.
+    Pending,
+    /// The server, or the reconciler for an unencodable branding, refused the declared state.
+    Refused,
+    /// A minted client secret was written into its Secret.
+    SecretDelivered,
+    /// A minted client secret could not be written into its Secret.
+    SecretUndeliverable,
+    /// The Secret named by `spec.secret.secretRef` (or an identity provider's `secretRef`) is
+    /// missing or lacks the key.
+    SecretRefUnavailable,
+    /// The object was changed or removed on the server by something else.
+    Drifted,
+    /// The declared state was written back over a drift on request.
+    Restored,
+    /// The server cannot be reached.
+    Unreachable,
+    /// The reconciler's client certificate or key cannot be read.
+    CredentialUnavailable,
+    /// The reconciler's CA bundle cannot be read.
+    TrustAnchorUnavailable,
+    /// The manifest is being deleted; the deletion policy is being carried out.
+    Deleting,
+    /// `deletionPolicy: Delete` removed the object from the server.
+    Deleted,
+    /// `deletionPolicy: Orphan` left the object registered on the server.
+    Orphaned,
+    /// `deletionPolicy: Delete` left a drifted object in place on the server.
+    DeletionSkippedDrifted,
+}
+
+impl EventReason {
+    pub const ALL: [EventReason; 16] = [
+        EventReason::Applied,
+        EventReason::Registered,
+        EventReason::Pending,
+        EventReason::Refused,
+        EventReason::SecretDelivered,
+        EventReason::SecretUndeliverable,
+        EventReason::SecretRefUnavailable,
+        EventReason::Drifted,
+        EventReason::Restored,
+        EventReason::Unreachable,
+        EventReason::CredentialUnavailable,
+        EventReason::TrustAnchorUnavailable,
+        EventReason::Deleting,
+        EventReason::Deleted,
+        EventReason::Orphaned,
+        EventReason::DeletionSkippedDrifted,
+    ];
+
+    /// The event's `reason`, CamelCase.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventReason::Applied => "Applied",
+            EventReason::Registered => "Registered",
+            EventReason::Pending => "Pending",
+            EventReason::Refused => "Refused",
+            EventReason::SecretDelivered => "SecretDelivered",
+            EventReason::SecretUndeliverable => "SecretUndeliverable",
+            EventReason::SecretRefUnavailable => "SecretRefUnavailable",
+            EventReason::Drifted => "Drifted",
+            EventReason::Restored => "Restored",
+            EventReason::Unreachable => "Unreachable",
+            EventReason::CredentialUnavailable => "CredentialUnavailable",
+            EventReason::TrustAnchorUnavailable => "TrustAnchorUnavailable",
+            EventReason::Deleting => "Deleting",
+            EventReason::Deleted => "Deleted",
+            EventReason::Orphaned => "Orphaned",
+            EventReason::DeletionSkippedDrifted => "DeletionSkippedDrifted",
+        }
+    }
+
+    /// Warning for what needs a person's attention, Normal for the expected course.
+    pub const fn event_type(self) -> EventType {
+        match self {
+            EventReason::Applied
+            | EventReason::Registered
+            | EventReason::Pending
+            | EventReason::SecretDelivered
+            | EventReason::Restored
+            | EventReason::Deleting
+            | EventReason::Deleted
+            | EventReason::Orphaned => EventType::Normal,
+            EventReason::Refused
+            | EventReason::SecretUndeliverable
+            | EventReason::SecretRefUnavailable
+            | EventReason::Drifted
+            | EventReason::Unreachable
+            | EventReason::CredentialUnavailable
+            | EventReason::TrustAnchorUnavailable
+            | EventReason::DeletionSkippedDrifted => EventType::Warning,
+        }
+    }
+}
+
+impl fmt::Display for EventReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

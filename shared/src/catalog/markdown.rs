@@ -1,0 +1,204 @@
+//! The runbook pages as markdown: one page per reason, and the index.
+
+use std::fmt::Write as _;
+
+use super::{EventReason, Facts, Reason, ReasonEntry, placeholders_in, render};
+
+/// The command that regenerates the pages, named in their footers.
+pub const GENERATE_COMMAND: &str = "cargo run -p nauthera-shared --bin nauthera-generate";
+
+/// The runbook page of one reason, with the placeholders `facts` know filled in.
+pub fn runbook_page(entry: &ReasonEntry, facts: &Facts) -> String {
+    let runbook = &entry.runbook;
+    let mut body = String::new();
+    // `write!` into a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(body, "# {}: {}\n", entry.reason, runbook.title);
+    let _ = writeln!(body, "{}\n", runbook.summary);
+    let _ = writeln!(body, "| Ready | Phase | Event | Metric labels |");
+    let _ = writeln!(body, "|---|---|---|---|");
+    let causes: Vec<String> = entry.causes.iter().map(|c| format!("`{c}`")).collect();
+    let _ = writeln!(
+        body,
+        "| {} | {} | `{}` ({}) | `reason=\"{}\"`, `cause`: {} |\n",
+        entry.ready,
+        entry.phase_text(),
+        entry.event,
+        entry.event.event_type(),
+        entry.metric_label,
+        causes.join(", "),
+    );
+
+    section(&mut body, "Meaning", runbook.meaning);
+    section(&mut body, "Impact", runbook.impact);
+
+    let _ = writeln!(body, "## Diagnosis\n");
+    let _ = writeln!(
+        body,
+        "`kubectl nauthera diagnose <kind>/<name> -n <ns>` runs the steps marked *checked* with \
+         the live facts filled in.\n"
+    );
+    for (number, step) in runbook.diagnosis.iter().enumerate() {
+        let _ = writeln!(body, "{}. {}\n", number + 1, step.text);
+        let _ = writeln!(body, "   ```sh\n   {}\n   ```\n", step.command);
+        if let Some(what) = step.check.describe() {
+            let _ = writeln!(body, "   *Checked:* the plugin {what}.\n");
+        }
+    }
+
+    let _ = writeln!(body, "## Mitigation\n");
+    for bullet in runbook.mitigation {
+        let _ = writeln!(body, "- {}", indent_continuation(bullet, "  "));
+    }
+    body.push('\n');
+    section(&mut body, "Escalation", runbook.escalation);
+
+    let mut page = render(&body, facts);
+    let _ = writeln!(page, "---\n");
+    let legend: Vec<String> = placeholders_in(&page)
+        .into_iter()
+        .map(|p| format!("`{}` {}", p.token(), p.meaning()))
+        .collect();
+    if !legend.is_empty() {
+        let _ = writeln!(page, "Placeholders: {}.\n", legend.join("; "));
+    }
+    let _ = writeln!(page, "{}", footer("[All reasons](README.md) · "));
+    page
+}
+
+/// The index of every runbook page, and of the events the reconciler records.
+pub fn runbook_index() -> String {
+    let mut page = String::new();
+    let _ = writeln!(page, "# Runbooks\n");
+    let _ = writeln!(
+        page,
+        "One page per reason the reconciler reports. The reason is the `Ready` condition's \
+         reason and `status.reason` (so `kubectl get oidcclients -A` shows it), the `reason` \
+         label of `nauthera_operator_reconciles_total`, and the reason of the event recorded when \
+         a resource enters it. `kubectl nauthera diagnose <kind>/<name> -n <ns>` shows the page of \
+         a resource's reason with its live facts filled in.\n"
+    );
+    let _ = writeln!(page, "| Reason | Ready | Phase | Summary | Page |");
+    let _ = writeln!(page, "|---|---|---|---|---|");
+    for reason in Reason::ALL {
+        let entry = reason.entry();
+        let _ = writeln!(
+            page,
+            "| `{reason}` | {} | {} | {} | [{reason}.md]({reason}.md) |",
+            entry.ready,
+            entry.phase_text(),
+            entry.runbook.summary,
+        );
+    }
+    let _ = writeln!(page, "\n## Events\n");
+    let _ = writeln!(page, "| Event reason | Type | Recorded when |");
+    let _ = writeln!(page, "|---|---|---|");
+    for event in EventReason::ALL {
+        let _ = writeln!(
+            page,
+            "| `{event}` | {} | {} |",
+            event.event_type(),
+            event_meaning(event)
+        );
+    }
+    let _ = writeln!(page, "\n---\n");
+    let _ = writeln!(page, "{}", footer(""));
+    page
+}
+
+fn footer(prefix: &str) -> String {
+    format!(
+        "{prefix}Generated from `shared/src/catalog` by `{GENERATE_COMMAND}`; edit the catalog, \
+         not this page."
+    )
+}
+
+fn section(out: &mut String, heading: &str, paragraphs: &[&str]) {
+    let _ = writeln!(out, "## {heading}\n");
+    for paragraph in paragraphs {
+        let _ = writeln!(out, "{paragraph}\n");
+    }
+}
+
+/// Continuation lines of a list item indented under it.
+fn indent_continuation(text: &str, indent: &str) -> String {
+    text.replace('\n', &format!("\n{indent}"))
+}
+
+fn event_meaning(event: EventReason) -> &'static str {
+    match event {
+        EventReason::Applied => "a new generation of the manifest was written to the server",
+        EventReason::SecretDelivered => "a minted client secret was written into its Secret",
+        EventReason::Registered => "the resource enters `Registered`",
+        EventReason::Pending => "the resource enters `Pending`",
+        EventReason::Refused => "the resource enters `Refused`",
+        EventReason::SecretUndeliverable => "the resource enters `SecretUndeliverable`",
+        EventReason::SecretRefUnavailable => "the resource enters `SecretRefUnavailable`",
+        EventReason::Drifted => "the resource enters `Drifted`",
+        EventReason::Restored => "a drifted object was written back on request",
+        EventReason::Unreachable => "the resource enters `Unreachable`",
+        EventReason::CredentialUnavailable => "the resource enters `CredentialUnavailable`",
+        EventReason::TrustAnchorUnavailable => "the resource enters `TrustAnchorUnavailable`",
+        EventReason::Deleting => "the deletion of a manifest begins",
+        EventReason::Deleted => "`deletionPolicy: Delete` removed the object from the server",
+        EventReason::Orphaned => "`deletionPolicy: Orphan` left the object on the server",
+        EventReason::DeletionSkippedDrifted => {
+            "`deletionPolicy: Delete` left a drifted object on the server"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_has_every_section_in_order_and_the_footer() {
+        let page = runbook_page(Reason::Refused.entry(), &Facts::install_defaults());
+        let headings: Vec<&str> = page.lines().filter(|l| l.starts_with("## ")).collect();
+        assert_eq!(
+            headings,
+            [
+                "## Meaning",
+                "## Impact",
+                "## Diagnosis",
+                "## Mitigation",
+                "## Escalation"
+            ]
+        );
+        assert!(page.starts_with("# Refused: "));
+        assert!(page.contains("| False | Error (Pending while retried) | `Refused` (Warning) |"));
+        assert!(page.contains(GENERATE_COMMAND));
+        assert!(page.contains("dns:nauthera-reconciler.nauthera-system.svc"));
+        assert!(!page.contains("<reconciler-ns>"));
+    }
+
+    #[test]
+    fn live_facts_replace_placeholders_and_the_legend_lists_only_the_rest() {
+        let facts = Facts::install_defaults()
+            .with(super::super::Placeholder::Namespace, "team-a")
+            .with(super::super::Placeholder::Name, "shop")
+            .with(super::super::Placeholder::Kind, "oidcclient");
+        let page = runbook_page(Reason::Drifted.entry(), &facts);
+        assert!(page.contains("kubectl -n team-a describe oidcclient shop"));
+        let legend = page
+            .lines()
+            .find(|l| l.starts_with("Placeholders:"))
+            .unwrap();
+        assert!(legend.contains("`<slug>`"), "{legend}");
+        assert!(!legend.contains("`<ns>`"), "{legend}");
+    }
+
+    #[test]
+    fn the_index_links_every_reason_and_lists_every_event() {
+        let index = runbook_index();
+        for reason in Reason::ALL {
+            assert!(
+                index.contains(&format!("[{reason}.md]({reason}.md)")),
+                "{reason}"
+            );
+        }
+        for event in EventReason::ALL {
+            assert!(index.contains(&format!("| `{event}` |")), "{event}");
+        }
+    }
+}

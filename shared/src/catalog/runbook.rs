@@ -1,0 +1,166 @@
+//! The shape of a runbook page and the checks `kubectl nauthera diagnose` can run for its steps.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One runbook page. Text is markdown and may use the placeholders of
+/// [`Placeholder`](super::Placeholder).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Runbook {
+    /// A short heading, without the reason's name.
+    pub title: &'static str,
+    /// One sentence: what happened and what state the resource is in.
+    pub summary: &'static str,
+    /// Paragraphs: what the reason means and which causes lead to it.
+    pub meaning: &'static [&'static str],
+    /// Paragraphs: who is affected and how.
+    pub impact: &'static [&'static str],
+    /// Numbered steps, each with a command a person can paste.
+    pub diagnosis: &'static [DiagnosisStep],
+    /// Bullets: what to do, by cause.
+    pub mitigation: &'static [&'static str],
+    /// Paragraphs: who to hand it to, and what to attach.
+    pub escalation: &'static [&'static str],
+}
+
+/// One diagnosis step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiagnosisStep {
+    /// What to look at and what it tells.
+    pub text: &'static str,
+    /// A command a person can paste (after filling placeholders).
+    pub command: &'static str,
+    /// What the plugin runs for this step; [`DiagnoseCheck::None`] for a manual step.
+    pub check: DiagnoseCheck,
+}
+
+/// A check `kubectl nauthera diagnose` knows how to run and fill with live facts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum DiagnoseCheck {
+    /// The Ready condition's reason and message, and the status fields next to it.
+    ConditionMessage,
+    /// The recent events of the resource.
+    Events,
+    /// Whether the Secret to write exists, and who owns it.
+    SecretOwner,
+    /// The workloads in the namespace that mount or read the Secret.
+    SecretConsumers,
+    /// Whether the referenced Secret exists and holds the key.
+    SecretRefPresent,
+    /// `kubectl auth can-i` for the reconciler's ServiceAccount on Secrets in the namespace.
+    ReconcilerCanI,
+    /// Whether the grant the server reported covers the operation, organization and namespace,
+    /// and the `allowed_clients` entry that would.
+    GrantCovers,
+    /// The revision the reconciler wrote and the one the server holds.
+    DriftRevisions,
+    /// Who changed a drifted object (manager, actor) and when, as recorded in its status.
+    DriftWho,
+    /// How many resources drifted, and whether at about the same time.
+    DriftCount,
+    /// The reconciler's log lines about the resource.
+    ReconcilerLogs,
+    /// The control-plane probe: its reason, when it last ran, which server build answered.
+    ProbeState,
+    /// The expiry and identity of the reconciler's client certificate.
+    CertificateExpiry,
+    /// `nauthera_operator_reconciles_total` by kind, reason and cause.
+    ReconcileMetrics,
+    /// `nauthera_operator_server_calls_total` by method and code.
+    ServerCallMetrics,
+    /// The server's audit records for the object. The plugin holds no server credentials, so it
+    /// prints the query filled in for a person to run.
+    AuditLog,
+    /// A manual step; the plugin shows the command only.
+    None,
+}
+
+impl DiagnoseCheck {
+    pub const ALL: [DiagnoseCheck; 17] = [
+        DiagnoseCheck::ConditionMessage,
+        DiagnoseCheck::Events,
+        DiagnoseCheck::SecretOwner,
+        DiagnoseCheck::SecretConsumers,
+        DiagnoseCheck::SecretRefPresent,
+        DiagnoseCheck::ReconcilerCanI,
+        DiagnoseCheck::GrantCovers,
+        DiagnoseCheck::DriftRevisions,
+        DiagnoseCheck::DriftWho,
+        DiagnoseCheck::DriftCount,
+        DiagnoseCheck::ReconcilerLogs,
+        DiagnoseCheck::ProbeState,
+        DiagnoseCheck::CertificateExpiry,
+        DiagnoseCheck::ReconcileMetrics,
+        DiagnoseCheck::ServerCallMetrics,
+        DiagnoseCheck::AuditLog,
+        DiagnoseCheck::None,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DiagnoseCheck::ConditionMessage => "ConditionMessage",
+            DiagnoseCheck::Events => "Events",
+            DiagnoseCheck::SecretOwner => "SecretOwner",
+            DiagnoseCheck::SecretConsumers => "SecretConsumers",
+            DiagnoseCheck::SecretRefPresent => "SecretRefPresent",
+            DiagnoseCheck::ReconcilerCanI => "ReconcilerCanI",
+            DiagnoseCheck::GrantCovers => "GrantCovers",
+            DiagnoseCheck::DriftRevisions => "DriftRevisions",
+            DiagnoseCheck::DriftWho => "DriftWho",
+            DiagnoseCheck::DriftCount => "DriftCount",
+            DiagnoseCheck::ReconcilerLogs => "ReconcilerLogs",
+            DiagnoseCheck::ProbeState => "ProbeState",
+            DiagnoseCheck::CertificateExpiry => "CertificateExpiry",
+            DiagnoseCheck::ReconcileMetrics => "ReconcileMetrics",
+            DiagnoseCheck::ServerCallMetrics => "ServerCallMetrics",
+            DiagnoseCheck::AuditLog => "AuditLog",
+            DiagnoseCheck::None => "None",
+        }
+    }
+
+    /// What the plugin does for a step with this check, for the runbook pages; `None` for a
+    /// manual step.
+    pub const fn describe(self) -> Option<&'static str> {
+        Some(match self {
+            DiagnoseCheck::ConditionMessage => "shows the Ready condition and the status fields",
+            DiagnoseCheck::Events => "lists the resource's recent events",
+            DiagnoseCheck::SecretOwner => "shows whether the Secret exists and who owns it",
+            DiagnoseCheck::SecretConsumers => "names the workloads that mount or read the Secret",
+            DiagnoseCheck::SecretRefPresent => {
+                "checks that the referenced Secret exists and holds the key"
+            }
+            DiagnoseCheck::ReconcilerCanI => {
+                "runs the access review for the reconciler's ServiceAccount"
+            }
+            DiagnoseCheck::GrantCovers => {
+                "compares the grant the server reported with the resource and prints the \
+                 `allowed_clients` entry that would cover it"
+            }
+            DiagnoseCheck::DriftRevisions => {
+                "shows the revision the reconciler wrote and the one the server holds"
+            }
+            DiagnoseCheck::DriftWho => "shows who changed the object on the server, and when",
+            DiagnoseCheck::DriftCount => "counts the drifted resources and when each drifted",
+            DiagnoseCheck::ReconcilerLogs => "shows the reconciler's recent lines about it",
+            DiagnoseCheck::ProbeState => {
+                "shows the control-plane probe's reason, time and the server build"
+            }
+            DiagnoseCheck::CertificateExpiry => {
+                "shows the client certificate's identity and expiry"
+            }
+            DiagnoseCheck::ReconcileMetrics => "reads the reconcile counters by reason and cause",
+            DiagnoseCheck::ServerCallMetrics => "reads the server call counters by method and code",
+            DiagnoseCheck::AuditLog => {
+                "prints this audit query for the object's organization and client id"
+            }
+            DiagnoseCheck::None => return None,
+        })
+    }
+}
+
+impl fmt::Display for DiagnoseCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
