@@ -1,0 +1,262 @@
+//! Discovery (`/api`, `/apis`, `/apis/<group>`, `/api/v1`, `/apis/<group>/<version>`),
+//! `/version` and OpenAPI v3 (`/openapi/v3` and one document per group-version).
+
+use serde_json::{Value, json};
+
+use crate::registry::{Registry, ResourceInfo};
+
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": "v1.33.0-nauthera-emulator",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-01-01T00:00:00Z",
+        "goVersion": "go1.24.0",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}
+
+pub fn core_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]
+    })
+}
+
+fn group_json(name: &str, versions: &[String]) -> Value {
+    let entries: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    let preferred = entries.first().cloned().unwrap_or(Value::Null);
+    json!({"name": name, "versions": entries, "preferredVersion": preferred})
+}
+
+pub fn group_list(registry: &Registry) -> Value {
+    let groups: Vec<Value> = registry
+        .groups()
+        .iter()
+        .map(|(name, versions)| group_json(name, versions))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+pub fn group(registry: &Registry, name: &str) -> Option<Value> {
+    let groups = registry.groups();
+    let versions = groups.get(name)?;
+    let mut group = group_json(name, versions);
+    group["kind"] = json!("APIGroup");
+    group["apiVersion"] = json!("v1");
+    Some(group)
+}
+
+fn served_at<'a>(
+    registry: &'a Registry,
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'a ResourceInfo> + 'a {
+    registry
+        .all()
+        .filter(move |r| r.group == group && r.versions.iter().any(|v| v == version))
+}
+
+/// The APIResourceList of a group-version, or `None` when nothing is served there.
+pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let mut resources = Vec::new();
+    for info in served_at(registry, group, version) {
+        let mut entry = json!({
+            "name": info.plural,
+            "singularName": info.singular,
+            "namespaced": info.namespaced,
+            "kind": info.kind,
+            "verbs": info.verbs(),
+        });
+        if !info.short_names.is_empty() {
+            entry["shortNames"] = json!(info.short_names);
+        }
+        if !info.categories.is_empty() {
+            entry["categories"] = json!(info.categories);
+        }
+        resources.push(entry);
+        if info.status_subresource {
+            resources.push(json!({
+                "name": format!("{}/status", info.plural),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "kind": info.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+    }
+    if resources.is_empty() {
+        return None;
+    }
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+    )
+}
+
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// The OpenAPI v3 index: one document per served group-version.
+pub fn openapi_index(registry: &Registry, revision: u64) -> Value {
+    let mut paths = serde_json::Map::new();
+    for info in registry.all() {
+        for version in &info.versions {
+            let path = gv_path(&info.group, version);
+            paths.insert(
+                path.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={revision:016X}")}),
+            );
+        }
+    }
+    json!({"paths": paths})
+}
+
+fn schema_name(info: &ResourceInfo, version: &str) -> String {
+    let reversed: Vec<&str> = if info.group.is_empty() {
+        vec!["io", "k8s", "api", "core"]
+    } else {
+        info.group.split('.').rev().collect()
+    };
+    format!("{}.{version}.{}", reversed.join("."), info.kind)
+}
+
+fn query_parameter(name: &str, kind: &str) -> Value {
+    json!({"name": name, "in": "query", "schema": {"type": kind, "uniqueItems": true}})
+}
+
+/// One group-version's OpenAPI v3 document, with the schemas of its kinds and the paths
+/// kubectl inspects for server-side field validation and dry runs.
+pub fn openapi_document(registry: &Registry, path: &str) -> Option<Value> {
+    let (group, version) = match path.split('/').collect::<Vec<_>>().as_slice() {
+        ["api", version] => (String::new(), (*version).to_owned()),
+        ["apis", group, version] => ((*group).to_owned(), (*version).to_owned()),
+        _ => return None,
+    };
+    let mut schemas = serde_json::Map::new();
+    let mut paths = serde_json::Map::new();
+    let mut any = false;
+    for info in served_at(registry, &group, &version) {
+        any = true;
+        let gvk = json!({"group": info.group, "version": version, "kind": info.kind});
+        let mut schema = info.schema(&version).cloned().unwrap_or_else(
+            || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        );
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            properties
+                .entry("apiVersion")
+                .or_insert_with(|| json!({"type": "string"}));
+            properties
+                .entry("kind")
+                .or_insert_with(|| json!({"type": "string"}));
+            properties
+                .entry("metadata")
+                .or_insert_with(|| json!({"type": "object"}));
+        }
+        schema["x-kubernetes-group-version-kind"] = json!([gvk]);
+        schemas.insert(schema_name(info, &version), schema);
+        let base = format!("/{}", gv_path(&group, &version));
+        let collection = if info.namespaced {
+            format!("{base}/namespaces/{{namespace}}/{}", info.plural)
+        } else {
+            format!("{base}/{}", info.plural)
+        };
+        let write_parameters = json!([
+            query_parameter("dryRun", "string"),
+            query_parameter("fieldManager", "string"),
+            query_parameter("fieldValidation", "string"),
+            query_parameter("force", "boolean"),
+        ]);
+        let operation = |verb: &str| {
+            json!({"x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk,
+                "parameters": write_parameters, "responses": {"200": {"description": "OK"}}})
+        };
+        if info.review_only {
+            paths.insert(collection, json!({"post": operation("post")}));
+            continue;
+        }
+        paths.insert(
+            collection.clone(),
+            json!({"get": operation("list"), "post": operation("post")}),
+        );
+        paths.insert(
+            format!("{collection}/{{name}}"),
+            json!({"get": operation("get"), "put": operation("put"), "patch": operation("patch"), "delete": operation("delete")}),
+        );
+        if info.status_subresource {
+            paths.insert(
+                format!("{collection}/{{name}}/status"),
+                json!({"get": operation("get"), "put": operation("put"), "patch": operation("patch")}),
+            );
+        }
+    }
+    any.then(|| {
+        json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes", "version": "v1.33.0"},
+            "paths": paths,
+            "components": {"schemas": schemas},
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_and_group_discovery_list_builtins() {
+        let registry = Registry::default();
+        let core = resource_list(&registry, "", "v1").unwrap();
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert!(names.contains(&"secrets") && names.contains(&"namespaces/status"));
+        let groups = group_list(&registry);
+        assert!(
+            groups["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["name"] == "coordination.k8s.io")
+        );
+        assert!(resource_list(&registry, "nope.io", "v1").is_none());
+    }
+
+    #[test]
+    fn openapi_documents_declare_field_validation_on_patch() {
+        let registry = Registry::default();
+        let document = openapi_document(&registry, "api/v1").unwrap();
+        let patch = &document["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"]["kind"],
+            "ConfigMap"
+        );
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation")
+        );
+    }
+}

@@ -1,0 +1,463 @@
+//! Structural schemas of custom resources: pruning of unknown fields, defaulting and validation
+//! of types, required fields, enums and bounds, the way the API server applies them.
+//!
+//! CEL rules (`x-kubernetes-validations`), `pattern` and `format` are not evaluated.
+
+use serde_json::{Map, Value};
+
+use crate::status::Cause;
+
+/// Fields of `metadata` an API server keeps; anything else there is dropped.
+const OBJECT_META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+    "selfLink",
+];
+
+fn preserves_unknown(schema: &Value) -> bool {
+    schema["x-kubernetes-preserve-unknown-fields"].as_bool() == Some(true)
+}
+
+fn is_embedded(schema: &Value) -> bool {
+    schema["x-kubernetes-embedded-resource"].as_bool() == Some(true)
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Removes fields the schema does not declare (and nulls of non-nullable fields); returns the
+/// paths removed, for strict field validation.
+pub fn prune_root(object: &mut Value, schema: &Value) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Some(map) = object.as_object_mut() else {
+        return removed;
+    };
+    if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|key, _| {
+            let keep = OBJECT_META_FIELDS.contains(&key.as_str());
+            if !keep {
+                removed.push(join("metadata", key));
+            }
+            keep
+        });
+    }
+    if preserves_unknown(schema) {
+        return removed;
+    }
+    let properties = schema["properties"].as_object();
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+            continue;
+        }
+        match properties.and_then(|p| p.get(&key)) {
+            Some(child_schema) => {
+                if let Some(child) = map.get_mut(&key) {
+                    if child.is_null() && child_schema["nullable"].as_bool() != Some(true) {
+                        map.remove(&key);
+                    } else {
+                        prune(child, child_schema, &key, &mut removed);
+                    }
+                }
+            }
+            None => {
+                map.remove(&key);
+                removed.push(key);
+            }
+        }
+    }
+    removed
+}
+
+fn prune(value: &mut Value, schema: &Value, path: &str, removed: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if is_embedded(schema) {
+                if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.retain(|key, _| OBJECT_META_FIELDS.contains(&key.as_str()));
+                }
+            }
+            let properties = schema["properties"].as_object();
+            let additional = &schema["additionalProperties"];
+            let keys: Vec<String> = map.keys().cloned().collect();
+            for key in keys {
+                let child_path = join(path, &key);
+                let child_schema = properties.and_then(|p| p.get(&key)).or(match additional {
+                    Value::Object(_) => Some(additional),
+                    _ => None,
+                });
+                match child_schema {
+                    Some(child_schema) => {
+                        let Some(child) = map.get_mut(&key) else {
+                            continue;
+                        };
+                        if child.is_null() && child_schema["nullable"].as_bool() != Some(true) {
+                            map.remove(&key);
+                        } else {
+                            prune(child, child_schema, &child_path, removed);
+                        }
+                    }
+                    None if preserves_unknown(schema)
+                        || additional.as_bool() == Some(true)
+                        || (is_embedded(schema)
+                            && matches!(key.as_str(), "apiVersion" | "kind" | "metadata")) => {}
+                    None => {
+                        map.remove(&key);
+                        removed.push(child_path);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+                for (index, item) in items.iter_mut().enumerate() {
+                    prune(item, item_schema, &format!("{path}[{index}]"), removed);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fills in `default` values of absent fields, recursively.
+pub fn apply_defaults(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema["properties"].as_object() {
+                for (key, child_schema) in properties {
+                    if !map.contains_key(key) {
+                        if let Some(default) = child_schema.get("default") {
+                            map.insert(key.clone(), default.clone());
+                        }
+                    }
+                }
+                for (key, child) in map.iter_mut() {
+                    if let Some(child_schema) = properties.get(key) {
+                        apply_defaults(child, child_schema);
+                    }
+                }
+            } else if let Some(additional) =
+                schema.get("additionalProperties").filter(|a| a.is_object())
+            {
+                for child in map.values_mut() {
+                    apply_defaults(child, additional);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+                for item in items {
+                    apply_defaults(item, item_schema);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Validates a whole object (its root fields other than apiVersion, kind and metadata).
+pub fn validate_root(object: &Value, schema: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(map) = object.as_object() else {
+        return causes;
+    };
+    if let Some(required) = schema["required"].as_array() {
+        for field in required.iter().filter_map(Value::as_str) {
+            if !matches!(field, "apiVersion" | "kind" | "metadata") && !map.contains_key(field) {
+                causes.push(required_cause(field));
+            }
+        }
+    }
+    if let Some(properties) = schema["properties"].as_object() {
+        for (key, child) in map {
+            if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            if let Some(child_schema) = properties.get(key) {
+                validate(child, child_schema, key, &mut causes);
+            }
+        }
+    }
+    causes
+}
+
+fn required_cause(field: &str) -> Cause {
+    Cause {
+        kind: "FieldValueRequired",
+        message: "Required value".into(),
+        field: field.to_owned(),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A value as the API server quotes it in messages.
+fn quoted(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        Value::Object(_) | Value::Array(_) => format!("\"{}\"", type_name(value)),
+        other => other.to_string(),
+    }
+}
+
+fn type_matches(value: &Value, expected: &str) -> bool {
+    match expected {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        "number" => value.is_number(),
+        _ => true,
+    }
+}
+
+fn invalid(path: &str, value: &Value, detail: String) -> Cause {
+    Cause {
+        kind: "FieldValueInvalid",
+        message: format!("Invalid value: {}: {detail}", quoted(value)),
+        field: path.to_owned(),
+    }
+}
+
+fn validate(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    if value.is_null() {
+        if schema["nullable"].as_bool() != Some(true) {
+            causes.push(Cause {
+                kind: "FieldValueTypeInvalid",
+                message: format!(
+                    "Invalid value: \"null\": {path} in body must be of type {}: \"null\"",
+                    schema["type"].as_str().unwrap_or("object")
+                ),
+                field: path.to_owned(),
+            });
+        }
+        return;
+    }
+    if schema["x-kubernetes-int-or-string"].as_bool() == Some(true) {
+        if !(value.is_string() || type_matches(value, "integer")) {
+            causes.push(Cause {
+                kind: "FieldValueTypeInvalid",
+                message: format!(
+                    "Invalid value: {}: {path} in body must be of type integer,string: {}",
+                    quoted(value),
+                    quoted(&Value::String(type_name(value).into()))
+                ),
+                field: path.to_owned(),
+            });
+        }
+        return;
+    }
+    if let Some(expected) = schema["type"].as_str() {
+        if !type_matches(value, expected) {
+            causes.push(Cause {
+                kind: "FieldValueTypeInvalid",
+                message: format!(
+                    "Invalid value: \"{}\": {path} in body must be of type {expected}: \"{}\"",
+                    type_name(value),
+                    type_name(value)
+                ),
+                field: path.to_owned(),
+            });
+            return;
+        }
+    }
+    if let Some(allowed) = schema["enum"].as_array() {
+        if !allowed.contains(value) {
+            let supported: Vec<String> = allowed.iter().map(quoted).collect();
+            causes.push(Cause {
+                kind: "FieldValueNotSupported",
+                message: format!(
+                    "Unsupported value: {}: supported values: {}",
+                    quoted(value),
+                    supported.join(", ")
+                ),
+                field: path.to_owned(),
+            });
+        }
+    }
+    match value {
+        Value::String(text) => {
+            let length = text.chars().count() as u64;
+            if let Some(max) = schema["maxLength"].as_u64().filter(|max| length > *max) {
+                causes.push(Cause {
+                    kind: "FieldValueTooLong",
+                    message: format!("Too long: may not be more than {max} bytes"),
+                    field: path.to_owned(),
+                });
+            }
+            if let Some(min) = schema["minLength"].as_u64().filter(|min| length < *min) {
+                causes.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should be at least {min} chars long"),
+                ));
+            }
+        }
+        Value::Number(number) => {
+            let n = number.as_f64().unwrap_or(0.0);
+            if let Some(min) = schema["minimum"].as_f64().filter(|min| n < *min) {
+                causes.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should be greater than or equal to {min}"),
+                ));
+            }
+            if let Some(max) = schema["maximum"].as_f64().filter(|max| n > *max) {
+                causes.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should be less than or equal to {max}"),
+                ));
+            }
+        }
+        Value::Array(items) => {
+            let count = items.len() as u64;
+            if let Some(max) = schema["maxItems"].as_u64().filter(|max| count > *max) {
+                causes.push(Cause {
+                    kind: "FieldValueTooMany",
+                    message: format!("Too many: {count}: must have at most {max} items"),
+                    field: path.to_owned(),
+                });
+            }
+            if let Some(min) = schema["minItems"].as_u64().filter(|min| count < *min) {
+                causes.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should have at least {min} items"),
+                ));
+            }
+            if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+                for (index, item) in items.iter().enumerate() {
+                    validate(item, item_schema, &format!("{path}[{index}]"), causes);
+                }
+            }
+        }
+        Value::Object(map) => validate_object(map, schema, path, causes),
+        _ => {}
+    }
+}
+
+fn validate_object(map: &Map<String, Value>, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    if let Some(required) = schema["required"].as_array() {
+        for field in required.iter().filter_map(Value::as_str) {
+            if !map.contains_key(field) {
+                causes.push(required_cause(&join(path, field)));
+            }
+        }
+    }
+    let properties = schema["properties"].as_object();
+    let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+    for (key, child) in map {
+        let child_schema = properties.and_then(|p| p.get(key)).or(additional);
+        if let Some(child_schema) = child_schema {
+            validate(child, child_schema, &join(path, key), causes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "required": ["spec"],
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["issuer"],
+                    "properties": {
+                        "issuer": {"type": "string"},
+                        "replicas": {"type": "integer", "default": 1},
+                        "policy": {"type": "string", "enum": ["Delete", "Orphan"]},
+                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "uris": {"type": "array", "items": {"type": "string"}}
+                    }
+                },
+                "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
+            }
+        })
+    }
+
+    #[test]
+    fn prunes_unknown_fields_but_keeps_preserved_ones() {
+        let mut object = json!({
+            "apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a", "bogus": 1},
+            "spec": {"issuer": "i", "unknown": true, "extra": {"anything": {"goes": 1}},
+                "labels": {"a": "b"}},
+            "top": 1
+        });
+        let removed = prune_root(&mut object, &schema());
+        assert_eq!(removed, ["metadata.bogus", "spec.unknown", "top"]);
+        assert_eq!(object["spec"]["extra"]["anything"]["goes"], 1);
+        assert_eq!(object["spec"]["labels"]["a"], "b");
+    }
+
+    #[test]
+    fn defaults_fill_absent_fields_only() {
+        let mut object = json!({"spec": {"issuer": "i"}});
+        apply_defaults(&mut object, &schema());
+        assert_eq!(object["spec"]["replicas"], 1);
+        let mut object = json!({"spec": {"issuer": "i", "replicas": 3}});
+        apply_defaults(&mut object, &schema());
+        assert_eq!(object["spec"]["replicas"], 3);
+    }
+
+    #[test]
+    fn reports_required_type_and_enum_violations_by_field() {
+        let object = json!({"spec": {"replicas": "many", "policy": "Keep", "uris": ["a", 2]}});
+        let causes = validate_root(&object, &schema());
+        let fields: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.kind)).collect();
+        assert!(
+            fields.contains(&("spec.issuer", "FieldValueRequired")),
+            "{fields:?}"
+        );
+        assert!(
+            fields.contains(&("spec.replicas", "FieldValueTypeInvalid")),
+            "{fields:?}"
+        );
+        assert!(
+            fields.contains(&("spec.policy", "FieldValueNotSupported")),
+            "{fields:?}"
+        );
+        assert!(
+            fields.contains(&("spec.uris[1]", "FieldValueTypeInvalid")),
+            "{fields:?}"
+        );
+        let missing_spec = validate_root(&json!({}), &schema());
+        assert_eq!(missing_spec[0].field, "spec");
+    }
+}
