@@ -55,17 +55,24 @@ fn is_svg(bytes: &[u8]) -> bool {
     let mut rest = text.trim_start_matches('\u{feff}');
     loop {
         rest = rest.trim_start();
-        let skip_to = if rest.starts_with("<?") {
-            "?>"
+        let end = if rest.starts_with("<?") {
+            rest.find("?>").map(|end| end + 2)
         } else if rest.starts_with("<!--") {
-            "-->"
+            rest.find("-->").map(|end| end + 3)
         } else if rest.starts_with("<!") {
-            ">"
+            // A DOCTYPE, possibly with an internal subset (`[...]`) holding `>` characters.
+            let subset = rest
+                .find('[')
+                .filter(|&open| rest.find('>').is_some_and(|gt| open < gt));
+            let from = subset.and_then(|open| rest[open..].find(']').map(|close| open + close));
+            rest[from.unwrap_or(0)..]
+                .find('>')
+                .map(|end| from.unwrap_or(0) + end + 1)
         } else {
             break;
         };
-        match rest.find(skip_to) {
-            Some(end) => rest = &rest[end + skip_to.len()..],
+        match end {
+            Some(end) => rest = &rest[end..],
             None => return false,
         }
     }

@@ -13,6 +13,8 @@ use super::status::ResourceStatus;
 use crate::branding::limits;
 
 /// The declared state of a sign-in branding.
+// Clippy takes kube's repeated `printcolumn(type_ = ...)` items for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "nauthera.io",
@@ -65,7 +67,7 @@ pub struct SignInBranding {
     /// `behavior:`, `-moz-binding`, `</style`, backslash escapes, nor `url(` other than
     /// `url(data:image/...)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = limits::CUSTOM_CSS_MAX_BYTES))]
+    #[schemars(length(min = 1, max = limits::CUSTOM_CSS_MAX_BYTES))]
     pub custom_css: Option<String>,
 }
 

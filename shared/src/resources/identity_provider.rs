@@ -10,6 +10,8 @@ use super::common::{DeletionPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef}
 use super::status::ResourceStatus;
 
 /// The declared state of an upstream identity provider.
+// Clippy takes kube's repeated `printcolumn(type_ = ...)` items for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "nauthera.io",
@@ -53,7 +55,7 @@ pub struct IdentityProviderSpec {
     pub kind: IdentityProviderKind,
     /// Shown on the sign-in page's button.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 100))]
+    #[schemars(length(min = 1, max = 100))]
     pub display_name: Option<String>,
     /// The upstream issuer URL (oidc) or metadata URL (saml); not used by github, google and
     /// microsoft.

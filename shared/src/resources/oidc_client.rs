@@ -11,6 +11,8 @@ use super::common::{
 use super::status::ResourceStatus;
 
 /// The declared state of an OAuth client.
+// Clippy takes kube's repeated `printcolumn(type_ = ...)` items for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "nauthera.io",
@@ -62,7 +64,7 @@ pub struct OIDCClientSpec {
     pub issuer: String,
     /// Shown to end users on the consent page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 200))]
+    #[schemars(length(min = 1, max = 200))]
     pub display_name: Option<String>,
     /// Allowed redirect URIs: `https://`, or `http://` on a loopback address (127.0.0.1, [::1],
     /// localhost) for native applications.

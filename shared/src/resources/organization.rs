@@ -12,6 +12,8 @@ use super::status::ResourceStatus;
 const SLUG_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
 /// The declared state of an organization.
+// Clippy takes kube's repeated `printcolumn(type_ = ...)` items for duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "nauthera.io",
@@ -57,7 +59,7 @@ pub struct OrganizationSpec {
     pub issuer: String,
     /// The organization's name for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 200))]
+    #[schemars(length(min = 1, max = 200))]
     pub display_name: Option<String>,
     /// The organization's default sign-in branding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
