@@ -5,6 +5,7 @@
 pub mod branding;
 pub mod catalog;
 pub mod client;
+pub mod control_plane;
 pub mod convert;
 pub mod generate;
 pub mod grants;
