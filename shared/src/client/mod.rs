@@ -1,1 +1,397 @@
-//! (being written)
+//! The AdminService client: gRPC over mutual TLS with the ring provider, reading the client
+//! certificate, key and CA from files on every connection attempt, with typed errors.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use nauthera_shared::client::{AdminClient, ConnectSettings, TlsFiles};
+//! let settings = ConnectSettings::new("nauthera-server.nauthera.svc:8443", TlsFiles::in_dir("/tls"));
+//! let client = AdminClient::connect(settings).await?;
+//! let info = client.get_server_info().await?;
+//! println!("{} answered as {}", info.build, info.identity);
+//! # Ok(()) }
+//! ```
+
+mod certificate;
+mod error;
+mod tls;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use nauthera_proto::v1::admin_service_client::AdminServiceClient;
+use nauthera_proto::v1::{self};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+pub use certificate::{
+    CertificateError, CertificateInfo, certificate_identities, certificate_info,
+    read_certificate_info,
+};
+pub use error::{CallError, ConnectError, ServerError, is_retryable_code, metadata_key_name};
+pub use tls::TlsFiles;
+
+/// Where the server is and how to authenticate to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectSettings {
+    /// `host:port` (an `https://host:port` URL is accepted too).
+    pub address: String,
+    /// The name the server's certificate must carry; the address's host when `None`.
+    pub server_name: Option<String>,
+    pub tls: TlsFiles,
+    /// How long one TCP connection and TLS handshake may take.
+    pub connect_timeout: Duration,
+    /// How long one call may take; unlimited when `None`.
+    pub request_timeout: Option<Duration>,
+}
+
+impl ConnectSettings {
+    /// Settings with a 10 s connect timeout and a 30 s request timeout.
+    pub fn new(address: impl Into<String>, tls: TlsFiles) -> ConnectSettings {
+        ConnectSettings {
+            address: address.into(),
+            server_name: None,
+            tls,
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Some(Duration::from_secs(30)),
+        }
+    }
+
+    /// The same settings with a TLS server name.
+    pub fn with_server_name(mut self, server_name: impl Into<String>) -> ConnectSettings {
+        self.server_name = Some(server_name.into());
+        self
+    }
+
+    /// `host:port` without a scheme.
+    fn authority(&self) -> &str {
+        let address = self.address.trim_end_matches('/');
+        address
+            .strip_prefix("https://")
+            .or_else(|| address.strip_prefix("http://"))
+            .unwrap_or(address)
+    }
+
+    fn host(&self) -> &str {
+        let authority = self.authority();
+        if let Some(rest) = authority.strip_prefix('[') {
+            return rest.split(']').next().unwrap_or(rest);
+        }
+        authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host)
+    }
+}
+
+/// An AdminService client. Cheap to clone; clones share one connection.
+#[derive(Clone)]
+pub struct AdminClient {
+    inner: AdminServiceClient<Channel>,
+    address: String,
+}
+
+impl std::fmt::Debug for AdminClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminClient")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdminClient {
+    /// Reads the TLS files and connects. Later reconnections (after the server restarts, say)
+    /// read the files again, so renewed certificates are picked up without a new client.
+    ///
+    /// With TLS 1.3 the server checks the client certificate after the client considers the
+    /// handshake done, so a rejected certificate shows on the first call, as
+    /// [`CallError::Connect`] with [`ConnectError::Unreachable`].
+    pub async fn connect(settings: ConnectSettings) -> Result<AdminClient, ConnectError> {
+        let address = settings.authority().to_owned();
+        let unreachable = |cause: String| ConnectError::Unreachable {
+            address: address.clone(),
+            cause,
+        };
+        let server_name = settings
+            .server_name
+            .clone()
+            .unwrap_or_else(|| settings.host().to_owned());
+        // Check the files once up front for a precise error before any network traffic.
+        settings.tls.client_config()?;
+        let server_name = ServerName::try_from(server_name)
+            .map_err(|error| unreachable(format!("invalid TLS server name: {error}")))?;
+        let uri: Uri = format!("http://{address}")
+            .parse()
+            .map_err(|error| unreachable(format!("invalid address: {error}")))?;
+        let origin: Uri = format!("https://{address}")
+            .parse()
+            .map_err(|error| unreachable(format!("invalid address: {error}")))?;
+        let mut endpoint = Endpoint::from(uri)
+            .origin(origin)
+            .connect_timeout(settings.connect_timeout)
+            .tcp_nodelay(true);
+        if let Some(timeout) = settings.request_timeout {
+            endpoint = endpoint.timeout(timeout);
+        }
+        let connector = Connector {
+            address: address.clone(),
+            server_name,
+            tls: settings.tls.clone(),
+            connect_timeout: settings.connect_timeout,
+        };
+        let channel = endpoint
+            .connect_with_connector(tower::service_fn(move |_: Uri| {
+                let connector = connector.clone();
+                async move { connector.connect().await }
+            }))
+            .await
+            .map_err(|error| error::connect_error_in_chain(&error, &address))?;
+        Ok(AdminClient {
+            inner: AdminServiceClient::new(channel),
+            address,
+        })
+    }
+
+    /// The server's `host:port`.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The generated client, for calls this wrapper does not cover.
+    pub fn raw(&self) -> AdminServiceClient<Channel> {
+        self.inner.clone()
+    }
+
+    fn call_error(&self, status: tonic::Status) -> CallError {
+        CallError::from_status(status, &self.address)
+    }
+
+    /// Streams changes after `since` (from the current hint when `None`). Errors on the stream
+    /// are mapped like call errors.
+    pub async fn watch_changes(
+        &self,
+        since: Option<v1::ChangeHint>,
+    ) -> Result<ChangeStream, CallError> {
+        let stream = self
+            .inner
+            .clone()
+            .watch_changes(v1::WatchChangesRequest { since })
+            .await
+            .map_err(|status| self.call_error(status))?
+            .into_inner();
+        Ok(ChangeStream {
+            inner: stream,
+            address: self.address.clone(),
+        })
+    }
+}
+
+/// A stream of change events.
+pub struct ChangeStream {
+    inner: tonic::Streaming<v1::ChangeEvent>,
+    address: String,
+}
+
+impl std::fmt::Debug for ChangeStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeStream")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChangeStream {
+    /// The next event; `Ok(None)` when the server ended the stream.
+    pub async fn next(&mut self) -> Result<Option<v1::ChangeEvent>, CallError> {
+        self.inner
+            .message()
+            .await
+            .map_err(|status| CallError::from_status(status, &self.address))
+    }
+}
+
+macro_rules! unary_calls {
+    ($($(#[$doc:meta])* $name:ident($request:ty) -> $response:ty;)*) => {
+        impl AdminClient {
+            $(
+                $(#[$doc])*
+                pub async fn $name(&self, request: $request) -> Result<$response, CallError> {
+                    self.inner
+                        .clone()
+                        .$name(request)
+                        .await
+                        .map(tonic::Response::into_inner)
+                        .map_err(|status| self.call_error(status))
+                }
+            )*
+        }
+    };
+}
+
+unary_calls! {
+    /// Creates or updates a client; the response holds a generated secret at most once.
+    apply_client(v1::ApplyClientRequest) -> v1::ApplyClientResponse;
+    /// Deletes a client.
+    delete_client(v1::DeleteClientRequest) -> v1::DeleteClientResponse;
+    /// Lists client revisions for drift checks.
+    list_client_revisions(v1::ListClientRevisionsRequest) -> v1::ListClientRevisionsResponse;
+    /// Creates or updates a branding.
+    apply_branding(v1::ApplyBrandingRequest) -> v1::Branding;
+    /// Deletes a branding.
+    delete_branding(v1::DeleteBrandingRequest) -> v1::DeleteObjectResponse;
+    /// Creates or updates an identity provider.
+    apply_identity_provider(v1::ApplyIdentityProviderRequest) -> v1::IdentityProvider;
+    /// Deletes an identity provider.
+    delete_identity_provider(v1::DeleteIdentityProviderRequest) -> v1::DeleteObjectResponse;
+    /// Creates or updates an organization.
+    apply_organization(v1::ApplyOrganizationRequest) -> v1::Organization;
+    /// Deletes an organization.
+    delete_organization(v1::DeleteOrganizationRequest) -> v1::DeleteObjectResponse;
+    /// Lists audit events, newest first.
+    list_audit_events(v1::ListAuditEventsRequest) -> v1::ListAuditEventsResponse;
+}
+
+impl AdminClient {
+    /// Describes the server and the caller as the server sees it.
+    pub async fn get_server_info(&self) -> Result<v1::ServerInfo, CallError> {
+        self.inner
+            .clone()
+            .get_server_info(v1::GetServerInfoRequest {})
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| self.call_error(status))
+    }
+
+    /// The current change hint.
+    pub async fn get_change_hint(&self) -> Result<v1::ChangeHint, CallError> {
+        self.inner
+            .clone()
+            .get_change_hint(v1::GetChangeHintRequest {})
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| self.call_error(status))
+    }
+
+    /// Reads one client.
+    pub async fn get_client(&self, reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
+        self.inner
+            .clone()
+            .get_client(v1::GetClientRequest {
+                r#ref: Some(reference),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| self.call_error(status))
+    }
+
+    /// Reads one branding.
+    pub async fn get_branding(&self, reference: v1::ObjectRef) -> Result<v1::Branding, CallError> {
+        self.inner
+            .clone()
+            .get_branding(v1::GetBrandingRequest {
+                r#ref: Some(reference),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| self.call_error(status))
+    }
+
+    /// Reads one identity provider.
+    pub async fn get_identity_provider(
+        &self,
+        reference: v1::ObjectRef,
+    ) -> Result<v1::IdentityProvider, CallError> {
+        self.inner
+            .clone()
+            .get_identity_provider(v1::GetIdentityProviderRequest {
+                r#ref: Some(reference),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| self.call_error(status))
+    }
+
+    /// Reads one organization by slug.
+    pub async fn get_organization(&self, slug: &str) -> Result<v1::Organization, CallError> {
+        self.inner
+            .clone()
+            .get_organization(v1::GetOrganizationRequest {
+                slug: slug.to_owned(),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| self.call_error(status))
+    }
+}
+
+/// Opens one TLS connection, reading the files again each time.
+#[derive(Clone)]
+struct Connector {
+    address: String,
+    server_name: ServerName<'static>,
+    tls: TlsFiles,
+    connect_timeout: Duration,
+}
+
+impl Connector {
+    async fn connect(
+        &self,
+    ) -> Result<TokioIo<tokio_rustls::client::TlsStream<TcpStream>>, ConnectError> {
+        let config = self.tls.client_config()?;
+        let unreachable = |cause: String| ConnectError::Unreachable {
+            address: self.address.clone(),
+            cause,
+        };
+        let handshake = async {
+            let tcp = TcpStream::connect(self.address.as_str())
+                .await
+                .map_err(|error| unreachable(format!("connection failed: {error}")))?;
+            tcp.set_nodelay(true)
+                .map_err(|error| unreachable(format!("connection failed: {error}")))?;
+            TlsConnector::from(Arc::new(config))
+                .connect(self.server_name.clone(), tcp)
+                .await
+                .map_err(|error| unreachable(format!("TLS handshake failed: {error}")))
+        };
+        let stream = tokio::time::timeout(self.connect_timeout, handshake)
+            .await
+            .map_err(|_| {
+                unreachable(format!("no connection within {:?}", self.connect_timeout))
+            })??;
+        Ok(TokioIo::new(stream))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_is_taken_from_the_address() {
+        let tls = TlsFiles::in_dir("/tls");
+        let host = |address: &str| ConnectSettings::new(address, tls.clone()).host().to_owned();
+        assert_eq!(host("127.0.0.1:8443"), "127.0.0.1");
+        assert_eq!(host("https://server.example:8443/"), "server.example");
+        assert_eq!(host("[::1]:8443"), "::1");
+    }
+
+    #[test]
+    fn tls_files_in_a_folder_use_the_secret_names() {
+        let files = TlsFiles::in_dir("/etc/nauthera/tls");
+        assert!(files.cert.ends_with("tls.crt"));
+        assert!(files.key.ends_with("tls.key"));
+        assert!(files.ca.ends_with("ca.crt"));
+    }
+
+    #[tokio::test]
+    async fn missing_files_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = ConnectSettings::new("127.0.0.1:1", TlsFiles::in_dir(dir.path()));
+        let error = AdminClient::connect(settings).await.unwrap_err();
+        assert!(
+            matches!(error, ConnectError::CredentialUnavailable { ref path, .. } if path.ends_with("tls.crt")),
+            "{error}"
+        );
+    }
+}

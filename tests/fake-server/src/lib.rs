@@ -1,1 +1,27 @@
-//! A faithful fake of nauthera-server (being written).
+//! A faithful fake of nauthera-server's AdminService over mutual TLS, for tests and the sandbox.
+//!
+//! It holds organizations, clients, brandings and identity providers in memory, enforces the
+//! server's access control (`allowed_clients` grants keyed by the client certificate's SAN),
+//! revisions and preconditions, managers, field rules, change hints and audit events, and offers
+//! test controls: out-of-band edits, backup restores, faults, latency, `Unimplemented` methods,
+//! unreachability and restarts. See `README.md` for what it does not emulate.
+
+pub mod config;
+pub mod control_api;
+pub mod controls;
+pub mod core;
+pub mod method;
+pub mod pki;
+pub mod refusal;
+pub mod rules;
+pub mod server;
+mod service;
+pub mod state;
+
+pub use config::{FakeServerConfig, FapiModeSetting, OrganizationConfig, grant_everything};
+pub use controls::{Counters, Fault, FaultCode};
+pub use core::{Actor, Caller};
+pub use method::Method;
+pub use pki::{ClientCertOptions, IssuedCert, ServerTls, TestCa, TestPki};
+pub use server::{ControlError, FakeServer, StartError};
+pub use state::Backup;

@@ -1,0 +1,116 @@
+//! The three files a cert-manager Secret mounts (`tls.crt`, `tls.key`, `ca.crt`), turned into a
+//! rustls client configuration with the ring provider. Read again on every connection attempt, so
+//! a renewed certificate is used without a restart.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore};
+
+use super::error::ConnectError;
+
+/// Where the client certificate, its key and the CA that signed the server's certificate live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The client certificate chain (PEM), `tls.crt`.
+    pub cert: PathBuf,
+    /// The client certificate's private key (PEM), `tls.key`.
+    pub key: PathBuf,
+    /// The CA bundle that signed the server's certificate (PEM), `ca.crt`.
+    pub ca: PathBuf,
+}
+
+impl TlsFiles {
+    /// The name of the certificate file in a mounted `kubernetes.io/tls` Secret.
+    pub const CERT_FILE: &'static str = "tls.crt";
+    /// The name of the key file in a mounted `kubernetes.io/tls` Secret.
+    pub const KEY_FILE: &'static str = "tls.key";
+    /// The name of the CA file in a mounted cert-manager Secret.
+    pub const CA_FILE: &'static str = "ca.crt";
+
+    /// The three files in one folder, the way a Secret is mounted without `subPath`.
+    pub fn in_dir(dir: impl AsRef<Path>) -> TlsFiles {
+        let dir = dir.as_ref();
+        TlsFiles {
+            cert: dir.join(Self::CERT_FILE),
+            key: dir.join(Self::KEY_FILE),
+            ca: dir.join(Self::CA_FILE),
+        }
+    }
+
+    /// Reads the three files and builds the client configuration (ring provider, TLS 1.2 and 1.3,
+    /// ALPN `h2`).
+    pub fn client_config(&self) -> Result<ClientConfig, ConnectError> {
+        let certs =
+            read_certificates(&self.cert).map_err(|cause| ConnectError::CredentialUnavailable {
+                path: self.cert.clone(),
+                cause,
+            })?;
+        let key =
+            read_private_key(&self.key).map_err(|cause| ConnectError::CredentialUnavailable {
+                path: self.key.clone(),
+                cause,
+            })?;
+        let roots =
+            read_trust_anchors(&self.ca).map_err(|cause| ConnectError::TrustAnchorUnavailable {
+                path: self.ca.clone(),
+                cause,
+            })?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|error| ConnectError::CredentialUnavailable {
+                path: self.cert.clone(),
+                cause: format!("no usable TLS protocol version: {error}"),
+            })?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(certs, key)
+            .map_err(|error| ConnectError::CredentialUnavailable {
+                path: self.key.clone(),
+                cause: format!("the key does not fit the certificate: {error}"),
+            })?;
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(config)
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|error| match error.kind() {
+        io::ErrorKind::NotFound => "file not found".to_owned(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        _ => format!("cannot read: {error}"),
+    })
+}
+
+/// The certificates of a PEM file; the parser's own errors are not passed on, since they may
+/// quote the file's contents.
+pub(crate) fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let bytes = read_file(path)?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| "not a valid PEM certificate file".to_owned())?;
+    if certs.is_empty() {
+        return Err("holds no PEM certificate".to_owned());
+    }
+    Ok(certs)
+}
+
+fn read_private_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    let bytes = read_file(path)?;
+    PrivateKeyDer::from_pem_slice(&bytes)
+        .map_err(|_| "holds no PEM private key (PKCS#8, PKCS#1 or SEC1)".to_owned())
+}
+
+fn read_trust_anchors(path: &Path) -> Result<RootCertStore, String> {
+    let certs = read_certificates(path)?;
+    let mut roots = RootCertStore::empty();
+    for cert in certs {
+        roots
+            .add(cert)
+            .map_err(|error| format!("not a usable CA certificate: {error}"))?;
+    }
+    Ok(roots)
+}

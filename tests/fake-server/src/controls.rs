@@ -1,0 +1,216 @@
+//! Test controls that act before a call takes effect: faults, latency, methods an older server
+//! lacks; and the counters tests read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tonic::Code;
+
+use crate::method::Method;
+
+/// The codes a fault can answer with: the transient ones the reconciler retries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FaultCode {
+    Unavailable,
+    Aborted,
+    Internal,
+    Unknown,
+    ResourceExhausted,
+}
+
+impl FaultCode {
+    pub fn code(self) -> Code {
+        match self {
+            FaultCode::Unavailable => Code::Unavailable,
+            FaultCode::Aborted => Code::Aborted,
+            FaultCode::Internal => Code::Internal,
+            FaultCode::Unknown => Code::Unknown,
+            FaultCode::ResourceExhausted => Code::ResourceExhausted,
+        }
+    }
+}
+
+/// A fault answered instead of a call, before the call takes effect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    pub code: FaultCode,
+    /// How many calls fail; every call while set when `None`.
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// The chance each call fails (0.0 to 1.0); every call when `None`.
+    #[serde(default)]
+    pub probability: Option<f64>,
+    /// The status message; a default names the fault.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl Fault {
+    /// A fault for the next `count` calls.
+    pub fn times(code: FaultCode, count: u32) -> Fault {
+        Fault {
+            code,
+            count: Some(count),
+            probability: None,
+            message: None,
+        }
+    }
+
+    /// A fault for every call, until cleared.
+    pub fn always(code: FaultCode) -> Fault {
+        Fault {
+            code,
+            count: None,
+            probability: None,
+            message: None,
+        }
+    }
+
+    /// A fault for each call with this chance, until cleared.
+    pub fn with_probability(code: FaultCode, probability: f64) -> Fault {
+        Fault {
+            code,
+            count: None,
+            probability: Some(probability),
+            message: None,
+        }
+    }
+}
+
+/// What the server counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Calls received per method (gRPC name), including refused and faulted ones.
+    pub calls: BTreeMap<String, u64>,
+    /// Writes that took effect (applies, and deletes that deleted), per manager named.
+    pub writes: BTreeMap<String, u64>,
+    /// Refusals per stable reason.
+    pub refusals: BTreeMap<String, u64>,
+    /// Faults injected per method.
+    pub faults: BTreeMap<String, u64>,
+}
+
+impl Counters {
+    /// Calls of one method.
+    pub fn calls_of(&self, method: Method) -> u64 {
+        self.calls.get(method.as_str()).copied().unwrap_or(0)
+    }
+
+    /// Writes by one manager.
+    pub fn writes_by(&self, manager: &str) -> u64 {
+        self.writes.get(manager).copied().unwrap_or(0)
+    }
+
+    /// Writes by every manager.
+    pub fn total_writes(&self) -> u64 {
+        self.writes.values().sum()
+    }
+}
+
+/// The controls' state.
+#[derive(Debug, Default)]
+pub struct Controls {
+    /// Faults per method; `None` is every method.
+    pub faults: BTreeMap<Option<Method>, Fault>,
+    pub latency: BTreeMap<Option<Method>, Duration>,
+    pub unimplemented: BTreeSet<Method>,
+    pub counters: Counters,
+}
+
+impl Controls {
+    /// The latency to add to a call.
+    pub fn latency_of(&self, method: Method) -> Option<Duration> {
+        self.latency
+            .get(&Some(method))
+            .or_else(|| self.latency.get(&None))
+            .copied()
+    }
+
+    /// Takes a fault for a call, if one applies; counts down counted faults. `draw` is a random
+    /// number in [0, 1) for probabilistic ones.
+    pub fn take_fault(&mut self, method: Method, draw: f64) -> Option<(Code, String)> {
+        let key = if self.faults.contains_key(&Some(method)) {
+            Some(method)
+        } else if self.faults.contains_key(&None) {
+            None
+        } else {
+            return None;
+        };
+        let fault = self.faults.get_mut(&key)?;
+        if let Some(probability) = fault.probability
+            && draw >= probability
+        {
+            return None;
+        }
+        let answer = (
+            fault.code.code(),
+            fault
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("injected fault {:?} on {method}", fault.code)),
+        );
+        if let Some(count) = fault.count.as_mut() {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.faults.remove(&key);
+            }
+        }
+        *self
+            .counters
+            .faults
+            .entry(method.as_str().to_owned())
+            .or_default() += 1;
+        Some(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counted_fault_answers_that_many_calls() {
+        let mut controls = Controls::default();
+        controls.faults.insert(
+            Some(Method::ApplyClient),
+            Fault::times(FaultCode::Aborted, 2),
+        );
+        assert_eq!(
+            controls.take_fault(Method::ApplyClient, 0.0).map(|f| f.0),
+            Some(Code::Aborted)
+        );
+        assert!(controls.take_fault(Method::GetClient, 0.0).is_none());
+        assert!(controls.take_fault(Method::ApplyClient, 0.0).is_some());
+        assert!(controls.take_fault(Method::ApplyClient, 0.0).is_none());
+        assert_eq!(controls.counters.faults.get("ApplyClient"), Some(&2));
+    }
+
+    #[test]
+    fn a_probable_fault_depends_on_the_draw() {
+        let mut controls = Controls::default();
+        controls.faults.insert(
+            None,
+            Fault::with_probability(FaultCode::ResourceExhausted, 0.25),
+        );
+        assert!(controls.take_fault(Method::GetClient, 0.1).is_some());
+        assert!(controls.take_fault(Method::GetClient, 0.5).is_none());
+    }
+
+    #[test]
+    fn a_method_latency_overrides_the_default() {
+        let mut controls = Controls::default();
+        controls.latency.insert(None, Duration::from_millis(5));
+        controls
+            .latency
+            .insert(Some(Method::GetClient), Duration::from_millis(50));
+        assert_eq!(
+            controls.latency_of(Method::GetClient),
+            Some(Duration::from_millis(50))
+        );
+        assert_eq!(
+            controls.latency_of(Method::ApplyClient),
+            Some(Duration::from_millis(5))
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! The AdminService methods, named as gRPC names them (`ApplyClient`, ...).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// One AdminService method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Method {
+    GetServerInfo,
+    GetChangeHint,
+    WatchChanges,
+    ApplyClient,
+    GetClient,
+    DeleteClient,
+    ListClientRevisions,
+    ApplyBranding,
+    GetBranding,
+    DeleteBranding,
+    ApplyIdentityProvider,
+    GetIdentityProvider,
+    DeleteIdentityProvider,
+    ApplyOrganization,
+    GetOrganization,
+    DeleteOrganization,
+    ListAuditEvents,
+}
+
+impl Method {
+    pub const ALL: [Method; 17] = [
+        Method::GetServerInfo,
+        Method::GetChangeHint,
+        Method::WatchChanges,
+        Method::ApplyClient,
+        Method::GetClient,
+        Method::DeleteClient,
+        Method::ListClientRevisions,
+        Method::ApplyBranding,
+        Method::GetBranding,
+        Method::DeleteBranding,
+        Method::ApplyIdentityProvider,
+        Method::GetIdentityProvider,
+        Method::DeleteIdentityProvider,
+        Method::ApplyOrganization,
+        Method::GetOrganization,
+        Method::DeleteOrganization,
+        Method::ListAuditEvents,
+    ];
+
+    /// The gRPC method name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::GetServerInfo => "GetServerInfo",
+            Method::GetChangeHint => "GetChangeHint",
+            Method::WatchChanges => "WatchChanges",
+            Method::ApplyClient => "ApplyClient",
+            Method::GetClient => "GetClient",
+            Method::DeleteClient => "DeleteClient",
+            Method::ListClientRevisions => "ListClientRevisions",
+            Method::ApplyBranding => "ApplyBranding",
+            Method::GetBranding => "GetBranding",
+            Method::DeleteBranding => "DeleteBranding",
+            Method::ApplyIdentityProvider => "ApplyIdentityProvider",
+            Method::GetIdentityProvider => "GetIdentityProvider",
+            Method::DeleteIdentityProvider => "DeleteIdentityProvider",
+            Method::ApplyOrganization => "ApplyOrganization",
+            Method::GetOrganization => "GetOrganization",
+            Method::DeleteOrganization => "DeleteOrganization",
+            Method::ListAuditEvents => "ListAuditEvents",
+        }
+    }
+
+    /// The feature `ServerInfo.features` names for an optional method, if it is one.
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Method::WatchChanges => Some("watch_changes"),
+            Method::ListAuditEvents => Some("audit_events"),
+            Method::ListClientRevisions => Some("list_client_revisions"),
+            Method::GetChangeHint => Some("change_hint"),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not an AdminService method.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown AdminService method {0:?} (use the gRPC name, e.g. ApplyClient)")]
+pub struct UnknownMethod(pub String);
+
+impl FromStr for Method {
+    type Err = UnknownMethod;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Method::ALL
+            .into_iter()
+            .find(|method| method.as_str() == name)
+            .ok_or_else(|| UnknownMethod(name.to_owned()))
+    }
+}

@@ -1,0 +1,371 @@
+//! The AdminService over the core: identity from the client certificate, then the test controls
+//! (latency, `Unimplemented`, faults) before the call takes effect, then the call's rules.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use nauthera_proto::v1::admin_service_server::AdminService;
+use nauthera_proto::v1::{self, ChangeEvent};
+use nauthera_shared::client::certificate_identities;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::controls::Controls;
+use crate::core::{Caller, Core};
+use crate::method::Method;
+use crate::refusal::Refusal;
+use crate::state::random_unit;
+
+/// What the service and the handle share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub core: Mutex<Core>,
+    pub controls: Mutex<Controls>,
+    /// Bumped when the server stops listening, so open streams end.
+    pub stopped: watch::Sender<u64>,
+}
+
+impl Shared {
+    pub fn core(&self) -> MutexGuard<'_, Core> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.core
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn controls(&self) -> MutexGuard<'_, Controls> {
+        self.controls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The optional features this server offers, without the ones made `Unimplemented`.
+    pub fn features(&self) -> Vec<String> {
+        let controls = self.controls();
+        Method::ALL
+            .into_iter()
+            .filter(|method| !controls.unimplemented.contains(method))
+            .filter_map(Method::feature)
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Service {
+    pub shared: Arc<Shared>,
+}
+
+impl Service {
+    /// Counts the call, applies latency, `Unimplemented` and faults, and finds the caller.
+    async fn begin<T>(&self, method: Method, request: &Request<T>) -> Result<Caller, Status> {
+        let latency = {
+            let mut controls = self.shared.controls();
+            *controls
+                .counters
+                .calls
+                .entry(method.as_str().to_owned())
+                .or_default() += 1;
+            controls.latency_of(method)
+        };
+        if let Some(latency) = latency {
+            tokio::time::sleep(latency).await;
+        }
+        {
+            let mut controls = self.shared.controls();
+            if controls.unimplemented.contains(&method) {
+                return Err(Status::unimplemented(format!(
+                    "{method} is not implemented by this server version"
+                )));
+            }
+            if let Some((code, message)) = controls.take_fault(method, random_unit()) {
+                return Err(Status::new(code, message));
+            }
+        }
+        let identities = request
+            .peer_certs()
+            .and_then(|certs| {
+                certs
+                    .first()
+                    .map(|cert| certificate_identities(cert.as_ref()))
+            })
+            .unwrap_or_default();
+        let core = self.shared.core();
+        Ok(Caller::from_identities(identities, &core.allowed))
+    }
+
+    fn answer<T>(&self, result: Result<T, Refusal>) -> Result<Response<T>, Status> {
+        match result {
+            Ok(value) => Ok(Response::new(value)),
+            Err(refusal) => {
+                *self
+                    .shared
+                    .controls()
+                    .counters
+                    .refusals
+                    .entry(refusal.reason.as_str_name().to_owned())
+                    .or_default() += 1;
+                Err(refusal.to_status())
+            }
+        }
+    }
+
+    fn count_write(&self, manager: &str) {
+        *self
+            .shared
+            .controls()
+            .counters
+            .writes
+            .entry(manager.to_owned())
+            .or_default() += 1;
+    }
+}
+
+type ChangeStream = ReceiverStream<Result<ChangeEvent, Status>>;
+
+#[tonic::async_trait]
+impl AdminService for Service {
+    async fn get_server_info(
+        &self,
+        request: Request<v1::GetServerInfoRequest>,
+    ) -> Result<Response<v1::ServerInfo>, Status> {
+        let caller = self.begin(Method::GetServerInfo, &request).await?;
+        let features = self.shared.features();
+        let result = self.shared.core().server_info(&caller, features);
+        self.answer(result)
+    }
+
+    async fn get_change_hint(
+        &self,
+        request: Request<v1::GetChangeHintRequest>,
+    ) -> Result<Response<v1::ChangeHint>, Status> {
+        let caller = self.begin(Method::GetChangeHint, &request).await?;
+        let result = self.shared.core().change_hint(&caller);
+        self.answer(result)
+    }
+
+    type WatchChangesStream = ChangeStream;
+
+    async fn watch_changes(
+        &self,
+        request: Request<v1::WatchChangesRequest>,
+    ) -> Result<Response<ChangeStream>, Status> {
+        let caller = self.begin(Method::WatchChanges, &request).await?;
+        let since = request.into_inner().since;
+        let watched = self.shared.core().watch(&caller, since.as_ref());
+        let (first, mut changes) = match watched {
+            Ok(watched) => watched,
+            Err(refusal) => return self.answer(Err(refusal)),
+        };
+        let (sender, receiver) = mpsc::channel(64);
+        let mut stopped = self.shared.stopped.subscribe();
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            for event in first {
+                if sender.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            }
+            loop {
+                let event = tokio::select! {
+                    _ = stopped.changed() => return,
+                    _ = sender.closed() => return,
+                    received = changes.recv() => match received {
+                        Ok(event) => event,
+                        // Too slow a reader missed changes: it must list again.
+                        Err(broadcast::error::RecvError::Lagged(_)) => {
+                            shared.core().history.resync_event()
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if sender.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(receiver)))
+    }
+
+    async fn apply_client(
+        &self,
+        request: Request<v1::ApplyClientRequest>,
+    ) -> Result<Response<v1::ApplyClientResponse>, Status> {
+        let caller = self.begin(Method::ApplyClient, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self.shared.core().apply_client(&caller, request);
+        if result.is_ok() {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn get_client(
+        &self,
+        request: Request<v1::GetClientRequest>,
+    ) -> Result<Response<v1::Client>, Status> {
+        let caller = self.begin(Method::GetClient, &request).await?;
+        let reference = request.into_inner().r#ref.unwrap_or_default();
+        let result = self.shared.core().get_client(&caller, &reference);
+        self.answer(result)
+    }
+
+    async fn delete_client(
+        &self,
+        request: Request<v1::DeleteClientRequest>,
+    ) -> Result<Response<v1::DeleteClientResponse>, Status> {
+        let caller = self.begin(Method::DeleteClient, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self.shared.core().delete_client(&caller, request);
+        if result.as_ref().is_ok_and(|response| response.deleted) {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn list_client_revisions(
+        &self,
+        request: Request<v1::ListClientRevisionsRequest>,
+    ) -> Result<Response<v1::ListClientRevisionsResponse>, Status> {
+        let caller = self.begin(Method::ListClientRevisions, &request).await?;
+        let result = self
+            .shared
+            .core()
+            .list_client_revisions(&caller, request.get_ref());
+        self.answer(result)
+    }
+
+    async fn apply_branding(
+        &self,
+        request: Request<v1::ApplyBrandingRequest>,
+    ) -> Result<Response<v1::Branding>, Status> {
+        let caller = self.begin(Method::ApplyBranding, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self.shared.core().apply_branding(&caller, request);
+        if result.is_ok() {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn get_branding(
+        &self,
+        request: Request<v1::GetBrandingRequest>,
+    ) -> Result<Response<v1::Branding>, Status> {
+        let caller = self.begin(Method::GetBranding, &request).await?;
+        let reference = request.into_inner().r#ref.unwrap_or_default();
+        let result = self.shared.core().get_branding(&caller, &reference);
+        self.answer(result)
+    }
+
+    async fn delete_branding(
+        &self,
+        request: Request<v1::DeleteBrandingRequest>,
+    ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
+        let caller = self.begin(Method::DeleteBranding, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self.shared.core().delete_branding(&caller, request);
+        if result.as_ref().is_ok_and(|response| response.deleted) {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn apply_identity_provider(
+        &self,
+        request: Request<v1::ApplyIdentityProviderRequest>,
+    ) -> Result<Response<v1::IdentityProvider>, Status> {
+        let caller = self.begin(Method::ApplyIdentityProvider, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self.shared.core().apply_identity_provider(&caller, request);
+        if result.is_ok() {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn get_identity_provider(
+        &self,
+        request: Request<v1::GetIdentityProviderRequest>,
+    ) -> Result<Response<v1::IdentityProvider>, Status> {
+        let caller = self.begin(Method::GetIdentityProvider, &request).await?;
+        let reference = request.into_inner().r#ref.unwrap_or_default();
+        let result = self
+            .shared
+            .core()
+            .get_identity_provider(&caller, &reference);
+        self.answer(result)
+    }
+
+    async fn delete_identity_provider(
+        &self,
+        request: Request<v1::DeleteIdentityProviderRequest>,
+    ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
+        let caller = self.begin(Method::DeleteIdentityProvider, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self
+            .shared
+            .core()
+            .delete_identity_provider(&caller, request);
+        if result.as_ref().is_ok_and(|response| response.deleted) {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn apply_organization(
+        &self,
+        request: Request<v1::ApplyOrganizationRequest>,
+    ) -> Result<Response<v1::Organization>, Status> {
+        let caller = self.begin(Method::ApplyOrganization, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self.shared.core().apply_organization(&caller, request);
+        if result.is_ok() {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn get_organization(
+        &self,
+        request: Request<v1::GetOrganizationRequest>,
+    ) -> Result<Response<v1::Organization>, Status> {
+        let caller = self.begin(Method::GetOrganization, &request).await?;
+        let slug = request.into_inner().slug;
+        let result = self.shared.core().get_organization(&caller, &slug);
+        self.answer(result)
+    }
+
+    async fn delete_organization(
+        &self,
+        request: Request<v1::DeleteOrganizationRequest>,
+    ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
+        let caller = self.begin(Method::DeleteOrganization, &request).await?;
+        let request = request.into_inner();
+        let manager = request.manager.clone();
+        let result = self.shared.core().delete_organization(&caller, request);
+        if result.as_ref().is_ok_and(|response| response.deleted) {
+            self.count_write(&manager);
+        }
+        self.answer(result)
+    }
+
+    async fn list_audit_events(
+        &self,
+        request: Request<v1::ListAuditEventsRequest>,
+    ) -> Result<Response<v1::ListAuditEventsResponse>, Status> {
+        let caller = self.begin(Method::ListAuditEvents, &request).await?;
+        let result = self
+            .shared
+            .core()
+            .list_audit_events(&caller, request.get_ref());
+        self.answer(result)
+    }
+}

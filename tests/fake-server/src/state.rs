@@ -1,0 +1,375 @@
+//! What the fake server holds: organizations and their objects, revisions, the change hint and
+//! its history, and the audit log. Plain data with small helpers; the rules of each call live in
+//! `core`.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use nauthera_proto::v1::{
+    AuditEvent, AuditOutcome, BrandingDocument, ChangeEvent, ChangeHint, ClientSpec,
+    FieldViolation, IdentityProviderSpec, ObjectKind, ObjectRef, OrganizationSpec, WriteInfo,
+};
+use prost_types::Timestamp;
+
+/// The key of an object inside an organization: (organization slug, namespace, name).
+pub type ObjectKey = (String, String, String);
+
+/// What every stored object carries.
+#[derive(Clone, Debug)]
+pub struct Meta {
+    pub revision: String,
+    /// The declared generation of the write in force (0 for writes that named none).
+    pub generation: i64,
+    pub last_write: WriteInfo,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoredOrganization {
+    pub spec: OrganizationSpec,
+    pub namespace: String,
+    pub meta: Meta,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoredClient {
+    pub client_id: String,
+    /// The spec in force, with the secret replaced by `generate_secret` true/false.
+    pub spec: ClientSpec,
+    /// The sha-256 of the current secret, hex; the secret itself is never kept.
+    pub secret_hash: Option<String>,
+    pub secret_generated: bool,
+    pub secret_set_at: Option<Timestamp>,
+    pub meta: Meta,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoredBranding {
+    pub document: BrandingDocument,
+    pub meta: Meta,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoredIdentityProvider {
+    /// The spec in force, with `upstream_client_secret` empty.
+    pub spec: IdentityProviderSpec,
+    pub secret_hash: Option<String>,
+    pub meta: Meta,
+}
+
+/// Every object the server holds; what a backup captures.
+#[derive(Clone, Debug, Default)]
+pub struct Objects {
+    pub organizations: BTreeMap<String, StoredOrganization>,
+    pub clients: BTreeMap<ObjectKey, StoredClient>,
+    pub brandings: BTreeMap<ObjectKey, StoredBranding>,
+    pub identity_providers: BTreeMap<ObjectKey, StoredIdentityProvider>,
+}
+
+impl Objects {
+    /// The slug of the organization serving `issuer`.
+    pub fn organization_for_issuer(&self, issuer: &str) -> Option<&str> {
+        let wanted = issuer.trim_end_matches('/');
+        self.organizations
+            .iter()
+            .find(|(_, org)| org.spec.issuer.trim_end_matches('/') == wanted)
+            .map(|(slug, _)| slug.as_str())
+    }
+
+    /// The issuer of an organization; empty when it is gone.
+    pub fn issuer_of(&self, slug: &str) -> String {
+        self.organizations
+            .get(slug)
+            .map(|org| org.spec.issuer.clone())
+            .unwrap_or_default()
+    }
+
+    /// The reference of an object, with its organization's current issuer.
+    pub fn reference(&self, key: &ObjectKey) -> ObjectRef {
+        ObjectRef {
+            issuer: self.issuer_of(&key.0),
+            namespace: key.1.clone(),
+            name: key.2.clone(),
+        }
+    }
+
+    /// The revision of every object, by kind and key, for comparing two states.
+    pub fn revisions(&self) -> BTreeMap<(i32, ObjectKey), (String, String)> {
+        let mut revisions = BTreeMap::new();
+        for (slug, org) in &self.organizations {
+            let key = (String::new(), String::new(), slug.clone());
+            revisions.insert(
+                (ObjectKind::Organization as i32, key),
+                (org.meta.revision.clone(), String::new()),
+            );
+        }
+        for (key, client) in &self.clients {
+            revisions.insert(
+                (ObjectKind::Client as i32, key.clone()),
+                (client.meta.revision.clone(), client.client_id.clone()),
+            );
+        }
+        for (key, branding) in &self.brandings {
+            revisions.insert(
+                (ObjectKind::Branding as i32, key.clone()),
+                (branding.meta.revision.clone(), String::new()),
+            );
+        }
+        for (key, provider) in &self.identity_providers {
+            revisions.insert(
+                (ObjectKind::IdentityProvider as i32, key.clone()),
+                (provider.meta.revision.clone(), String::new()),
+            );
+        }
+        revisions
+    }
+}
+
+/// A snapshot of the server's objects, to restore later.
+#[derive(Clone, Debug)]
+pub struct Backup {
+    pub(crate) objects: Objects,
+    pub(crate) sequence: u64,
+    /// The change hint when the backup was taken.
+    pub hint: ChangeHint,
+}
+
+/// The change hint and the changes it still remembers.
+#[derive(Debug)]
+pub struct History {
+    pub epoch: String,
+    pub sequence: u64,
+    /// Every change after this sequence is remembered.
+    pub remembered_after: u64,
+    pub events: VecDeque<ChangeEvent>,
+    pub limit: usize,
+}
+
+impl History {
+    pub fn new(limit: usize) -> History {
+        History {
+            epoch: new_epoch(),
+            sequence: 0,
+            remembered_after: 0,
+            events: VecDeque::new(),
+            limit: limit.max(1),
+        }
+    }
+
+    pub fn hint(&self) -> ChangeHint {
+        ChangeHint {
+            epoch: self.epoch.clone(),
+            sequence: self.sequence,
+        }
+    }
+
+    /// Moves the hint by one and returns the revision a write gets.
+    pub fn next_revision(&mut self) -> String {
+        self.sequence += 1;
+        format!("{}-{}", self.epoch, self.sequence)
+    }
+
+    /// Remembers a change (its hint must be the current one).
+    pub fn remember(&mut self, event: ChangeEvent) {
+        self.events.push_back(event);
+        while self.events.len() > self.limit {
+            if let Some(forgotten) = self.events.pop_front() {
+                self.remembered_after = forgotten.hint.map_or(0, |hint| hint.sequence);
+            }
+        }
+    }
+
+    /// The changes after `since`, or `None` when they cannot all be replayed (another epoch,
+    /// too old, or from the future).
+    pub fn replay_after(&self, since: &ChangeHint) -> Option<Vec<ChangeEvent>> {
+        if since.epoch != self.epoch
+            || since.sequence < self.remembered_after
+            || since.sequence > self.sequence
+        {
+            return None;
+        }
+        Some(
+            self.events
+                .iter()
+                .filter(|event| {
+                    event
+                        .hint
+                        .as_ref()
+                        .is_some_and(|h| h.sequence > since.sequence)
+                })
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// Starts a new epoch at `sequence`, forgetting every change (a restore).
+    pub fn restart_epoch(&mut self, sequence: u64) {
+        self.epoch = new_epoch();
+        self.sequence = sequence;
+        self.remembered_after = sequence;
+        self.events.clear();
+    }
+
+    /// The event that tells a watcher to list again.
+    pub fn resync_event(&self) -> ChangeEvent {
+        ChangeEvent {
+            hint: Some(self.hint()),
+            resync_required: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// The audit log. It survives a backup restore, the way a separate audit store would.
+#[derive(Debug, Default)]
+pub struct AuditLog {
+    next_id: u64,
+    events: Vec<AuditEvent>,
+}
+
+/// The facts of one audit record, before it gets an id and a time.
+#[derive(Clone, Debug, Default)]
+pub struct AuditRecord {
+    pub action: String,
+    pub outcome: AuditOutcome,
+    pub kind: ObjectKind,
+    pub reference: ObjectRef,
+    pub organization: String,
+    pub client_id: String,
+    pub manager: String,
+    pub actor: String,
+    pub cause: String,
+    pub violations: Vec<FieldViolation>,
+    pub revision: String,
+    pub generation: i64,
+    pub reason: String,
+}
+
+impl AuditLog {
+    pub fn record(&mut self, record: AuditRecord) {
+        self.next_id += 1;
+        self.events.push(AuditEvent {
+            id: format!("{:012}", self.next_id),
+            time: Some(now()),
+            action: record.action,
+            outcome: record.outcome as i32,
+            kind: record.kind as i32,
+            r#ref: Some(record.reference),
+            organization: record.organization,
+            client_id: record.client_id,
+            manager: record.manager,
+            actor: record.actor,
+            cause: record.cause,
+            violations: record.violations,
+            revision: record.revision,
+            generation: record.generation,
+            reason: record.reason,
+        });
+    }
+
+    /// Every event, oldest first.
+    pub fn events(&self) -> &[AuditEvent] {
+        &self.events
+    }
+}
+
+/// The current time as a protobuf timestamp.
+pub fn now() -> Timestamp {
+    timestamp(jiff::Timestamp::now())
+}
+
+/// A protobuf timestamp of a jiff one.
+pub fn timestamp(time: jiff::Timestamp) -> Timestamp {
+    Timestamp {
+        seconds: time.as_second(),
+        nanos: time.subsec_nanosecond(),
+    }
+}
+
+/// Random bytes as hex.
+pub fn random_hex(bytes: usize) -> String {
+    let mut buffer = vec![0u8; bytes];
+    // Without an operating system random source no test can run; fall back to the clock so
+    // the fake still starts (its secrets are test values).
+    if getrandom::fill(&mut buffer).is_err() {
+        let nanos = jiff::Timestamp::now().as_nanosecond();
+        for (index, byte) in buffer.iter_mut().enumerate() {
+            *byte = (nanos >> ((index % 16) * 8)) as u8;
+        }
+    }
+    buffer.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A random number in [0, 1).
+pub fn random_unit() -> f64 {
+    let mut buffer = [0u8; 8];
+    if getrandom::fill(&mut buffer).is_err() {
+        return 0.5;
+    }
+    (u64::from_le_bytes(buffer) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn new_epoch() -> String {
+    format!("e{}", random_hex(4))
+}
+
+/// The sha-256 of a secret, hex.
+pub fn secret_hash(secret: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(history: &mut History) -> ChangeEvent {
+        history.next_revision();
+        let event = ChangeEvent {
+            hint: Some(history.hint()),
+            ..Default::default()
+        };
+        history.remember(event.clone());
+        event
+    }
+
+    #[test]
+    fn replay_returns_the_changes_after_a_remembered_hint() {
+        let mut history = History::new(10);
+        let start = history.hint();
+        let first = event(&mut history);
+        let second = event(&mut history);
+        assert_eq!(
+            history.replay_after(&start),
+            Some(vec![first.clone(), second.clone()])
+        );
+        assert_eq!(
+            history.replay_after(first.hint.as_ref().unwrap()),
+            Some(vec![second])
+        );
+        assert_eq!(history.replay_after(&history.hint()), Some(vec![]));
+    }
+
+    #[test]
+    fn a_forgotten_hint_or_another_epoch_needs_a_resync() {
+        let mut history = History::new(2);
+        let start = history.hint();
+        for _ in 0..3 {
+            event(&mut history);
+        }
+        assert_eq!(history.replay_after(&start), None);
+        let current = history.hint();
+        history.restart_epoch(current.sequence);
+        assert_eq!(history.replay_after(&current), None);
+        assert!(history.resync_event().resync_required);
+    }
+
+    #[test]
+    fn secrets_are_hashed_and_random_values_differ() {
+        assert_eq!(secret_hash("s").len(), 64);
+        assert_ne!(random_hex(16), random_hex(16));
+        let unit = random_unit();
+        assert!((0.0..1.0).contains(&unit));
+    }
+}
