@@ -354,3 +354,40 @@ fn snake_case(camel: &str) -> String {
     }
     out
 }
+
+#[test]
+fn control_plane_reasons_are_the_probe_reasons_and_start_with_the_probe() {
+    let control_plane: Vec<Reason> = Reason::ALL
+        .into_iter()
+        .filter(|r| r.is_control_plane())
+        .collect();
+    assert_eq!(
+        control_plane,
+        [
+            Reason::Unreachable,
+            Reason::CredentialUnavailable,
+            Reason::TrustAnchorUnavailable
+        ]
+    );
+    for reason in control_plane {
+        assert_eq!(
+            reason.entry().runbook.diagnosis[0].check,
+            DiagnoseCheck::ProbeState,
+            "{reason}"
+        );
+        assert_eq!(reason.event().as_str(), reason.as_str());
+        assert_eq!(reason.metric_label(), snake_case(reason.as_str()));
+    }
+    let outcomes: Vec<Reason> = Reason::ALL
+        .into_iter()
+        .filter(|r| r.is_deletion_outcome())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            Reason::Deleted,
+            Reason::Orphaned,
+            Reason::DeletionSkippedDrifted
+        ]
+    );
+}

@@ -26,17 +26,23 @@ fn the_check_catches_hand_edits_missing_and_extra_files() {
     let tree = tempfile::tempdir().unwrap();
     let root = tree.path();
     // Copy the generated tree as the code generates it.
-    for file in generate::generated_files().unwrap() {
+    let files = generate::generated_files().unwrap();
+    for file in &files {
         let path = root.join(&file.path);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, file.contents).unwrap();
+        fs::write(path, &file.contents).unwrap();
     }
     assert_eq!(
         generate::stale_files(root).unwrap(),
         Vec::<StaleFile>::new()
     );
 
-    let crd = first_crd(root);
+    // A CRD file (not the kustomization); the resource types always define some.
+    let crd = files
+        .iter()
+        .map(|file| file.path.clone())
+        .find(|path| path.starts_with(generate::CRD_DIR) && !path.ends_with("kustomization.yaml"))
+        .expect("the code generates no CRD");
     let edited_crd = fs::read_to_string(root.join(&crd)).unwrap() + "  # a hand edit\n";
     fs::write(root.join(&crd), edited_crd).unwrap();
     let runbook = PathBuf::from("docs/runbooks/Drifted.md");
@@ -78,20 +84,6 @@ fn the_check_catches_hand_edits_missing_and_extra_files() {
     );
 }
 
-/// A generated CRD file (not the kustomization); the resource types always define some.
-fn first_crd(root: &Path) -> PathBuf {
-    let mut crds: Vec<PathBuf> = fs::read_dir(root.join(generate::CRD_DIR))
-        .unwrap()
-        .map(|entry| Path::new(generate::CRD_DIR).join(entry.unwrap().file_name()))
-        .filter(|path| {
-            path.file_name()
-                .is_some_and(|name| name != "kustomization.yaml")
-        })
-        .collect();
-    crds.sort();
-    crds.into_iter().next().expect("the code generates no CRD")
-}
-
 #[test]
 fn crd_yaml_reads_back_as_the_same_crd() {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -106,4 +98,44 @@ fn crd_yaml_reads_back_as_the_same_crd() {
         );
         assert_eq!(file.path, Path::new(&expected));
     }
+}
+
+#[test]
+fn the_command_writes_and_its_check_exits_1_naming_stale_files() {
+    let tree = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nauthera-generate"))
+            .args(args)
+            .arg("--root")
+            .arg(tree.path())
+            .output()
+            .unwrap()
+    };
+
+    let check = run(&["--check"]);
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("docs/runbooks/Drifted.md (missing)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(COMMAND), "{stderr}");
+
+    let write = run(&[]);
+    assert!(
+        write.status.success(),
+        "{}",
+        String::from_utf8_lossy(&write.stderr)
+    );
+    let check = run(&["--check"]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let wrong = run(&["--frobnicate"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("unknown argument `--frobnicate`"));
 }

@@ -139,6 +139,35 @@ impl Reason {
         }
     }
 
+    /// The event recorded on the transition into this reason.
+    pub fn event(self) -> EventReason {
+        self.entry().event
+    }
+
+    /// The `reason` label value of `nauthera_operator_reconciles_total`.
+    pub fn metric_label(self) -> &'static str {
+        self.entry().metric_label
+    }
+
+    /// Whether the reason comes from the control-plane probe (the reconciler cannot call the
+    /// server at all) rather than from one resource. On these runbook pages `<secret>` is the
+    /// reconciler's certificate Secret.
+    pub const fn is_control_plane(self) -> bool {
+        matches!(
+            self,
+            Reason::Unreachable | Reason::CredentialUnavailable | Reason::TrustAnchorUnavailable
+        )
+    }
+
+    /// Whether the reason is one of the outcomes of deleting a manifest (recorded as events; the
+    /// resource is gone soon after).
+    pub const fn is_deletion_outcome(self) -> bool {
+        matches!(
+            self,
+            Reason::Deleted | Reason::Orphaned | Reason::DeletionSkippedDrifted
+        )
+    }
+
     /// The Ready condition status this reason sets.
     pub fn ready(self) -> ReadyStatus {
         self.entry().ready
