@@ -21,11 +21,19 @@ pub struct ResourceStatus {
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// `Registered`, `Pending` or `Error`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     #[schemars(schema_with = "phase_schema")]
     pub phase: Option<Phase>,
     /// The reason of the `Ready` condition, repeated here so that printer columns can show it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient"
+    )]
     #[schemars(schema_with = "reason_schema")]
     pub reason: Option<Reason>,
     /// The message of the `Ready` condition.
@@ -54,6 +62,14 @@ pub struct ResourceStatus {
     pub last_attempt_time: Option<Time>,
 }
 
+impl ResourceStatus {
+    /// The condition of a type, if set.
+    pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
+        let name = variant_name(type_);
+        self.conditions.iter().find(|c| c.type_ == name)
+    }
+}
+
 /// A change on the server that the reconciler did not make, and did not write over.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -80,6 +96,17 @@ pub struct Drift {
     /// When the reconciler noticed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detected_at: Option<Time>,
+}
+
+/// Reads a phase or reason this version does not know (written by a newer reconciler) as absent
+/// rather than failing the whole object, which would stop a watch or the plugin.
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
+    Ok(value.and_then(|value| serde_json::from_value(value).ok()))
 }
 
 /// The serialized names of `Phase`, for the schema. A unit test checks every phase against it.
@@ -213,6 +240,24 @@ mod tests {
             ready(true, Reason::Registered, "ok", 30)
         ));
         assert_eq!(conditions[0].last_transition_time, at(10));
+    }
+
+    #[test]
+    fn an_unknown_phase_or_reason_reads_as_absent() {
+        let status: ResourceStatus = serde_json::from_value(serde_json::json!({
+            "phase": "Hibernating", "reason": "SomethingNew", "revision": "r-1",
+            "conditions": [{
+                "type": "Ready", "status": "False", "reason": "SomethingNew", "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"
+            }]
+        }))
+        .unwrap();
+        assert_eq!((status.phase, status.reason), (None, None));
+        assert_eq!(status.revision.as_deref(), Some("r-1"));
+        assert_eq!(
+            status.condition(ConditionType::Ready).unwrap().reason,
+            "SomethingNew"
+        );
     }
 
     #[test]
