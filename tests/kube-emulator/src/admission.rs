@@ -145,7 +145,13 @@ fn fold_string_data(object: &mut Value, name: &str) -> ApiResult<()> {
         return Ok(());
     };
     let string_data = map.remove("stringData");
-    map.entry("type").or_insert_with(|| json!("Opaque"));
+    if map
+        .get("type")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        map.insert("type".into(), json!("Opaque"));
+    }
     let data = map.entry("data").or_insert_with(|| json!({}));
     if !data.is_object() {
         *data = json!({});

@@ -14,6 +14,7 @@ mod ids;
 mod kubeconfig;
 mod managed_fields;
 mod objects;
+mod protobuf;
 mod registry;
 mod schema;
 mod selector;

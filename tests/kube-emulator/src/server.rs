@@ -308,6 +308,7 @@ impl Call<'_> {
             (Method::GET, false) if self.flag("watch") => "watch",
             (Method::GET, false) => "list",
             (Method::POST, false) => "create",
+            (Method::POST, true) if path.subresource.is_some() => "create",
             (Method::PUT, true) => "update",
             (Method::PATCH, true) => "patch",
             (Method::DELETE, true) => "delete",
@@ -364,6 +365,12 @@ impl Call<'_> {
             }
         }
         let namespace = path.namespace.clone().unwrap_or_default();
+        if verb == "create"
+            && path.subresource.as_deref() == Some("token")
+            && info.plural == "serviceaccounts"
+        {
+            return self.token_request(&info, &path, &namespace);
+        }
         match verb {
             "get" => self.get(&info, &path, &namespace),
             "list" => self.list(&info, &path),
@@ -374,6 +381,50 @@ impl Call<'_> {
             "delete" => self.delete(&info, &path, &namespace),
             _ => self.delete_collection(&info, &path),
         }
+    }
+
+    /// TokenRequest (`serviceaccounts/<name>/token`): mints a bearer token for the account.
+    fn token_request(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+        namespace: &str,
+    ) -> ApiResult<Response> {
+        let name = path.name.as_deref().unwrap_or_default();
+        if self.app.lock()?.get(&info.key(), namespace, name).is_none() {
+            return Err(ApiError::not_found(
+                &crate::status::ResourceName {
+                    group: "",
+                    plural: "serviceaccounts",
+                },
+                name,
+            ));
+        }
+        let request = if self.body.is_empty() {
+            json!({})
+        } else {
+            self.body_json()?
+        };
+        let token = crate::ids::new_token();
+        self.app
+            .add_token(token.clone(), UserInfo::service_account(namespace, name))?;
+        let seconds = request
+            .pointer("/spec/expirationSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(3600);
+        let expires = jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_secs(seconds))
+            .unwrap_or_else(|_| jiff::Timestamp::now())
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let response = json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": crate::ids::now_rfc3339()},
+            "spec": request.get("spec").cloned().unwrap_or_else(|| json!({})),
+            "status": {"token": token, "expirationTimestamp": expires},
+        });
+        Ok(value_response(StatusCode::CREATED, &response))
     }
 
     fn table_request(&self) -> Option<IncludeObject> {
@@ -585,10 +636,7 @@ impl Call<'_> {
                 .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")));
         }
         if content_type.contains("protobuf") {
-            return Err(ApiError::new(
-                StatusReason::UnsupportedMediaType,
-                "protobuf bodies are not supported; send JSON",
-            ));
+            return crate::protobuf::decode(&self.body);
         }
         serde_json::from_slice(&self.body)
             .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))
