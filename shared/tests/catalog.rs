@@ -391,3 +391,39 @@ fn control_plane_reasons_are_the_probe_reasons_and_start_with_the_probe() {
         ]
     );
 }
+
+#[test]
+fn summaries_state_the_ready_status_and_phase_of_the_entry() {
+    for reason in Reason::ALL {
+        if reason.is_deletion_outcome() || reason == Reason::Restored {
+            continue; // events first of all; their summaries say which event
+        }
+        let entry = reason.entry();
+        let summary = entry.runbook.summary;
+        assert!(
+            summary.contains(&format!("Ready={}", entry.ready)),
+            "{reason}: {summary}"
+        );
+        assert!(
+            summary.contains(&format!("phase {}", entry.phase)),
+            "{reason}: {summary}"
+        );
+    }
+}
+
+#[test]
+fn links_between_pages_point_at_pages_that_exist() {
+    for reason in Reason::ALL {
+        for (label, text) in texts(reason) {
+            for (start, _) in text.match_indices("](") {
+                let target = &text[start + 2..];
+                let target = &target[..target.find(')').expect("an unclosed link")];
+                let page = target.strip_suffix(".md").unwrap_or(target);
+                assert!(
+                    page == "README" || page.parse::<Reason>().is_ok(),
+                    "{label}: link to `{target}`"
+                );
+            }
+        }
+    }
+}
