@@ -1,1 +1,8 @@
-//! Test harness.
+//! The end-to-end harness: the workspace's binaries built on demand, child processes that announce
+//! where they listen, manifests applied the way a user applies them, and the real-cluster switch
+//! ([`cluster::TestCluster`]). The sandbox binary and the end-to-end tests are built on these.
+
+pub mod binaries;
+pub mod cluster;
+pub mod manifests;
+pub mod process;

@@ -1,0 +1,253 @@
+//! `cargo run -p nauthera-tests --bin nauthera-sandbox`: the product on loopback.
+//!
+//! Builds the workspace's binaries, starts the Kubernetes API emulator, the fake nauthera-server
+//! and the reconciler as child processes, installs the CRDs, applies `examples/`, writes a
+//! kubeconfig and prints how to use it. Ctrl-C (or SIGTERM) stops every child; none outlives the
+//! sandbox, because each dies with its handle.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use nauthera_tests::binaries::{Binary, workspace_root};
+use nauthera_tests::cluster::client_from;
+use nauthera_tests::manifests;
+use nauthera_tests::process::ChildProcess;
+
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// The identity the fake server admits and the sandbox's reconciler certificate carries.
+const RECONCILER_IDENTITY: &str = "dns:nauthera-reconciler.nauthera-system.svc";
+const EXAMPLES_NAMESPACE: &str = "nauthera-examples";
+const RECONCILER_NAMESPACE: &str = "nauthera-system";
+
+/// Runs the sandbox: a Kubernetes API emulator, a fake nauthera-server and the reconciler.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Where the sandbox keeps its kubeconfig, certificates and logs (emptied at start).
+    #[arg(long, default_value = ".sandbox")]
+    dir: PathBuf,
+    /// Start everything, apply the examples, print the summary and stop again (a smoke check).
+    #[arg(long)]
+    once: bool,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("nauthera-sandbox: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let dir = prepare_dir(&args.dir)?;
+    eprintln!("building the binaries ...");
+    let emulator_bin = Binary::KubeEmulator.path()?;
+    let plugin_dir = Binary::Plugin
+        .path()?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+
+    let kubeconfig = dir.join("kubeconfig");
+    let emulator = ChildProcess::start(
+        "kube-emulator",
+        &emulator_bin,
+        &[
+            "--kubeconfig".into(),
+            kubeconfig.display().to_string(),
+            "--namespace".into(),
+            EXAMPLES_NAMESPACE.into(),
+        ],
+        &[],
+        &dir,
+        START_TIMEOUT,
+    )
+    .await?;
+
+    let server = start_fake_server(&dir).await?;
+    let client = client_from(&kubeconfig).await?;
+    manifests::install_crds(&client).await?;
+    let mut examples = manifests::load_dir(&workspace_root().join("examples"))?;
+    // Namespaces before what lives in them.
+    examples.sort_by_key(|o| o.types.as_ref().is_none_or(|t| t.kind != "Namespace"));
+    manifests::apply_all(&client, &examples, None).await?;
+    apply_reconciler_namespace(&client).await?;
+
+    let reconciler = start_reconciler(&dir, &kubeconfig, &server).await?;
+
+    print_summary(
+        &dir,
+        &kubeconfig,
+        &plugin_dir,
+        &server,
+        &emulator,
+        &reconciler,
+    )?;
+    if !args.once {
+        wait_for_signal().await;
+        eprintln!("stopping ...");
+    }
+    reconciler.stop(STOP_GRACE).await;
+    server.stop(STOP_GRACE).await;
+    emulator.stop(STOP_GRACE).await;
+    Ok(())
+}
+
+fn prepare_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    let dir = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        workspace_root().join(dir)
+    };
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot empty the sandbox folder {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the sandbox folder {}", dir.display()))?;
+    Ok(dir)
+}
+
+async fn start_fake_server(dir: &Path) -> anyhow::Result<ChildProcess> {
+    let config = dir.join("fake-server.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "# The sandbox's nauthera-server: one organization, the reconciler allowed everything.\n\
+             certificate_dir: certs\n\
+             client_identity: {RECONCILER_IDENTITY}\n\
+             organizations:\n\
+             - slug: acme\n  issuer: https://login.example.test/acme\n  display_name: Acme\n\
+             allowed_clients:\n\
+             - identity: {RECONCILER_IDENTITY}\n  operations: [clients, brandings, identity_providers, organizations]\n  organizations: ['*']\n  namespaces: ['*']\n"
+        ),
+    )
+    .with_context(|| format!("cannot write {}", config.display()))?;
+    ChildProcess::start(
+        "fake-server",
+        &Binary::FakeServer.path()?,
+        &["--config".into(), config.display().to_string()],
+        &[],
+        dir,
+        START_TIMEOUT,
+    )
+    .await
+}
+
+async fn apply_reconciler_namespace(client: &kube::Client) -> anyhow::Result<()> {
+    let namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": { "name": RECONCILER_NAMESPACE }
+    }))?;
+    manifests::apply_all(client, &[namespace], None).await
+}
+
+async fn start_reconciler(
+    dir: &Path,
+    kubeconfig: &Path,
+    server: &ChildProcess,
+) -> anyhow::Result<ChildProcess> {
+    let probe = free_loopback_address()?;
+    let metrics = free_loopback_address()?;
+    let env = [
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("NAUTHERA_SERVER_ADDRESS", server.announced("grpc_address")?),
+        ("NAUTHERA_TLS_SERVER_NAME", server.announced("server_name")?),
+        ("NAUTHERA_TLS_DIR", server.announced("client_tls_dir")?),
+        ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_string()),
+        ("NAUTHERA_IDENTITY", "sandbox-reconciler".to_string()),
+        ("NAUTHERA_PROBE_ADDRESS", probe.clone()),
+        ("NAUTHERA_METRICS_ADDRESS", metrics.clone()),
+    ]
+    .map(|(k, v)| (k.to_string(), v));
+    let reconciler = ChildProcess::start_silent(
+        "reconciler",
+        &Binary::Reconciler.path()?,
+        &[],
+        &env,
+        dir,
+        serde_json::json!({ "probe_address": probe, "metrics_address": metrics }),
+    )?;
+    wait_until_ready(&probe, &reconciler).await?;
+    Ok(reconciler)
+}
+
+/// Polls `/readyz` until it answers 200.
+async fn wait_until_ready(probe: &str, reconciler: &ChildProcess) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(status) = nauthera_tests::process::http_get_status(probe, "/readyz").await {
+            if status == 200 {
+                return Ok(());
+            }
+        }
+        if tokio::time::Instant::now() > deadline {
+            anyhow::bail!(
+                "the reconciler is not ready after {START_TIMEOUT:?}; its log:\n{}",
+                reconciler.log_tail()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn free_loopback_address() -> anyhow::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free loopback port")?;
+    Ok(listener.local_addr()?.to_string())
+}
+
+fn print_summary(
+    dir: &Path,
+    kubeconfig: &Path,
+    plugin_dir: &Path,
+    server: &ChildProcess,
+    emulator: &ChildProcess,
+    reconciler: &ChildProcess,
+) -> anyhow::Result<()> {
+    println!(
+        "\nThe sandbox runs:\n\
+         \x20 Kubernetes API emulator  {api}\n\
+         \x20 fake nauthera-server     {grpc} (control API http://{control})\n\
+         \x20 nauthera-reconciler      probes http://{probe}/readyz, metrics http://{metrics}/metrics\n\
+         \x20 logs                     {dir}\n\n\
+         In another terminal:\n\n\
+         \x20 export KUBECONFIG={kubeconfig}\n\
+         \x20 export PATH={plugin}:$PATH\n\
+         \x20 kubectl get oidcclients -A\n\
+         \x20 kubectl nauthera status -A\n\n\
+         Ctrl-C stops everything.",
+        api = emulator.announced("listening")?,
+        grpc = server.announced("grpc_address")?,
+        control = server.announced("control_address")?,
+        probe = reconciler.announced("probe_address")?,
+        metrics = reconciler.announced("metrics_address")?,
+        dir = dir.display(),
+        kubeconfig = kubeconfig.display(),
+        plugin = plugin_dir.display(),
+    );
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The workspace's binaries, built once per process with the same cargo that runs the tests.
+//!
+//! Integration tests only get `CARGO_BIN_EXE_*` for their own package; the end-to-end tests and
+//! the sandbox need the reconciler, the plugin and the harness servers from other packages, so
+//! they ask cargo to build them (a no-op when they are fresh).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use anyhow::{Context, bail};
+
+/// A binary of the workspace and the package that builds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binary {
+    Reconciler,
+    Plugin,
+    FakeServer,
+    KubeEmulator,
+}
+
+impl Binary {
+    pub const ALL: [Binary; 4] = [
+        Binary::Reconciler,
+        Binary::Plugin,
+        Binary::FakeServer,
+        Binary::KubeEmulator,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Binary::Reconciler => "nauthera-reconciler",
+            Binary::Plugin => "kubectl-nauthera",
+            Binary::FakeServer => "nauthera-fake-server",
+            Binary::KubeEmulator => "nauthera-kube-emulator",
+        }
+    }
+
+    pub fn package(self) -> &'static str {
+        match self {
+            Binary::Reconciler => "nauthera-reconciler",
+            Binary::Plugin => "kubectl-nauthera",
+            Binary::FakeServer => "nauthera-fake-server",
+            Binary::KubeEmulator => "nauthera-kube-emulator",
+        }
+    }
+
+    /// The path of the binary, building every workspace binary first (once per process).
+    pub fn path(self) -> anyhow::Result<PathBuf> {
+        static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+        let dir = BUILT
+            .get_or_init(|| build_all().map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(dir.join(self.name()))
+    }
+}
+
+/// The root of the workspace (the folder with the top-level Cargo.toml).
+pub fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives inside the workspace")
+}
+
+fn build_all() -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace_root())
+        .args(["build", "--quiet", "--bins"]);
+    for binary in Binary::ALL {
+        command.args(["-p", binary.package()]);
+    }
+    let status = command
+        .status()
+        .context("cannot run cargo to build the workspace's binaries")?;
+    if !status.success() {
+        bail!("cargo build of the workspace's binaries failed ({status})");
+    }
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    };
+    Ok(target.join("debug"))
+}

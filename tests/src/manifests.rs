@@ -1,0 +1,154 @@
+//! Manifests applied the way a user applies them: YAML files, server-side apply, CRDs first and
+//! only then the objects of their kinds.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
+
+use crate::binaries::workspace_root;
+
+/// The field manager of everything the harness applies.
+pub const FIELD_MANAGER: &str = "nauthera-harness";
+
+/// Every YAML document of the `.yaml` files in `dir` (sorted by file name), skipping
+/// `kustomization.yaml`.
+pub fn load_dir(dir: &Path) -> anyhow::Result<Vec<DynamicObject>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.extension().is_some_and(|e| e == "yaml" || e == "yml")
+                && path.file_name().is_some_and(|n| n != "kustomization.yaml")
+        })
+        .collect();
+    files.sort();
+    let mut objects = Vec::new();
+    for file in files {
+        objects.extend(load_file(&file)?);
+    }
+    Ok(objects)
+}
+
+/// Every YAML document of one file.
+pub fn load_file(file: &Path) -> anyhow::Result<Vec<DynamicObject>> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)
+        .with_context(|| format!("{} is not valid YAML", file.display()))?;
+    documents
+        .into_iter()
+        .filter(|doc| !doc.is_null())
+        .map(|doc| {
+            serde_json::from_value(doc).with_context(|| {
+                format!("{} holds a document that is not an object", file.display())
+            })
+        })
+        .collect()
+}
+
+/// Applies the project's CRDs (`deploy/crds/`) and waits until the API serves them.
+pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for object in load_dir(&workspace_root().join("deploy/crds"))? {
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .context("a CRD without a name")?;
+        crds.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .with_context(|| format!("cannot apply the CRD {name}"))?;
+    }
+    wait_for_group(client, nauthera_shared::GROUP, 4).await
+}
+
+async fn wait_for_group(client: &kube::Client, group: &str, kinds: usize) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let discovery = Discovery::new(client.clone()).filter(&[group]).run().await;
+        if let Ok(discovery) = discovery {
+            let served = discovery
+                .groups()
+                .map(|g| g.recommended_resources().len())
+                .sum::<usize>();
+            if served >= kinds {
+                return Ok(());
+            }
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("the API does not serve the {group} kinds 30 s after their CRDs were applied");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Applies objects with server-side apply, each into `namespace` when its kind is namespaced and
+/// it names none.
+pub async fn apply_all(
+    client: &kube::Client,
+    objects: &[DynamicObject],
+    namespace: Option<&str>,
+) -> anyhow::Result<()> {
+    let discovery = Discovery::new(client.clone())
+        .run()
+        .await
+        .context("API discovery failed")?;
+    for object in objects {
+        let types = object
+            .types
+            .as_ref()
+            .context("a manifest without apiVersion and kind")?;
+        let gvk = GroupVersionKind::try_from(types)?;
+        let (resource, capabilities) = discovery.resolve_gvk(&gvk).with_context(|| {
+            format!(
+                "the API does not serve {}/{}",
+                types.api_version, types.kind
+            )
+        })?;
+        let name = object
+            .metadata
+            .name
+            .clone()
+            .context("a manifest without a name")?;
+        let api = api_for(client, &resource, &capabilities, object, namespace);
+        let mut object = object.clone();
+        if capabilities.scope == Scope::Namespaced && namespace.is_some() {
+            object.metadata.namespace = namespace.map(str::to_string);
+        }
+        api.patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .with_context(|| format!("cannot apply {} {name}", types.kind))?;
+    }
+    Ok(())
+}
+
+fn api_for(
+    client: &kube::Client,
+    resource: &ApiResource,
+    capabilities: &ApiCapabilities,
+    object: &DynamicObject,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    match capabilities.scope {
+        Scope::Cluster => Api::all_with(client.clone(), resource),
+        Scope::Namespaced => {
+            let ns = namespace
+                .or(object.metadata.namespace.as_deref())
+                .unwrap_or("default");
+            Api::namespaced_with(client.clone(), ns, resource)
+        }
+    }
+}
