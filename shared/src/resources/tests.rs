@@ -481,3 +481,207 @@ fn the_strict_check_catches_an_unknown_field() {
     let outcome = std::panic::catch_unwind(|| strict::<OIDCClient>("inline", &document));
     assert!(outcome.is_err());
 }
+
+// ---- schema checks -----------------------------------------------------------------------------
+
+/// The parts of OpenAPI validation the schemas use (types, enums, lengths, patterns, required
+/// and unknown fields), as the API server applies them at admission. CEL rules are not evaluated.
+fn schema_errors(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
+    if value.is_null() {
+        if schema.get("nullable") != Some(&Value::Bool(true)) {
+            errors.push(format!("{path}: null"));
+        }
+        return;
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        errors.push(format!("{path}: {value} not in {allowed:?}"));
+    }
+    let limit = |key: &str| schema.get(key).and_then(Value::as_u64).map(|n| n as usize);
+    match (schema.get("type").and_then(Value::as_str), value) {
+        (Some("string"), Value::String(text)) => {
+            let chars = text.chars().count();
+            if limit("maxLength").is_some_and(|max| chars > max) {
+                errors.push(format!("{path}: longer than maxLength"));
+            }
+            if limit("minLength").is_some_and(|min| chars < min) {
+                errors.push(format!("{path}: shorter than minLength"));
+            }
+            if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+                && !regex::Regex::new(pattern).unwrap().is_match(text)
+            {
+                errors.push(format!("{path}: {text:?} does not match {pattern}"));
+            }
+        }
+        (Some("boolean"), Value::Bool(_)) | (Some("integer"), Value::Number(_)) => {}
+        (Some("array"), Value::Array(items)) => {
+            if limit("maxItems").is_some_and(|max| items.len() > max) {
+                errors.push(format!("{path}: more than maxItems"));
+            }
+            for (i, item) in items.iter().enumerate() {
+                schema_errors(&schema["items"], item, &format!("{path}[{i}]"), errors);
+            }
+        }
+        (Some("object"), Value::Object(fields)) => {
+            for required in schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if !fields.contains_key(required.as_str().unwrap()) {
+                    errors.push(format!("{path}.{}: required", required.as_str().unwrap()));
+                }
+            }
+            if limit("maxProperties").is_some_and(|max| fields.len() > max) {
+                errors.push(format!("{path}: more than maxProperties"));
+            }
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (name, field) in fields {
+                let field_path = format!("{path}.{name}");
+                match (properties.and_then(|p| p.get(name)), additional) {
+                    (Some(property), _) | (None, Some(property)) => {
+                        schema_errors(property, field, &field_path, errors);
+                    }
+                    (None, None) if properties.is_some() => {
+                        errors.push(format!("{field_path}: unknown field"));
+                    }
+                    (None, None) => {}
+                }
+            }
+        }
+        (kind, _) => errors.push(format!("{path}: {value} is not of type {kind:?}")),
+    }
+}
+
+fn admission_errors(document: &Value) -> Vec<String> {
+    let crd = crd_json(document["kind"].as_str().unwrap());
+    // The API server checks the object's own envelope; the schema covers the rest.
+    let mut body = document.clone();
+    for envelope in ["apiVersion", "kind", "metadata"] {
+        body.as_object_mut().unwrap().remove(envelope);
+    }
+    let mut errors = Vec::new();
+    schema_errors(
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        &body,
+        "",
+        &mut errors,
+    );
+    errors
+}
+
+#[test]
+fn every_example_passes_its_schema() {
+    for (file, document) in example_documents() {
+        if document["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("nauthera.io/"))
+        {
+            assert_eq!(admission_errors(&document), Vec::<String>::new(), "{file}");
+        }
+    }
+}
+
+fn client_with(spec: Value) -> Value {
+    serde_json::json!({
+        "apiVersion": "nauthera.io/v1alpha1",
+        "kind": "OIDCClient",
+        "metadata": { "name": "x", "namespace": "nauthera-examples" },
+        "spec": spec,
+    })
+}
+
+#[test]
+fn the_schema_refuses_what_it_can() {
+    let issuer = "https://login.example.test/acme";
+    let refused = [
+        serde_json::json!({ "displayName": "no issuer" }),
+        serde_json::json!({ "issuer": "http://login.example.test/acme" }),
+        serde_json::json!({ "issuer": "https://login.example.test/acme?x=1" }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["http://app.example.test/cb"] }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["https://app.example.test/cb#frag"] }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["myapp://cb"] }),
+        serde_json::json!({ "issuer": issuer, "postLogoutRedirectUris": ["http://localhost.evil.test/"] }),
+        serde_json::json!({ "issuer": issuer, "grantTypes": ["implicit"] }),
+        serde_json::json!({ "issuer": issuer, "responseTypes": ["token"] }),
+        serde_json::json!({ "issuer": issuer, "scopes": ["open id"] }),
+        serde_json::json!({ "issuer": issuer, "tokenEndpointAuthMethod": "client_secret_jwt" }),
+        serde_json::json!({ "issuer": issuer, "deletionPolicy": "Keep" }),
+        serde_json::json!({ "issuer": issuer, "secret": { "secretRef": { "name": "Not_A_Name" } } }),
+        serde_json::json!({ "issuer": issuer, "secret": { "secretRef": { "key": "k" } } }),
+        serde_json::json!({ "issuer": issuer, "redirectUri": ["https://typo.example.test/"] }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": vec!["https://a.example.test/"; 51] }),
+    ];
+    for spec in refused {
+        assert!(
+            !admission_errors(&client_with(spec.clone())).is_empty(),
+            "admitted: {spec}"
+        );
+    }
+    let admitted = [
+        serde_json::json!({ "issuer": issuer }),
+        serde_json::json!({ "issuer": "https://login.example.test" }),
+        serde_json::json!({
+            "issuer": issuer,
+            "redirectUris": [
+                "https://app.example.test/cb?x=1",
+                "http://127.0.0.1:8400/cb",
+                "http://[::1]/cb",
+                "http://localhost:3000",
+            ],
+            "scopes": ["openid", "read:user", "https://api.example.test/.default"],
+        }),
+    ];
+    for spec in admitted {
+        assert_eq!(
+            admission_errors(&client_with(spec.clone())),
+            Vec::<String>::new(),
+            "{spec}"
+        );
+    }
+}
+
+#[test]
+fn the_schema_checks_slugs_colours_and_media_types() {
+    let organization = |slug: &str| {
+        serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1", "kind": "Organization",
+            "metadata": { "name": "x" },
+            "spec": { "slug": slug, "issuer": "https://login.example.test/x" }
+        })
+    };
+    for slug in ["acme", "a", "acme-2"] {
+        assert!(admission_errors(&organization(slug)).is_empty(), "{slug}");
+    }
+    for slug in ["", "Acme", "-acme", "acme-", "ac_me", &"a".repeat(64)] {
+        assert!(!admission_errors(&organization(slug)).is_empty(), "{slug}");
+    }
+    let branding = |branding: Value| {
+        serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1", "kind": "Branding",
+            "metadata": { "name": "x" },
+            "spec": { "issuer": "https://login.example.test/x", "branding": branding }
+        })
+    };
+    assert!(
+        admission_errors(&branding(
+            serde_json::json!({ "colors": { "primary": "#AbC" } })
+        ))
+        .is_empty()
+    );
+    for refused in [
+        serde_json::json!({ "colors": { "primary": "blue" } }),
+        serde_json::json!({ "colors": { "primary": "#abcd" } }),
+        serde_json::json!({ "logo": { "data": "AAAA", "mediaType": "image/gif" } }),
+        serde_json::json!({ "logo": { "mediaType": "image/png" } }),
+        serde_json::json!({ "texts": { "title": "x".repeat(101) } }),
+    ] {
+        assert!(
+            !admission_errors(&branding(refused.clone())).is_empty(),
+            "admitted: {refused}"
+        );
+    }
+}
