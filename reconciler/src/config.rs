@@ -535,7 +535,7 @@ mod tests {
             (&["--probe-address", ":8080"], "same as --metrics-address"),
             (&["--concurrency", "0"], "--concurrency"),
             (&["--namespace", "Team_A"], "--namespace"),
-            (&["--lease-name", "-x"], "--lease-name"),
+            (&["--lease-name=-x"], "--lease-name"),
             (&["--manager", " "], "--manager"),
             (&["--probe-interval", "0"], "--probe-interval"),
             (&["--log-format", "xml"], "--log-format"),
