@@ -1,0 +1,1237 @@
+//! Conformance of the emulator to the Kubernetes API, written against the API with kube-rs
+//! only: set `NAUTHERA_TEST_KUBECONFIG` to run the same tests against a real cluster (the
+//! history-compaction test then checks nothing emulator-specific and returns early).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SubjectAccessReview};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
+use kube::core::ObjectMeta;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+fn config_map(name: &str, data: Value) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).unwrap()
+}
+
+#[tokio::test]
+async fn discovery_serves_builtins_and_registered_crds() {
+    let cluster = Cluster::start().await;
+    let group = test_group("disco");
+    cluster.install_crd(widget_crd(&group)).await;
+    let discovery = kube::Discovery::new(cluster.client.clone())
+        .run()
+        .await
+        .unwrap();
+    let groups: BTreeSet<String> = discovery.groups().map(|g| g.name().to_owned()).collect();
+    for wanted in [
+        "",
+        "apps",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "rbac.authorization.k8s.io",
+        group.as_str(),
+    ] {
+        assert!(
+            groups.contains(wanted),
+            "group {wanted:?} missing from {groups:?}"
+        );
+    }
+    let (resource, capabilities) = discovery
+        .groups()
+        .find(|g| g.name() == group)
+        .unwrap()
+        .recommended_kind("Widget")
+        .unwrap();
+    assert_eq!(resource.plural, "widgets");
+    assert!(
+        capabilities
+            .subresources
+            .iter()
+            .any(|(r, _)| r.plural == "status"),
+        "{capabilities:?}"
+    );
+
+    let version = cluster.client.apiserver_version().await.unwrap();
+    assert_eq!(version.major, "1");
+    let index: Value = serde_json::from_str(
+        &cluster
+            .client
+            .request_text(http::Request::get("/openapi/v3").body(vec![]).unwrap())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let document_url = index["paths"][format!("apis/{group}/v1")]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let document: Value = serde_json::from_str(
+        &cluster
+            .client
+            .request_text(http::Request::get(document_url).body(vec![]).unwrap())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let schemas = document["components"]["schemas"].as_object().unwrap();
+    let widget = schemas
+        .values()
+        .find(|s| s["x-kubernetes-group-version-kind"][0]["kind"] == "Widget")
+        .unwrap();
+    assert_eq!(widget["properties"]["spec"]["required"], json!(["size"]));
+}
+
+#[tokio::test]
+async fn structural_schema_validates_defaults_and_prunes() {
+    let cluster = Cluster::start().await;
+    let (_group, _ns, api) = widgets(&cluster, "schema").await;
+    let group = _group;
+    let missing = api
+        .create(
+            &PostParams::default(),
+            &widget(&group, "a", json!({"color": "red"})),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(missing);
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    let causes = status.details.unwrap().causes;
+    assert_eq!(causes[0].field, "spec.size");
+    assert_eq!(causes[0].reason, "FieldValueRequired");
+    assert!(
+        status.message.contains("spec.size: Required value"),
+        "{}",
+        status.message
+    );
+
+    let wrong = api
+        .create(
+            &PostParams::default(),
+            &widget(&group, "b", json!({"size": "big", "color": "green"})),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(wrong);
+    let fields: BTreeSet<String> = status
+        .details
+        .unwrap()
+        .causes
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+    assert_eq!(
+        fields,
+        BTreeSet::from(["spec.size".to_owned(), "spec.color".to_owned()])
+    );
+
+    let created = api
+        .create(
+            &PostParams::default(),
+            &widget(
+                &group,
+                "c",
+                json!({"size": 1, "bogus": true, "extra": {"free": {"form": 1}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.data["spec"]["color"], "red", "default applied");
+    assert!(
+        created.data["spec"].get("bogus").is_none(),
+        "unknown field pruned"
+    );
+    assert_eq!(
+        created.data["spec"]["extra"]["free"]["form"], 1,
+        "preserved unknown fields kept"
+    );
+
+    let strict = PatchParams {
+        field_validation: Some(kube::api::ValidationDirective::Strict),
+        ..PatchParams::apply("conformance")
+    };
+    let refused = api
+        .patch(
+            "d",
+            &strict,
+            &Patch::Apply(widget(&group, "d", json!({"size": 1, "bogus": true}))),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(refused);
+    assert_eq!(status.code, 400);
+    assert!(
+        status.message.contains("unknown field \"spec.bogus\""),
+        "{}",
+        status.message
+    );
+}
+
+#[tokio::test]
+async fn crud_with_resource_versions_and_conflicts() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("crud").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    let created = maps
+        .create(
+            &PostParams::default(),
+            &config_map("one", json!({"k": "v"})),
+        )
+        .await
+        .unwrap();
+    let uid = created.uid().unwrap();
+    assert!(!uid.is_empty());
+    assert!(created.metadata.creation_timestamp.is_some());
+    let rv1: u64 = created.resource_version().unwrap().parse().unwrap();
+
+    let duplicate = maps
+        .create(&PostParams::default(), &config_map("one", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(duplicate).reason, "AlreadyExists");
+
+    let mut changed = created.clone();
+    changed.data = Some([("k".to_owned(), "w".to_owned())].into());
+    let replaced = maps
+        .replace("one", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    let rv2: u64 = replaced.resource_version().unwrap().parse().unwrap();
+    assert!(rv2 > rv1);
+
+    let stale = maps
+        .replace("one", &PostParams::default(), &changed)
+        .await
+        .unwrap_err();
+    let status = status_of(stale);
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert!(
+        status.message.contains("the object has been modified"),
+        "{}",
+        status.message
+    );
+
+    let list = maps.list(&ListParams::default()).await.unwrap();
+    let list_rv: u64 = list.metadata.resource_version.unwrap().parse().unwrap();
+    assert!(list_rv >= rv2);
+    assert_eq!(list.items.len(), 1);
+
+    maps.delete("one", &DeleteParams::default()).await.unwrap();
+    let gone = maps.get("one").await.unwrap_err();
+    let status = status_of(gone);
+    assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
+    assert_eq!(status.message, "configmaps \"one\" not found");
+}
+
+#[tokio::test]
+async fn merge_json_and_strategic_patches() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("patch").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    maps.create(
+        &PostParams::default(),
+        &config_map("p", json!({"a": "1", "b": "2"})),
+    )
+    .await
+    .unwrap();
+    let merged = maps
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"a": null, "c": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        merged.data.unwrap(),
+        [
+            ("b".to_owned(), "2".to_owned()),
+            ("c".to_owned(), "3".to_owned())
+        ]
+        .into()
+    );
+    let operations: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "replace", "path": "/data/b", "value": "20"}]))
+            .unwrap();
+    let patched = maps
+        .patch("p", &PatchParams::default(), &Patch::Json::<()>(operations))
+        .await
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["b"], "20");
+    let strategic = maps
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(strategic.labels()["x"], "y");
+    let failing: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "test", "path": "/data/b", "value": "nope"}]))
+            .unwrap();
+    assert!(
+        maps.patch("p", &PatchParams::default(), &Patch::Json::<()>(failing))
+            .await
+            .is_err()
+    );
+    let missing = maps
+        .patch("nope", &PatchParams::default(), &Patch::Merge(json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(missing).code, 404);
+}
+
+#[tokio::test]
+async fn server_side_apply_tracks_ownership_and_conflicts() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("ssa").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    let apply = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s"}, "data": data});
+
+    let created = maps
+        .patch(
+            "s",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(apply(json!({"a": "1", "b": "2"}))),
+        )
+        .await
+        .unwrap();
+    let managers: Vec<String> = created
+        .managed_fields()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(managers, ["alice"]);
+    assert_eq!(
+        created.managed_fields()[0].operation.as_deref(),
+        Some("Apply")
+    );
+
+    // A field alice stops applying is removed.
+    let shrunk = maps
+        .patch(
+            "s",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(apply(json!({"a": "1"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        shrunk.data.unwrap(),
+        [("a".to_owned(), "1".to_owned())].into()
+    );
+
+    // bob changing alice's field conflicts, naming the field and the manager.
+    let conflict = maps
+        .patch(
+            "s",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(apply(json!({"a": "9"}))),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(conflict);
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    let cause = &status.details.unwrap().causes[0];
+    assert_eq!(cause.reason, "FieldManagerConflict");
+    assert_eq!(cause.field, ".data.a");
+    assert!(cause.message.contains("alice"), "{}", cause.message);
+
+    // Forced, bob takes the field over.
+    let forced = maps
+        .patch(
+            "s",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(apply(json!({"a": "9"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.as_ref().unwrap()["a"], "9");
+    assert!(
+        forced
+            .managed_fields()
+            .iter()
+            .all(|m| m.manager.as_deref() == Some("bob"))
+    );
+
+    // An ordinary update moves ownership of what it changed to its manager.
+    let updated = maps
+        .patch(
+            "s",
+            &PatchParams {
+                field_manager: Some("carol".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({"data": {"c": "3"}})),
+        )
+        .await
+        .unwrap();
+    let carol = updated
+        .managed_fields()
+        .iter()
+        .find(|m| m.manager.as_deref() == Some("carol"))
+        .unwrap();
+    assert_eq!(carol.operation.as_deref(), Some("Update"));
+
+    // A no-op apply does not move the resourceVersion.
+    let again = maps
+        .patch(
+            "s",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(apply(json!({"a": "9"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.resource_version(), updated.resource_version());
+}
+
+#[tokio::test]
+async fn status_subresource_isolation_and_generation() {
+    let cluster = Cluster::start().await;
+    let (group, _ns, api) = widgets(&cluster, "status").await;
+    let created = api
+        .create(
+            &PostParams::default(),
+            &widget(&group, "w", json!({"size": 1})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+
+    // Status in a main-resource write is ignored.
+    let main = api
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"phase": "Hacked"}, "metadata": {"labels": {"l": "1"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(main.data.get("status").is_none());
+    assert_eq!(
+        main.metadata.generation,
+        Some(1),
+        "metadata changes keep the generation"
+    );
+
+    // Anything but status in a status write is ignored; status writes keep the generation.
+    let status = api
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 99}, "status": {"phase": "Ready"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.data["status"]["phase"], "Ready");
+    assert_eq!(status.data["spec"]["size"], 1);
+    assert_eq!(status.metadata.generation, Some(1));
+
+    // A spec change bumps the generation.
+    let spec = api
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(spec.metadata.generation, Some(2));
+    assert_eq!(
+        spec.data["status"]["phase"], "Ready",
+        "status survives a main write"
+    );
+
+    // Status by server-side apply with its own manager.
+    let applied = api
+        .patch_status(
+            "w",
+            &PatchParams::apply("reconciler").force(),
+            &Patch::Apply(json!({"apiVersion": format!("{group}/v1"), "kind": "Widget", "status": {"observedGeneration": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied.data["status"]["observedGeneration"], 2);
+    let entry = applied
+        .managed_fields()
+        .iter()
+        .find(|m| m.manager.as_deref() == Some("reconciler"))
+        .unwrap();
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+    let fetched = api.get_status("w").await.unwrap();
+    assert_eq!(fetched.data["status"]["observedGeneration"], 2);
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion_until_removed() {
+    let cluster = Cluster::start().await;
+    let (group, _ns, api) = widgets(&cluster, "final").await;
+    let mut object = widget(&group, "f", json!({"size": 1}));
+    object.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
+    api.create(&PostParams::default(), &object).await.unwrap();
+
+    api.delete("f", &DeleteParams::default()).await.unwrap();
+    let held = api.get("f").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+
+    let adding = api
+        .patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/cleanup", "more"]}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(adding).code, 422);
+
+    api.patch(
+        "f",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    let gone = api.get("f").await.unwrap_err();
+    assert_eq!(status_of(gone).code, 404);
+}
+
+#[tokio::test]
+async fn owner_references_are_garbage_collected() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("gc").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &namespace);
+    let owner = maps
+        .create(&PostParams::default(), &config_map("owner", json!({})))
+        .await
+        .unwrap();
+    let reference = owner.controller_owner_ref(&()).unwrap();
+    for name in ["dependent", "orphan"] {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                owner_references: Some(vec![reference.clone()]),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        };
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    // A second owner keeps "orphan" alive: it only loses the dangling reference.
+    let other = maps
+        .create(&PostParams::default(), &config_map("other", json!({})))
+        .await
+        .unwrap();
+    let mut second = other.controller_owner_ref(&()).unwrap();
+    second.controller = Some(false);
+    secrets
+        .patch(
+            "orphan",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"ownerReferences": [reference, second]}})),
+        )
+        .await
+        .unwrap();
+
+    maps.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    eventually(|| async {
+        secrets
+            .get_opt("dependent")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let survivor = eventually(|| async {
+        let secret = secrets.get("orphan").await.unwrap();
+        (secret.owner_references().len() == 1).then_some(secret)
+    })
+    .await;
+    assert_eq!(survivor.owner_references()[0].name, "other");
+
+    // Orphan propagation leaves dependents in place without the reference.
+    let kept = Secret {
+        metadata: ObjectMeta {
+            name: Some("kept".into()),
+            owner_references: Some(vec![other.controller_owner_ref(&()).unwrap()]),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    secrets.create(&PostParams::default(), &kept).await.unwrap();
+    maps.delete(
+        "other",
+        &DeleteParams {
+            propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
+            ..DeleteParams::default()
+        },
+    )
+    .await
+    .unwrap();
+    eventually(|| async { maps.get_opt("other").await.unwrap().is_none().then_some(()) }).await;
+    let kept = eventually(|| async {
+        let secret = secrets.get("kept").await.unwrap();
+        secret.owner_references().is_empty().then_some(secret)
+    })
+    .await;
+    assert_eq!(kept.name_any(), "kept");
+}
+
+#[tokio::test]
+async fn label_and_field_selectors_and_cluster_wide_lists() {
+    let cluster = Cluster::start().await;
+    let first = cluster.namespace("sel").await;
+    let second = cluster.namespace("sel").await;
+    for (namespace, name, labels) in [
+        (&first, "a", json!({"app": "web", "tier": "front"})),
+        (&first, "b", json!({"app": "db"})),
+        (&second, "c", json!({"app": "web"})),
+    ] {
+        let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), namespace);
+        let map: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+        maps.create(&PostParams::default(), &map).await.unwrap();
+    }
+    let everywhere: Api<ConfigMap> = Api::all(cluster.client.clone());
+    let names = |selector: &'static str, fields: &'static str| {
+        let everywhere = everywhere.clone();
+        async move {
+            let mut params = ListParams::default();
+            if !selector.is_empty() {
+                params = params.labels(selector);
+            }
+            if !fields.is_empty() {
+                params = params.fields(fields);
+            }
+            let mut names: Vec<String> = everywhere
+                .list(&params)
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .map(|m| m.name_any())
+                .filter(|n| ["a", "b", "c"].contains(&n.as_str()))
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(names("app=web", "").await, ["a", "c"]);
+    assert_eq!(names("app!=web,app", "").await, ["b"]);
+    assert_eq!(names("app in (db,web),tier", "").await, ["a"]);
+    assert_eq!(names("app notin (web),app", "").await, ["b"]);
+    assert_eq!(names("", "metadata.name=c").await, ["c"]);
+    let in_first = format!("metadata.namespace={first}");
+    let in_first: &'static str = Box::leak(in_first.into_boxed_str());
+    assert_eq!(names("", in_first).await, ["a", "b"]);
+    let namespaced: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &first);
+    assert_eq!(
+        namespaced
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+
+    // Pagination with limit and continue.
+    let page = namespaced
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    let token = page.metadata.continue_.clone().unwrap();
+    let rest = namespaced
+        .list(&ListParams::default().limit(5).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(rest.items.len(), 1);
+    assert!(rest.metadata.continue_.is_none());
+    assert_ne!(page.items[0].name_any(), rest.items[0].name_any());
+}
+
+#[tokio::test]
+async fn watch_streams_changes_bookmarks_and_expires_old_versions() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("watch").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    let start = maps
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    maps.create(&PostParams::default(), &config_map("w", json!({"k": "1"})))
+        .await
+        .unwrap();
+    maps.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "2"}})),
+    )
+    .await
+    .unwrap();
+    maps.delete("w", &DeleteParams::default()).await.unwrap();
+
+    let params = WatchParams::default().timeout(10);
+    let mut stream = maps.watch(&params, &start).await.unwrap().boxed();
+    let mut kinds = Vec::new();
+    while kinds.len() < 3 {
+        match stream.try_next().await.unwrap().unwrap() {
+            WatchEvent::Added(_) => kinds.push("ADDED"),
+            WatchEvent::Modified(m) => {
+                assert_eq!(m.data.unwrap()["k"], "2");
+                kinds.push("MODIFIED");
+            }
+            WatchEvent::Deleted(_) => kinds.push("DELETED"),
+            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Error(e) => panic!("unexpected error {e:?}"),
+        }
+    }
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+    // Bookmarks arrive while nothing changes.
+    let bookmark = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let WatchEvent::Bookmark(b) = stream.try_next().await.unwrap().unwrap() {
+                return b;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(!bookmark.metadata.resource_version.is_empty());
+
+    // A label selector turns leaving objects into DELETED.
+    let selected = WatchParams::default().labels("keep=yes").timeout(10);
+    let now = maps
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut filtered = maps.watch(&selected, &now).await.unwrap().boxed();
+    let labelled: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "l", "labels": {"keep": "yes"}}}))
+            .unwrap();
+    maps.create(&PostParams::default(), &labelled)
+        .await
+        .unwrap();
+    maps.patch(
+        "l",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"keep": "no"}}})),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        filtered.try_next().await.unwrap().unwrap(),
+        WatchEvent::Added(_)
+    ));
+    assert!(matches!(
+        filtered.try_next().await.unwrap().unwrap(),
+        WatchEvent::Deleted(_)
+    ));
+
+    let Some(emulator) = cluster.emulator() else {
+        return;
+    };
+    emulator.compact_history();
+    let mut expired = maps
+        .watch(&WatchParams::default(), &start)
+        .await
+        .unwrap()
+        .boxed();
+    match expired.try_next().await.unwrap().unwrap() {
+        WatchEvent::Error(error) => {
+            assert_eq!(error.code, 410);
+            assert_eq!(error.reason, "Expired");
+        }
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn watcher_with_streaming_lists_gets_initial_events() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("stream").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    maps.create(&PostParams::default(), &config_map("before", json!({})))
+        .await
+        .unwrap();
+    let config = watcher::Config::default().streaming_lists();
+    let mut events = watcher(maps.clone(), config).boxed();
+    let mut seen = Vec::new();
+    loop {
+        match events.try_next().await.unwrap().unwrap() {
+            watcher::Event::InitApply(map) => seen.push(map.name_any()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(seen, ["before"]);
+}
+
+/// A Controller over widgets that reports every reconcile.
+async fn run_controller(
+    api: Api<DynamicObject>,
+    resource: kube::core::ApiResource,
+) -> mpsc::UnboundedReceiver<(String, bool)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let context = Arc::new(tx);
+    let controller = Controller::new_with(api, watcher::Config::default(), resource).run(
+        |object: Arc<DynamicObject>, tx: Arc<mpsc::UnboundedSender<(String, bool)>>| async move {
+            let _ = tx.send((
+                object.name_any(),
+                object.metadata.deletion_timestamp.is_some(),
+            ));
+            Ok::<_, kube::Error>(Action::await_change())
+        },
+        |_, _, _| Action::await_change(),
+        context,
+    );
+    tokio::spawn(controller.for_each(|_| async {}));
+    rx
+}
+
+async fn next_reconcile(rx: &mut mpsc::UnboundedReceiver<(String, bool)>, name: &str) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some((seen, _)) = rx.recv().await {
+            if seen == name {
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no reconcile of {name} within 10s"));
+}
+
+#[tokio::test]
+async fn controller_sees_create_update_delete_and_relists_after_compaction() {
+    let cluster = Cluster::start().await;
+    let (group, namespace, api) = widgets(&cluster, "ctrl").await;
+    let resource = widget_resource(&group);
+    let mut reconciles = run_controller(api.clone(), resource).await;
+
+    let mut object = widget(&group, "c1", json!({"size": 1}));
+    object.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &object).await.unwrap();
+    next_reconcile(&mut reconciles, "c1").await;
+
+    api.patch(
+        "c1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"size": 2}})),
+    )
+    .await
+    .unwrap();
+    next_reconcile(&mut reconciles, "c1").await;
+
+    api.delete("c1", &DeleteParams::default()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some((name, deleting)) = reconciles.recv().await {
+            if name == "c1" && deleting {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the controller saw the deletion timestamp");
+
+    if let Some(emulator) = cluster.emulator() {
+        // Watches end and resume from expired versions: the watcher must list again and
+        // still see new objects.
+        emulator.compact_history();
+        emulator.compact_history();
+    }
+    api.create(
+        &PostParams::default(),
+        &widget(&group, "c2", json!({"size": 1})),
+    )
+    .await
+    .unwrap();
+    next_reconcile(&mut reconciles, "c2").await;
+    let _ = namespace;
+}
+
+#[tokio::test]
+async fn watcher_relists_after_410_when_history_is_compacted() {
+    let cluster = Cluster::start().await;
+    let Some(emulator) = cluster.emulator() else {
+        return;
+    };
+    let namespace = cluster.namespace("relist").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    let mut events = watcher(maps.clone(), watcher::Config::default()).boxed();
+    let mut inits = 0;
+    // The first list.
+    loop {
+        if let watcher::Event::InitDone = events.try_next().await.unwrap().unwrap() {
+            inits += 1;
+            break;
+        }
+    }
+    emulator.compact_history();
+    maps.create(&PostParams::default(), &config_map("after", json!({})))
+        .await
+        .unwrap();
+    // The watch ends, resumes from an expired version, gets 410 and lists again.
+    let mut seen_after = false;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while inits < 2 || !seen_after {
+            match events.try_next().await {
+                Ok(Some(watcher::Event::InitDone)) => inits += 1,
+                Ok(Some(watcher::Event::InitApply(m) | watcher::Event::Apply(m)))
+                    if m.name_any() == "after" =>
+                {
+                    seen_after = true
+                }
+                Ok(_) => {}
+                Err(error) => assert!(
+                    error.to_string().contains("410") || error.to_string().contains("too old"),
+                    "{error}"
+                ),
+            }
+        }
+    })
+    .await
+    .expect("a re-list after 410");
+}
+
+#[tokio::test]
+async fn rbac_denies_and_allows_and_access_reviews_agree() {
+    let cluster = Cluster::start().await;
+    let group = test_group("rbac");
+    cluster.install_crd(widget_crd(&group)).await;
+    let namespace = cluster.namespace("rbac").await;
+    let bot = cluster.service_account_client(&namespace, "bot").await;
+    let bot_secrets: Api<Secret> = Api::namespaced(bot.clone(), &namespace);
+    let denied = bot_secrets.list(&ListParams::default()).await.unwrap_err();
+    let status = status_of(denied);
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        format!(
+            "secrets is forbidden: User \"system:serviceaccount:{namespace}:bot\" cannot list resource \"secrets\" in API group \"\" in the namespace \"{namespace}\""
+        )
+    );
+
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "widget-status"},
+        "rules": [
+            {"apiGroups": [group], "resources": ["widgets"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [group], "resources": ["widgets/status"], "verbs": ["patch"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["allowed"]}
+        ]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(cluster.client.clone(), &namespace)
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "bot-widget-status"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "widget-status"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": namespace}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(cluster.client.clone(), &namespace)
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+
+    let admin_widgets: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), &namespace, &widget_resource(&group));
+    admin_widgets
+        .create(
+            &PostParams::default(),
+            &widget(&group, "w", json!({"size": 1})),
+        )
+        .await
+        .unwrap();
+    let bot_widgets: Api<DynamicObject> =
+        Api::namespaced_with(bot.clone(), &namespace, &widget_resource(&group));
+    eventually(|| async { bot_widgets.list(&ListParams::default()).await.ok() }).await;
+    bot_widgets
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Ok"}})),
+        )
+        .await
+        .unwrap();
+    let spec_denied = bot_widgets
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 2}})),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(spec_denied);
+    assert_eq!(status.code, 403);
+    assert!(
+        status.message.contains(&format!(
+            "cannot patch resource \"widgets\" in API group \"{group}\""
+        )),
+        "{}",
+        status.message
+    );
+
+    let named = bot_secrets.get("other").await.unwrap_err();
+    assert_eq!(status_of(named).code, 403);
+    assert_eq!(
+        status_of(bot_secrets.get("allowed").await.unwrap_err()).code,
+        404,
+        "allowed by resourceNames, then not found"
+    );
+
+    let review = |verb: &str, resource: &str, subresource: &str| -> SelfSubjectAccessReview {
+        serde_json::from_value(json!({"spec": {"resourceAttributes": {
+            "namespace": namespace, "verb": verb, "group": group, "resource": resource, "subresource": subresource}}}))
+        .unwrap()
+    };
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(bot.clone());
+    let allowed = reviews
+        .create(
+            &PostParams::default(),
+            &review("patch", "widgets", "status"),
+        )
+        .await
+        .unwrap();
+    assert!(allowed.status.unwrap().allowed);
+    let refused = reviews
+        .create(&PostParams::default(), &review("delete", "widgets", ""))
+        .await
+        .unwrap();
+    assert!(!refused.status.unwrap().allowed);
+
+    let subject: SubjectAccessReview = serde_json::from_value(json!({"spec": {
+        "user": format!("system:serviceaccount:{namespace}:bot"),
+        "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{namespace}")],
+        "resourceAttributes": {"namespace": namespace, "verb": "list", "group": group, "resource": "widgets"}}}))
+    .unwrap();
+    let answer = Api::<SubjectAccessReview>::all(cluster.client.clone())
+        .create(&PostParams::default(), &subject)
+        .await
+        .unwrap();
+    assert!(answer.status.unwrap().allowed);
+    // The bot may not ask about others.
+    let forbidden = Api::<SubjectAccessReview>::all(bot)
+        .create(&PostParams::default(), &subject)
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(forbidden).code, 403);
+}
+
+#[tokio::test]
+async fn unauthenticated_requests_get_401() {
+    let cluster = Cluster::start().await;
+    let stranger = cluster.client_with_token("not-a-token");
+    let error = Api::<ConfigMap>::namespaced(stranger, "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(error).code, 401);
+}
+
+#[tokio::test]
+async fn builtin_kinds_secrets_events_leases_and_workloads() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("builtin").await;
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &namespace);
+    let secret: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "s"}, "stringData": {"password": "hunter2"}}),
+    )
+    .unwrap();
+    let created = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    assert_eq!(created.data.unwrap()["password"].0, b"hunter2");
+    assert!(created.string_data.is_none());
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+
+    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), &namespace);
+    let lease: Lease = serde_json::from_value(json!({"metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})).unwrap();
+    let lease = leases.create(&PostParams::default(), &lease).await.unwrap();
+    let mut taken = lease.clone();
+    taken.spec.as_mut().unwrap().holder_identity = Some("b".into());
+    leases
+        .replace("leader", &PostParams::default(), &taken)
+        .await
+        .unwrap();
+    assert_eq!(
+        status_of(
+            leases
+                .replace("leader", &PostParams::default(), &lease)
+                .await
+                .unwrap_err()
+        )
+        .code,
+        409
+    );
+
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), &namespace);
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    }))
+    .unwrap();
+    let stored = deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    assert_eq!(stored.metadata.generation, Some(1));
+
+    // Events through kube-runtime's recorder (events.k8s.io/v1) and the core API.
+    let reporter = kube::runtime::events::Reporter {
+        controller: "conformance".into(),
+        instance: None,
+    };
+    let recorder = kube::runtime::events::Recorder::new(cluster.client.clone(), reporter);
+    let reference = stored.object_ref(&());
+    recorder
+        .publish(
+            &kube::runtime::events::Event {
+                type_: kube::runtime::events::EventType::Normal,
+                reason: "Tested".into(),
+                note: Some("a note".into()),
+                action: "Test".into(),
+                secondary: None,
+            },
+            &reference,
+        )
+        .await
+        .unwrap();
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(cluster.client.clone(), &namespace);
+    let listed = events.list(&ListParams::default()).await.unwrap();
+    assert!(
+        listed
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Tested"))
+    );
+    let core_events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(cluster.client.clone(), &namespace);
+    let core: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": "e1"}, "reason": "Core", "message": "m", "type": "Normal",
+        "involvedObject": {"kind": "Deployment", "name": "d", "namespace": namespace}
+    }))
+    .unwrap();
+    core_events
+        .create(&PostParams::default(), &core)
+        .await
+        .unwrap();
+    let by_object = core_events
+        .list(&ListParams::default().fields("involvedObject.name=d,involvedObject.kind=Deployment"))
+        .await
+        .unwrap();
+    assert_eq!(by_object.items.len(), 1);
+}
+
+#[tokio::test]
+async fn namespace_deletion_removes_its_contents() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("nsdel").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    maps.create(&PostParams::default(), &config_map("inside", json!({})))
+        .await
+        .unwrap();
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    namespaces
+        .delete(&namespace, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(|| async {
+        namespaces
+            .get_opt(&namespace)
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let refused = maps
+        .create(&PostParams::default(), &config_map("late", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(refused).code, 404);
+}
+
+#[tokio::test]
+async fn deleting_a_crd_removes_its_objects_and_its_api() {
+    let cluster = Cluster::start().await;
+    let (group, _ns, api) = widgets(&cluster, "crddel").await;
+    api.create(
+        &PostParams::default(),
+        &widget(&group, "x", json!({"size": 1})),
+    )
+    .await
+    .unwrap();
+    let crds: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &crd_resource());
+    crds.delete(&format!("widgets.{group}"), &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(|| async {
+        api.list(&ListParams::default())
+            .await
+            .is_err()
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn dry_run_writes_nothing() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("dry").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let answer = maps
+        .create(&params, &config_map("dry", json!({"k": "v"})))
+        .await
+        .unwrap();
+    assert_eq!(answer.name_any(), "dry");
+    assert!(maps.get_opt("dry").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn resources_of_crd_kind_resource_trait() {
+    // Guards the test helpers themselves: the widget ApiResource matches the CRD.
+    let resource = widget_resource("g.example.com");
+    assert_eq!(resource.api_version, "g.example.com/v1");
+    assert_eq!(<ConfigMap as Resource>::plural(&()), "configmaps");
+}
