@@ -537,6 +537,45 @@ fn a_client_diff_names_every_changed_field_and_ignores_order_and_the_secret_valu
 }
 
 #[test]
+fn comparable_specs_need_no_secret_and_match_what_the_server_returns() {
+    let declared = full_client_spec(Some(provided_secret()));
+    let sent = convert::client_spec(&declared, Some("value")).unwrap();
+    let comparable = convert::comparable_client_spec(&declared);
+    assert_eq!(
+        comparable.secret,
+        Some(client_spec::Secret::ProvidedSecret(String::new()))
+    );
+    assert_eq!(
+        proto::ClientSpec {
+            secret: None,
+            ..comparable.clone()
+        },
+        proto::ClientSpec {
+            secret: None,
+            ..sent
+        }
+    );
+    assert!(convert::diff_client(&comparable, &comparable).is_empty());
+    let generated = full_client_spec(Some(generated_secret()));
+    assert_eq!(
+        convert::comparable_client_spec(&generated),
+        convert::client_spec(&generated, None).unwrap()
+    );
+
+    let provider = full_provider_spec();
+    let comparable = convert::comparable_identity_provider_spec(&provider);
+    assert_eq!(comparable.upstream_client_secret, "");
+    let sent = convert::identity_provider_spec(&provider, Some("value")).unwrap();
+    assert_eq!(
+        comparable,
+        proto::IdentityProviderSpec {
+            upstream_client_secret: String::new(),
+            ..sent
+        }
+    );
+}
+
+#[test]
 fn a_branding_diff_names_roles() {
     let declared = convert::branding_document(&full_branding()).unwrap();
     let mut held = declared.clone();

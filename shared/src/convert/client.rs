@@ -44,6 +44,26 @@ pub fn client_spec(
     spec: &OIDCClientSpec,
     provided_secret: Option<&str>,
 ) -> Result<ClientSpec, ConvertError> {
+    let wants_provided = spec.secret.as_ref().is_some_and(|s| s.secret_ref.is_some());
+    match (wants_provided, provided_secret) {
+        (true, Some(value)) => Ok(client_spec_with(spec, value)),
+        (true, None) => Err(ConvertError::SecretValueMissing {
+            field: SECRET_REF_FIELD,
+        }),
+        (false, Some(_)) => Err(ConvertError::SecretValueUnused {
+            field: SECRET_REF_FIELD,
+        }),
+        (false, None) => Ok(client_spec_with(spec, "")),
+    }
+}
+
+/// The proto spec of a manifest for comparing with what the server holds (`diff_client`), without
+/// reading any Secret: a provided secret is left empty, as the server returns it.
+pub fn comparable_client_spec(spec: &OIDCClientSpec) -> ClientSpec {
+    client_spec_with(spec, "")
+}
+
+fn client_spec_with(spec: &OIDCClientSpec, provided_secret: &str) -> ClientSpec {
     // Destructured so that a new field does not compile until it is converted (or named here as
     // manifest-only).
     let OIDCClientSpec {
@@ -60,25 +80,18 @@ pub fn client_spec(
         deletion_policy: _,
         branding_ref,
     } = spec;
-    let wants_provided = secret.as_ref().is_some_and(|s| s.secret_ref.is_some());
-    let secret = match (secret, provided_secret) {
-        (Some(s), Some(value)) if s.secret_ref.is_some() => {
-            Some(client_spec::Secret::ProvidedSecret(value.to_owned()))
+    let secret = secret.as_ref().and_then(|secret| {
+        if secret.secret_ref.is_some() {
+            Some(client_spec::Secret::ProvidedSecret(
+                provided_secret.to_owned(),
+            ))
+        } else if secret.generate {
+            Some(client_spec::Secret::GenerateSecret(true))
+        } else {
+            None
         }
-        (_, Some(_)) => {
-            return Err(ConvertError::SecretValueUnused {
-                field: SECRET_REF_FIELD,
-            });
-        }
-        (_, None) if wants_provided => {
-            return Err(ConvertError::SecretValueMissing {
-                field: SECRET_REF_FIELD,
-            });
-        }
-        (Some(s), None) if s.generate => Some(client_spec::Secret::GenerateSecret(true)),
-        _ => None,
-    };
-    Ok(ClientSpec {
+    });
+    ClientSpec {
         display_name: display_name.clone().unwrap_or_default(),
         redirect_uris: redirect_uris.clone(),
         post_logout_redirect_uris: post_logout_redirect_uris.clone(),
@@ -95,7 +108,7 @@ pub fn client_spec(
             .as_ref()
             .map(|r| r.name.clone())
             .unwrap_or_default(),
-    })
+    }
 }
 
 /// What the server holds, as spec fields. `issuer`, `deletionPolicy` and the Secret names come

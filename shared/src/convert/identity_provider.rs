@@ -43,43 +43,54 @@ pub fn identity_provider_spec(
     spec: &IdentityProviderSpec,
     upstream_secret: Option<&str>,
 ) -> Result<proto::IdentityProviderSpec, ConvertError> {
+    match (&spec.secret_ref, upstream_secret) {
+        (Some(_), Some(value)) => Ok(identity_provider_spec_with(spec, value)),
+        (Some(_), None) => Err(ConvertError::SecretValueMissing {
+            field: SECRET_REF_FIELD,
+        }),
+        (None, Some(_)) => Err(ConvertError::SecretValueUnused {
+            field: SECRET_REF_FIELD,
+        }),
+        (None, None) => Ok(identity_provider_spec_with(spec, "")),
+    }
+}
+
+/// The proto spec of a manifest for comparing with what the server holds
+/// (`diff_identity_provider`), without reading any Secret: the upstream secret is left empty, as
+/// the server returns it.
+pub fn comparable_identity_provider_spec(
+    spec: &IdentityProviderSpec,
+) -> proto::IdentityProviderSpec {
+    identity_provider_spec_with(spec, "")
+}
+
+fn identity_provider_spec_with(
+    spec: &IdentityProviderSpec,
+    upstream_client_secret: &str,
+) -> proto::IdentityProviderSpec {
     let IdentityProviderSpec {
         issuer: _,
         kind,
         display_name,
         upstream_url,
         client_id,
-        secret_ref,
+        secret_ref: _,
         scopes,
         claim_mapping,
         deletion_policy: _,
     } = spec;
-    let upstream_client_secret = match (secret_ref, upstream_secret) {
-        (Some(_), Some(value)) => value.to_owned(),
-        (Some(_), None) => {
-            return Err(ConvertError::SecretValueMissing {
-                field: SECRET_REF_FIELD,
-            });
-        }
-        (None, Some(_)) => {
-            return Err(ConvertError::SecretValueUnused {
-                field: SECRET_REF_FIELD,
-            });
-        }
-        (None, None) => String::new(),
-    };
-    Ok(proto::IdentityProviderSpec {
+    proto::IdentityProviderSpec {
         kind: kind_to_proto(*kind).into(),
         display_name: display_name.clone().unwrap_or_default(),
         upstream_url: upstream_url.clone().unwrap_or_default(),
         upstream_client_id: client_id.clone().unwrap_or_default(),
-        upstream_client_secret,
+        upstream_client_secret: upstream_client_secret.to_owned(),
         scopes: scopes.clone(),
         claim_mapping: claim_mapping
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-    })
+    }
 }
 
 /// What the server holds, as spec fields. `issuer`, `secretRef` and `deletionPolicy` come from

@@ -28,12 +28,13 @@ pub use branding::{
     get_branding_request, sign_in_branding_from_document,
 };
 pub use client::{
-    SecretSource, apply_client_request, client_spec, delete_client_request, diff_client,
-    get_client_request, oidc_client_spec_from_server, secret_source,
+    SecretSource, apply_client_request, client_spec, comparable_client_spec, delete_client_request,
+    diff_client, get_client_request, oidc_client_spec_from_server, secret_source,
 };
 pub use identity_provider::{
-    apply_identity_provider_request, delete_identity_provider_request, diff_identity_provider,
-    get_identity_provider_request, identity_provider_spec, identity_provider_spec_from_server,
+    apply_identity_provider_request, comparable_identity_provider_spec,
+    delete_identity_provider_request, diff_identity_provider, get_identity_provider_request,
+    identity_provider_spec, identity_provider_spec_from_server,
 };
 pub use organization::{
     apply_organization_request, delete_organization_request, diff_organization,
