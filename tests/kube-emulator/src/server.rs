@@ -180,6 +180,64 @@ impl Call<'_> {
             .unwrap_or_default()
     }
 
+    /// `Impersonate-User` / `Impersonate-Group`, allowed by the `impersonate` verb on users,
+    /// groups or serviceaccounts, as the API server does.
+    fn impersonate(&self, user: UserInfo) -> ApiResult<UserInfo> {
+        let Some(target) = self
+            .headers
+            .get("Impersonate-User")
+            .and_then(|v| v.to_str().ok())
+        else {
+            return Ok(user);
+        };
+        let groups: Vec<String> = self
+            .headers
+            .get_all("Impersonate-Group")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect();
+        let account = target
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|rest| rest.split_once(':'));
+        let mut checks = vec![match account {
+            Some((namespace, name)) => Attributes {
+                verb: "impersonate".into(),
+                resource: "serviceaccounts".into(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                ..Attributes::default()
+            },
+            None => Attributes {
+                verb: "impersonate".into(),
+                resource: "users".into(),
+                name: target.to_owned(),
+                ..Attributes::default()
+            },
+        }];
+        checks.extend(groups.iter().map(|group| Attributes {
+            verb: "impersonate".into(),
+            resource: "groups".into(),
+            name: group.clone(),
+            ..Attributes::default()
+        }));
+        let store = self.app.lock()?;
+        for attributes in &checks {
+            if authz::authorize(&store, &user, attributes).is_none() {
+                return Err(ApiError::new(
+                    StatusReason::Forbidden,
+                    authz::forbidden_message(&user, attributes),
+                ));
+            }
+        }
+        Ok(match (account, groups.is_empty()) {
+            (Some((namespace, name)), true) => UserInfo::service_account(namespace, name),
+            _ => {
+                let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+                UserInfo::user(target, &groups)
+            }
+        })
+    }
+
     fn authenticate(&self) -> ApiResult<UserInfo> {
         let token = self
             .header(header::AUTHORIZATION)
@@ -200,7 +258,7 @@ impl Call<'_> {
         if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") {
             return Ok(json_response(StatusCode::OK, "ok"));
         }
-        let user = self.authenticate()?;
+        let user = self.impersonate(self.authenticate()?)?;
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
         if self.method == Method::GET {
             if let Some(response) = self.discovery(&segments)? {
