@@ -1,0 +1,180 @@
+//! The binary: one command with a config file, certificates generated into an empty folder, one
+//! parsable line on stdout, and the control API.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use nauthera_shared::client::{AdminClient, ConnectSettings, TlsFiles};
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start(config: &std::path::Path) -> (Running, serde_json::Value) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nauthera-fake-server"))
+        .arg("--config")
+        .arg(config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let running = Running(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let ready: serde_json::Value = serde_json::from_str(&line).unwrap();
+    (running, ready)
+}
+
+/// One HTTP/1.1 request to the control API; returns the status code and body. Async, so the
+/// test's runtime keeps serving its gRPC connection meanwhile.
+async fn control(address: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
+}
+
+#[tokio::test]
+async fn the_binary_generates_certificates_prints_its_addresses_and_serves_controls() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-server.yaml");
+    std::fs::write(
+        &config,
+        r#"
+listen: 127.0.0.1:0
+control_listen: 127.0.0.1:0
+certificate_dir: certs
+client_identity: dns:nauthera-operator.nauthera.svc
+organizations:
+  - slug: acme
+    issuer: https://login.example.com/acme
+    fapi_mode: "off"
+allowed_clients:
+  - identity: dns:nauthera-operator.nauthera.svc
+    operations: [clients, brandings]
+    organizations: ["*"]
+    namespaces: ["*"]
+"#,
+    )
+    .unwrap();
+    let (_running, ready) = start(&config);
+    let grpc = ready["grpc_address"].as_str().unwrap().to_owned();
+    let control_address = ready["control_address"].as_str().unwrap().to_owned();
+    let client_dir = ready["client_tls_dir"].as_str().unwrap().to_owned();
+    for file in [
+        "ca.crt",
+        "server.crt",
+        "server.key",
+        "client/tls.crt",
+        "client/tls.key",
+        "client/ca.crt",
+    ] {
+        assert!(dir.path().join("certs").join(file).exists(), "{file}");
+    }
+
+    let settings = ConnectSettings::new(grpc.clone(), TlsFiles::in_dir(&client_dir))
+        .with_server_name(ready["server_name"].as_str().unwrap());
+    let client = AdminClient::connect(settings.clone()).await.unwrap();
+    let info = client.get_server_info().await.unwrap();
+    assert_eq!(info.identity, "dns:nauthera-operator.nauthera.svc");
+
+    let (status, _) = control(
+        &control_address,
+        "POST",
+        "/v1/faults",
+        r#"{"method":"GetServerInfo","code":"Unavailable","count":1}"#,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let error = client.get_server_info().await.unwrap_err();
+    assert_eq!(error.server().unwrap().code, tonic::Code::Unavailable);
+
+    let (status, body) = control(&control_address, "GET", "/v1/counters", "").await;
+    assert_eq!(status, 200);
+    let counters: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(counters["calls"]["GetServerInfo"], 2);
+
+    let (status, body) = control(
+        &control_address,
+        "POST",
+        "/v1/faults",
+        r#"{"code":"Sideways"}"#,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+
+    let (status, _) = control(&control_address, "POST", "/v1/unreachable", "").await;
+    assert_eq!(status, 204);
+    assert!(AdminClient::connect(settings.clone()).await.is_err());
+    let (status, _) = control(&control_address, "POST", "/v1/restart", "").await;
+    assert_eq!(status, 204);
+    assert!(
+        AdminClient::connect(settings)
+            .await
+            .unwrap()
+            .get_server_info()
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn a_second_start_reads_the_certificates_it_generated() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-server.yaml");
+    std::fs::write(&config, "certificate_dir: certs\n").unwrap();
+    let (first, _) = start(&config);
+    drop(first);
+    let ca = std::fs::read_to_string(dir.path().join("certs/ca.crt")).unwrap();
+    let (_second, ready) = start(&config);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("certs/ca.crt")).unwrap(),
+        ca
+    );
+    assert!(
+        ready["grpc_address"]
+            .as_str()
+            .unwrap()
+            .starts_with("127.0.0.1:")
+    );
+}
+
+#[test]
+fn an_incomplete_certificate_folder_is_refused_with_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-server.yaml");
+    std::fs::write(&config, "certificate_dir: certs\n").unwrap();
+    std::fs::create_dir(dir.path().join("certs")).unwrap();
+    std::fs::write(dir.path().join("certs/ca.crt"), "x").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_nauthera-fake-server"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("server.crt") && stderr.contains("server.key"),
+        "{stderr}"
+    );
+}
