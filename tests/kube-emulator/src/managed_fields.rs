@@ -114,13 +114,12 @@ fn remove_at(object: &mut Value, path: &[String]) {
     if let Some(map) = current.as_object_mut() {
         map.remove(last);
     }
-    if parents.len() > 1 {
-        if value_at(object, parents)
+    if parents.len() > 1
+        && value_at(object, parents)
             .and_then(Value::as_object)
             .is_some_and(Map::is_empty)
-        {
-            remove_at(object, parents);
-        }
+    {
+        remove_at(object, parents);
     }
 }
 

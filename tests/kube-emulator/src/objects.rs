@@ -197,10 +197,10 @@ fn create_with(
     {
         return Err(ApiError::already_exists(&resource_name(info), &name));
     }
-    if info.status_subresource {
-        if let Some(map) = object.as_object_mut() {
-            map.remove("status");
-        }
+    if info.status_subresource
+        && let Some(map) = object.as_object_mut()
+    {
+        map.remove("status");
     }
     let meta = &mut object["metadata"];
     if let Some(map) = meta.as_object_mut() {
@@ -813,18 +813,19 @@ pub fn remove_now(
     name: &str,
 ) -> Option<Arc<Stored>> {
     let removed = store.remove(&info.key(), namespace, name)?;
-    if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions" {
-        if let Ok(defined) = crate::registry::resource_from_crd(&removed.value) {
-            let key = defined.key();
-            let doomed: Vec<(String, String)> = store
-                .list(&key, None, None)
-                .map(|s| crate::store::object_key(&s.value))
-                .collect();
-            for (ns, object_name) in doomed {
-                store.remove(&key, &ns, &object_name);
-            }
-            store.registry.unregister(&key);
+    if info.group == "apiextensions.k8s.io"
+        && info.plural == "customresourcedefinitions"
+        && let Ok(defined) = crate::registry::resource_from_crd(&removed.value)
+    {
+        let key = defined.key();
+        let doomed: Vec<(String, String)> = store
+            .list(&key, None, None)
+            .map(|s| crate::store::object_key(&s.value))
+            .collect();
+        for (ns, object_name) in doomed {
+            store.remove(&key, &ns, &object_name);
         }
+        store.registry.unregister(&key);
     }
     if info.namespaced {
         finish_namespace(store, namespace);

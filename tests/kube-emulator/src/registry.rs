@@ -268,7 +268,7 @@ impl Registry {
             }
         }
         for versions in groups.values_mut() {
-            versions.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+            versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
         }
         groups
     }
@@ -422,7 +422,7 @@ pub fn resource_from_crd(crd: &Value) -> ApiResult<ResourceInfo> {
             causes,
         ));
     }
-    served.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+    served.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
     Ok(ResourceInfo {
         group: group.to_owned(),
         versions: served,
@@ -463,7 +463,7 @@ mod tests {
     #[test]
     fn versions_sort_ga_then_beta_then_alpha() {
         let mut versions = vec!["v1alpha1", "v2", "v1beta2", "v1", "v1beta1"];
-        versions.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+        versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
         assert_eq!(versions, ["v2", "v1", "v1beta2", "v1beta1", "v1alpha1"]);
     }
 

@@ -89,10 +89,10 @@ pub fn prune_root(object: &mut Value, schema: &Value) -> Vec<String> {
 fn prune(value: &mut Value, schema: &Value, path: &str, removed: &mut Vec<String>) {
     match value {
         Value::Object(map) => {
-            if is_embedded(schema) {
-                if let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.retain(|key, _| OBJECT_META_FIELDS.contains(&key.as_str()));
-                }
+            if is_embedded(schema)
+                && let Some(meta) = map.get_mut("metadata").and_then(Value::as_object_mut)
+            {
+                meta.retain(|key, _| OBJECT_META_FIELDS.contains(&key.as_str()));
             }
             let properties = schema["properties"].as_object();
             let additional = &schema["additionalProperties"];
@@ -142,10 +142,10 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
         Value::Object(map) => {
             if let Some(properties) = schema["properties"].as_object() {
                 for (key, child_schema) in properties {
-                    if !map.contains_key(key) {
-                        if let Some(default) = child_schema.get("default") {
-                            map.insert(key.clone(), default.clone());
-                        }
+                    if !map.contains_key(key)
+                        && let Some(default) = child_schema.get("default")
+                    {
+                        map.insert(key.clone(), default.clone());
                     }
                 }
                 for (key, child) in map.iter_mut() {
@@ -277,33 +277,33 @@ fn validate(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) 
         }
         return;
     }
-    if let Some(expected) = schema["type"].as_str() {
-        if !type_matches(value, expected) {
-            causes.push(Cause {
-                kind: "FieldValueTypeInvalid",
-                message: format!(
-                    "Invalid value: \"{}\": {path} in body must be of type {expected}: \"{}\"",
-                    type_name(value),
-                    type_name(value)
-                ),
-                field: path.to_owned(),
-            });
-            return;
-        }
+    if let Some(expected) = schema["type"].as_str()
+        && !type_matches(value, expected)
+    {
+        causes.push(Cause {
+            kind: "FieldValueTypeInvalid",
+            message: format!(
+                "Invalid value: \"{}\": {path} in body must be of type {expected}: \"{}\"",
+                type_name(value),
+                type_name(value)
+            ),
+            field: path.to_owned(),
+        });
+        return;
     }
-    if let Some(allowed) = schema["enum"].as_array() {
-        if !allowed.contains(value) {
-            let supported: Vec<String> = allowed.iter().map(quoted).collect();
-            causes.push(Cause {
-                kind: "FieldValueNotSupported",
-                message: format!(
-                    "Unsupported value: {}: supported values: {}",
-                    quoted(value),
-                    supported.join(", ")
-                ),
-                field: path.to_owned(),
-            });
-        }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        let supported: Vec<String> = allowed.iter().map(quoted).collect();
+        causes.push(Cause {
+            kind: "FieldValueNotSupported",
+            message: format!(
+                "Unsupported value: {}: supported values: {}",
+                quoted(value),
+                supported.join(", ")
+            ),
+            field: path.to_owned(),
+        });
     }
     match value {
         Value::String(text) => {

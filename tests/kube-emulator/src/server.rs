@@ -260,10 +260,10 @@ impl Call<'_> {
         }
         let user = self.impersonate(self.authenticate()?)?;
         let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        if self.method == Method::GET {
-            if let Some(response) = self.discovery(&segments)? {
-                return Ok(response);
-            }
+        if self.method == Method::GET
+            && let Some(response) = self.discovery(&segments)?
+        {
+            return Ok(response);
         }
         if segments.first() == Some(&"emulator") {
             return self.control(&user, &segments[1..]);

@@ -65,9 +65,27 @@ pub struct Cause {
     pub field: String,
 }
 
-/// A failed request, rendered as a `Status` body.
+/// A failed request, rendered as a `Status` body (boxed: errors travel far and rarely).
 #[derive(Debug, Clone)]
-pub struct ApiError {
+pub struct ApiError(Box<ApiErrorDetails>);
+
+impl std::ops::Deref for ApiError {
+    type Target = ApiErrorDetails;
+
+    fn deref(&self) -> &ApiErrorDetails {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut ApiErrorDetails {
+        &mut self.0
+    }
+}
+
+/// What a failure says.
+#[derive(Debug, Clone)]
+pub struct ApiErrorDetails {
     pub reason: StatusReason,
     pub message: String,
     pub name: Option<String>,
@@ -81,14 +99,14 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(reason: StatusReason, message: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(ApiErrorDetails {
             reason,
             message: message.into(),
             name: None,
             group: None,
             kind: None,
             causes: Vec::new(),
-        }
+        }))
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -146,14 +164,14 @@ impl ApiError {
                 summary.join(", ")
             ),
         };
-        Self {
+        Self(Box::new(ApiErrorDetails {
             reason: StatusReason::Invalid,
             message,
             name: Some(name.to_owned()),
             group: Some(group.to_owned()),
             kind: Some(kind.to_owned()),
             causes,
-        }
+        }))
     }
 
     /// `410 Expired` for a watch or list from a resourceVersion older than the kept history.

@@ -61,6 +61,9 @@ pub struct Event {
     pub previous: Option<Arc<Stored>>,
 }
 
+/// The changes after a revision and the receiver of those to come.
+pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
 /// The namespace and name of an object (empty namespace for cluster-scoped ones).
 pub type ObjectKey = (String, String);
 
@@ -223,7 +226,7 @@ impl Store {
         &self,
         resource: &ResourceKey,
         revision: u64,
-    ) -> Result<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>), ApiError> {
+    ) -> Result<WatchStart, ApiError> {
         if revision < self.compacted_at {
             return Err(ApiError::expired(revision, self.compacted_at));
         }

@@ -150,7 +150,7 @@ fn select<'a>(items: &'a [Value], selector: &str) -> Vec<&'a Value> {
         .filter(|item| {
             json_path(item, field).first().is_some_and(|v| match v {
                 Value::String(s) => s == wanted,
-                other => other.to_string() == wanted,
+                other => *other == wanted,
             })
         })
         .collect()

@@ -175,23 +175,23 @@ pub fn start(
                 return;
             }
         }
-        if request.send_initial_events && request.bookmarks {
-            if tx.send(bookmark_line(encoding, seen, true)).await.is_err() {
-                return;
-            }
+        if request.send_initial_events
+            && request.bookmarks
+            && tx.send(bookmark_line(encoding, seen, true)).await.is_err()
+        {
+            return;
         }
         for event in &backlog {
-            if let Some(kind) = visible(&request.filter, event) {
-                if tx
+            if let Some(kind) = visible(&request.filter, event)
+                && tx
                     .send(event_line(
                         kind.as_str(),
                         &encoding.object_bytes(&event.object),
                     ))
                     .await
                     .is_err()
-                {
-                    return;
-                }
+            {
+                return;
             }
             seen = seen.max(event.revision);
         }
@@ -207,11 +207,10 @@ pub fn start(
                         if event.resource != key {
                             continue;
                         }
-                        if let Some(kind) = visible(&request.filter, &event) {
-                            if tx.send(event_line(kind.as_str(), &encoding.object_bytes(&event.object))).await.is_err() {
+                        if let Some(kind) = visible(&request.filter, &event)
+                            && tx.send(event_line(kind.as_str(), &encoding.object_bytes(&event.object))).await.is_err() {
                                 return;
                             }
-                        }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let _ = tx.send(error_line(&ApiError::expired(seen, seen + 1))).await;
