@@ -79,6 +79,13 @@ impl Service {
                 )));
             }
             if let Some((code, message)) = controls.take_fault(method, random_unit()) {
+                // The real server explains its rate limit; the other faults come bare, the way
+                // a proxy or a crashing handler would answer.
+                if code == tonic::Code::ResourceExhausted {
+                    return Err(
+                        Refusal::new(code, v1::ErrorReason::RateLimited, message).to_status()
+                    );
+                }
                 return Err(Status::new(code, message));
             }
         }

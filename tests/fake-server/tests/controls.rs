@@ -32,6 +32,9 @@ async fn each_fault_kind_is_answered_before_the_call_takes_effect() {
         let server = error.server().expect("an answer, not a transport failure");
         assert_eq!(server.code, code);
         assert!(error.is_retryable(), "{code:?} is retried");
+        if code == tonic::Code::ResourceExhausted {
+            assert_eq!(server.reason, Some(v1::ErrorReason::RateLimited));
+        }
         assert_eq!(harness.server.change_hint(), hint, "nothing was written");
         assert!(harness.server.client(&acme("team-a", "web")).is_none());
     }
