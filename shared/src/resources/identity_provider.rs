@@ -6,8 +6,17 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::admission::RuleOutcome;
 use super::common::{DeletionPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef};
 use super::status::ResourceStatus;
+
+/// The CEL rules of the schema; `IdentityProviderSpec::rule_outcomes` mirrors them in Rust.
+pub(crate) mod rules {
+    pub const URL_FOR_OIDC_AND_SAML: &str =
+        "!(self.kind in ['oidc', 'saml']) || has(self.upstreamUrl)";
+    pub const OAUTH_NEEDS_CLIENT: &str =
+        "self.kind == 'saml' || (has(self.clientId) && has(self.secretRef))";
+}
 
 /// The declared state of an upstream identity provider.
 // Clippy takes kube's repeated `printcolumn(type_ = ...)` items for duplicated attributes.
@@ -39,11 +48,11 @@ use super::status::ResourceStatus;
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "!(self.kind in ['oidc', 'saml']) || has(self.upstreamUrl)",
+        "rule": rules::URL_FOR_OIDC_AND_SAML,
         "message": "an oidc or saml provider needs spec.upstreamUrl (the upstream issuer or metadata URL)"
     },
     {
-        "rule": "self.kind == 'saml' || (has(self.clientId) && has(self.secretRef))",
+        "rule": rules::OAUTH_NEEDS_CLIENT,
         "message": "an OAuth provider needs spec.clientId and spec.secretRef (its upstream client secret)"
     }
 ]))]
@@ -80,6 +89,25 @@ pub struct IdentityProviderSpec {
     /// What deleting this manifest does to the provider on the server.
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+}
+
+impl IdentityProviderSpec {
+    /// The CEL rules evaluated in Rust on this spec.
+    pub(crate) fn rule_outcomes(&self) -> Vec<RuleOutcome> {
+        use IdentityProviderKind as Kind;
+        vec![
+            RuleOutcome::new(
+                "spec",
+                rules::URL_FOR_OIDC_AND_SAML,
+                !matches!(self.kind, Kind::Oidc | Kind::Saml) || self.upstream_url.is_some(),
+            ),
+            RuleOutcome::new(
+                "spec",
+                rules::OAUTH_NEEDS_CLIENT,
+                self.kind == Kind::Saml || (self.client_id.is_some() && self.secret_ref.is_some()),
+            ),
+        ]
+    }
 }
 
 /// The kinds of upstream identity provider.

@@ -2,6 +2,7 @@
 //! `Branding`, `IdentityProvider` and `Organization`. `spec` belongs to the manifest and `status`
 //! (`ResourceStatus`, shared by every kind) to the reconciler.
 
+mod admission;
 mod branding;
 mod common;
 mod identity_provider;
@@ -12,6 +13,7 @@ mod status;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+pub use admission::{Violation, admission_violations};
 pub use branding::{Branding, BrandingSpec, Colors, Logo, LogoMediaType, SignInBranding, Texts};
 pub use common::{DeletionPolicy, LocalRef, SecretKeyRef};
 pub use identity_provider::{IdentityProvider, IdentityProviderKind, IdentityProviderSpec};

@@ -4,11 +4,23 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::admission::RuleOutcome;
 use super::common::{
     DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN, REDIRECT_URI_PATTERN,
     SCOPE_PATTERN, SecretKeyRef,
 };
 use super::status::ResourceStatus;
+
+/// The CEL rules (`x-kubernetes-validations`) of the schema; `OIDCClientSpec::rule_outcomes`
+/// mirrors them in Rust for local checks.
+pub(crate) mod rules {
+    pub const CONFIDENTIAL_NEEDS_SECRET: &str = "self.tokenEndpointAuthMethod in ['none', 'private_key_jwt'] || (has(self.secret) && (self.secret.generate || has(self.secret.secretRef)))";
+    pub const PUBLIC_HAS_NO_SECRET: &str = "self.tokenEndpointAuthMethod != 'none' || !has(self.secret) || (!self.secret.generate && !has(self.secret.secretRef))";
+    pub const AUTHORIZATION_CODE_NEEDS_REDIRECT: &str =
+        "!('authorization_code' in self.grantTypes) || size(self.redirectUris) > 0";
+    pub const SECRET_SOURCES_EXCLUSIVE: &str = "!(self.generate && has(self.secretRef))";
+    pub const SECRET_NAME_NEEDS_GENERATE: &str = "!has(self.secretName) || self.generate";
+}
 
 /// The declared state of an OAuth client.
 // Clippy takes kube's repeated `printcolumn(type_ = ...)` items for duplicated attributes.
@@ -45,15 +57,15 @@ use super::status::ResourceStatus;
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "self.tokenEndpointAuthMethod in ['none', 'private_key_jwt'] || (has(self.secret) && (self.secret.generate || has(self.secret.secretRef)))",
+        "rule": rules::CONFIDENTIAL_NEEDS_SECRET,
         "message": "a confidential client (tokenEndpointAuthMethod client_secret_basic or client_secret_post) needs spec.secret.generate: true or spec.secret.secretRef"
     },
     {
-        "rule": "self.tokenEndpointAuthMethod != 'none' || !has(self.secret) || (!self.secret.generate && !has(self.secret.secretRef))",
+        "rule": rules::PUBLIC_HAS_NO_SECRET,
         "message": "a public client (tokenEndpointAuthMethod none) has no secret: remove spec.secret"
     },
     {
-        "rule": "!('authorization_code' in self.grantTypes) || size(self.redirectUris) > 0",
+        "rule": rules::AUTHORIZATION_CODE_NEEDS_REDIRECT,
         "message": "the authorization_code grant needs at least one entry in spec.redirectUris"
     }
 ]))]
@@ -106,6 +118,47 @@ pub struct OIDCClientSpec {
 }
 
 impl OIDCClientSpec {
+    /// The CEL rules evaluated in Rust on this spec (defaults applied, as the API server does).
+    pub(crate) fn rule_outcomes(&self) -> Vec<RuleOutcome> {
+        use TokenEndpointAuthMethod as Method;
+        let method = self.token_endpoint_auth_method;
+        let secret = self.secret.as_ref();
+        let mut outcomes = vec![
+            RuleOutcome::new(
+                "spec",
+                rules::CONFIDENTIAL_NEEDS_SECRET,
+                matches!(method, Method::None | Method::PrivateKeyJwt)
+                    || secret.is_some_and(|s| s.generate || s.secret_ref.is_some()),
+            ),
+            RuleOutcome::new(
+                "spec",
+                rules::PUBLIC_HAS_NO_SECRET,
+                method != Method::None
+                    || secret.is_none_or(|s| !s.generate && s.secret_ref.is_none()),
+            ),
+            RuleOutcome::new(
+                "spec",
+                rules::AUTHORIZATION_CODE_NEEDS_REDIRECT,
+                !self.grant_types.contains(&GrantType::AuthorizationCode)
+                    || !self.redirect_uris.is_empty(),
+            ),
+        ];
+        // Rules of an object apply only when the object is there.
+        if let Some(secret) = secret {
+            outcomes.push(RuleOutcome::new(
+                "spec.secret",
+                rules::SECRET_SOURCES_EXCLUSIVE,
+                !(secret.generate && secret.secret_ref.is_some()),
+            ));
+            outcomes.push(RuleOutcome::new(
+                "spec.secret",
+                rules::SECRET_NAME_NEEDS_GENERATE,
+                secret.secret_name.is_none() || secret.generate,
+            ));
+        }
+        outcomes
+    }
+
     fn default_grant_types() -> Vec<GrantType> {
         vec![GrantType::AuthorizationCode]
     }
@@ -231,11 +284,11 @@ impl TokenEndpointAuthMethod {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "!(self.generate && has(self.secretRef))",
+        "rule": rules::SECRET_SOURCES_EXCLUSIVE,
         "message": "spec.secret.generate and spec.secret.secretRef are exclusive: choose one"
     },
     {
-        "rule": "!has(self.secretName) || self.generate",
+        "rule": rules::SECRET_NAME_NEEDS_GENERATE,
         "message": "spec.secret.secretName names the Secret a generated secret is delivered into: it needs spec.secret.generate: true"
     }
 ]))]

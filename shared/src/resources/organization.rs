@@ -4,9 +4,15 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::admission::RuleOutcome;
 use super::branding::SignInBranding;
 use super::common::{DeletionPolicy, ISSUER_PATTERN};
 use super::status::ResourceStatus;
+
+/// The CEL rules of the schema; `OrganizationSpec::rule_outcomes` mirrors them in Rust.
+pub(crate) mod rules {
+    pub const SLUG_IMMUTABLE: &str = "self.slug == oldSelf.slug";
+}
 
 /// An organization slug: a DNS label.
 const SLUG_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
@@ -46,7 +52,7 @@ const SLUG_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "self.slug == oldSelf.slug",
+        "rule": rules::SLUG_IMMUTABLE,
         "message": "spec.slug is immutable: it names the organization on the server"
     }
 ]))]
@@ -73,6 +79,15 @@ pub struct OrganizationSpec {
     /// `Delete` explicitly to tie the tenant's life to the manifest.
     #[serde(default = "DeletionPolicy::orphan")]
     pub deletion_policy: DeletionPolicy,
+}
+
+impl OrganizationSpec {
+    /// The CEL rules evaluated in Rust on this spec; the transition rule only with the old spec.
+    pub(crate) fn rule_outcomes(&self, old: Option<&Self>) -> Vec<RuleOutcome> {
+        old.map(|old| RuleOutcome::new("spec", rules::SLUG_IMMUTABLE, self.slug == old.slug))
+            .into_iter()
+            .collect()
+    }
 }
 
 /// The FAPI profile an organization enforces. "No profile" is spelled `Disabled` rather than

@@ -482,95 +482,13 @@ fn the_strict_check_catches_an_unknown_field() {
     assert!(outcome.is_err());
 }
 
-// ---- schema checks -----------------------------------------------------------------------------
-
-/// The parts of OpenAPI validation the schemas use (types, enums, lengths, patterns, required
-/// and unknown fields), as the API server applies them at admission. CEL rules are not evaluated.
-fn schema_errors(schema: &Value, value: &Value, path: &str, errors: &mut Vec<String>) {
-    if value.is_null() {
-        if schema.get("nullable") != Some(&Value::Bool(true)) {
-            errors.push(format!("{path}: null"));
-        }
-        return;
-    }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
-        && !allowed.contains(value)
-    {
-        errors.push(format!("{path}: {value} not in {allowed:?}"));
-    }
-    let limit = |key: &str| schema.get(key).and_then(Value::as_u64).map(|n| n as usize);
-    match (schema.get("type").and_then(Value::as_str), value) {
-        (Some("string"), Value::String(text)) => {
-            let chars = text.chars().count();
-            if limit("maxLength").is_some_and(|max| chars > max) {
-                errors.push(format!("{path}: longer than maxLength"));
-            }
-            if limit("minLength").is_some_and(|min| chars < min) {
-                errors.push(format!("{path}: shorter than minLength"));
-            }
-            if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
-                && !regex::Regex::new(pattern).unwrap().is_match(text)
-            {
-                errors.push(format!("{path}: {text:?} does not match {pattern}"));
-            }
-        }
-        (Some("boolean"), Value::Bool(_)) | (Some("integer"), Value::Number(_)) => {}
-        (Some("array"), Value::Array(items)) => {
-            if limit("maxItems").is_some_and(|max| items.len() > max) {
-                errors.push(format!("{path}: more than maxItems"));
-            }
-            for (i, item) in items.iter().enumerate() {
-                schema_errors(&schema["items"], item, &format!("{path}[{i}]"), errors);
-            }
-        }
-        (Some("object"), Value::Object(fields)) => {
-            for required in schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if !fields.contains_key(required.as_str().unwrap()) {
-                    errors.push(format!("{path}.{}: required", required.as_str().unwrap()));
-                }
-            }
-            if limit("maxProperties").is_some_and(|max| fields.len() > max) {
-                errors.push(format!("{path}: more than maxProperties"));
-            }
-            let properties = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            for (name, field) in fields {
-                let field_path = format!("{path}.{name}");
-                match (properties.and_then(|p| p.get(name)), additional) {
-                    (Some(property), _) | (None, Some(property)) => {
-                        schema_errors(property, field, &field_path, errors);
-                    }
-                    (None, None) if properties.is_some() => {
-                        errors.push(format!("{field_path}: unknown field"));
-                    }
-                    (None, None) => {}
-                }
-            }
-        }
-        (kind, _) => errors.push(format!("{path}: {value} is not of type {kind:?}")),
-    }
-}
+// ---- admission checks --------------------------------------------------------------------------
 
 fn admission_errors(document: &Value) -> Vec<String> {
-    let crd = crd_json(document["kind"].as_str().unwrap());
-    // The API server checks the object's own envelope; the schema covers the rest.
-    let mut body = document.clone();
-    for envelope in ["apiVersion", "kind", "metadata"] {
-        body.as_object_mut().unwrap().remove(envelope);
-    }
-    let mut errors = Vec::new();
-    schema_errors(
-        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
-        &body,
-        "",
-        &mut errors,
-    );
-    errors
+    admission_violations(document, None)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 #[test]
@@ -621,11 +539,18 @@ fn the_schema_refuses_what_it_can() {
             "admitted: {spec}"
         );
     }
+    let public = |redirect: &str| serde_json::json!({ "issuer": issuer, "tokenEndpointAuthMethod": "none", "redirectUris": [redirect] });
     let admitted = [
-        serde_json::json!({ "issuer": issuer }),
-        serde_json::json!({ "issuer": "https://login.example.test" }),
+        public("https://app.example.test/cb"),
+        serde_json::json!({
+            "issuer": "https://login.example.test",
+            "grantTypes": ["client_credentials"],
+            "responseTypes": [],
+            "secret": { "secretRef": { "name": "creds" } },
+        }),
         serde_json::json!({
             "issuer": issuer,
+            "tokenEndpointAuthMethod": "none",
             "redirectUris": [
                 "https://app.example.test/cb?x=1",
                 "http://127.0.0.1:8400/cb",
@@ -684,4 +609,149 @@ fn the_schema_checks_slugs_colours_and_media_types() {
             "admitted: {refused}"
         );
     }
+}
+
+#[test]
+fn every_cel_rule_has_a_rust_mirror_and_every_mirror_a_rule() {
+    let client = client_with(serde_json::json!({
+        "issuer": "https://login.example.test/acme",
+        "redirectUris": ["https://app.example.test/cb"],
+        "secret": { "generate": true }
+    }));
+    let provider = serde_json::json!({
+        "apiVersion": "nauthera.io/v1alpha1", "kind": "IdentityProvider", "metadata": { "name": "x" },
+        "spec": { "issuer": "https://login.example.test/acme", "kind": "saml", "upstreamUrl": "https://idp.example.test/md" }
+    });
+    let organization = serde_json::json!({
+        "apiVersion": "nauthera.io/v1alpha1", "kind": "Organization", "metadata": { "name": "x" },
+        "spec": { "slug": "acme", "issuer": "https://login.example.test/acme" }
+    });
+    for (kind, document) in [
+        ("OIDCClient", &client),
+        ("Branding", &client),
+        ("IdentityProvider", &provider),
+        ("Organization", &organization),
+    ] {
+        let mut in_schema: Vec<(String, String)> = rules_of(kind)
+            .into_iter()
+            .map(|(path, rule)| (path.trim_start_matches('.').to_owned(), rule))
+            .collect();
+        let mut mirrored: Vec<(String, String)> =
+            admission::rule_outcomes(kind, document, Some(document))
+                .into_iter()
+                .map(|o| (o.at.to_owned(), o.rule.to_owned()))
+                .collect();
+        in_schema.sort();
+        mirrored.sort();
+        assert_eq!(mirrored, in_schema, "{kind}");
+    }
+}
+
+#[test]
+fn the_cel_rules_refuse_with_their_messages() {
+    let issuer = "https://login.example.test/acme";
+    let cases = [
+        (
+            serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"] }),
+            "spec: a confidential client (tokenEndpointAuthMethod client_secret_basic or client_secret_post) needs spec.secret.generate: true or spec.secret.secretRef",
+        ),
+        (
+            serde_json::json!({
+                "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+                "secret": { "generate": true, "secretRef": { "name": "s" } }
+            }),
+            "spec.secret: spec.secret.generate and spec.secret.secretRef are exclusive: choose one",
+        ),
+        (
+            serde_json::json!({
+                "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+                "secret": { "secretName": "s", "secretRef": { "name": "s" } }
+            }),
+            "spec.secret: spec.secret.secretName names the Secret a generated secret is delivered into: it needs spec.secret.generate: true",
+        ),
+        (
+            serde_json::json!({
+                "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+                "tokenEndpointAuthMethod": "none", "secret": { "generate": true }
+            }),
+            "spec: a public client (tokenEndpointAuthMethod none) has no secret: remove spec.secret",
+        ),
+        (
+            serde_json::json!({ "issuer": issuer, "secret": { "generate": true } }),
+            "spec: the authorization_code grant needs at least one entry in spec.redirectUris",
+        ),
+    ];
+    for (spec, expected) in cases {
+        assert_eq!(
+            admission_errors(&client_with(spec.clone())),
+            [expected],
+            "{spec}"
+        );
+    }
+    let fine = [
+        serde_json::json!({ "issuer": issuer, "grantTypes": ["client_credentials"], "responseTypes": [], "secret": { "secretRef": { "name": "s" } } }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "tokenEndpointAuthMethod": "none" }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "tokenEndpointAuthMethod": "private_key_jwt" }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "secret": { "generate": true, "secretName": "s" } }),
+    ];
+    for spec in fine {
+        assert_eq!(
+            admission_errors(&client_with(spec.clone())),
+            Vec::<String>::new(),
+            "{spec}"
+        );
+    }
+
+    let provider = |spec: Value| {
+        serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1", "kind": "IdentityProvider", "metadata": { "name": "x" }, "spec": spec
+        })
+    };
+    assert_eq!(
+        admission_errors(&provider(
+            serde_json::json!({ "issuer": issuer, "kind": "github", "clientId": "c" })
+        )),
+        [
+            "spec: an OAuth provider needs spec.clientId and spec.secretRef (its upstream client secret)"
+        ]
+    );
+    assert_eq!(
+        admission_errors(&provider(
+            serde_json::json!({ "issuer": issuer, "kind": "saml" })
+        )),
+        [
+            "spec: an oidc or saml provider needs spec.upstreamUrl (the upstream issuer or metadata URL)"
+        ]
+    );
+
+    let organization = |slug: &str| {
+        serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1", "kind": "Organization", "metadata": { "name": "x" },
+            "spec": { "slug": slug, "issuer": issuer }
+        })
+    };
+    let renamed = admission_violations(&organization("acme-2"), Some(&organization("acme")));
+    assert_eq!(renamed.len(), 1);
+    assert_eq!(
+        renamed[0].to_string(),
+        "spec: spec.slug is immutable: it names the organization on the server"
+    );
+    assert!(admission_violations(&organization("acme"), Some(&organization("acme"))).is_empty());
+    assert!(admission_violations(&organization("acme-2"), None).is_empty());
+}
+
+#[test]
+fn the_envelope_is_checked() {
+    let unknown = serde_json::json!({ "apiVersion": "nauthera.io/v1alpha1", "kind": "Tenant" });
+    assert_eq!(admission_violations(&unknown, None)[0].field, "kind");
+    let mut client = client_with(
+        serde_json::json!({ "issuer": "https://login.example.test/acme", "redirectUris": ["https://a.example.test/"], "secret": { "generate": true } }),
+    );
+    client["apiVersion"] = "nauthera.io/v1".into();
+    client["metadata"] = serde_json::json!({});
+    let fields: Vec<String> = admission_violations(&client, None)
+        .into_iter()
+        .map(|v| v.field)
+        .collect();
+    assert_eq!(fields, ["apiVersion", "metadata.name"]);
 }
