@@ -1,0 +1,144 @@
+//! The reconciler's decisions, as pure functions of plain values: which step comes next for a
+//! resource ([`next_step`]), what each outcome of that step means ([`Verdict`]), and which status
+//! and events follow ([`status_after`], [`events_for`]). No I/O here: the clock, the backoff
+//! jitter and everything read from the server or from Kubernetes are passed in.
+
+mod backoff;
+mod outcome;
+mod step;
+
+pub use backoff::Backoff;
+pub use outcome::{
+    Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretWriteFailure, Verdict,
+    after_apply, after_apply_failure, after_delete, after_drift_check_failure,
+    after_secret_failure, drifted, failure_verdict, in_force, is_conflict, no_drift,
+    refusal_message, released, secret_delivered, secret_ref_unavailable,
+};
+pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use nauthera_shared::catalog::{ConditionType, EventReason, ReadyStatus, Reason};
+use nauthera_shared::resources::{ResourceStatus, new_condition, set_condition};
+
+/// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
+/// would change, so that the caller skips the write (no status writes in a steady state).
+pub fn status_after(
+    old: Option<&ResourceStatus>,
+    verdict: &Verdict,
+    generation: i64,
+    now: Timestamp,
+) -> Option<ResourceStatus> {
+    let old = old.cloned().unwrap_or_default();
+    let mut new = old.clone();
+    let fields = &verdict.fields;
+    if let Some(client_id) = &fields.client_id {
+        new.client_id = Some(client_id.clone());
+    }
+    if let Some(revision) = &fields.revision {
+        new.revision = Some(revision.clone());
+    }
+    if let Some(generation_in_force) = fields.generation_in_force {
+        new.generation_in_force = Some(generation_in_force);
+    }
+    if let Some(secret_ref) = &fields.secret_ref {
+        new.secret_ref = Some(secret_ref.clone());
+    }
+    match &fields.drift {
+        DriftUpdate::Keep => {}
+        DriftUpdate::Clear => new.drift = None,
+        DriftUpdate::Set(report) => {
+            // Keep when it was first noticed while the same change stands.
+            let detected_at = match &old.drift {
+                Some(previous)
+                    if previous.server_revision == report.server_revision
+                        && previous.removed == report.removed =>
+                {
+                    previous.detected_at.clone()
+                }
+                _ => Some(Time(now)),
+            };
+            let mut drift = report.clone();
+            drift.detected_at = detected_at;
+            new.drift = Some(drift);
+        }
+    }
+    if verdict.record_attempt {
+        new.last_attempt_time = Some(Time(now));
+    }
+    new.observed_generation = Some(generation);
+    new.phase = Some(verdict.reason.phase(verdict.retried));
+    new.reason = Some(verdict.reason);
+    new.message = Some(verdict.message.clone());
+    let ready = match verdict.reason.ready() {
+        ReadyStatus::True => Some(true),
+        ReadyStatus::False => Some(false),
+        ReadyStatus::Unknown => None,
+    };
+    let mut condition = new_condition(
+        ConditionType::Ready,
+        ready.unwrap_or(false),
+        verdict.reason,
+        verdict.message.clone(),
+        Some(generation),
+        Time(now),
+    );
+    if ready.is_none() {
+        condition.status = ReadyStatus::Unknown.as_str().to_owned();
+    }
+    set_condition(&mut new.conditions, condition);
+    (new != old).then_some(new)
+}
+
+/// The field updates a verdict carries; `None` keeps the field as it is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FieldUpdates {
+    pub client_id: Option<String>,
+    pub revision: Option<String>,
+    pub generation_in_force: Option<i64>,
+    pub secret_ref: Option<nauthera_shared::resources::LocalRef>,
+    pub drift: DriftUpdate,
+}
+
+/// What happens to `status.drift`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum DriftUpdate {
+    #[default]
+    Keep,
+    Clear,
+    Set(nauthera_shared::resources::Drift),
+}
+
+/// One Kubernetes event to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventNote {
+    pub reason: EventReason,
+    pub note: String,
+}
+
+/// The events a verdict records: its own (applied, secret delivered, restored, deletion
+/// outcomes) and the transition into a new reason or message. The same reason and message again
+/// records nothing, so a retried failure does not flood the resource's events.
+pub fn events_for(old: Option<&ResourceStatus>, verdict: &Verdict) -> Vec<EventNote> {
+    let mut events = verdict.events.clone();
+    let old_reason = old.and_then(|s| s.reason);
+    let old_message = old.and_then(|s| s.message.as_deref());
+    let transition =
+        old_reason != Some(verdict.reason) || old_message != Some(verdict.message.as_str());
+    let event = verdict.reason.entry().event;
+    if transition && !events.iter().any(|e| e.reason == event) {
+        events.push(EventNote {
+            reason: event,
+            note: verdict.message.clone(),
+        });
+    }
+    events
+}
+
+/// Whether `reason` counts as "in force" for the metric and the plugin.
+pub fn is_registered(reason: Reason) -> bool {
+    matches!(reason, Reason::Registered | Reason::Restored)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,475 @@
+//! What the outcome of a step means: the reason, cause, message, field updates and events.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use nauthera_proto::v1::ErrorReason;
+use nauthera_shared::RESTORE_ANNOTATION;
+use nauthera_shared::catalog::{Cause, EventReason, Reason};
+use nauthera_shared::client::{CallError, ConnectError, ServerError};
+use nauthera_shared::resources::{Drift, LocalRef};
+
+use super::{DriftUpdate, EventNote, FieldUpdates};
+
+/// What a step's outcome means for the resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub reason: Reason,
+    /// The bounded `cause` label.
+    pub cause: Cause,
+    /// The condition message. Never carries a secret.
+    pub message: String,
+    /// The reconciler retries on its own, with backoff.
+    pub retried: bool,
+    /// Record `status.lastAttemptTime`: a write the server refused, which is sent again after
+    /// five minutes. Retried failures and reads do not record it, so they write no status.
+    pub record_attempt: bool,
+    pub fields: FieldUpdates,
+    /// Events of the step itself (the transition's event is added by `events_for`).
+    pub events: Vec<EventNote>,
+}
+
+impl Verdict {
+    fn new(reason: Reason, cause: Cause, message: String) -> Verdict {
+        Verdict {
+            reason,
+            cause,
+            message,
+            retried: false,
+            record_attempt: false,
+            fields: FieldUpdates::default(),
+            events: Vec::new(),
+        }
+    }
+
+    fn event(mut self, reason: EventReason, note: impl Into<String>) -> Verdict {
+        self.events.push(EventNote {
+            reason,
+            note: note.into(),
+        });
+        self
+    }
+}
+
+/// A written client, as `ApplyClient` answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub client_id: String,
+    pub revision: String,
+    pub generation_in_force: i64,
+    pub created: bool,
+}
+
+/// Why a minted secret could not be written into its Secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecretWriteFailure {
+    /// A Secret of that name exists and this resource does not own it.
+    Foreign { owner: Option<String> },
+    /// Kubernetes RBAC forbids the write.
+    Forbidden { message: String },
+    /// Any other failure; retried.
+    Other { message: String },
+}
+
+/// The outcome of a write of the declared state, with the delivery of a minted secret when one
+/// came back (`delivery: None` when there was nothing to deliver).
+pub fn after_apply(
+    applied: &Applied,
+    secret_name: Option<&str>,
+    delivery: Option<Result<(), SecretWriteFailure>>,
+    restore: bool,
+) -> Verdict {
+    let applied_note = format!(
+        "{} generation {} as revision {} (client id {})",
+        if applied.created {
+            "registered"
+        } else {
+            "wrote"
+        },
+        applied.generation_in_force,
+        applied.revision,
+        applied.client_id
+    );
+    let mut verdict = match (delivery, secret_name) {
+        (Some(Err(failure)), Some(name)) => after_secret_failure(&failure, name),
+        (Some(Ok(())), Some(name)) => {
+            in_force(applied.generation_in_force, &applied.revision, restore)
+                .event(
+                    EventReason::SecretDelivered,
+                    format!("wrote the client secret into Secret {name}"),
+                )
+                .with_secret_ref(name)
+        }
+        _ => in_force(applied.generation_in_force, &applied.revision, restore),
+    };
+    verdict.fields.client_id = Some(applied.client_id.clone());
+    verdict.fields.revision = Some(applied.revision.clone());
+    verdict.fields.generation_in_force = Some(applied.generation_in_force);
+    verdict.fields.drift = DriftUpdate::Clear;
+    verdict.events.insert(
+        0,
+        EventNote {
+            reason: EventReason::Applied,
+            note: applied_note,
+        },
+    );
+    verdict
+}
+
+impl Verdict {
+    fn with_secret_ref(mut self, name: &str) -> Verdict {
+        self.fields.secret_ref = Some(LocalRef {
+            name: name.to_owned(),
+        });
+        self
+    }
+}
+
+/// The declared generation is in force (after a write, a delivery, or a drift check that found
+/// nothing changed).
+pub fn in_force(generation: i64, revision: &str, restore: bool) -> Verdict {
+    if restore {
+        Verdict::new(
+            Reason::Restored,
+            Cause::None,
+            format!(
+                "restored: the declared generation {generation} is in force again as revision \
+                 {revision}"
+            ),
+        )
+    } else {
+        Verdict::new(
+            Reason::Registered,
+            Cause::None,
+            format!("generation {generation} is in force as revision {revision}"),
+        )
+    }
+}
+
+/// The minted secret held in memory was written into its Secret.
+pub fn secret_delivered(generation: i64, revision: &str, secret_name: &str) -> Verdict {
+    in_force(generation, revision, false)
+        .event(
+            EventReason::SecretDelivered,
+            format!("wrote the client secret into Secret {secret_name}"),
+        )
+        .with_secret_ref(secret_name)
+}
+
+/// The minted secret could not be written; it is kept in memory and the write retried.
+pub fn after_secret_failure(failure: &SecretWriteFailure, secret_name: &str) -> Verdict {
+    let (cause, retried, detail) = match failure {
+        SecretWriteFailure::Foreign { owner } => (
+            Cause::ForeignSecret,
+            false,
+            format!(
+                "Secret {secret_name} exists and is not owned by this resource ({}); it is never \
+                 written over: delete or rename it, or set spec.secret.secretName",
+                owner
+                    .as_deref()
+                    .map_or_else(|| "it has no owner".to_owned(), |o| format!("owner {o}"))
+            ),
+        ),
+        SecretWriteFailure::Forbidden { message } => (
+            Cause::Forbidden,
+            false,
+            format!(
+                "writing Secret {secret_name} is forbidden: {message}; grant the reconciler get, \
+                 create and update on secrets"
+            ),
+        ),
+        SecretWriteFailure::Other { message } => (
+            Cause::Transient,
+            true,
+            format!("writing Secret {secret_name} failed: {message}; retried with backoff"),
+        ),
+    };
+    let mut verdict = Verdict::new(
+        Reason::SecretUndeliverable,
+        cause,
+        format!("the client secret is minted but undelivered: {detail}"),
+    );
+    verdict.retried = retried;
+    verdict
+}
+
+/// The Secret named by `spec.secret.secretRef` is missing or lacks the key (or may not be read).
+pub fn secret_ref_unavailable(name: &str, key: &str, problem: SecretRefProblem) -> Verdict {
+    let (cause, detail) = match problem {
+        SecretRefProblem::Missing => (Cause::SecretRefMissing, format!("Secret {name} not found")),
+        SecretRefProblem::NoKey => (
+            Cause::SecretRefMissing,
+            format!("Secret {name} has no key {key}"),
+        ),
+        SecretRefProblem::Forbidden => (
+            Cause::Forbidden,
+            format!("reading Secret {name} is forbidden; grant the reconciler get on secrets"),
+        ),
+    };
+    Verdict::new(
+        Reason::SecretRefUnavailable,
+        cause,
+        format!("spec.secret.secretRef: {detail}; nothing was sent to the server"),
+    )
+}
+
+/// Why a referenced Secret could not be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretRefProblem {
+    Missing,
+    NoKey,
+    Forbidden,
+}
+
+/// The refusal text: gRPC code, stable reason in parentheses, cause, field violations and the
+/// generation the server keeps in force.
+pub fn refusal_message(error: &ServerError, method: &str) -> String {
+    let mut message = format!("{method} refused: {:?}", error.code);
+    if let Some(reason) = error.reason.filter(|r| *r != ErrorReason::Unspecified) {
+        message.push_str(&format!(" ({})", reason.as_str_name()));
+    }
+    match (&error.cause, error.message.is_empty()) {
+        (Some(cause), _) => message.push_str(&format!(": {cause}")),
+        (None, false) => message.push_str(&format!(": {}", error.message)),
+        (None, true) => {}
+    }
+    if error.is_unimplemented() {
+        message.push_str(&format!(
+            "; the server is older than this call ({method}): upgrade the server"
+        ));
+    }
+    for violation in &error.violations {
+        message.push_str(&format!("; {}: {}", violation.field, violation.description));
+    }
+    match error.generation_in_force {
+        Some(generation) => message.push_str(&format!("; generation in force: {generation}")),
+        None => message.push_str("; generation in force: none"),
+    }
+    message
+}
+
+/// The verdict of a failed call: the control-plane reasons for a connection that could not be
+/// made, `Refused` (retried, phase Pending) for retried codes, `Refused` (phase Error, resent on
+/// the next edit or after five minutes) for the rest.
+pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
+    let mut verdict = match error {
+        CallError::Connect(connect) => {
+            let (reason, cause) = match connect {
+                ConnectError::Unreachable { cause, .. } => (
+                    Reason::Unreachable,
+                    if cause.contains("TLS") || cause.contains("certificate") {
+                        Cause::TlsHandshake
+                    } else {
+                        Cause::Transient
+                    },
+                ),
+                ConnectError::CredentialUnavailable { cause, .. } => {
+                    (Reason::CredentialUnavailable, file_cause(cause))
+                }
+                ConnectError::TrustAnchorUnavailable { cause, .. } => {
+                    (Reason::TrustAnchorUnavailable, file_cause(cause))
+                }
+            };
+            let mut verdict = Verdict::new(
+                reason,
+                cause,
+                format!("{method} not sent: {connect}; retried with backoff"),
+            );
+            verdict.retried = true;
+            verdict
+        }
+        CallError::Server(server) if server.is_retryable() => {
+            let mut verdict = Verdict::new(
+                Reason::Refused,
+                Cause::Transient,
+                format!("{}; retried with backoff", refusal_message(server, method)),
+            );
+            verdict.retried = true;
+            verdict
+        }
+        CallError::Server(server) => Verdict::new(
+            Reason::Refused,
+            Cause::from_error(
+                server.reason.unwrap_or(ErrorReason::Unspecified),
+                server.code,
+            ),
+            format!(
+                "{}; sent again on the next edit or after five minutes",
+                refusal_message(server, method)
+            ),
+        ),
+    };
+    if let Some(generation) = error.server().and_then(|s| s.generation_in_force) {
+        verdict.fields.generation_in_force = Some(generation);
+    }
+    verdict
+}
+
+fn file_cause(cause: &str) -> Cause {
+    let lower = cause.to_ascii_lowercase();
+    if lower.contains("expired") {
+        Cause::Expired
+    } else if lower.contains("no such file")
+        || lower.contains("cannot read")
+        || lower.contains("permission denied")
+        || lower.contains("not found")
+    {
+        Cause::Unreadable
+    } else {
+        Cause::Malformed
+    }
+}
+
+/// The failure of a write; a precondition that no longer holds means something else changed the
+/// object: the caller checks the drift instead.
+pub fn after_apply_failure(error: &CallError, method: &str) -> Verdict {
+    let mut verdict = failure_verdict(error, method);
+    verdict.record_attempt = !verdict.retried && error.server().is_some();
+    verdict
+}
+
+/// Whether a write or delete was refused because the server holds another revision (or none).
+pub fn is_conflict(error: &CallError) -> bool {
+    matches!(
+        error.reason(),
+        Some(ErrorReason::RevisionMismatch | ErrorReason::ManagerConflict)
+    )
+}
+
+/// A drift check could not be completed: the failure is reported, the drift kept as it was.
+pub fn after_drift_check_failure(error: &CallError, method: &str) -> Verdict {
+    let mut verdict = failure_verdict(error, method);
+    verdict.fields.generation_in_force = None;
+    verdict
+}
+
+/// A change on the server that the reconciler did not make.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DriftReport {
+    /// The revision the server holds; empty when removed.
+    pub server_revision: String,
+    pub removed: bool,
+    pub changed_at: Option<Timestamp>,
+    pub manager: Option<String>,
+    pub actor: Option<String>,
+    /// Differing fields, in the manifest's naming.
+    pub fields: Vec<String>,
+    /// The server's history restarted (a restore from a backup), not a single edit.
+    pub backup_restore: bool,
+}
+
+/// The object drifted: reported, never written over.
+pub fn drifted(report: &DriftReport, written_revision: Option<&str>) -> Verdict {
+    let cause = if report.backup_restore {
+        Cause::BackupRestore
+    } else if report.removed {
+        Cause::Removed
+    } else {
+        Cause::Edited
+    };
+    let mut message = if report.removed {
+        "removed from the server by something else".to_owned()
+    } else {
+        format!(
+            "changed on the server by something else: it holds revision {}, not {}",
+            report.server_revision,
+            written_revision.unwrap_or("the one last written")
+        )
+    };
+    if let Some(at) = report.changed_at {
+        message.push_str(&format!("; changed at {at}"));
+    }
+    match (&report.actor, &report.manager) {
+        (Some(actor), Some(manager)) if !manager.is_empty() => {
+            message.push_str(&format!("; by {actor} (manager {manager})"));
+        }
+        (Some(actor), _) => message.push_str(&format!("; by {actor}")),
+        (None, Some(manager)) if !manager.is_empty() => {
+            message.push_str(&format!("; by manager {manager}"));
+        }
+        _ => {}
+    }
+    if report.backup_restore {
+        message.push_str("; the server's history restarted (a restore from a backup?)");
+    }
+    if !report.fields.is_empty() {
+        message.push_str(&format!(
+            "; fields that differ: {}",
+            report.fields.join(", ")
+        ));
+    }
+    message.push_str(&format!(
+        "; not written over: put the change in the manifest, or annotate {RESTORE_ANNOTATION}=true \
+         to write the declared state back"
+    ));
+    let mut verdict = Verdict::new(Reason::Drifted, cause, message);
+    verdict.fields.drift = DriftUpdate::Set(Drift {
+        server_revision: report.server_revision.clone(),
+        removed: report.removed,
+        changed_at: report.changed_at.map(Time),
+        manager: report.manager.clone().filter(|m| !m.is_empty()),
+        actor: report.actor.clone(),
+        fields: report.fields.iter().take(64).cloned().collect(),
+        detected_at: None,
+    });
+    verdict
+}
+
+/// A drift check found the server holds the revision last written: nothing drifted.
+pub fn no_drift(generation: i64, revision: &str) -> Verdict {
+    let mut verdict = in_force(generation, revision, false);
+    verdict.fields.drift = DriftUpdate::Clear;
+    verdict
+}
+
+/// What deleting the object on the server came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeleteOutcome {
+    /// Deleted, or already gone.
+    Deleted { was_there: bool },
+    /// The server holds another revision (drifted): left in place.
+    Conflict { held_revision: Option<String> },
+}
+
+/// The outcome of carrying out the deletion policy.
+pub fn after_delete(outcome: &DeleteOutcome) -> Verdict {
+    match outcome {
+        DeleteOutcome::Deleted { was_there: true } => Verdict::new(
+            Reason::Deleted,
+            Cause::None,
+            "deletionPolicy Delete: the object was removed from the server".to_owned(),
+        ),
+        DeleteOutcome::Deleted { was_there: false } => Verdict::new(
+            Reason::Deleted,
+            Cause::None,
+            "deletionPolicy Delete: the server no longer held the object".to_owned(),
+        ),
+        DeleteOutcome::Conflict { held_revision } => Verdict::new(
+            Reason::DeletionSkippedDrifted,
+            Cause::RevisionMismatch,
+            format!(
+                "deletionPolicy Delete: the server holds {} rather than the revision this \
+                 resource wrote, so the drifted object was left in place on the server",
+                match held_revision.as_deref() {
+                    Some("") | None => "another revision".to_owned(),
+                    Some(revision) => format!("revision {revision}"),
+                }
+            ),
+        ),
+    }
+}
+
+/// The deletion policy needed no server call: orphaned, drifted, or nothing registered.
+pub fn released(reason: Reason) -> Verdict {
+    let message = match reason {
+        Reason::Orphaned => "deletionPolicy Orphan: the object stays registered on the server",
+        Reason::DeletionSkippedDrifted => {
+            "deletionPolicy Delete: the object drifted on the server, so it was left in place"
+        }
+        _ => "nothing was registered on the server, so nothing was deleted",
+    };
+    let cause = match reason {
+        Reason::DeletionSkippedDrifted => Cause::Edited,
+        _ => Cause::None,
+    };
+    Verdict::new(reason, cause, message.to_owned())
+}

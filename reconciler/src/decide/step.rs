@@ -1,0 +1,216 @@
+//! Which step comes next for a resource, from what is known about it.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
+use nauthera_shared::resources::{DeletionPolicy, ResourceStatus};
+
+/// How the manifest wants the client secret made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecretMode {
+    /// A public client, or one that authenticates with `private_key_jwt`.
+    None,
+    /// The server generates it; the reconciler delivers it into the Secret of this name.
+    Generate { secret_name: String },
+    /// The team holds it in a Secret the reconciler reads and never writes.
+    Provided,
+}
+
+/// What the Secret a generated secret goes into holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecretState {
+    /// Not read (the manifest does not generate a secret).
+    NotApplicable,
+    /// No Secret of that name.
+    Absent,
+    /// A Secret this resource owns; `has_value` when it holds the client secret.
+    Owned { has_value: bool },
+    /// A Secret someone else owns (or nobody), which the reconciler never writes over.
+    Foreign { owner: Option<String> },
+}
+
+/// What the server's change-hint listing says about the object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerView {
+    /// No listing yet, or the listing does not cover the object's organization.
+    Unknown,
+    /// The server holds this revision.
+    Holds { revision: String },
+    /// The listing is complete and the object is not in it.
+    Absent,
+}
+
+/// Everything the next step depends on.
+#[derive(Clone, Debug)]
+pub struct Observed<'a> {
+    /// `metadata.generation`.
+    pub generation: i64,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// The reconciler's finalizer is on the resource.
+    pub has_finalizer: bool,
+    /// `nauthera.io/restore=true`.
+    pub restore_requested: bool,
+    pub deletion_policy: DeletionPolicy,
+    pub status: Option<&'a ResourceStatus>,
+    pub secret_mode: SecretMode,
+    /// A minted secret is held in memory, not yet delivered.
+    pub secret_pending: bool,
+    pub secret_state: SecretState,
+    pub server: ServerView,
+    /// A retried failure asked to wait until then (kept in memory, with the backoff).
+    pub retry_not_before: Option<Timestamp>,
+    pub now: Timestamp,
+}
+
+/// The next step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Put the finalizer on before anything is written to the server.
+    AddFinalizer,
+    /// Write the declared state. `if_revision`: the revision the server must hold (`None`: it
+    /// must hold nothing). `restore`: this writes over a drift on request.
+    Apply {
+        if_revision: Option<String>,
+        rotate_secret: bool,
+        restore: bool,
+    },
+    /// Write the minted secret held in memory into its Secret.
+    DeliverSecret,
+    /// The listing disagrees with the revision last written: read the object to confirm and
+    /// describe the drift (or find the listing was stale).
+    CheckDrift,
+    /// A restore was asked for but nothing drifted: remove the annotation.
+    ClearRestoreAnnotation,
+    /// Delete the object on the server, only if it still holds this revision.
+    Delete { if_revision: String },
+    /// Leave the object on the server and let the manifest go (`Orphan`, or nothing registered).
+    Release { reason: Reason },
+    /// Nothing to do now; look again after the delay, if any.
+    Wait { after: Option<Duration> },
+}
+
+/// The next step for a resource.
+pub fn next_step(observed: &Observed<'_>) -> Step {
+    let status = observed.status;
+    let written = status.and_then(|s| s.revision.clone());
+    let drift = status.and_then(|s| s.drift.as_ref());
+
+    if observed.deleting {
+        if !observed.has_finalizer {
+            return Step::Wait { after: None };
+        }
+        if let Some(wait) = still_backing_off(observed) {
+            return wait;
+        }
+        return match (observed.deletion_policy, written) {
+            (DeletionPolicy::Orphan, _) => Step::Release {
+                reason: Reason::Orphaned,
+            },
+            // Nothing was ever registered: nothing to delete.
+            (DeletionPolicy::Delete, None) => Step::Release {
+                reason: Reason::Deleted,
+            },
+            (DeletionPolicy::Delete, Some(_)) if drift.is_some() => Step::Release {
+                reason: Reason::DeletionSkippedDrifted,
+            },
+            (DeletionPolicy::Delete, Some(revision)) => Step::Delete {
+                if_revision: revision,
+            },
+        };
+    }
+    if !observed.has_finalizer {
+        return Step::AddFinalizer;
+    }
+    if let Some(wait) = still_backing_off(observed) {
+        return wait;
+    }
+
+    let generation_seen = status.and_then(|s| s.observed_generation) == Some(observed.generation);
+    if let Some(drift) = drift {
+        let held = (!drift.removed).then(|| drift.server_revision.clone());
+        if observed.restore_requested {
+            return Step::Apply {
+                if_revision: held,
+                rotate_secret: false,
+                restore: true,
+            };
+        }
+        // A new generation written after the drift was reported is a person's decision about
+        // the declared state: write it over what the server holds.
+        if !generation_seen {
+            return Step::Apply {
+                if_revision: held,
+                rotate_secret: false,
+                restore: false,
+            };
+        }
+        // The server holds the revision this resource wrote again (the change was undone).
+        if matches!(&observed.server, ServerView::Holds { revision } if Some(revision) == status.and_then(|s| s.revision.as_ref()))
+        {
+            return Step::CheckDrift;
+        }
+        return Step::Wait { after: None };
+    }
+    if observed.restore_requested {
+        return Step::ClearRestoreAnnotation;
+    }
+    if observed.secret_pending {
+        return Step::DeliverSecret;
+    }
+
+    let in_force = written.is_some()
+        && status.and_then(|s| s.generation_in_force) == Some(observed.generation);
+    if !in_force {
+        if let Some(wait) = refusal_stands(observed, generation_seen) {
+            return wait;
+        }
+        return Step::Apply {
+            if_revision: written,
+            rotate_secret: false,
+            restore: false,
+        };
+    }
+    if let SecretMode::Generate { .. } = observed.secret_mode {
+        match observed.secret_state {
+            // Minted before a restart and lost with it: mint a new one.
+            SecretState::Absent | SecretState::Owned { has_value: false } => {
+                return Step::Apply {
+                    if_revision: written,
+                    rotate_secret: true,
+                    restore: false,
+                };
+            }
+            SecretState::Foreign { .. } | SecretState::Owned { has_value: true } => {}
+            SecretState::NotApplicable => {}
+        }
+    }
+    match &observed.server {
+        ServerView::Holds { revision } if Some(revision) != written.as_ref() => Step::CheckDrift,
+        ServerView::Absent => Step::CheckDrift,
+        _ => Step::Wait { after: None },
+    }
+}
+
+fn still_backing_off(observed: &Observed<'_>) -> Option<Step> {
+    let until = observed.retry_not_before?;
+    let left = observed.now.duration_until(until);
+    let left = Duration::try_from(left).ok()?;
+    (!left.is_zero()).then_some(Step::Wait { after: Some(left) })
+}
+
+/// A refusal of this generation waits for the next edit, or five minutes after the attempt.
+fn refusal_stands(observed: &Observed<'_>, generation_seen: bool) -> Option<Step> {
+    let status = observed.status?;
+    let refused = status.reason == Some(Reason::Refused) && status.phase == Some(Phase::Error);
+    if !refused || !generation_seen {
+        return None;
+    }
+    let attempted = status.last_attempt_time.as_ref()?.0;
+    let resend_at = attempted
+        .checked_add(jiff::SignedDuration::try_from(REFUSAL_RESEND_AFTER).ok()?)
+        .ok()?;
+    let left = Duration::try_from(observed.now.duration_until(resend_at)).ok()?;
+    (!left.is_zero()).then_some(Step::Wait { after: Some(left) })
+}

@@ -1,0 +1,668 @@
+//! Plain-value tests of the decisions: no clock, no server, no Kubernetes.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
+use nauthera_proto::v1::ErrorReason;
+use nauthera_shared::catalog::{Cause, EventReason, Phase, Reason};
+use nauthera_shared::client::{CallError, ConnectError, ServerError};
+use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
+use tonic::Code;
+
+use super::*;
+
+fn at(seconds: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+}
+
+fn registered(generation: i64, revision: &str) -> ResourceStatus {
+    let verdict = in_force(generation, revision, false);
+    let mut status = status_after(None, &verdict, generation, at(0)).unwrap();
+    status.revision = Some(revision.into());
+    status.generation_in_force = Some(generation);
+    status.client_id = Some("cid".into());
+    status
+}
+
+fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
+    Observed {
+        generation: 1,
+        deleting: false,
+        has_finalizer: true,
+        restore_requested: false,
+        deletion_policy: DeletionPolicy::Delete,
+        status,
+        secret_mode: SecretMode::None,
+        secret_pending: false,
+        secret_state: SecretState::NotApplicable,
+        server: ServerView::Unknown,
+        retry_not_before: None,
+        now: at(100),
+    }
+}
+
+fn apply(if_revision: Option<&str>) -> Step {
+    Step::Apply {
+        if_revision: if_revision.map(str::to_owned),
+        rotate_secret: false,
+        restore: false,
+    }
+}
+
+fn server_error(code: Code, reason: Option<&str>, metadata: &[(&str, &str)]) -> ServerError {
+    let status = match reason {
+        Some(reason) => {
+            let mut details = ErrorDetails::with_error_info(
+                reason,
+                nauthera_proto::ERROR_DOMAIN,
+                metadata
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<HashMap<_, _>>(),
+            );
+            if code == Code::InvalidArgument {
+                details.add_bad_request_violation(
+                    "spec.redirect_uris[0]",
+                    "redirect URI must use https",
+                );
+            }
+            tonic::Status::with_error_details(code, "refused", details)
+        }
+        None => tonic::Status::new(code, "it failed"),
+    };
+    ServerError::from_status(&status)
+}
+
+#[test]
+fn the_next_step_follows_the_resource() {
+    let in_force_1 = registered(1, "r1");
+    let mut drifted_status = registered(1, "r1");
+    drifted_status.drift = Some(Drift {
+        server_revision: "r9".into(),
+        ..Drift::default()
+    });
+    let mut removed_status = registered(1, "r1");
+    removed_status.drift = Some(Drift {
+        removed: true,
+        ..Drift::default()
+    });
+
+    type Case<'a> = (&'a str, Box<dyn Fn(&mut Observed<'a>) + 'a>, Step);
+    let cases: Vec<Case> = vec![
+        (
+            "a new resource first gets the finalizer",
+            Box::new(|o| o.has_finalizer = false),
+            Step::AddFinalizer,
+        ),
+        (
+            "a new resource is created only where nothing is held",
+            Box::new(|_| {}),
+            apply(None),
+        ),
+        (
+            "a new generation names the revision last written",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.generation = 2;
+            }),
+            apply(Some("r1")),
+        ),
+        (
+            "the steady state does nothing",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.server = ServerView::Holds {
+                    revision: "r1".into(),
+                };
+            }),
+            Step::Wait { after: None },
+        ),
+        (
+            "a listing with another revision is checked",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.server = ServerView::Holds {
+                    revision: "r2".into(),
+                };
+            }),
+            Step::CheckDrift,
+        ),
+        (
+            "a listing without the object is checked",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.server = ServerView::Absent;
+            }),
+            Step::CheckDrift,
+        ),
+        (
+            "a drift is not written over",
+            Box::new(|o| o.status = Some(&drifted_status)),
+            Step::Wait { after: None },
+        ),
+        (
+            "a restore writes over the revision the server holds",
+            Box::new(|o| {
+                o.status = Some(&drifted_status);
+                o.restore_requested = true;
+            }),
+            Step::Apply {
+                if_revision: Some("r9".into()),
+                rotate_secret: false,
+                restore: true,
+            },
+        ),
+        (
+            "a restore of a removed object creates it again",
+            Box::new(|o| {
+                o.status = Some(&removed_status);
+                o.restore_requested = true;
+            }),
+            Step::Apply {
+                if_revision: None,
+                rotate_secret: false,
+                restore: true,
+            },
+        ),
+        (
+            "an edit of a drifted manifest is written over the server's revision",
+            Box::new(|o| {
+                o.status = Some(&drifted_status);
+                o.generation = 2;
+            }),
+            apply(Some("r9")),
+        ),
+        (
+            "a restore with nothing drifted only clears the annotation",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.restore_requested = true;
+            }),
+            Step::ClearRestoreAnnotation,
+        ),
+        (
+            "a minted secret in memory is delivered first",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.secret_pending = true;
+            }),
+            Step::DeliverSecret,
+        ),
+        (
+            "a generated secret lost with a restart is minted again",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.secret_mode = SecretMode::Generate {
+                    secret_name: "app".into(),
+                };
+                o.secret_state = SecretState::Absent;
+            }),
+            Step::Apply {
+                if_revision: Some("r1".into()),
+                rotate_secret: true,
+                restore: false,
+            },
+        ),
+        (
+            "a foreign Secret is not a reason to mint again",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.secret_mode = SecretMode::Generate {
+                    secret_name: "app".into(),
+                };
+                o.secret_state = SecretState::Foreign { owner: None };
+            }),
+            Step::Wait { after: None },
+        ),
+        (
+            "a retried failure waits out its backoff",
+            Box::new(|o| o.retry_not_before = Some(at(130))),
+            Step::Wait {
+                after: Some(Duration::from_secs(30)),
+            },
+        ),
+        (
+            "a backoff that has passed does not hold anything up",
+            Box::new(|o| o.retry_not_before = Some(at(50))),
+            apply(None),
+        ),
+        (
+            "deletion with Delete names the revision last written",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.deleting = true;
+            }),
+            Step::Delete {
+                if_revision: "r1".into(),
+            },
+        ),
+        (
+            "deletion with Orphan leaves the object",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.deleting = true;
+                o.deletion_policy = DeletionPolicy::Orphan;
+            }),
+            Step::Release {
+                reason: Reason::Orphaned,
+            },
+        ),
+        (
+            "deletion of a drifted object leaves it in place",
+            Box::new(|o| {
+                o.status = Some(&drifted_status);
+                o.deleting = true;
+            }),
+            Step::Release {
+                reason: Reason::DeletionSkippedDrifted,
+            },
+        ),
+        (
+            "deletion of something never registered deletes nothing",
+            Box::new(|o| o.deleting = true),
+            Step::Release {
+                reason: Reason::Deleted,
+            },
+        ),
+        (
+            "deletion without the finalizer is not ours to do",
+            Box::new(|o| {
+                o.deleting = true;
+                o.has_finalizer = false;
+            }),
+            Step::Wait { after: None },
+        ),
+    ];
+    for (name, change, expected) in cases {
+        let mut o = observed(None);
+        change(&mut o);
+        assert_eq!(next_step(&o), expected, "{name}");
+    }
+}
+
+#[test]
+fn a_refusal_is_sent_again_on_the_next_edit_or_after_five_minutes() {
+    let error = CallError::Server(server_error(
+        Code::InvalidArgument,
+        Some("INVALID_FIELD"),
+        &[("cause", "redirect URI must use https")],
+    ));
+    let verdict = after_apply_failure(&error, "ApplyClient");
+    let refused = status_after(None, &verdict, 1, at(0)).unwrap();
+    assert_eq!(refused.phase, Some(Phase::Error));
+
+    let mut o = observed(Some(&refused));
+    o.now = at(60);
+    assert_eq!(
+        next_step(&o),
+        Step::Wait {
+            after: Some(Duration::from_secs(240))
+        }
+    );
+    o.now = at(300);
+    assert_eq!(next_step(&o), apply(None));
+    o.now = at(60);
+    o.generation = 2;
+    assert_eq!(next_step(&o), apply(None));
+}
+
+#[test]
+fn refusal_messages_carry_code_reason_cause_fields_and_generation() {
+    let error = server_error(
+        Code::InvalidArgument,
+        Some("INVALID_FIELD"),
+        &[
+            ("cause", "redirect URI must use https"),
+            ("generation_in_force", "3"),
+        ],
+    );
+    assert_eq!(
+        refusal_message(&error, "ApplyClient"),
+        "ApplyClient refused: InvalidArgument (INVALID_FIELD): redirect URI must use https; \
+         spec.redirect_uris[0]: redirect URI must use https; generation in force: 3"
+    );
+    let verdict = failure_verdict(&CallError::Server(error), "ApplyClient");
+    assert_eq!(verdict.reason, Reason::Refused);
+    assert_eq!(verdict.cause, Cause::FieldViolation);
+    assert!(!verdict.retried);
+    assert_eq!(verdict.fields.generation_in_force, Some(3));
+
+    let older = server_error(Code::Unimplemented, None, &[]);
+    let text = refusal_message(&older, "ListClientRevisions");
+    assert!(
+        text.contains("the server is older than this call (ListClientRevisions)"),
+        "{text}"
+    );
+    assert!(text.ends_with("generation in force: none"), "{text}");
+}
+
+#[test]
+fn failures_map_onto_reasons_causes_and_retries() {
+    let grant = CallError::Server(server_error(
+        Code::PermissionDenied,
+        Some("OUTSIDE_GRANT"),
+        &[("namespace", "team-a")],
+    ));
+    let cases = [
+        (
+            grant,
+            Reason::Refused,
+            Cause::OutsideGrant,
+            false,
+            Phase::Error,
+        ),
+        (
+            CallError::Server(server_error(Code::Unavailable, None, &[])),
+            Reason::Refused,
+            Cause::Transient,
+            true,
+            Phase::Pending,
+        ),
+        (
+            CallError::Server(server_error(
+                Code::ResourceExhausted,
+                Some("RATE_LIMITED"),
+                &[],
+            )),
+            Reason::Refused,
+            Cause::Transient,
+            true,
+            Phase::Pending,
+        ),
+        (
+            CallError::Server(server_error(Code::PermissionDenied, None, &[])),
+            Reason::Refused,
+            Cause::IdentityNotAllowed,
+            false,
+            Phase::Error,
+        ),
+        (
+            CallError::Connect(ConnectError::Unreachable {
+                address: "s:1".into(),
+                cause: "connection refused".into(),
+            }),
+            Reason::Unreachable,
+            Cause::Transient,
+            true,
+            Phase::Pending,
+        ),
+        (
+            CallError::Connect(ConnectError::CredentialUnavailable {
+                path: "/tls/tls.key".into(),
+                cause: "No such file or directory (os error 2)".into(),
+            }),
+            Reason::CredentialUnavailable,
+            Cause::Unreadable,
+            true,
+            Phase::Pending,
+        ),
+        (
+            CallError::Connect(ConnectError::TrustAnchorUnavailable {
+                path: "/tls/ca.crt".into(),
+                cause: "no certificates in the file".into(),
+            }),
+            Reason::TrustAnchorUnavailable,
+            Cause::Malformed,
+            true,
+            Phase::Pending,
+        ),
+    ];
+    for (error, reason, cause, retried, phase) in cases {
+        let verdict = failure_verdict(&error, "ApplyClient");
+        assert_eq!(
+            (verdict.reason, verdict.cause, verdict.retried),
+            (reason, cause, retried),
+            "{error}"
+        );
+        let status = status_after(None, &verdict, 1, at(0)).unwrap();
+        assert_eq!(status.phase, Some(phase), "{error}");
+    }
+}
+
+#[test]
+fn conflicts_are_told_apart() {
+    let mismatch = CallError::Server(server_error(
+        Code::FailedPrecondition,
+        Some("REVISION_MISMATCH"),
+        &[("revision", "r9")],
+    ));
+    assert!(is_conflict(&mismatch));
+    let fapi = CallError::Server(server_error(
+        Code::FailedPrecondition,
+        Some("FAPI_REQUIREMENTS"),
+        &[],
+    ));
+    assert!(!is_conflict(&fapi));
+    assert_eq!(
+        ErrorReason::from_str_name("MANAGER_CONFLICT"),
+        Some(ErrorReason::ManagerConflict)
+    );
+}
+
+#[test]
+fn the_same_verdict_again_writes_nothing_and_records_nothing() {
+    let status = registered(1, "r1");
+    let verdict = no_drift(1, "r1");
+    assert_eq!(status_after(Some(&status), &verdict, 1, at(500)), None);
+    assert!(events_for(Some(&status), &verdict).is_empty());
+
+    // A retried failure once recorded does not write or record again.
+    let unavailable = failure_verdict(
+        &CallError::Server(server_error(Code::Unavailable, None, &[])),
+        "ApplyClient",
+    );
+    let retrying = status_after(Some(&status), &unavailable, 2, at(10)).unwrap();
+    assert_eq!(events_for(Some(&status), &unavailable).len(), 1);
+    assert_eq!(retrying.last_attempt_time, None);
+    assert_eq!(status_after(Some(&retrying), &unavailable, 2, at(20)), None);
+    assert!(events_for(Some(&retrying), &unavailable).is_empty());
+}
+
+#[test]
+fn the_transition_time_moves_only_on_a_real_change() {
+    let status = registered(1, "r1");
+    let first = status.conditions[0].last_transition_time.clone();
+    // Registered again at generation 2: Ready stays True, the time stays.
+    let applied = Applied {
+        client_id: "cid".into(),
+        revision: "r2".into(),
+        generation_in_force: 2,
+        created: false,
+    };
+    let next = status_after(
+        Some(&status),
+        &after_apply(&applied, None, None, false),
+        2,
+        at(50),
+    )
+    .unwrap();
+    assert_eq!(next.conditions[0].last_transition_time, first);
+    assert_eq!(next.revision.as_deref(), Some("r2"));
+    assert_eq!(next.conditions[0].observed_generation, Some(2));
+    // Drifted: Ready turns False, the time moves.
+    let report = DriftReport {
+        server_revision: "r9".into(),
+        ..DriftReport::default()
+    };
+    let drifted_status =
+        status_after(Some(&next), &drifted(&report, Some("r2")), 2, at(60)).unwrap();
+    assert_eq!(drifted_status.conditions[0].status, "False");
+    assert_eq!(
+        drifted_status.conditions[0].last_transition_time,
+        Time(at(60))
+    );
+    assert_eq!(
+        drifted_status.drift.as_ref().unwrap().detected_at,
+        Some(Time(at(60)))
+    );
+    // The same drift seen later keeps when it was first noticed.
+    assert_eq!(
+        status_after(
+            Some(&drifted_status),
+            &drifted(&report, Some("r2")),
+            2,
+            at(90)
+        ),
+        None
+    );
+}
+
+#[test]
+fn drift_messages_name_revision_time_author_and_fields() {
+    let report = DriftReport {
+        server_revision: "r9".into(),
+        removed: false,
+        changed_at: Some(at(0)),
+        manager: Some("dashboard".into()),
+        actor: Some("user:alice@example.com".into()),
+        fields: vec!["spec.redirectUris".into(), "spec.scopes".into()],
+        backup_restore: false,
+    };
+    let verdict = drifted(&report, Some("r1"));
+    assert_eq!(verdict.reason, Reason::Drifted);
+    assert_eq!(verdict.cause, Cause::Edited);
+    for part in [
+        "holds revision r9, not r1",
+        "changed at 2027-01-15T08:00:00Z",
+        "by user:alice@example.com (manager dashboard)",
+        "fields that differ: spec.redirectUris, spec.scopes",
+        "nauthera.io/restore=true",
+    ] {
+        assert!(
+            verdict.message.contains(part),
+            "{part}: {}",
+            verdict.message
+        );
+    }
+    let status = status_after(None, &verdict, 1, at(5)).unwrap();
+    assert_eq!(status.phase, Some(Phase::Error));
+    let removed = drifted(
+        &DriftReport {
+            removed: true,
+            ..DriftReport::default()
+        },
+        Some("r1"),
+    );
+    assert_eq!(removed.cause, Cause::Removed);
+    assert!(removed.message.starts_with("removed from the server"));
+}
+
+#[test]
+fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
+    let applied = Applied {
+        client_id: "cid".into(),
+        revision: "r1".into(),
+        generation_in_force: 1,
+        created: true,
+    };
+    let delivered = after_apply(&applied, Some("app-secret"), Some(Ok(())), false);
+    assert_eq!(delivered.reason, Reason::Registered);
+    let reasons: Vec<EventReason> = events_for(None, &delivered)
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            EventReason::Applied,
+            EventReason::SecretDelivered,
+            EventReason::Registered
+        ]
+    );
+    let status = status_after(None, &delivered, 1, at(0)).unwrap();
+    assert_eq!(status.secret_ref.unwrap().name, "app-secret");
+
+    let foreign = after_apply(
+        &applied,
+        Some("app-secret"),
+        Some(Err(SecretWriteFailure::Foreign {
+            owner: Some("Deployment/web".into()),
+        })),
+        false,
+    );
+    assert_eq!(foreign.reason, Reason::SecretUndeliverable);
+    assert_eq!(foreign.cause, Cause::ForeignSecret);
+    assert!(foreign.message.contains("owner Deployment/web"));
+    // The write still happened: its revision is recorded.
+    let status = status_after(None, &foreign, 1, at(0)).unwrap();
+    assert_eq!(status.revision.as_deref(), Some("r1"));
+    assert_eq!(status.phase, Some(Phase::Error));
+    assert_eq!(status.secret_ref, None);
+
+    let flaky = after_secret_failure(
+        &SecretWriteFailure::Other {
+            message: "timeout".into(),
+        },
+        "app-secret",
+    );
+    assert_eq!(
+        status_after(None, &flaky, 1, at(0)).unwrap().phase,
+        Some(Phase::Pending)
+    );
+}
+
+#[test]
+fn a_restore_records_restored_and_clears_the_drift() {
+    let mut status = registered(1, "r1");
+    status.drift = Some(Drift {
+        server_revision: "r9".into(),
+        ..Drift::default()
+    });
+    let applied = Applied {
+        client_id: "cid".into(),
+        revision: "r10".into(),
+        generation_in_force: 1,
+        created: false,
+    };
+    let verdict = after_apply(&applied, None, None, true);
+    assert_eq!(verdict.reason, Reason::Restored);
+    let next = status_after(Some(&status), &verdict, 1, at(5)).unwrap();
+    assert_eq!(next.drift, None);
+    assert_eq!(next.phase, Some(Phase::Registered));
+    assert_eq!(next.conditions[0].status, "True");
+    assert!(
+        events_for(Some(&status), &verdict)
+            .iter()
+            .any(|e| e.reason == EventReason::Restored)
+    );
+}
+
+#[test]
+fn deletion_outcomes() {
+    let cases = [
+        (
+            after_delete(&DeleteOutcome::Deleted { was_there: true }),
+            Reason::Deleted,
+        ),
+        (
+            after_delete(&DeleteOutcome::Conflict {
+                held_revision: Some("r9".into()),
+            }),
+            Reason::DeletionSkippedDrifted,
+        ),
+        (released(Reason::Orphaned), Reason::Orphaned),
+    ];
+    for (verdict, reason) in cases {
+        assert_eq!(verdict.reason, reason);
+        assert_eq!(
+            events_for(None, &verdict)[0].reason,
+            reason.entry().event,
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn secret_ref_problems_name_the_secret() {
+    let verdict = secret_ref_unavailable("creds", "clientSecret", SecretRefProblem::NoKey);
+    assert_eq!(verdict.reason, Reason::SecretRefUnavailable);
+    assert!(
+        verdict
+            .message
+            .contains("Secret creds has no key clientSecret")
+    );
+    assert!(!verdict.record_attempt);
+}
