@@ -1,5 +1,7 @@
 //! Access control like `server.grpc.tls.allowed_clients`: each outcome, with its metadata.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use nauthera_fake_server::FakeServerConfig;

@@ -1,6 +1,8 @@
 //! The binary: one command with a config file, certificates generated into an empty folder, one
 //! parsable line on stdout, and the control API.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::io::{BufRead, BufReader};

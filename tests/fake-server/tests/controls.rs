@@ -1,6 +1,8 @@
 //! Test controls: faults, latency, an older server, out-of-band changes, backup restores, the
 //! change stream, and the counters.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! State and rules: revisions and preconditions, managers, secrets, field rules and audit.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use nauthera_fake_server::{FakeServerConfig, FapiModeSetting, OrganizationConfig};

@@ -1,6 +1,8 @@
 //! Mutual TLS: who gets in, how identities are read, what the client reports when it cannot
 //! connect, and certificate rotation without restarting anything.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;
@@ -285,4 +287,35 @@ async fn a_certificate_without_an_allowed_identity_is_refused_by_reason() {
         server.metadata.get("identity").map(String::as_str),
         Some("dns:stranger.example")
     );
+}
+
+#[tokio::test]
+async fn files_gone_before_a_reconnection_are_reported_by_kind_on_the_call() {
+    let harness = Harness::start().await;
+    let dir = harness.client_dir(OPERATOR);
+    let client = AdminClient::connect(harness.settings(&dir)).await.unwrap();
+    client.get_server_info().await.unwrap();
+
+    std::fs::remove_file(dir.join("tls.key")).unwrap();
+    harness.server.restart().await.unwrap();
+    let error = client.get_server_info().await.unwrap_err();
+    assert!(
+        matches!(&error, CallError::Connect(ConnectError::CredentialUnavailable { path, .. }) if path.ends_with("tls.key")),
+        "{error:?}"
+    );
+    assert!(!error.is_retryable());
+
+    harness.pki.write_client_dir(&dir, OPERATOR).unwrap();
+    std::fs::write(dir.join("ca.crt"), "not a certificate").unwrap();
+    let error = client.get_server_info().await.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            CallError::Connect(ConnectError::TrustAnchorUnavailable { .. })
+        ),
+        "{error:?}"
+    );
+
+    std::fs::write(dir.join("ca.crt"), harness.pki.ca.cert_pem()).unwrap();
+    assert!(client.get_server_info().await.is_ok());
 }

@@ -1,6 +1,6 @@
 //! What every test of the fake needs: a PKI, a running fake, clients with chosen identities.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::PathBuf;
 use std::time::Duration;
