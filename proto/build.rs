@@ -8,6 +8,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
+        // These carry client secrets; `src/redact.rs` gives them a Debug that never prints one.
+        .skip_debug([
+            "nauthera.admin.v1.ClientSpec",
+            "nauthera.admin.v1.ClientSpec.secret",
+            "nauthera.admin.v1.ApplyClientResponse",
+            "nauthera.admin.v1.IdentityProviderSpec",
+        ])
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -4,6 +4,8 @@
 //! is documented there. Rich error details (`google.rpc.ErrorInfo`, `google.rpc.BadRequest`) come
 //! from `tonic-types`, re-exported here so every user agrees on one version.
 
+mod redact;
+
 pub use tonic_types;
 
 /// The `nauthera.admin.v1` package.
