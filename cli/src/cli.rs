@@ -1,0 +1,188 @@
+//! The command line, as kubectl users expect it: the connection flags and `-o` work before or
+//! after the subcommand.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Status, restore and diagnosis of nauthera resources (OIDCClient, Branding, IdentityProvider,
+/// Organization) and of the reconciler that registers them.
+#[derive(Debug, Parser)]
+#[command(name = "kubectl-nauthera", bin_name = "kubectl nauthera", version)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: the current context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The namespace (default: the context's namespace).
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Every namespace.
+    #[arg(short = 'A', long, global = true, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+    /// When to use colours; `NO_COLOR` in the environment always turns them off.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// The namespace the reconciler runs in (where it publishes its state).
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAMESPACE",
+        env = "NAUTHERA_RECONCILER_NAMESPACE",
+        default_value = "nauthera-system"
+    )]
+    pub reconciler_namespace: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// A table for people.
+    Table,
+    /// The table with more columns.
+    Wide,
+    /// The report as JSON (see the README for its shape).
+    Json,
+    /// The same report as YAML.
+    Yaml,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colours when standard output is a terminal.
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The control plane and every resource: phase, reason, revisions, grant check, summary.
+    Status(StatusArgs),
+    /// The runbook of a resource's reason, with live facts and each check run.
+    Diagnose(DiagnoseArgs),
+    /// Write the declared state back over drifted resources (the restore annotation).
+    Restore(RestoreArgs),
+    /// Print a shell completion script.
+    Completion(CompletionArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// KIND or KIND/NAME (oidcclient, branding, identityprovider, organization, or their short
+    /// names); every kind when absent.
+    pub target: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// KIND/NAME of the resource to diagnose.
+    #[arg(conflicts_with_all = ["all", "file"])]
+    pub target: Option<String>,
+    /// Every resource in scope that is not Registered.
+    #[arg(long, conflicts_with = "file")]
+    pub all: bool,
+    /// Check manifests before they are applied (a file, or `-` for standard input).
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// With -f: check only the files, without the cluster.
+    #[arg(long, requires = "file")]
+    pub local: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// KIND/NAME of each resource to restore.
+    #[arg(conflicts_with = "all_drifted")]
+    pub targets: Vec<String>,
+    /// Every drifted resource in scope.
+    #[arg(long)]
+    pub all_drifted: bool,
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Show what would be written back and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How long to wait for each resource to be restored (e.g. 90s, 2m).
+    #[arg(long, value_parser = parse_duration, default_value = "2m")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    pub shell: clap_complete::Shell,
+}
+
+/// `90`, `90s`, `2m`, `1h`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write it like 90s, 2m or 1h"))?;
+    let seconds = match unit {
+        "s" => value,
+        "m" => value * 60,
+        "h" => value * 3600,
+        _ => return Err(format!("unknown unit in `{text}`; use s, m or h")),
+    };
+    Ok(Duration::from_secs(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_work_after_the_subcommand() {
+        let cli = Cli::try_parse_from([
+            "kubectl-nauthera",
+            "status",
+            "oidcclient/shop",
+            "-n",
+            "team-a",
+            "-o",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.namespace.as_deref(), Some("team-a"));
+        assert_eq!(cli.global.output, OutputFormat::Json);
+    }
+
+    #[test]
+    fn namespace_and_all_namespaces_exclude_each_other() {
+        assert!(Cli::try_parse_from(["kubectl-nauthera", "status", "-n", "a", "-A"]).is_err());
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("2d").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+}

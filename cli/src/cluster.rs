@@ -1,0 +1,240 @@
+//! The Kubernetes edge: a client built from the kubeconfig the way kubectl builds it, and the
+//! reads every command shares.
+
+use kube::api::{Api, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
+use serde::de::DeserializeOwned;
+
+use crate::cli::GlobalArgs;
+use crate::error::{CliError, api_code};
+use crate::kinds::Kind;
+use crate::view::ResourceView;
+
+/// Which namespaces a command looks at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Namespace(String),
+}
+
+/// A connected cluster and the namespace the user means.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: Client,
+    /// `-n`, else the context's namespace, else `default`.
+    pub namespace: String,
+    pub scope: Scope,
+}
+
+impl Cluster {
+    /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`), `--context`, `-n`, `-A`.
+    pub async fn connect(args: &GlobalArgs) -> Result<Cluster, CliError> {
+        let (kubeconfig, where_) = match &args.kubeconfig {
+            Some(path) => (
+                Kubeconfig::read_from(path),
+                format!("--kubeconfig {}", path.display()),
+            ),
+            None => (
+                Kubeconfig::read(),
+                "$KUBECONFIG or ~/.kube/config".to_owned(),
+            ),
+        };
+        let kubeconfig = kubeconfig.map_err(|source| CliError::Kubeconfig {
+            where_: where_.clone(),
+            source,
+        })?;
+        let options = KubeConfigOptions {
+            context: args.context.clone(),
+            ..KubeConfigOptions::default()
+        };
+        let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(|source| CliError::Kubeconfig { where_, source })?;
+        let namespace = args
+            .namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace.clone());
+        let client = Client::try_from(config).map_err(CliError::Client)?;
+        let scope = if args.all_namespaces {
+            Scope::All
+        } else {
+            Scope::Namespace(namespace.clone())
+        };
+        Ok(Cluster {
+            client,
+            namespace,
+            scope,
+        })
+    }
+
+    pub fn api<K>(&self, scope: &Scope) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        match scope {
+            Scope::All => Api::all(self.client.clone()),
+            Scope::Namespace(namespace) => Api::namespaced(self.client.clone(), namespace),
+        }
+    }
+
+    pub fn namespaced<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    /// Every resource of `kind` in `scope`; `Ok(None)` when the kind is not installed.
+    pub async fn list_kind(
+        &self,
+        kind: Kind,
+        scope: &Scope,
+    ) -> Result<Option<Vec<ResourceView>>, CliError> {
+        match kind {
+            Kind::OIDCClient => self.list::<OIDCClient>(kind, scope).await.map(|items| {
+                items.map(|items| items.iter().map(ResourceView::of_client).collect())
+            }),
+            Kind::Branding => self.list::<Branding>(kind, scope).await.map(|items| {
+                items.map(|items| items.iter().map(ResourceView::of_branding).collect())
+            }),
+            Kind::IdentityProvider => {
+                self.list::<IdentityProvider>(kind, scope)
+                    .await
+                    .map(|items| {
+                        items.map(|items| {
+                            items
+                                .iter()
+                                .map(ResourceView::of_identity_provider)
+                                .collect()
+                        })
+                    })
+            }
+            Kind::Organization => self.list::<Organization>(kind, scope).await.map(|items| {
+                items.map(|items| items.iter().map(ResourceView::of_organization).collect())
+            }),
+        }
+    }
+
+    async fn list<K>(&self, kind: Kind, scope: &Scope) -> Result<Option<Vec<K>>, CliError>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        match self.api::<K>(scope).list(&ListParams::default()).await {
+            Ok(list) => Ok(Some(list.items)),
+            Err(error) if api_code(&error) == Some(404) => Ok(None),
+            Err(error) => Err(CliError::kube(
+                format!("listing {}{}", kind.plural(), scope_words(scope)),
+                &error,
+            )),
+        }
+    }
+
+    /// One resource; `Ok(None)` when it does not exist.
+    pub async fn get_view(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<ResourceView>, CliError> {
+        let what = || {
+            format!(
+                "reading {}/{name} in namespace {namespace}",
+                kind.singular()
+            )
+        };
+        let result = match kind {
+            Kind::OIDCClient => self
+                .namespaced::<OIDCClient>(namespace)
+                .get_opt(name)
+                .await
+                .map(|item| item.as_ref().map(ResourceView::of_client)),
+            Kind::Branding => self
+                .namespaced::<Branding>(namespace)
+                .get_opt(name)
+                .await
+                .map(|item| item.as_ref().map(ResourceView::of_branding)),
+            Kind::IdentityProvider => self
+                .namespaced::<IdentityProvider>(namespace)
+                .get_opt(name)
+                .await
+                .map(|item| item.as_ref().map(ResourceView::of_identity_provider)),
+            Kind::Organization => self
+                .namespaced::<Organization>(namespace)
+                .get_opt(name)
+                .await
+                .map(|item| item.as_ref().map(ResourceView::of_organization)),
+        };
+        match result {
+            Ok(view) => Ok(view),
+            Err(error) if api_code(&error) == Some(404) => Ok(None),
+            Err(error) => Err(CliError::kube(what(), &error)),
+        }
+    }
+
+    /// One resource that must exist.
+    pub async fn require_view(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<ResourceView, CliError> {
+        self.get_view(kind, namespace, name).await?.ok_or_else(|| {
+            CliError::Usage(format!(
+                "{}/{name} not found in namespace {namespace}; check the name, or pass -n with \
+                 its namespace",
+                kind.singular()
+            ))
+        })
+    }
+
+    /// Every resource of the given kinds in `scope`, in a stable order; kinds that are not
+    /// installed are named in the second value.
+    pub async fn list_views(
+        &self,
+        kinds: &[Kind],
+        scope: &Scope,
+    ) -> Result<(Vec<ResourceView>, Vec<Kind>), CliError> {
+        let mut views = Vec::new();
+        let mut missing = Vec::new();
+        for kind in kinds {
+            match self.list_kind(*kind, scope).await? {
+                Some(items) => views.extend(items),
+                None => missing.push(*kind),
+            }
+        }
+        sort_views(&mut views);
+        Ok((views, missing))
+    }
+
+    /// The Organizations that map issuers to slugs: every namespace when allowed, else the
+    /// current one.
+    pub async fn organizations(&self) -> Vec<ResourceView> {
+        if let Ok(Some(all)) = self.list_kind(Kind::Organization, &Scope::All).await {
+            return all;
+        }
+        self.list_kind(
+            Kind::Organization,
+            &Scope::Namespace(self.namespace.clone()),
+        )
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+    }
+}
+
+pub fn sort_views(views: &mut [ResourceView]) {
+    views.sort_by(|a, b| (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name)));
+}
+
+fn scope_words(scope: &Scope) -> String {
+    match scope {
+        Scope::All => " in every namespace".to_owned(),
+        Scope::Namespace(namespace) => format!(" in namespace {namespace}"),
+    }
+}

@@ -1,0 +1,696 @@
+//! Diagnosis as a pure function: the catalog's runbook for the resource's reason, its text filled
+//! with the live facts, and each step's check evaluated over facts gathered beforehand.
+
+use jiff::Timestamp;
+use nauthera_shared::catalog::{
+    DiagnoseCheck, Facts, Phase, Placeholder, Reason, render, runbook_url,
+};
+use serde::Serialize;
+
+use crate::commands::status::report::{
+    CERTIFICATE_WARNING_SECONDS, DriftVerdict, control_plane_report, drift_summary,
+};
+use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::facts::{AccessVerdict, EventFact, SecretFacts};
+use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
+use crate::timefmt::{seconds_between, short_duration};
+use crate::view::{ResourceView, SecretUse};
+use crate::workloads::Consumer;
+
+/// How many recent events a diagnosis shows.
+const RECENT_EVENTS: usize = 10;
+
+/// Everything gathered about one resource before its diagnosis.
+#[derive(Clone, Debug)]
+pub struct DiagnoseFacts {
+    pub view: ResourceView,
+    pub control_plane: ControlPlaneFacts,
+    pub organization: Option<String>,
+    /// The Secret in question, if the resource has one.
+    pub secret: Option<Result<SecretFacts, String>>,
+    /// The access reviews for the reconciler's ServiceAccount on Secrets in the namespace.
+    pub access: Vec<AccessVerdict>,
+    pub events: Result<Vec<EventFact>, String>,
+    pub consumers: Result<Vec<Consumer>, String>,
+    /// Every drifted resource visible, for the drift count.
+    pub drifted: Vec<ResourceView>,
+    pub now: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckStatus {
+    Passed,
+    Warning,
+    Failed,
+    /// Facts shown, nothing to judge.
+    Info,
+    /// The plugin cannot run it; the command is for a person.
+    Manual,
+}
+
+impl CheckStatus {
+    pub fn needs_attention(self) -> bool {
+        matches!(self, CheckStatus::Warning | CheckStatus::Failed)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepResult {
+    pub number: usize,
+    pub check: DiagnoseCheck,
+    pub status: CheckStatus,
+    /// The step's runbook text, placeholders filled.
+    pub text: String,
+    pub command: String,
+    pub findings: Vec<String>,
+    pub runbook: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diagnosis {
+    pub kind: crate::kinds::Kind,
+    pub namespace: String,
+    pub name: String,
+    /// The status's reason; `Pending` is used for a resource the reconciler has not seen yet.
+    pub reason: Reason,
+    pub reconciled: bool,
+    pub phase: Option<Phase>,
+    pub message: Option<String>,
+    pub title: String,
+    pub summary: String,
+    pub runbook: String,
+    pub steps: Vec<StepResult>,
+    pub mitigation: Vec<String>,
+    pub escalation: Vec<String>,
+    pub attention: bool,
+}
+
+/// The placeholder facts of a resource.
+pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
+    let view = &facts.view;
+    let mut filled = Facts::install_defaults()
+        .with(Placeholder::Namespace, &view.namespace)
+        .with(Placeholder::Name, &view.name)
+        .with(Placeholder::Kind, view.kind.singular())
+        .with(
+            Placeholder::ReconcilerNamespace,
+            &facts.control_plane.namespace,
+        )
+        .with(Placeholder::ReconcilerServiceAccount, RECONCILER_NAME);
+    if let Some(secret) = view.secret.name() {
+        filled.set(Placeholder::Secret, secret);
+    }
+    if let Some(client_id) = view
+        .status
+        .as_ref()
+        .and_then(|status| status.client_id.as_ref())
+    {
+        filled.set(Placeholder::ClientId, client_id);
+    }
+    if let Some(slug) = &facts.organization {
+        filled.set(Placeholder::Slug, slug);
+    }
+    filled
+}
+
+pub fn diagnose(facts: &DiagnoseFacts) -> Diagnosis {
+    let view = &facts.view;
+    let reason = view.reason().unwrap_or(Reason::Pending);
+    let entry = reason.entry();
+    let filled = placeholder_facts(facts);
+    let url = runbook_url(reason);
+    let steps: Vec<StepResult> = entry
+        .runbook
+        .diagnosis
+        .iter()
+        .enumerate()
+        .map(|(index, step)| {
+            let (status, findings) = evaluate(step.check, facts);
+            StepResult {
+                number: index + 1,
+                check: step.check,
+                status,
+                text: render(step.text, &filled),
+                command: render(step.command, &filled),
+                findings,
+                runbook: format!("{url}#diagnosis"),
+            }
+        })
+        .collect();
+    let attention = view.phase() != Some(Phase::Registered)
+        || steps.iter().any(|step| step.status.needs_attention());
+    Diagnosis {
+        kind: view.kind,
+        namespace: view.namespace.clone(),
+        name: view.name.clone(),
+        reason,
+        reconciled: view.status.is_some(),
+        phase: view.phase(),
+        message: view.message().map(str::to_owned),
+        title: entry.runbook.title.to_owned(),
+        summary: render(entry.runbook.summary, &filled),
+        runbook: url,
+        steps,
+        mitigation: entry
+            .runbook
+            .mitigation
+            .iter()
+            .map(|text| render(text, &filled))
+            .collect(),
+        escalation: entry
+            .runbook
+            .escalation
+            .iter()
+            .map(|text| render(text, &filled))
+            .collect(),
+        attention,
+    }
+}
+
+/// One check over the gathered facts.
+pub fn evaluate(check: DiagnoseCheck, facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    match check {
+        DiagnoseCheck::ConditionMessage => condition(facts),
+        DiagnoseCheck::Events => events(facts),
+        DiagnoseCheck::SecretOwner => secret_owner(facts),
+        DiagnoseCheck::SecretConsumers => secret_consumers(facts),
+        DiagnoseCheck::SecretRefPresent => secret_ref_present(facts),
+        DiagnoseCheck::ReconcilerCanI => can_i(facts),
+        DiagnoseCheck::GrantCovers => grant(facts),
+        DiagnoseCheck::DriftRevisions => drift_revisions(facts),
+        DiagnoseCheck::DriftWho => drift_who(facts),
+        DiagnoseCheck::DriftCount => drift_count(facts),
+        DiagnoseCheck::ProbeState => probe(facts),
+        DiagnoseCheck::CertificateExpiry => certificate(facts),
+        DiagnoseCheck::ReconcilerLogs => (
+            CheckStatus::Manual,
+            vec!["the plugin does not read pod logs; run the command above".to_owned()],
+        ),
+        DiagnoseCheck::ReconcileMetrics
+        | DiagnoseCheck::ServerCallMetrics
+        | DiagnoseCheck::AuditLog
+        | DiagnoseCheck::None => (CheckStatus::Manual, Vec::new()),
+    }
+}
+
+fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let view = &facts.view;
+    let Some(status) = &view.status else {
+        return (
+            CheckStatus::Warning,
+            vec![
+                "no status yet: the reconciler has not processed this resource; check that it \
+                 runs and watches this namespace (kubectl nauthera status)"
+                    .to_owned(),
+            ],
+        );
+    };
+    let mut findings = Vec::new();
+    if let Some(condition) = view.ready_condition() {
+        findings.push(format!(
+            "Ready={} reason={} since {} ({} ago)",
+            condition.status,
+            condition.reason,
+            condition.last_transition_time.0,
+            short_duration(seconds_between(condition.last_transition_time.0, facts.now))
+        ));
+        if !condition.message.is_empty() {
+            findings.push(format!("message: {}", condition.message));
+        }
+    } else if let Some(message) = view.message() {
+        findings.push(format!("message: {message}"));
+    }
+    let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
+    findings.push(format!(
+        "generation {}, observed {}, in force on the server {}",
+        number(view.generation),
+        number(status.observed_generation),
+        number(status.generation_in_force)
+    ));
+    if let Some(revision) = &status.revision {
+        findings.push(format!("revision written: {revision}"));
+    }
+    if let Some(client_id) = &status.client_id {
+        findings.push(format!("client id: {client_id}"));
+    }
+    if view.generation.is_some() && status.observed_generation < view.generation {
+        findings.push("the newest generation has not been processed yet".to_owned());
+    }
+    let outcome = match status.phase {
+        Some(Phase::Registered) => CheckStatus::Passed,
+        Some(Phase::Pending) => CheckStatus::Warning,
+        Some(Phase::Error) | None => CheckStatus::Failed,
+    };
+    (outcome, findings)
+}
+
+fn events(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    match &facts.events {
+        Err(problem) => (CheckStatus::Warning, vec![problem.clone()]),
+        Ok(events) if events.is_empty() => (
+            CheckStatus::Info,
+            vec!["no events (they expire after an hour by default)".to_owned()],
+        ),
+        Ok(events) => {
+            let start = events.len().saturating_sub(RECENT_EVENTS);
+            let lines = events[start..]
+                .iter()
+                .map(|event| {
+                    format!(
+                        "{} ago  {}  {}{}  {}",
+                        event.time.map_or_else(
+                            || "?".to_owned(),
+                            |time| short_duration(seconds_between(time, facts.now))
+                        ),
+                        event.type_,
+                        event.reason,
+                        if event.count > 1 {
+                            format!(" (x{})", event.count)
+                        } else {
+                            String::new()
+                        },
+                        event.message
+                    )
+                })
+                .collect();
+            (CheckStatus::Info, lines)
+        }
+    }
+}
+
+fn secret_owner(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let view = &facts.view;
+    let Some(secret) = &facts.secret else {
+        return (
+            CheckStatus::Info,
+            vec!["this resource writes no Secret".to_owned()],
+        );
+    };
+    let secret = match secret {
+        Ok(secret) => secret,
+        Err(problem) => return (CheckStatus::Warning, vec![problem.clone()]),
+    };
+    if !secret.exists {
+        return (
+            CheckStatus::Passed,
+            vec![format!(
+                "Secret {} does not exist: the reconciler creates it, owned by {}",
+                secret.name,
+                view.reference()
+            )],
+        );
+    }
+    if secret.owned_by(view.kind, &view.name, &view.uid) {
+        return (
+            CheckStatus::Passed,
+            vec![format!(
+                "Secret {} is owned by {}",
+                secret.name,
+                view.reference()
+            )],
+        );
+    }
+    let owners = if secret.owners.is_empty() {
+        "no owner (created by hand or by another tool)".to_owned()
+    } else {
+        secret
+            .owners
+            .iter()
+            .map(|owner| format!("{}/{}", owner.kind, owner.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    (
+        CheckStatus::Failed,
+        vec![
+            format!(
+                "Secret {} exists and belongs to {owners}: the reconciler never writes over a \
+                 Secret it does not own",
+                secret.name
+            ),
+            "choose another name in spec.secret.secretName, or delete that Secret if nothing \
+             needs it"
+                .to_owned(),
+        ],
+    )
+}
+
+fn secret_consumers(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let Some(secret) = facts.view.secret.name() else {
+        return (
+            CheckStatus::Info,
+            vec!["this resource has no Secret".to_owned()],
+        );
+    };
+    match &facts.consumers {
+        Err(problem) => (CheckStatus::Warning, vec![problem.clone()]),
+        Ok(consumers) if consumers.is_empty() => (
+            CheckStatus::Info,
+            vec![format!(
+                "no Deployment, StatefulSet or DaemonSet in {} uses Secret {secret}",
+                facts.view.namespace
+            )],
+        ),
+        Ok(consumers) => (
+            CheckStatus::Info,
+            consumers
+                .iter()
+                .map(|consumer| {
+                    format!(
+                        "{}/{} uses Secret {secret} ({}); restart: {}",
+                        consumer.kind,
+                        consumer.name,
+                        consumer.uses.join(", "),
+                        consumer.restart_command(&facts.view.namespace)
+                    )
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn secret_ref_present(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let SecretUse::Referenced { name, key } = &facts.view.secret else {
+        return (
+            CheckStatus::Info,
+            vec!["this resource references no Secret".to_owned()],
+        );
+    };
+    match &facts.secret {
+        Some(Ok(secret)) if !secret.exists => (
+            CheckStatus::Failed,
+            vec![format!(
+                "Secret {name} does not exist in namespace {}; create it (or check the \
+                 SealedSecret or tool that should)",
+                facts.view.namespace
+            )],
+        ),
+        Some(Ok(secret)) if !secret.keys.iter().any(|k| k == key) => (
+            CheckStatus::Failed,
+            vec![format!(
+                "Secret {name} has no key {key} (it has: {}); fix secretRef.key or the Secret",
+                if secret.keys.is_empty() {
+                    "none".to_owned()
+                } else {
+                    secret.keys.join(", ")
+                }
+            )],
+        ),
+        Some(Ok(_)) => (
+            CheckStatus::Passed,
+            vec![format!("Secret {name} exists and holds key {key}")],
+        ),
+        Some(Err(problem)) => (CheckStatus::Warning, vec![problem.clone()]),
+        None => (
+            CheckStatus::Warning,
+            vec!["the Secret was not read".to_owned()],
+        ),
+    }
+}
+
+fn can_i(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    if facts.access.is_empty() {
+        return (
+            CheckStatus::Info,
+            vec!["no access review was needed".to_owned()],
+        );
+    }
+    let subject = format!(
+        "system:serviceaccount:{}:{RECONCILER_NAME}",
+        facts.control_plane.namespace
+    );
+    let mut findings = Vec::new();
+    let mut outcome = CheckStatus::Passed;
+    for verdict in &facts.access {
+        match verdict.allowed {
+            Some(true) => findings.push(format!("{} secrets: yes", verdict.verb)),
+            Some(false) => {
+                outcome = CheckStatus::Failed;
+                findings.push(format!(
+                    "{} secrets: no{}",
+                    verdict.verb,
+                    if verdict.detail.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", verdict.detail)
+                    }
+                ));
+            }
+            None => {
+                if outcome == CheckStatus::Passed {
+                    outcome = CheckStatus::Warning;
+                }
+                findings.push(format!("{} secrets: {}", verdict.verb, verdict.detail));
+            }
+        }
+    }
+    findings.insert(
+        0,
+        format!("as {subject} in namespace {}:", facts.view.namespace),
+    );
+    if outcome == CheckStatus::Failed {
+        findings.push(format!(
+            "grant them with a Role on secrets in {} bound to ServiceAccount {}/{RECONCILER_NAME}",
+            facts.view.namespace, facts.control_plane.namespace
+        ));
+    }
+    (outcome, findings)
+}
+
+fn grant(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let view = &facts.view;
+    let outcome = grant_check::check(
+        ReportedGrants::from_state(facts.control_plane.state.as_ref()),
+        view.kind.operation(),
+        facts.organization.as_deref(),
+        &view.namespace,
+    );
+    let call = format!(
+        "operation {} on organization {} in namespace {}",
+        view.kind.operation(),
+        facts.organization.as_deref().unwrap_or("(unknown)"),
+        view.namespace
+    );
+    match outcome {
+        GrantCheck::Covered => (
+            CheckStatus::Passed,
+            vec![format!("the reported grant covers {call}")],
+        ),
+        GrantCheck::Unknown { why } => (
+            CheckStatus::Warning,
+            vec![format!("cannot check {call}: {why}")],
+        ),
+        GrantCheck::Outside {
+            reason,
+            cause,
+            proposed_entry,
+        } => {
+            let mut findings = vec![
+                format!("{reason}: {cause} ({call})"),
+                "this allowedClients entry of the server's configuration would cover it:"
+                    .to_owned(),
+            ];
+            findings.extend(
+                entry_yaml(&proposed_entry)
+                    .lines()
+                    .map(|line| format!("  {line}")),
+            );
+            (CheckStatus::Failed, findings)
+        }
+    }
+}
+
+fn drift_revisions(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let view = &facts.view;
+    let drift = view
+        .status
+        .as_ref()
+        .and_then(|status| status.drift.as_ref());
+    let (declared, server) = view.revisions();
+    let declared = declared.unwrap_or_else(|| "-".to_owned());
+    match drift {
+        None => (
+            CheckStatus::Passed,
+            vec![format!("no drift recorded; revision written: {declared}")],
+        ),
+        Some(drift) => {
+            let mut findings = vec![format!(
+                "revision written by the reconciler: {declared}; on the server: {}",
+                server.unwrap_or_else(|| "-".to_owned())
+            )];
+            if drift.removed {
+                findings.push("the object is gone from the server".to_owned());
+            }
+            if let Some(changed) = &drift.changed_at {
+                findings.push(format!(
+                    "changed at {} ({} ago)",
+                    changed.0,
+                    short_duration(seconds_between(changed.0, facts.now))
+                ));
+            }
+            (CheckStatus::Failed, findings)
+        }
+    }
+}
+
+fn drift_who(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let Some(drift) = facts
+        .view
+        .status
+        .as_ref()
+        .and_then(|status| status.drift.as_ref())
+    else {
+        return (CheckStatus::Passed, vec!["no drift recorded".to_owned()]);
+    };
+    let mut findings = vec![format!(
+        "changed by manager {}, actor {}",
+        drift.manager.as_deref().unwrap_or("(none named)"),
+        drift
+            .actor
+            .as_deref()
+            .unwrap_or("(unknown: see the audit log)")
+    )];
+    if let Some(changed) = &drift.changed_at {
+        findings.push(format!("at {}", changed.0));
+    }
+    if !drift.fields.is_empty() {
+        findings.push(format!("fields that differ: {}", drift.fields.join(", ")));
+    }
+    if let Some(detected) = &drift.detected_at {
+        findings.push(format!("noticed by the reconciler at {}", detected.0));
+    }
+    (CheckStatus::Failed, findings)
+}
+
+fn drift_count(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let summary = drift_summary(&facts.drifted);
+    let mut findings = vec![match summary.verdict {
+        DriftVerdict::None => "no resource is drifted".to_owned(),
+        DriftVerdict::LikelyPerson => {
+            "one resource drifted: one change, most likely a person".to_owned()
+        }
+        DriftVerdict::Several => format!(
+            "{} resources drifted at different times: separate changes",
+            summary.count
+        ),
+        DriftVerdict::LikelyServerRestore => format!(
+            "{} resources drifted, {} within {}: most likely the server was restored from a backup",
+            summary.count,
+            summary.largest_burst,
+            short_duration(summary.window_seconds)
+        ),
+    }];
+    for view in &facts.drifted {
+        findings.push(format!(
+            "{} {}/{} drifted {}",
+            view.kind,
+            view.namespace,
+            view.name,
+            view.drift_time().map_or_else(
+                || "(time unknown)".to_owned(),
+                |time| format!("{} ago", short_duration(seconds_between(time, facts.now)))
+            )
+        ));
+    }
+    let outcome = if summary.count == 0 {
+        CheckStatus::Passed
+    } else {
+        CheckStatus::Info
+    };
+    (outcome, findings)
+}
+
+fn probe(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let report = control_plane_report(&facts.control_plane, facts.now);
+    let Some(probe) = &report.probe else {
+        return (CheckStatus::Warning, report.findings.clone());
+    };
+    let mut findings = vec![format!(
+        "probe: {}{}{}",
+        probe.reason.map_or("not run", |reason| reason.as_str()),
+        probe
+            .age_seconds
+            .map(|age| format!(", {} ago", short_duration(age)))
+            .unwrap_or_default(),
+        probe
+            .message
+            .as_ref()
+            .map(|message| format!(": {message}"))
+            .unwrap_or_default()
+    )];
+    findings.push(format!(
+        "server build: {}",
+        report
+            .server_build
+            .as_deref()
+            .unwrap_or("none has answered yet")
+    ));
+    if let Some(success) = probe.last_success_time {
+        findings.push(format!(
+            "last answered {} ago",
+            short_duration(seconds_between(success, facts.now))
+        ));
+    }
+    let outcome = if probe.reason == Some(Reason::Registered) {
+        CheckStatus::Passed
+    } else {
+        CheckStatus::Failed
+    };
+    (outcome, findings)
+}
+
+fn certificate(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let Some(state) = &facts.control_plane.state else {
+        return (
+            CheckStatus::Warning,
+            vec![
+                facts
+                    .control_plane
+                    .state_problem
+                    .clone()
+                    .unwrap_or_else(|| "the reconciler's state is not published".to_owned()),
+            ],
+        );
+    };
+    let Some(not_after) = state.certificate_not_after else {
+        return (
+            CheckStatus::Failed,
+            vec!["the reconciler could not read its client certificate".to_owned()],
+        );
+    };
+    let left = seconds_between(facts.now, not_after);
+    let mut findings = vec![format!(
+        "identities: {}",
+        if state.certificate_identities.is_empty() {
+            "none".to_owned()
+        } else {
+            state.certificate_identities.join(", ")
+        }
+    )];
+    let outcome = if left <= 0 {
+        findings.push(format!("expired at {not_after}"));
+        CheckStatus::Failed
+    } else if left <= CERTIFICATE_WARNING_SECONDS {
+        findings.push(format!(
+            "expires at {not_after}, in {}",
+            short_duration(left)
+        ));
+        CheckStatus::Warning
+    } else {
+        findings.push(format!(
+            "valid until {not_after} ({} left)",
+            short_duration(left)
+        ));
+        CheckStatus::Passed
+    };
+    if !state.identity.is_empty() && !state.certificate_identities.contains(&state.identity) {
+        findings.push(format!(
+            "the server saw identity {}, which is not among the certificate's",
+            state.identity
+        ));
+    }
+    (outcome, findings)
+}

@@ -1,0 +1,320 @@
+//! `kubectl nauthera diagnose KIND/NAME | --all | -f FILE`.
+
+mod evaluate;
+mod manifest;
+mod render;
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::path::Path;
+
+use jiff::Timestamp;
+use nauthera_shared::catalog::{DiagnoseCheck, Phase, Reason};
+use serde::Serialize;
+
+use self::evaluate::{DiagnoseFacts, Diagnosis};
+use self::manifest::{ManifestContext, ManifestReport};
+use crate::Outcome;
+use crate::cli::{DiagnoseArgs, GlobalArgs, OutputFormat};
+use crate::cluster::{Cluster, Scope};
+use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::error::CliError;
+use crate::facts;
+use crate::kinds::{Kind, Target};
+use crate::output::{self, Painter};
+use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
+use crate::workloads;
+
+/// The document `diagnose -o json|yaml` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DiagnoseReport {
+    diagnoses: Vec<Diagnosis>,
+    attention: bool,
+}
+
+/// The document `diagnose -f -o json|yaml` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestsReport {
+    file: String,
+    documents: Vec<ManifestReport>,
+    attention: bool,
+}
+
+pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, CliError> {
+    if let Some(file) = &args.file {
+        return run_manifests(global, file, args.local).await;
+    }
+    if args.target.is_none() && !args.all {
+        return Err(CliError::Usage(
+            "name a resource (diagnose oidcclient/shop), or pass --all or -f FILE".to_owned(),
+        ));
+    }
+    let cluster = Cluster::connect(global).await?;
+    let control_plane = ControlPlaneFacts::gather(&cluster, &global.reconciler_namespace).await;
+    let views = match &args.target {
+        Some(target) => {
+            let (kind, name) = Target::parse_named(target)?;
+            vec![
+                cluster
+                    .require_view(kind, &cluster.namespace, &name)
+                    .await?,
+            ]
+        }
+        None => {
+            let (views, _) = cluster.list_views(&Kind::ALL, &cluster.scope).await?;
+            views
+                .into_iter()
+                .filter(|view| view.phase() != Some(Phase::Registered))
+                .collect()
+        }
+    };
+    let organizations = OrganizationDirectory::from_views(&cluster.organizations().await);
+    let now = Timestamp::now();
+    let mut diagnoses = Vec::new();
+    let mut drifted: Option<Vec<ResourceView>> = None;
+    for view in views {
+        let needed = needed_checks(&view);
+        if needed.contains(&DiagnoseCheck::DriftCount) && drifted.is_none() {
+            drifted = Some(all_drifted(&cluster).await);
+        }
+        let gathered = gather(
+            &cluster,
+            &control_plane,
+            &organizations,
+            view,
+            &needed,
+            drifted.clone().unwrap_or_default(),
+            now,
+        )
+        .await;
+        diagnoses.push(evaluate::diagnose(&gathered));
+    }
+    let attention = diagnoses.iter().any(|diagnosis| diagnosis.attention);
+    let text = match global.output {
+        OutputFormat::Table | OutputFormat::Wide => {
+            render::render(&diagnoses, Painter::detect(global.color))
+        }
+        format => output::encode(
+            &DiagnoseReport {
+                diagnoses,
+                attention,
+            },
+            format,
+        )?,
+    };
+    output::print(&text)?;
+    Ok(Outcome::from_attention(attention))
+}
+
+/// The checks the runbook of the resource's reason runs.
+fn needed_checks(view: &ResourceView) -> BTreeSet<DiagnoseCheck> {
+    view.reason()
+        .unwrap_or(Reason::Pending)
+        .entry()
+        .runbook
+        .diagnosis
+        .iter()
+        .map(|step| step.check)
+        .collect()
+}
+
+/// Every drifted resource the user may list (all namespaces when allowed).
+async fn all_drifted(cluster: &Cluster) -> Vec<ResourceView> {
+    let views = match cluster.list_views(&Kind::ALL, &Scope::All).await {
+        Ok((views, _)) => views,
+        Err(_) => cluster
+            .list_views(&Kind::ALL, &cluster.scope)
+            .await
+            .map(|(views, _)| views)
+            .unwrap_or_default(),
+    };
+    views.into_iter().filter(ResourceView::is_drifted).collect()
+}
+
+async fn gather(
+    cluster: &Cluster,
+    control_plane: &ControlPlaneFacts,
+    organizations: &OrganizationDirectory,
+    view: ResourceView,
+    needed: &BTreeSet<DiagnoseCheck>,
+    drifted: Vec<ResourceView>,
+    now: Timestamp,
+) -> DiagnoseFacts {
+    let namespace = view.namespace.clone();
+    let secret_name = view.secret.name().map(str::to_owned);
+    let wants_secret = needed.contains(&DiagnoseCheck::SecretOwner)
+        || needed.contains(&DiagnoseCheck::SecretRefPresent);
+    let secret = match (&secret_name, wants_secret) {
+        (Some(name), true) => Some(facts::secret(cluster, &namespace, name).await),
+        _ => None,
+    };
+    let access = if needed.contains(&DiagnoseCheck::ReconcilerCanI) {
+        let verbs: &[&str] = match view.secret {
+            SecretUse::Referenced { .. } => &["get", "list", "watch"],
+            _ => &["get", "list", "watch", "create", "update"],
+        };
+        let user = format!(
+            "system:serviceaccount:{}:{RECONCILER_NAME}",
+            control_plane.namespace
+        );
+        facts::can_i_secrets(cluster, &user, &control_plane.namespace, &namespace, verbs).await
+    } else {
+        Vec::new()
+    };
+    let events = if needed.contains(&DiagnoseCheck::Events) {
+        facts::events(cluster, view.kind, &namespace, &view.name).await
+    } else {
+        Ok(Vec::new())
+    };
+    let consumers = match (
+        &secret_name,
+        needed.contains(&DiagnoseCheck::SecretConsumers),
+    ) {
+        (Some(name), true) => facts::pod_templates(cluster, &namespace)
+            .await
+            .map(|templates| workloads::consumers(&templates, name)),
+        _ => Ok(Vec::new()),
+    };
+    DiagnoseFacts {
+        organization: organizations.organization_of(&view),
+        view,
+        control_plane: control_plane.clone(),
+        secret,
+        access,
+        events,
+        consumers,
+        drifted,
+        now,
+    }
+}
+
+async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<Outcome, CliError> {
+    let text = if file == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).map_err(|source| CliError::ReadFile {
+            path: file.to_owned(),
+            source,
+        })?
+    } else {
+        std::fs::read_to_string(file).map_err(|source| CliError::ReadFile {
+            path: file.to_owned(),
+            source,
+        })?
+    };
+    let documents = manifest::split_documents(&text)
+        .map_err(|problem| CliError::Usage(format!("{}: {problem}", file.display())))?;
+    let cluster = if local {
+        None
+    } else {
+        Some(Cluster::connect(global).await?)
+    };
+    let default_namespace = match (&cluster, &global.namespace) {
+        (_, Some(namespace)) => namespace.clone(),
+        (Some(cluster), None) => cluster.namespace.clone(),
+        (None, None) => "default".to_owned(),
+    };
+    let parsed: Vec<_> = documents
+        .iter()
+        .enumerate()
+        .map(|(index, document)| manifest::parse_document(index + 1, document, &default_namespace))
+        .collect();
+    let file_organizations: Vec<ResourceView> = parsed
+        .iter()
+        .filter_map(|document| document.view.as_ref().ok())
+        .filter(|view| view.kind == Kind::Organization)
+        .cloned()
+        .collect();
+    let mut context = ManifestContext {
+        local,
+        ..ManifestContext::default()
+    };
+    let mut organizations = file_organizations;
+    if let Some(cluster) = &cluster {
+        organizations.extend(cluster.organizations().await);
+        context.state = ControlPlaneFacts::gather(cluster, &global.reconciler_namespace)
+            .await
+            .state;
+        let mut secrets = BTreeMap::new();
+        for view in parsed
+            .iter()
+            .filter_map(|document| document.view.as_ref().ok())
+        {
+            if let Some(name) = view.secret.name() {
+                let key = (view.namespace.clone(), name.to_owned());
+                if let Entry::Vacant(slot) = secrets.entry(key) {
+                    slot.insert(facts::secret(cluster, &view.namespace, name).await);
+                }
+            }
+        }
+        context.secrets = secrets;
+    }
+    context.organizations = OrganizationDirectory::from_views(&organizations);
+    let reports: Vec<ManifestReport> = parsed
+        .iter()
+        .map(|document| manifest::check_document(document, &context))
+        .collect();
+    let attention = reports.iter().any(|report| report.attention);
+    let painter = Painter::detect(global.color);
+    let text = match global.output {
+        OutputFormat::Table | OutputFormat::Wide => render_manifests(file, &reports, painter),
+        format => output::encode(
+            &ManifestsReport {
+                file: file.display().to_string(),
+                documents: reports,
+                attention,
+            },
+            format,
+        )?,
+    };
+    output::print(&text)?;
+    Ok(Outcome::from_attention(attention))
+}
+
+fn render_manifests(file: &Path, reports: &[ManifestReport], painter: Painter) -> String {
+    let mut out = String::new();
+    if reports.is_empty() {
+        let _ = writeln!(out, "{}: no documents", file.display());
+        return out;
+    }
+    for report in reports {
+        let _ = writeln!(
+            out,
+            "{}#{} {} {}/{}",
+            file.display(),
+            report.document,
+            report.kind,
+            report.namespace,
+            if report.name.is_empty() {
+                "(no name)"
+            } else {
+                &report.name
+            }
+        );
+        for check in &report.checks {
+            let first = check.findings.first().map(String::as_str).unwrap_or("");
+            let _ = writeln!(
+                out,
+                "  {} {:<7} {first}",
+                render::status_label(check.status, painter),
+                check.name
+            );
+            for finding in check.findings.iter().skip(1) {
+                let _ = writeln!(out, "                      {finding}");
+            }
+        }
+    }
+    let failing = reports.iter().filter(|report| report.attention).count();
+    let _ = writeln!(
+        out,
+        "\n{} document{} checked, {failing} need{} attention",
+        reports.len(),
+        if reports.len() == 1 { "" } else { "s" },
+        if failing == 1 { "s" } else { "" }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,216 @@
+//! Diagnoses over plain facts, with a fixed clock and no colours.
+
+use nauthera_shared::catalog::{DiagnoseCheck, Reason, unknown_placeholders};
+
+use super::evaluate::{CheckStatus, DiagnoseFacts, diagnose, evaluate};
+use super::render::render;
+use crate::commands::status::tests::facts as control_plane;
+use crate::facts::{AccessVerdict, EventFact, Owner, SecretFacts};
+use crate::kinds::Kind;
+use crate::output::Painter;
+use crate::snapshot::assert_snapshot;
+use crate::view::fixtures::{at, drifted, view};
+use crate::view::{ResourceView, SecretUse};
+use crate::workloads::Consumer;
+
+const NOW: i64 = 1_800_000_000;
+
+fn facts_for(view: ResourceView) -> DiagnoseFacts {
+    DiagnoseFacts {
+        view,
+        control_plane: control_plane(),
+        organization: Some("acme".into()),
+        secret: None,
+        access: Vec::new(),
+        events: Ok(Vec::new()),
+        consumers: Ok(Vec::new()),
+        drifted: Vec::new(),
+        now: at(NOW),
+    }
+}
+
+#[test]
+fn drifted_snapshot() {
+    let mut client = drifted("team-a", "billing", NOW - 600);
+    client.secret = SecretUse::Generated {
+        name: "billing-oidc".into(),
+    };
+    if let Some(status) = client.status.as_mut() {
+        status.client_id = Some("c-billing-1".into());
+    }
+    let mut facts = facts_for(client.clone());
+    facts.drifted = vec![
+        client,
+        drifted("team-b", "web", NOW - 500),
+        drifted("team-c", "api", NOW - 420),
+    ];
+    facts.events = Ok(vec![EventFact {
+        time: Some(at(NOW - 570)),
+        type_: "Warning".into(),
+        reason: "Drifted".into(),
+        message: "revision r9 on the server, changed by dashboard".into(),
+        count: 1,
+    }]);
+    let diagnosis = diagnose(&facts);
+    assert!(diagnosis.attention);
+    assert_snapshot(
+        "diagnose-drifted.txt",
+        &render(&[diagnosis], Painter::PLAIN),
+    );
+}
+
+#[test]
+fn secret_undeliverable_snapshot() {
+    let mut client = view(
+        Kind::OIDCClient,
+        "team-a",
+        "shop",
+        Reason::SecretUndeliverable,
+        NOW - 120,
+    );
+    client.secret = SecretUse::Generated {
+        name: "shop".into(),
+    };
+    let mut facts = facts_for(client);
+    facts.secret = Some(Ok(SecretFacts {
+        name: "shop".into(),
+        exists: true,
+        owners: vec![Owner {
+            kind: "HelmRelease".into(),
+            name: "shop".into(),
+            uid: "other".into(),
+        }],
+        keys: vec!["clientSecret".into()],
+    }));
+    facts.access = vec![
+        AccessVerdict {
+            verb: "get".into(),
+            allowed: Some(true),
+            detail: String::new(),
+        },
+        AccessVerdict {
+            verb: "create".into(),
+            allowed: Some(false),
+            detail: "no RBAC rule".into(),
+        },
+    ];
+    facts.consumers = Ok(vec![Consumer {
+        kind: "Deployment".into(),
+        name: "shop-web".into(),
+        uses: vec!["volume creds".into()],
+    }]);
+    let diagnosis = diagnose(&facts);
+    let by_check = |check| {
+        diagnosis
+            .steps
+            .iter()
+            .find(|step| step.check == check)
+            .map(|step| step.status)
+    };
+    assert_eq!(
+        by_check(DiagnoseCheck::SecretOwner),
+        Some(CheckStatus::Failed)
+    );
+    assert_eq!(
+        by_check(DiagnoseCheck::ReconcilerCanI),
+        Some(CheckStatus::Failed)
+    );
+    assert_snapshot(
+        "diagnose-secret-undeliverable.txt",
+        &render(&[diagnosis], Painter::PLAIN),
+    );
+}
+
+#[test]
+fn every_reason_renders_with_its_placeholders_filled() {
+    for reason in Reason::ALL {
+        let mut client = view(Kind::OIDCClient, "team-a", "shop", reason, NOW - 60);
+        client.secret = SecretUse::Generated {
+            name: "shop".into(),
+        };
+        if let Some(status) = client.status.as_mut() {
+            status.client_id = Some("c-1".into());
+        }
+        let diagnosis = diagnose(&facts_for(client));
+        assert_eq!(diagnosis.reason, reason);
+        assert_eq!(
+            diagnosis.steps.len(),
+            reason.entry().runbook.diagnosis.len()
+        );
+        let text = render(std::slice::from_ref(&diagnosis), Painter::PLAIN);
+        assert!(unknown_placeholders(&text).is_empty(), "{reason}");
+        for placeholder in [
+            "<ns>",
+            "<name>",
+            "<kind>",
+            "<client-id>",
+            "<slug>",
+            "<secret>",
+        ] {
+            assert!(!text.contains(placeholder), "{reason} leaves {placeholder}");
+        }
+        assert!(
+            text.contains(&nauthera_shared::catalog::runbook_url(reason)),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn an_unreconciled_resource_gets_the_pending_runbook() {
+    let mut client = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, NOW);
+    client.status = None;
+    let diagnosis = diagnose(&facts_for(client));
+    assert_eq!(diagnosis.reason, Reason::Pending);
+    assert!(!diagnosis.reconciled);
+    assert!(diagnosis.attention);
+}
+
+#[test]
+fn a_registered_resource_with_passing_checks_needs_no_attention() {
+    let client = view(
+        Kind::OIDCClient,
+        "team-a",
+        "shop",
+        Reason::Registered,
+        NOW - 60,
+    );
+    let diagnosis = diagnose(&facts_for(client));
+    assert!(!diagnosis.attention, "{diagnosis:#?}");
+}
+
+#[test]
+fn checks_judge_their_facts() {
+    let mut client = view(
+        Kind::OIDCClient,
+        "team-a",
+        "shop",
+        Reason::SecretRefUnavailable,
+        NOW,
+    );
+    client.secret = SecretUse::Referenced {
+        name: "shop-creds".into(),
+        key: "clientSecret".into(),
+    };
+    let mut facts = facts_for(client);
+    facts.secret = Some(Ok(SecretFacts {
+        name: "shop-creds".into(),
+        exists: true,
+        owners: Vec::new(),
+        keys: vec!["password".into()],
+    }));
+    let (status, findings) = evaluate(DiagnoseCheck::SecretRefPresent, &facts);
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(findings[0].contains("has no key clientSecret (it has: password)"));
+
+    // A grant that leaves the namespace out fails with the entry that fixes it.
+    let mut outside = facts_for(view(Kind::OIDCClient, "team-z", "x", Reason::Refused, NOW));
+    outside.organization = Some("acme".into());
+    let (status, findings) = evaluate(DiagnoseCheck::GrantCovers, &outside);
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(findings.iter().any(|line| line.contains("\"team-z\"")));
+
+    // A certificate within the warning threshold warns.
+    let (status, _) = evaluate(DiagnoseCheck::CertificateExpiry, &outside);
+    assert_eq!(status, CheckStatus::Warning);
+}

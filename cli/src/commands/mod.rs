@@ -1,0 +1,19 @@
+//! One module per subcommand, each with a thin `run`.
+
+mod completion;
+mod diagnose;
+mod restore;
+mod status;
+
+use crate::Outcome;
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+
+pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
+    match &cli.command {
+        Command::Status(args) => status::run(&cli.global, args).await,
+        Command::Diagnose(args) => diagnose::run(&cli.global, args).await,
+        Command::Restore(args) => restore::run(&cli.global, args).await,
+        Command::Completion(args) => completion::run(args),
+    }
+}

@@ -1,0 +1,501 @@
+//! `kubectl nauthera restore KIND/NAME... | --all-drifted`: shows what will be written back,
+//! asks when it should, applies `nauthera.io/restore=true` and waits for the `Restored` event and
+//! `Registered`.
+
+mod plan;
+
+use std::fmt::Write;
+use std::io::{BufRead, IsTerminal};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use nauthera_shared::RESTORE_ANNOTATION;
+use nauthera_shared::catalog::Reason;
+use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
+use serde::Serialize;
+
+use self::plan::RestorePlan;
+use crate::Outcome;
+use crate::cli::{GlobalArgs, OutputFormat, RestoreArgs};
+use crate::cluster::Cluster;
+use crate::error::CliError;
+use crate::facts;
+use crate::kinds::{Kind, Target};
+use crate::output::{self, Painter, Tone, progress};
+use crate::timefmt::short_duration;
+use crate::view::ResourceView;
+use crate::workloads;
+
+/// How often the resources are read while waiting.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// Events may be stamped a little before the annotation was written (clock skew).
+const EVENT_SKEW_SECONDS: i64 = 5;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+enum RestoreOutcome {
+    Restored,
+    TimedOut,
+    Skipped,
+    DryRun,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RestoreResult {
+    kind: Kind,
+    namespace: String,
+    name: String,
+    outcome: RestoreOutcome,
+    reason: Option<Reason>,
+    revision: Option<String>,
+    detail: String,
+}
+
+/// The document `restore -o json|yaml` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RestoreReport {
+    dry_run: bool,
+    plans: Vec<RestorePlan>,
+    results: Vec<RestoreResult>,
+    attention: bool,
+}
+
+pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, CliError> {
+    if args.targets.is_empty() && !args.all_drifted {
+        return Err(CliError::Usage(
+            "name what to restore (restore oidcclient/shop ...), or pass --all-drifted".to_owned(),
+        ));
+    }
+    let targets = args
+        .targets
+        .iter()
+        .map(|target| Target::parse_named(target))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cluster = Cluster::connect(global).await?;
+    let views = if args.all_drifted {
+        let (views, _) = cluster.list_views(&Kind::ALL, &cluster.scope).await?;
+        views.into_iter().filter(ResourceView::is_drifted).collect()
+    } else {
+        let mut views = Vec::new();
+        for (kind, name) in &targets {
+            views.push(
+                cluster
+                    .require_view(*kind, &cluster.namespace, name)
+                    .await?,
+            );
+        }
+        views
+    };
+    let mut plans = Vec::new();
+    for view in &views {
+        let consumers = match view.secret.name() {
+            Some(secret) if view.is_drifted() => facts::pod_templates(&cluster, &view.namespace)
+                .await
+                .map(|templates| workloads::consumers(&templates, secret))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        plans.push(plan::plan(view, consumers));
+    }
+    let painter = Painter::detect(global.color);
+    let human = matches!(global.output, OutputFormat::Table | OutputFormat::Wide);
+    let to_restore: Vec<&RestorePlan> = plans.iter().filter(|plan| plan.drifted).collect();
+    let text = render_plans(&plans, painter);
+    if human {
+        output::print(&text)?;
+    } else {
+        // The plan still goes to the person, on standard error.
+        progress(text.trim_end());
+    }
+    let mut results: Vec<RestoreResult> = plans
+        .iter()
+        .filter(|plan| !plan.drifted)
+        .map(|plan| RestoreResult {
+            kind: plan.kind,
+            namespace: plan.namespace.clone(),
+            name: plan.name.clone(),
+            outcome: RestoreOutcome::Skipped,
+            reason: plan.reason,
+            revision: plan.declared_revision.clone(),
+            detail: "not drifted; nothing to restore".to_owned(),
+        })
+        .collect();
+    if to_restore.is_empty() {
+        if human {
+            output::print("Nothing to restore: no drifted resource was named or found.\n")?;
+        }
+        return finish(global, args.dry_run, plans, results, false);
+    }
+    if args.dry_run {
+        results.extend(to_restore.iter().map(|plan| RestoreResult {
+            kind: plan.kind,
+            namespace: plan.namespace.clone(),
+            name: plan.name.clone(),
+            outcome: RestoreOutcome::DryRun,
+            reason: plan.reason,
+            revision: plan.declared_revision.clone(),
+            detail: "dry run: nothing changed".to_owned(),
+        }));
+        if human {
+            output::print(&format!(
+                "Dry run: {} resource{} would be restored; nothing was changed.\n",
+                to_restore.len(),
+                if to_restore.len() == 1 { "" } else { "s" }
+            ))?;
+        }
+        return finish(global, true, plans, results, true);
+    }
+    let interactive = std::io::stdin().is_terminal();
+    if plan::needs_confirmation(to_restore.len(), args.yes, args.dry_run, interactive)
+        && !confirm(to_restore.len())?
+    {
+        progress("Restore cancelled; nothing was changed.");
+        return Ok(Outcome::Attention);
+    }
+    let started = Timestamp::now();
+    for plan in &to_restore {
+        annotate(&cluster, plan).await?;
+        progress(&format!(
+            "annotated {}/{} in {} with {RESTORE_ANNOTATION}=true",
+            plan.kind.singular(),
+            plan.name,
+            plan.namespace
+        ));
+    }
+    let waited = wait(&cluster, &to_restore, started, args.timeout).await?;
+    let attention = waited
+        .iter()
+        .any(|result| result.outcome != RestoreOutcome::Restored);
+    results.extend(waited);
+    if human {
+        output::print(&render_results(&results, &to_restore, painter))?;
+    }
+    finish(global, false, plans, results, attention)
+}
+
+fn finish(
+    global: &GlobalArgs,
+    dry_run: bool,
+    plans: Vec<RestorePlan>,
+    results: Vec<RestoreResult>,
+    attention: bool,
+) -> Result<Outcome, CliError> {
+    if !matches!(global.output, OutputFormat::Table | OutputFormat::Wide) {
+        output::print(&output::encode(
+            &RestoreReport {
+                dry_run,
+                plans,
+                results,
+                attention,
+            },
+            global.output,
+        )?)?;
+    }
+    Ok(Outcome::from_attention(attention))
+}
+
+/// Asks on standard error and reads the answer from standard input.
+fn confirm(count: usize) -> Result<bool, CliError> {
+    progress(&format!(
+        "Write the declared state back over {count} resource{}? [y/N]",
+        if count == 1 { "" } else { "s" }
+    ));
+    let mut answer = String::new();
+    let read = std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|source| CliError::ReadFile {
+            path: "standard input".into(),
+            source,
+        })?;
+    if read == 0 {
+        return Err(CliError::NotConfirmed(
+            "a restore of several resources needs a confirmation and standard input gave none; \
+             pass --yes to restore without asking"
+                .to_owned(),
+        ));
+    }
+    Ok(plan::is_yes(&answer))
+}
+
+fn api_resource(kind: Kind) -> ApiResource {
+    match kind {
+        Kind::OIDCClient => ApiResource::erase::<OIDCClient>(&()),
+        Kind::Branding => ApiResource::erase::<Branding>(&()),
+        Kind::IdentityProvider => ApiResource::erase::<IdentityProvider>(&()),
+        Kind::Organization => ApiResource::erase::<Organization>(&()),
+    }
+}
+
+/// The merge patch that asks the reconciler to write the declared state back.
+fn restore_patch() -> serde_json::Value {
+    serde_json::json!({ "metadata": { "annotations": { RESTORE_ANNOTATION: "true" } } })
+}
+
+async fn annotate(cluster: &Cluster, plan: &RestorePlan) -> Result<(), CliError> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        cluster.client.clone(),
+        &plan.namespace,
+        &api_resource(plan.kind),
+    );
+    api.patch(
+        &plan.name,
+        &PatchParams::default(),
+        &Patch::Merge(restore_patch()),
+    )
+    .await
+    .map_err(|error| {
+        CliError::kube(
+            format!(
+                "annotating {}/{} in namespace {}",
+                plan.kind.singular(),
+                plan.name,
+                plan.namespace
+            ),
+            &error,
+        )
+    })?;
+    Ok(())
+}
+
+/// Polls every resource until it is `Registered` with the annotation gone and a `Restored`
+/// event recorded, or the timeout passes; progress goes to standard error.
+async fn wait(
+    cluster: &Cluster,
+    plans: &[&RestorePlan],
+    started: Timestamp,
+    timeout: Duration,
+) -> Result<Vec<RestoreResult>, CliError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut pending: Vec<(&RestorePlan, String)> =
+        plans.iter().map(|plan| (*plan, String::new())).collect();
+    let mut done = Vec::new();
+    loop {
+        let mut still = Vec::new();
+        for (plan, last) in pending {
+            let view = cluster
+                .get_view(plan.kind, &plan.namespace, &plan.name)
+                .await?;
+            let Some(view) = view else {
+                done.push(result(
+                    plan,
+                    None,
+                    RestoreOutcome::TimedOut,
+                    "the resource was deleted",
+                ));
+                continue;
+            };
+            let annotated = view.annotations.contains_key(RESTORE_ANNOTATION);
+            let registered = view.reason() == Some(Reason::Registered);
+            let event = if registered && !annotated {
+                restored_event(cluster, plan, started).await
+            } else {
+                false
+            };
+            let state = format!(
+                "reason {}, annotation {}, Restored event {}",
+                view.reason().map_or("-", |reason| reason.as_str()),
+                if annotated { "present" } else { "removed" },
+                if event { "seen" } else { "not yet" }
+            );
+            if state != last {
+                progress(&format!(
+                    "waiting for {}/{} in {}: {state}",
+                    plan.kind.singular(),
+                    plan.name,
+                    plan.namespace
+                ));
+            }
+            if registered && !annotated && event {
+                done.push(result(
+                    plan,
+                    Some(&view),
+                    RestoreOutcome::Restored,
+                    "restored",
+                ));
+            } else {
+                still.push((plan, state));
+            }
+        }
+        pending = still;
+        if pending.is_empty() {
+            return Ok(done);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            for (plan, state) in pending {
+                done.push(result(
+                    plan,
+                    None,
+                    RestoreOutcome::TimedOut,
+                    &format!(
+                        "not restored within {}: {state}; see kubectl nauthera diagnose {}/{} -n {}",
+                        short_duration(i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX)),
+                        plan.kind.singular(),
+                        plan.name,
+                        plan.namespace
+                    ),
+                ));
+            }
+            return Ok(done);
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+async fn restored_event(cluster: &Cluster, plan: &RestorePlan, started: Timestamp) -> bool {
+    facts::events(cluster, plan.kind, &plan.namespace, &plan.name)
+        .await
+        .map(|events| {
+            events.iter().any(|event| {
+                event.reason == "Restored"
+                    && event.time.is_none_or(|time| {
+                        time.as_second() >= started.as_second() - EVENT_SKEW_SECONDS
+                    })
+            })
+        })
+        .unwrap_or(false)
+}
+
+fn result(
+    plan: &RestorePlan,
+    view: Option<&ResourceView>,
+    outcome: RestoreOutcome,
+    detail: &str,
+) -> RestoreResult {
+    RestoreResult {
+        kind: plan.kind,
+        namespace: plan.namespace.clone(),
+        name: plan.name.clone(),
+        outcome,
+        reason: view.and_then(ResourceView::reason),
+        revision: view
+            .and_then(|view| view.status.as_ref())
+            .and_then(|status| status.revision.clone()),
+        detail: detail.to_owned(),
+    }
+}
+
+fn render_plans(plans: &[RestorePlan], painter: Painter) -> String {
+    let mut out = String::new();
+    for plan in plans {
+        let _ = writeln!(
+            out,
+            "{} {}/{}",
+            painter.paint(plan.kind.as_str(), Tone::Strong),
+            plan.namespace,
+            plan.name
+        );
+        if !plan.drifted {
+            let _ = writeln!(
+                out,
+                "  not drifted (reason {}); nothing to restore",
+                plan.reason.map_or("-", |reason| reason.as_str())
+            );
+            continue;
+        }
+        let server = if plan.removed {
+            "removed from the server".to_owned()
+        } else {
+            format!(
+                "server holds revision {}",
+                plan.server_revision.as_deref().unwrap_or("-")
+            )
+        };
+        let _ = writeln!(
+            out,
+            "  {server}; writes back the declared state (last written revision {})",
+            plan.declared_revision.as_deref().unwrap_or("-")
+        );
+        if !plan.fields.is_empty() {
+            let _ = writeln!(out, "  fields that differ: {}", plan.fields.join(", "));
+        }
+        let _ = writeln!(
+            out,
+            "  changed by manager {}, actor {}{}",
+            plan.manager.as_deref().unwrap_or("(none named)"),
+            plan.actor.as_deref().unwrap_or("(unknown)"),
+            plan.changed_at
+                .map(|time| format!(", at {time}"))
+                .unwrap_or_default()
+        );
+        if let Some(secret) = &plan.secret_to_change {
+            let _ = writeln!(
+                out,
+                "  {} the client is created again with a new secret in Secret {secret}",
+                painter.paint("note:", Tone::Warn)
+            );
+            if plan.consumers.is_empty() {
+                let _ = writeln!(out, "  no Deployment, StatefulSet or DaemonSet uses it");
+            }
+            for consumer in &plan.consumers {
+                let _ = writeln!(
+                    out,
+                    "  restart {}/{} ({}): {}",
+                    consumer.kind,
+                    consumer.name,
+                    consumer.uses.join(", "),
+                    consumer.restart_command(&plan.namespace)
+                );
+            }
+        }
+    }
+    out
+}
+
+fn render_results(results: &[RestoreResult], plans: &[&RestorePlan], painter: Painter) -> String {
+    let mut out = String::new();
+    for result in results {
+        let (label, tone) = match result.outcome {
+            RestoreOutcome::Restored => ("restored", Tone::Good),
+            RestoreOutcome::TimedOut => ("not restored", Tone::Bad),
+            RestoreOutcome::Skipped => ("skipped", Tone::Dim),
+            RestoreOutcome::DryRun => ("dry run", Tone::Dim),
+        };
+        let _ = writeln!(
+            out,
+            "{} {}/{} in {}: {}{}",
+            painter.paint(label, tone),
+            result.kind.singular(),
+            result.name,
+            result.namespace,
+            result.detail,
+            result
+                .revision
+                .as_ref()
+                .filter(|_| result.outcome == RestoreOutcome::Restored)
+                .map(|revision| format!(" (revision {revision})"))
+                .unwrap_or_default()
+        );
+    }
+    let restarts: Vec<String> = plans
+        .iter()
+        .flat_map(|plan| {
+            plan.consumers
+                .iter()
+                .map(|consumer| consumer.restart_command(&plan.namespace))
+        })
+        .collect();
+    if !restarts.is_empty() {
+        let _ = writeln!(out, "Restart the workloads that read the new secret:");
+        for command in restarts {
+            let _ = writeln!(out, "  {command}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_patch_sets_only_the_annotation() {
+        assert_eq!(
+            restore_patch(),
+            serde_json::json!({"metadata": {"annotations": {"nauthera.io/restore": "true"}}})
+        );
+    }
+}

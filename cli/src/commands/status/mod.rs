@@ -1,0 +1,62 @@
+//! `kubectl nauthera status [KIND[/NAME]]`.
+
+mod render;
+pub mod report;
+
+use jiff::Timestamp;
+
+use crate::Outcome;
+use crate::cli::{GlobalArgs, OutputFormat, StatusArgs};
+use crate::cluster::{Cluster, Scope};
+use crate::control_plane::ControlPlaneFacts;
+use crate::error::CliError;
+use crate::kinds::{Kind, Target};
+use crate::output::{self, Painter};
+use crate::view::OrganizationDirectory;
+
+pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliError> {
+    let target = args.target.as_deref().map(Target::parse).transpose()?;
+    let cluster = Cluster::connect(global).await?;
+    let facts = ControlPlaneFacts::gather(&cluster, &global.reconciler_namespace).await;
+    let (views, not_installed) = match &target {
+        Some(Target {
+            kind,
+            name: Some(name),
+        }) => (
+            vec![
+                cluster
+                    .require_view(*kind, &cluster.namespace, name)
+                    .await?,
+            ],
+            Vec::new(),
+        ),
+        Some(Target { kind, name: None }) => cluster.list_views(&[*kind], &cluster.scope).await?,
+        None => cluster.list_views(&Kind::ALL, &cluster.scope).await?,
+    };
+    let organizations = OrganizationDirectory::from_views(&cluster.organizations().await);
+    let scope = match (&cluster.scope, &target) {
+        (Scope::All, None | Some(Target { name: None, .. })) => "*".to_owned(),
+        _ => cluster.namespace.clone(),
+    };
+    let report = report::build(
+        &facts,
+        &views,
+        &organizations,
+        not_installed,
+        scope,
+        Timestamp::now(),
+    );
+    let text = match global.output {
+        OutputFormat::Table | OutputFormat::Wide => render::render(
+            &report,
+            global.output == OutputFormat::Wide,
+            Painter::detect(global.color),
+        ),
+        format => output::encode(&report, format)?,
+    };
+    output::print(&text)?;
+    Ok(Outcome::from_attention(report.attention))
+}
+
+#[cfg(test)]
+pub mod tests;

@@ -1,0 +1,362 @@
+//! The status report as text: a header for the control plane, a table of resources, a summary.
+
+use std::fmt::Write;
+
+use nauthera_shared::catalog::Phase;
+use nauthera_shared::grants::GrantEntry;
+
+use super::report::{
+    CertificateState, ControlPlaneReport, DriftVerdict, ResourceRow, StatusReport, Summary,
+};
+use crate::grant_check::{GrantCheck, entry_yaml};
+use crate::output::{Painter, Tone, shorten, table_text};
+use crate::timefmt::short_duration;
+
+/// How many characters of a message the narrow table shows.
+const MESSAGE_CHARS: usize = 60;
+
+pub fn render(report: &StatusReport, wide: bool, painter: Painter) -> String {
+    let mut out = String::new();
+    control_plane(&mut out, &report.control_plane, painter);
+    out.push('\n');
+    if report.resources.is_empty() {
+        let _ = writeln!(
+            out,
+            "No nauthera resources found{}.",
+            if report.scope == "*" {
+                String::new()
+            } else {
+                format!(" in namespace {}", report.scope)
+            }
+        );
+    } else {
+        out.push_str(&resources(&report.resources, wide, painter));
+    }
+    for kind in &report.not_installed {
+        let _ = writeln!(
+            out,
+            "{} the CRD {}.nauthera.io is not installed: kubectl apply -k deploy/crds",
+            painter.paint("warning:", Tone::Warn),
+            kind.plural()
+        );
+    }
+    out.push('\n');
+    summary(&mut out, &report.summary, &report.resources, painter);
+    out
+}
+
+fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
+    let _ = writeln!(
+        out,
+        "{} (namespace {})",
+        painter.paint("Control plane", Tone::Strong),
+        cp.namespace
+    );
+    let dash = || "-".to_owned();
+    let reconciler = match &cp.reconciler {
+        Some(replicas) => {
+            let tone = if replicas.ready > 0 {
+                Tone::Good
+            } else {
+                Tone::Bad
+            };
+            painter.paint(
+                &format!("{}/{} ready", replicas.ready, replicas.desired),
+                tone,
+            )
+        }
+        None => painter.paint("not found", Tone::Bad),
+    };
+    let _ = writeln!(
+        out,
+        "  Reconciler:   {reconciler}, leader {}, version {}",
+        cp.leader.clone().unwrap_or_else(dash),
+        cp.reconciler_version.clone().unwrap_or_else(dash)
+    );
+    if !cp.state_found {
+        for finding in &cp.findings {
+            let _ = writeln!(out, "  {} {finding}", painter.paint("!", Tone::Bad));
+        }
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  Server:       {} at {}",
+        cp.server_build
+            .clone()
+            .unwrap_or_else(|| "never answered".to_owned()),
+        cp.server_address.clone().unwrap_or_else(dash)
+    );
+    let _ = writeln!(
+        out,
+        "  Identity:     {}",
+        cp.identity.clone().unwrap_or_else(dash)
+    );
+    if cp.grants.is_empty() {
+        let _ = writeln!(out, "  Grants:       none reported");
+    }
+    for (index, grant) in cp.grants.iter().enumerate() {
+        let label = if index == 0 { "Grants:" } else { "" };
+        let _ = writeln!(out, "  {label:<13} {}", grant_line(grant));
+    }
+    if let Some(probe) = &cp.probe {
+        let reason = probe.reason.map_or("not run", |reason| reason.as_str());
+        let tone = if probe.reason == Some(nauthera_shared::catalog::Reason::Registered) {
+            Tone::Good
+        } else {
+            Tone::Bad
+        };
+        let mut line = painter.paint(reason, tone);
+        if let Some(age) = probe.age_seconds {
+            let _ = write!(line, ", {} ago", short_duration(age));
+        }
+        if let Some(message) = &probe.message {
+            let _ = write!(line, ": {message}");
+        }
+        let _ = writeln!(out, "  Probe:        {line}");
+    }
+    if let Some(certificate) = &cert_line(cp, painter) {
+        let _ = writeln!(out, "  Certificate:  {certificate}");
+    }
+    for finding in &cp.findings {
+        let _ = writeln!(out, "  {} {finding}", painter.paint("!", Tone::Bad));
+    }
+}
+
+fn cert_line(cp: &ControlPlaneReport, painter: Painter) -> Option<String> {
+    let certificate = cp.certificate.as_ref()?;
+    let when = short_duration(certificate.expires_in_seconds.abs());
+    let (text, tone) = match certificate.state {
+        CertificateState::Valid => (format!("valid for {when}"), Tone::Good),
+        CertificateState::Expiring => (format!("expires in {when}"), Tone::Warn),
+        CertificateState::Expired => (format!("expired {when} ago"), Tone::Bad),
+    };
+    Some(format!(
+        "{} (not after {})",
+        painter.paint(&text, tone),
+        certificate.not_after
+    ))
+}
+
+fn grant_line(grant: &GrantEntry) -> String {
+    let operations: Vec<&str> = grant.operations.iter().map(|op| op.as_str()).collect();
+    format!(
+        "{} on organizations {} in namespaces {}",
+        operations.join(", "),
+        grant.organizations.join(", "),
+        grant.namespaces.join(", ")
+    )
+}
+
+fn phase_tone(phase: Option<Phase>) -> Tone {
+    match phase {
+        Some(Phase::Registered) => Tone::Good,
+        Some(Phase::Pending) | None => Tone::Warn,
+        Some(Phase::Error) => Tone::Bad,
+    }
+}
+
+fn revision_cell(row: &ResourceRow) -> String {
+    match (&row.declared_revision, &row.server_revision) {
+        (None, None) => "-".to_owned(),
+        (Some(declared), Some(server)) if declared == server => declared.clone(),
+        (declared, server) => format!(
+            "{} (server {})",
+            declared.as_deref().unwrap_or("-"),
+            server.as_deref().unwrap_or("-")
+        ),
+    }
+}
+
+fn grant_tone(grant: &GrantCheck) -> Tone {
+    match grant {
+        GrantCheck::Covered => Tone::Good,
+        GrantCheck::Outside { .. } => Tone::Bad,
+        GrantCheck::Unknown { .. } => Tone::Dim,
+    }
+}
+
+fn resources(rows: &[ResourceRow], wide: bool, painter: Painter) -> String {
+    let header: &[&str] = if wide {
+        &[
+            "KIND",
+            "NAMESPACE",
+            "NAME",
+            "PHASE",
+            "REASON",
+            "GENERATION",
+            "REVISION",
+            "SERVER REVISION",
+            "CLIENT ID",
+            "ORGANIZATION",
+            "GRANT",
+            "AGE",
+            "MESSAGE",
+        ]
+    } else {
+        &[
+            "KIND",
+            "NAMESPACE",
+            "NAME",
+            "PHASE",
+            "REASON",
+            "REVISION",
+            "GRANT",
+            "AGE",
+            "MESSAGE",
+        ]
+    };
+    let mut table = painter.table(header);
+    let opt = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".to_owned());
+    let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
+    for row in rows {
+        let phase = row.phase.map_or("-", Phase::as_str);
+        let reason = row.reason.map_or("-", |reason| reason.as_str());
+        let age = row
+            .condition_age_seconds
+            .map_or_else(|| "-".to_owned(), short_duration);
+        let message = row.message.clone().unwrap_or_default();
+        let mut cells = vec![
+            painter.cell(row.kind.as_str(), None),
+            painter.cell(&row.namespace, None),
+            painter.cell(&row.name, None),
+            painter.cell(phase, Some(phase_tone(row.phase))),
+            painter.cell(reason, None),
+        ];
+        if wide {
+            cells.push(painter.cell(
+                format!(
+                    "{}/{}/{}",
+                    number(row.generation),
+                    number(row.observed_generation),
+                    number(row.generation_in_force)
+                ),
+                None,
+            ));
+            cells.push(painter.cell(opt(&row.declared_revision), None));
+            cells.push(painter.cell(opt(&row.server_revision), None));
+            cells.push(painter.cell(opt(&row.client_id), None));
+            cells.push(painter.cell(opt(&row.organization), None));
+        } else {
+            cells.push(painter.cell(revision_cell(row), None));
+        }
+        cells.push(painter.cell(row.grant.label(), Some(grant_tone(&row.grant))));
+        cells.push(painter.cell(age, None));
+        cells.push(painter.cell(
+            if wide {
+                shorten(&message, usize::MAX)
+            } else {
+                shorten(&message, MESSAGE_CHARS)
+            },
+            None,
+        ));
+        table.add_row(cells);
+    }
+    table_text(&table)
+}
+
+fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: Painter) {
+    let phases: Vec<String> = summary
+        .by_phase
+        .iter()
+        .map(|(phase, count)| format!("{count} {phase}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{} {} resource{}{}",
+        painter.paint("Summary:", Tone::Strong),
+        summary.total,
+        if summary.total == 1 { "" } else { "s" },
+        if phases.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", phases.join(", "))
+        }
+    );
+    if !summary.by_reason.is_empty() {
+        let reasons: Vec<String> = summary
+            .by_reason
+            .iter()
+            .map(|(reason, count)| format!("{reason} {count}"))
+            .collect();
+        let _ = writeln!(out, "  Reasons: {}", reasons.join(", "));
+    }
+    let drift = &summary.drift;
+    let drifted: Vec<&ResourceRow> = rows.iter().filter(|row| row.drift.is_some()).collect();
+    match drift.verdict {
+        DriftVerdict::None => {}
+        DriftVerdict::LikelyPerson => {
+            let who = drifted
+                .first()
+                .map(|row| {
+                    format!(
+                        "; see kubectl nauthera diagnose {}/{} -n {}",
+                        row.kind.as_str().to_ascii_lowercase(),
+                        row.name,
+                        row.namespace
+                    )
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {} 1 resource drifted: one change, most likely a person{who}",
+                painter.paint("Drift:", Tone::Warn)
+            );
+        }
+        DriftVerdict::Several => {
+            let _ = writeln!(
+                out,
+                "  {} {} resources drifted at different times: separate changes; check each \
+                 with kubectl nauthera diagnose",
+                painter.paint("Drift:", Tone::Warn),
+                drift.count
+            );
+        }
+        DriftVerdict::LikelyServerRestore => {
+            let _ = writeln!(
+                out,
+                "  {} {} resources drifted, {} within {}: most likely the server was restored \
+                 from a backup; once understood, kubectl nauthera restore --all-drifted",
+                painter.paint("Drift:", Tone::Bad),
+                drift.count,
+                drift.largest_burst,
+                short_duration(drift.window_seconds)
+            );
+        }
+    }
+    if summary.outside_grant > 0 {
+        let _ = writeln!(
+            out,
+            "  {} {} resource{} outside the reconciler's grant; the server will refuse {}:",
+            painter.paint("Grant:", Tone::Bad),
+            summary.outside_grant,
+            if summary.outside_grant == 1 {
+                " is"
+            } else {
+                "s are"
+            },
+            if summary.outside_grant == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        );
+        for row in rows {
+            if let GrantCheck::Outside {
+                reason,
+                cause,
+                proposed_entry,
+            } = &row.grant
+            {
+                let _ = writeln!(
+                    out,
+                    "    {} {}/{}: {reason}: {cause}; this allowedClients entry covers it:",
+                    row.kind, row.namespace, row.name
+                );
+                for line in entry_yaml(proposed_entry).lines() {
+                    let _ = writeln!(out, "      {line}");
+                }
+            }
+        }
+    }
+}

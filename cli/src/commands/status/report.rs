@@ -1,0 +1,414 @@
+//! The status report: a pure function of the control-plane facts, the resources and the time.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::grants::GrantEntry;
+use nauthera_shared::resources::Drift;
+use serde::Serialize;
+
+use crate::control_plane::{ControlPlaneFacts, Replicas};
+use crate::grant_check::{self, GrantCheck, ReportedGrants};
+use crate::kinds::Kind;
+use crate::timefmt::seconds_between;
+use crate::view::{OrganizationDirectory, ResourceView};
+
+/// A client certificate that expires sooner than this is called out.
+pub const CERTIFICATE_WARNING_SECONDS: i64 = 14 * 86_400;
+/// State older than this means no leader is publishing (the probe runs every minute).
+pub const STALE_STATE_SECONDS: i64 = 10 * 60;
+/// Drifts this close together count as one event.
+pub const DRIFT_WINDOW_SECONDS: i64 = 10 * 60;
+/// This many drifts within the window look like a server restored from a backup.
+pub const RESTORE_BURST: usize = 3;
+
+/// The document `status -o json|yaml` prints (its shape is documented in the README).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    pub generated_at: Timestamp,
+    /// The namespace looked at, or `*` for every namespace.
+    pub scope: String,
+    pub control_plane: ControlPlaneReport,
+    pub resources: Vec<ResourceRow>,
+    /// Kinds whose CRD is not installed.
+    pub not_installed: Vec<Kind>,
+    pub summary: Summary,
+    /// Whether anything needs attention (also exit code 1).
+    pub attention: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlPlaneReport {
+    pub namespace: String,
+    /// Whether the reconciler's published state was found.
+    pub state_found: bool,
+    pub reconciler: Option<Replicas>,
+    pub leader: Option<String>,
+    pub reconciler_version: Option<String>,
+    pub server_address: Option<String>,
+    pub server_build: Option<String>,
+    pub identity: Option<String>,
+    pub grants: Vec<GrantEntry>,
+    pub probe: Option<ProbeReport>,
+    pub certificate: Option<CertificateReport>,
+    pub state_updated_at: Option<Timestamp>,
+    /// What needs attention about the control plane, one sentence each.
+    pub findings: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeReport {
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    pub time: Option<Timestamp>,
+    pub age_seconds: Option<i64>,
+    pub last_success_time: Option<Timestamp>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CertificateState {
+    Valid,
+    Expiring,
+    Expired,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateReport {
+    pub not_after: Timestamp,
+    pub expires_in_seconds: i64,
+    pub state: CertificateState,
+    pub identities: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRow {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+    /// `None` until the reconciler wrote a status.
+    pub phase: Option<Phase>,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    pub generation: Option<i64>,
+    pub observed_generation: Option<i64>,
+    pub generation_in_force: Option<i64>,
+    /// The revision the reconciler wrote.
+    pub declared_revision: Option<String>,
+    /// The revision the server holds (`(removed)` when gone).
+    pub server_revision: Option<String>,
+    pub client_id: Option<String>,
+    pub organization: Option<String>,
+    pub issuer: String,
+    /// When the Ready condition last changed status.
+    pub condition_since: Option<Timestamp>,
+    pub condition_age_seconds: Option<i64>,
+    pub grant: GrantCheck,
+    pub drift: Option<Drift>,
+    pub deleting: bool,
+    pub attention: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub total: usize,
+    /// Counts by phase; `None` (not reconciled yet) is counted under `Unreconciled`.
+    pub by_phase: BTreeMap<String, usize>,
+    pub by_reason: BTreeMap<String, usize>,
+    pub outside_grant: usize,
+    pub drift: DriftSummary,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DriftVerdict {
+    /// Nothing drifted.
+    None,
+    /// One resource: most likely a person changed it.
+    LikelyPerson,
+    /// A few, spread out: separate changes.
+    Several,
+    /// Many within a short window: most likely the server was restored from a backup.
+    LikelyServerRestore,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftSummary {
+    pub count: usize,
+    pub verdict: DriftVerdict,
+    /// The most drifts within any window of `windowSeconds`.
+    pub largest_burst: usize,
+    pub window_seconds: i64,
+    pub first: Option<Timestamp>,
+    pub last: Option<Timestamp>,
+}
+
+/// Builds the report.
+pub fn build(
+    facts: &ControlPlaneFacts,
+    views: &[ResourceView],
+    organizations: &OrganizationDirectory,
+    not_installed: Vec<Kind>,
+    scope: String,
+    now: Timestamp,
+) -> StatusReport {
+    let control_plane = control_plane_report(facts, now);
+    let resources: Vec<ResourceRow> = views
+        .iter()
+        .map(|view| resource_row(view, facts, organizations, now))
+        .collect();
+    let summary = summarize(views, &resources);
+    let attention = !control_plane.findings.is_empty()
+        || resources.iter().any(|row| row.attention)
+        || !not_installed.is_empty();
+    StatusReport {
+        generated_at: now,
+        scope,
+        control_plane,
+        resources,
+        not_installed,
+        summary,
+        attention,
+    }
+}
+
+pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> ControlPlaneReport {
+    let mut findings = Vec::new();
+    if let Some(problem) = &facts.state_problem {
+        findings.push(problem.clone());
+    }
+    match (&facts.replicas, &facts.replicas_problem) {
+        (Some(replicas), _) if replicas.ready == 0 => findings.push(format!(
+            "no replica of the reconciler is ready (0/{})",
+            replicas.desired
+        )),
+        (None, Some(problem)) => findings.push(problem.clone()),
+        _ => {}
+    }
+    let state = facts.state.as_ref();
+    let non_empty = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+    let probe = state.map(|state| ProbeReport {
+        reason: state.probe_reason,
+        message: non_empty(&state.probe_message),
+        time: state.probe_time,
+        age_seconds: state.probe_time.map(|time| seconds_between(time, now)),
+        last_success_time: state.last_success_time,
+    });
+    if let Some(state) = state {
+        match state.probe_reason {
+            Some(Reason::Registered) => {}
+            Some(reason) => findings.push(format!(
+                "the control-plane probe fails with {reason}{}; see `kubectl nauthera diagnose` \
+                 and the {reason} runbook",
+                non_empty(&state.probe_message)
+                    .map(|message| format!(": {message}"))
+                    .unwrap_or_default()
+            )),
+            None => findings.push("the control-plane probe has not run yet".to_owned()),
+        }
+        if let Some(updated) = state.updated_at
+            && seconds_between(updated, now) > STALE_STATE_SECONDS
+        {
+            findings.push(format!(
+                "the published state is {} old: no leader is publishing it",
+                crate::timefmt::short_duration(seconds_between(updated, now))
+            ));
+        }
+    }
+    let certificate = state.and_then(|state| {
+        let not_after = state.certificate_not_after?;
+        let expires_in_seconds = seconds_between(now, not_after);
+        let certificate_state = if expires_in_seconds <= 0 {
+            CertificateState::Expired
+        } else if expires_in_seconds <= CERTIFICATE_WARNING_SECONDS {
+            CertificateState::Expiring
+        } else {
+            CertificateState::Valid
+        };
+        Some(CertificateReport {
+            not_after,
+            expires_in_seconds,
+            state: certificate_state,
+            identities: state.certificate_identities.clone(),
+        })
+    });
+    if let Some(certificate) = &certificate {
+        match certificate.state {
+            CertificateState::Valid => {}
+            CertificateState::Expiring => findings.push(format!(
+                "the client certificate expires in {} ({}): check that cert-manager renews it",
+                crate::timefmt::short_duration(certificate.expires_in_seconds),
+                certificate.not_after
+            )),
+            CertificateState::Expired => findings.push(format!(
+                "the client certificate expired at {}: the server refuses the reconciler until it \
+                 is renewed",
+                certificate.not_after
+            )),
+        }
+    }
+    ControlPlaneReport {
+        namespace: facts.namespace.clone(),
+        state_found: state.is_some(),
+        reconciler: facts.replicas,
+        leader: state.and_then(|state| non_empty(&state.leader)),
+        reconciler_version: state.and_then(|state| non_empty(&state.reconciler_version)),
+        server_address: state.and_then(|state| non_empty(&state.server_address)),
+        server_build: state.and_then(|state| non_empty(&state.server_build)),
+        identity: state.and_then(|state| non_empty(&state.identity)),
+        grants: state.map(|state| state.grants.clone()).unwrap_or_default(),
+        probe,
+        certificate,
+        state_updated_at: state.and_then(|state| state.updated_at),
+        findings,
+    }
+}
+
+pub fn resource_row(
+    view: &ResourceView,
+    facts: &ControlPlaneFacts,
+    organizations: &OrganizationDirectory,
+    now: Timestamp,
+) -> ResourceRow {
+    let organization = organizations.organization_of(view);
+    let grant = grant_check::check(
+        ReportedGrants::from_state(facts.state.as_ref()),
+        view.kind.operation(),
+        organization.as_deref(),
+        &view.namespace,
+    );
+    let status = view.status.as_ref();
+    let (declared_revision, server_revision) = view.revisions();
+    let condition_since = view
+        .ready_condition()
+        .map(|condition| condition.last_transition_time.0);
+    let phase = view.phase();
+    let attention = phase != Some(Phase::Registered) || grant.is_outside();
+    ResourceRow {
+        kind: view.kind,
+        namespace: view.namespace.clone(),
+        name: view.name.clone(),
+        phase,
+        reason: view.reason(),
+        message: view.message().map(str::to_owned),
+        generation: view.generation,
+        observed_generation: status.and_then(|status| status.observed_generation),
+        generation_in_force: status.and_then(|status| status.generation_in_force),
+        declared_revision,
+        server_revision,
+        client_id: status.and_then(|status| status.client_id.clone()),
+        organization,
+        issuer: view.issuer.clone(),
+        condition_since,
+        condition_age_seconds: condition_since.map(|since| seconds_between(since, now)),
+        grant,
+        drift: status.and_then(|status| status.drift.clone()),
+        deleting: view.deleting,
+        attention,
+    }
+}
+
+fn summarize(views: &[ResourceView], rows: &[ResourceRow]) -> Summary {
+    let mut by_phase = BTreeMap::new();
+    let mut by_reason = BTreeMap::new();
+    for row in rows {
+        let phase = row.phase.map_or("Unreconciled", Phase::as_str);
+        *by_phase.entry(phase.to_owned()).or_insert(0) += 1;
+        let reason = row.reason.map_or("Unreconciled", Reason::as_str);
+        *by_reason.entry(reason.to_owned()).or_insert(0) += 1;
+    }
+    Summary {
+        total: rows.len(),
+        by_phase,
+        by_reason,
+        outside_grant: rows.iter().filter(|row| row.grant.is_outside()).count(),
+        drift: drift_summary(views),
+    }
+}
+
+/// How many drifted, and whether together: many within a short window point at a server restored
+/// from a backup; one at a person.
+pub fn drift_summary(views: &[ResourceView]) -> DriftSummary {
+    let drifted: Vec<&ResourceView> = views.iter().filter(|view| view.is_drifted()).collect();
+    let mut times: Vec<Timestamp> = drifted
+        .iter()
+        .filter_map(|view| view.drift_time())
+        .collect();
+    times.sort();
+    let largest_burst = largest_burst(&times, DRIFT_WINDOW_SECONDS);
+    let verdict = match drifted.len() {
+        0 => DriftVerdict::None,
+        1 => DriftVerdict::LikelyPerson,
+        _ if largest_burst >= RESTORE_BURST => DriftVerdict::LikelyServerRestore,
+        _ => DriftVerdict::Several,
+    };
+    DriftSummary {
+        count: drifted.len(),
+        verdict,
+        largest_burst,
+        window_seconds: DRIFT_WINDOW_SECONDS,
+        first: times.first().copied(),
+        last: times.last().copied(),
+    }
+}
+
+/// The most sorted times that fit in one window.
+fn largest_burst(times: &[Timestamp], window_seconds: i64) -> usize {
+    let mut best = 0;
+    let mut start = 0;
+    for end in 0..times.len() {
+        while seconds_between(times[start], times[end]) > window_seconds {
+            start += 1;
+        }
+        best = best.max(end - start + 1);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::fixtures::{at, drifted, view};
+
+    #[test]
+    fn one_drift_is_a_person_and_many_together_a_restore() {
+        assert_eq!(drift_summary(&[]).verdict, DriftVerdict::None);
+        let one = [drifted("a", "x", 1000)];
+        assert_eq!(drift_summary(&one).verdict, DriftVerdict::LikelyPerson);
+        let spread = [drifted("a", "x", 0), drifted("a", "y", 100_000)];
+        assert_eq!(drift_summary(&spread).verdict, DriftVerdict::Several);
+        let burst = [
+            drifted("a", "x", 1000),
+            drifted("b", "y", 1060),
+            drifted("c", "z", 1200),
+            drifted("c", "w", 90_000),
+        ];
+        let summary = drift_summary(&burst);
+        assert_eq!(summary.verdict, DriftVerdict::LikelyServerRestore);
+        assert_eq!(summary.largest_burst, 3);
+        assert_eq!(summary.first, Some(at(1000)));
+        assert_eq!(summary.last, Some(at(90_000)));
+    }
+
+    #[test]
+    fn a_resource_without_status_needs_attention() {
+        let mut pending = view(Kind::OIDCClient, "a", "x", Reason::Registered, 0);
+        pending.status = None;
+        let row = resource_row(
+            &pending,
+            &ControlPlaneFacts::default(),
+            &OrganizationDirectory::default(),
+            at(100),
+        );
+        assert!(row.attention);
+        assert_eq!(row.phase, None);
+    }
+}

@@ -1,0 +1,189 @@
+//! Snapshots of the status report as table, wide and JSON, with a fixed clock and no colours.
+
+use nauthera_shared::catalog::Reason;
+use nauthera_shared::control_plane::ControlPlaneState;
+use nauthera_shared::grants::{GrantEntry, Operation};
+
+use super::render::render;
+use super::report::{self, StatusReport};
+use crate::control_plane::{ControlPlaneFacts, Replicas};
+use crate::kinds::Kind;
+use crate::output::Painter;
+use crate::snapshot::assert_snapshot;
+use crate::view::OrganizationDirectory;
+use crate::view::fixtures::{at, drifted, view};
+
+const NOW: i64 = 1_800_000_000;
+
+pub fn state() -> ControlPlaneState {
+    ControlPlaneState {
+        leader: "nauthera-reconciler-6d5f7-x2k4p".into(),
+        reconciler_version: "0.1.0".into(),
+        server_address: "https://nauthera-server.nauthera.svc:8443".into(),
+        server_build: "nauthera-server 1.4.2".into(),
+        identity: "dns:nauthera-operator.nauthera.svc".into(),
+        grants: vec![GrantEntry {
+            identity: "dns:nauthera-operator.nauthera.svc".into(),
+            operations: vec![Operation::Clients, Operation::Organizations],
+            organizations: vec!["acme".into()],
+            namespaces: vec!["team-a".into(), "ops".into()],
+        }],
+        probe_reason: Some(Reason::Registered),
+        probe_message: String::new(),
+        probe_time: Some(at(NOW - 40)),
+        last_success_time: Some(at(NOW - 40)),
+        certificate_not_after: Some(at(NOW + 5 * 86_400)),
+        certificate_identities: vec!["dns:nauthera-operator.nauthera.svc".into()],
+        updated_at: Some(at(NOW - 40)),
+    }
+}
+
+pub fn facts() -> ControlPlaneFacts {
+    ControlPlaneFacts {
+        namespace: "nauthera-system".into(),
+        state: Some(state()),
+        state_problem: None,
+        replicas: Some(Replicas {
+            desired: 2,
+            ready: 2,
+        }),
+        replicas_problem: None,
+    }
+}
+
+fn scenario() -> StatusReport {
+    let organization = view(
+        Kind::Organization,
+        "ops",
+        "acme",
+        Reason::Registered,
+        NOW - 86_400,
+    );
+    let mut registered = view(
+        Kind::OIDCClient,
+        "team-a",
+        "shop",
+        Reason::Registered,
+        NOW - 7200,
+    );
+    if let Some(status) = registered.status.as_mut() {
+        status.client_id = Some("c-shop-1".into());
+    }
+    let drifted = drifted("team-a", "billing", NOW - 600);
+    let mut refused = view(Kind::Branding, "team-b", "look", Reason::Refused, NOW - 300);
+    if let Some(status) = refused.status.as_mut() {
+        status.message = Some(
+            "the server refused the declared state: PermissionDenied OPERATION_NOT_GRANTED \
+             (operation brandings is not granted); generation in force: none"
+                .into(),
+        );
+    }
+    let mut unreconciled = view(Kind::OIDCClient, "team-b", "new", Reason::Pending, NOW);
+    unreconciled.status = None;
+    let views = vec![
+        organization.clone(),
+        registered,
+        drifted,
+        refused,
+        unreconciled,
+    ];
+    let mut views = views;
+    crate::cluster::sort_views(&mut views);
+    report::build(
+        &facts(),
+        &views,
+        &OrganizationDirectory::from_views([&organization]),
+        Vec::new(),
+        "*".into(),
+        at(NOW),
+    )
+}
+
+#[test]
+fn table_snapshot() {
+    assert_snapshot(
+        "status-table.txt",
+        &render(&scenario(), false, Painter::PLAIN),
+    );
+}
+
+#[test]
+fn wide_snapshot() {
+    assert_snapshot(
+        "status-wide.txt",
+        &render(&scenario(), true, Painter::PLAIN),
+    );
+}
+
+#[test]
+fn json_snapshot() {
+    let json = crate::output::encode(&scenario(), crate::cli::OutputFormat::Json).unwrap();
+    assert_snapshot("status.json", &json);
+}
+
+#[test]
+fn yaml_is_the_same_document() {
+    let report = scenario();
+    let yaml = crate::output::encode(&report, crate::cli::OutputFormat::Yaml).unwrap();
+    let from_yaml: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
+    assert_eq!(from_yaml, serde_json::to_value(&report).unwrap());
+}
+
+#[test]
+fn the_scenario_needs_attention_and_names_what() {
+    let report = scenario();
+    assert!(report.attention);
+    assert_eq!(report.summary.outside_grant, 2);
+    assert_eq!(report.summary.drift.count, 1);
+    // The certificate expires within the warning threshold.
+    assert!(
+        report
+            .control_plane
+            .findings
+            .iter()
+            .any(|finding| finding.contains("client certificate expires in 5d"))
+    );
+}
+
+#[test]
+fn all_registered_and_covered_needs_no_attention() {
+    let mut state = state();
+    state.certificate_not_after = Some(at(NOW + 90 * 86_400));
+    let facts = ControlPlaneFacts {
+        state: Some(state),
+        ..facts()
+    };
+    let organization = view(Kind::Organization, "ops", "acme", Reason::Registered, NOW);
+    let client = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, NOW);
+    let report = report::build(
+        &facts,
+        &[organization.clone(), client],
+        &OrganizationDirectory::from_views([&organization]),
+        Vec::new(),
+        "*".into(),
+        at(NOW),
+    );
+    assert!(!report.attention, "{:?}", report.control_plane.findings);
+}
+
+#[test]
+fn a_missing_state_is_a_finding() {
+    let facts = ControlPlaneFacts {
+        namespace: "nauthera-system".into(),
+        state_problem: Some("ConfigMap nauthera-reconciler-state not found".into()),
+        replicas_problem: Some("Deployment nauthera-reconciler not found".into()),
+        ..ControlPlaneFacts::default()
+    };
+    let report = report::build(
+        &facts,
+        &[],
+        &OrganizationDirectory::default(),
+        Vec::new(),
+        "team-a".into(),
+        at(NOW),
+    );
+    assert!(report.attention);
+    let text = render(&report, false, Painter::PLAIN);
+    assert!(text.contains("ConfigMap nauthera-reconciler-state not found"));
+    assert!(text.contains("No nauthera resources found in namespace team-a."));
+}

@@ -1,0 +1,113 @@
+//! Reading what the reconciler publishes: its state ConfigMap and its Deployment's readiness.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY};
+use serde::Serialize;
+
+use crate::cluster::Cluster;
+use crate::error::describe_kube_error;
+
+/// The reconciler's Deployment and ServiceAccount name in the standard install.
+pub const RECONCILER_NAME: &str = "nauthera-reconciler";
+
+/// Ready and desired replicas of the reconciler's Deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Replicas {
+    pub desired: i32,
+    pub ready: i32,
+}
+
+/// Everything known about the control plane without server credentials.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ControlPlaneFacts {
+    pub namespace: String,
+    pub state: Option<ControlPlaneState>,
+    /// Why the state could not be read, when it could not.
+    pub state_problem: Option<String>,
+    pub replicas: Option<Replicas>,
+    pub replicas_problem: Option<String>,
+}
+
+impl ControlPlaneFacts {
+    pub async fn gather(cluster: &Cluster, namespace: &str) -> ControlPlaneFacts {
+        let mut facts = ControlPlaneFacts {
+            namespace: namespace.to_owned(),
+            ..ControlPlaneFacts::default()
+        };
+        match cluster
+            .namespaced::<ConfigMap>(namespace)
+            .get_opt(STATE_CONFIGMAP)
+            .await
+        {
+            Ok(Some(config_map)) => match parse_state(&config_map) {
+                Ok(state) => facts.state = Some(state),
+                Err(problem) => facts.state_problem = Some(problem),
+            },
+            Ok(None) => {
+                facts.state_problem = Some(format!(
+                    "ConfigMap {STATE_CONFIGMAP} not found in namespace {namespace}: the \
+                     reconciler has no leader yet, runs elsewhere (--reconciler-namespace), or is \
+                     not installed"
+                ))
+            }
+            Err(error) => {
+                let (detail, hint) = describe_kube_error(&error);
+                facts.state_problem = Some(format!(
+                    "cannot read ConfigMap {STATE_CONFIGMAP} in namespace {namespace}: {detail}; \
+                     {hint}"
+                ));
+            }
+        }
+        match cluster
+            .namespaced::<Deployment>(namespace)
+            .get_opt(RECONCILER_NAME)
+            .await
+        {
+            Ok(Some(deployment)) => facts.replicas = Some(replicas_of(&deployment)),
+            Ok(None) => {
+                facts.replicas_problem = Some(format!(
+                    "Deployment {RECONCILER_NAME} not found in namespace {namespace}"
+                ))
+            }
+            Err(error) => {
+                let (detail, _) = describe_kube_error(&error);
+                facts.replicas_problem = Some(format!(
+                    "cannot read Deployment {RECONCILER_NAME} in namespace {namespace}: {detail}"
+                ));
+            }
+        }
+        facts
+    }
+}
+
+/// The published state out of the ConfigMap.
+pub fn parse_state(config_map: &ConfigMap) -> Result<ControlPlaneState, String> {
+    let text = config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get(STATE_KEY))
+        .ok_or_else(|| format!("ConfigMap {STATE_CONFIGMAP} has no key {STATE_KEY}"))?;
+    serde_json::from_str(text).map_err(|error| {
+        format!(
+            "ConfigMap {STATE_CONFIGMAP} key {STATE_KEY} is not the state this plugin reads \
+             ({error}); is the plugin older than the reconciler?"
+        )
+    })
+}
+
+pub fn replicas_of(deployment: &Deployment) -> Replicas {
+    Replicas {
+        desired: deployment
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.replicas)
+            .unwrap_or(1),
+        ready: deployment
+            .status
+            .as_ref()
+            .and_then(|status| status.ready_replicas)
+            .unwrap_or(0),
+    }
+}

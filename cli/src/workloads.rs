@@ -1,0 +1,188 @@
+//! Which workloads mount or read a Secret, so they can be restarted when it changes. Pure over the
+//! pod templates; the listing is done by the caller.
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::PodSpec;
+use serde::Serialize;
+
+/// A workload's pod template, from whichever kind holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodTemplate {
+    pub kind: &'static str,
+    pub name: String,
+    pub spec: Option<PodSpec>,
+}
+
+impl PodTemplate {
+    pub fn of_deployment(item: &Deployment) -> Self {
+        PodTemplate {
+            kind: "Deployment",
+            name: item.metadata.name.clone().unwrap_or_default(),
+            spec: item
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.template.spec.clone()),
+        }
+    }
+
+    pub fn of_stateful_set(item: &StatefulSet) -> Self {
+        PodTemplate {
+            kind: "StatefulSet",
+            name: item.metadata.name.clone().unwrap_or_default(),
+            spec: item
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.template.spec.clone()),
+        }
+    }
+
+    pub fn of_daemon_set(item: &DaemonSet) -> Self {
+        PodTemplate {
+            kind: "DaemonSet",
+            name: item.metadata.name.clone().unwrap_or_default(),
+            spec: item
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.template.spec.clone()),
+        }
+    }
+}
+
+/// A workload that uses the Secret, and how.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consumer {
+    pub kind: String,
+    pub name: String,
+    /// `volume client-secret`, `env CLIENT_SECRET (container app)`, `envFrom (container app)`.
+    pub uses: Vec<String>,
+}
+
+impl Consumer {
+    /// The command that restarts it.
+    pub fn restart_command(&self, namespace: &str) -> String {
+        format!(
+            "kubectl -n {namespace} rollout restart {}/{}",
+            self.kind.to_ascii_lowercase(),
+            self.name
+        )
+    }
+}
+
+/// The workloads whose pod template mounts `secret` (volume or projected volume) or reads it into
+/// the environment (`env.valueFrom.secretKeyRef`, `envFrom.secretRef`).
+pub fn consumers(templates: &[PodTemplate], secret: &str) -> Vec<Consumer> {
+    templates
+        .iter()
+        .filter_map(|template| {
+            let spec = template.spec.as_ref()?;
+            let uses = uses_of(spec, secret);
+            (!uses.is_empty()).then(|| Consumer {
+                kind: template.kind.to_owned(),
+                name: template.name.clone(),
+                uses,
+            })
+        })
+        .collect()
+}
+
+fn uses_of(spec: &PodSpec, secret: &str) -> Vec<String> {
+    let mut uses = Vec::new();
+    for volume in spec.volumes.iter().flatten() {
+        let direct = volume
+            .secret
+            .as_ref()
+            .and_then(|source| source.secret_name.as_deref())
+            == Some(secret);
+        let projected = volume.projected.as_ref().is_some_and(|projected| {
+            projected
+                .sources
+                .iter()
+                .flatten()
+                .any(|source| source.secret.as_ref().is_some_and(|s| s.name == secret))
+        });
+        if direct || projected {
+            uses.push(format!("volume {}", volume.name));
+        }
+    }
+    let containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(spec.containers.iter());
+    for container in containers {
+        for env in container.env.iter().flatten() {
+            let reads = env
+                .value_from
+                .as_ref()
+                .and_then(|from| from.secret_key_ref.as_ref())
+                .is_some_and(|key| key.name == secret);
+            if reads {
+                uses.push(format!("env {} (container {})", env.name, container.name));
+            }
+        }
+        for from in container.env_from.iter().flatten() {
+            if from.secret_ref.as_ref().is_some_and(|r| r.name == secret) {
+                uses.push(format!("envFrom (container {})", container.name));
+            }
+        }
+    }
+    uses
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(kind: &'static str, name: &str, spec: serde_json::Value) -> PodTemplate {
+        PodTemplate {
+            kind,
+            name: name.into(),
+            spec: Some(serde_json::from_value(spec).unwrap()),
+        }
+    }
+
+    #[test]
+    fn volumes_env_and_env_from_are_found_and_others_are_not() {
+        let templates = vec![
+            template(
+                "Deployment",
+                "web",
+                serde_json::json!({
+                    "containers": [{"name": "app", "env": [
+                        {"name": "CLIENT_SECRET", "valueFrom": {"secretKeyRef": {"name": "shop", "key": "clientSecret"}}},
+                        {"name": "OTHER", "value": "x"}
+                    ]}],
+                    "volumes": [{"name": "creds", "secret": {"secretName": "shop"}}]
+                }),
+            ),
+            template(
+                "StatefulSet",
+                "worker",
+                serde_json::json!({
+                    "containers": [{"name": "w", "envFrom": [{"secretRef": {"name": "shop"}}]}],
+                    "volumes": [{"name": "all", "projected": {"sources": [{"secret": {"name": "shop"}}]}}]
+                }),
+            ),
+            template(
+                "DaemonSet",
+                "agent",
+                serde_json::json!({
+                    "containers": [{"name": "a"}],
+                    "volumes": [{"name": "creds", "secret": {"secretName": "other"}}]
+                }),
+            ),
+        ];
+        let found = consumers(&templates, "shop");
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            found[0].uses,
+            vec!["volume creds", "env CLIENT_SECRET (container app)"]
+        );
+        assert_eq!(found[1].uses, vec!["volume all", "envFrom (container w)"]);
+        assert_eq!(
+            found[1].restart_command("team-a"),
+            "kubectl -n team-a rollout restart statefulset/worker"
+        );
+    }
+}
