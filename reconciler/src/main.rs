@@ -1,10 +1,20 @@
 //! `nauthera-reconciler`: makes Kubernetes manifests the source of truth for nauthera-server.
 
+mod admin;
+mod changes;
+mod client_calls;
 mod config;
-// The pipeline that uses every decision lands in the next commit.
-#[allow(dead_code, unused_imports)]
+mod context;
 mod decide;
+mod http;
+mod kube_io;
 mod logging;
+mod memory;
+mod metrics;
+mod oidc_client;
+mod probe;
+mod run;
+mod state;
 
 use std::process::ExitCode;
 
@@ -23,6 +33,7 @@ fn main() -> ExitCode {
     };
     logging::init(config.log_format);
     tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
         server = %config.connect.address,
         manager = %config.manager,
         namespaces = ?config.namespaces,
@@ -33,10 +44,21 @@ fn main() -> ExitCode {
         metrics = %config.metrics_address,
         probes = %config.probe_address,
         concurrency = config.concurrency,
-        probe_interval = ?config.probe_interval,
-        probe_retry_interval = ?config.probe_retry_interval,
-        change_poll_interval = ?config.change_poll_interval,
-        "configuration checked"
+        "starting"
     );
-    ExitCode::SUCCESS
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("nauthera-reconciler: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run::run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(error = %error, "stopped");
+            eprintln!("nauthera-reconciler: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -11,14 +11,14 @@ pub use backoff::Backoff;
 pub use outcome::{
     Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretWriteFailure, Verdict,
     after_apply, after_apply_failure, after_delete, after_drift_check_failure,
-    after_secret_failure, drifted, failure_verdict, in_force, is_conflict, no_drift,
+    after_secret_failure, drifted, failure_verdict, is_conflict, no_drift, not_leader,
     refusal_message, released, secret_delivered, secret_ref_unavailable,
 };
 pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use nauthera_shared::catalog::{ConditionType, EventReason, ReadyStatus, Reason};
+use nauthera_shared::catalog::{ConditionType, EventReason, ReadyStatus};
 use nauthera_shared::resources::{ResourceStatus, new_condition, set_condition};
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
@@ -37,6 +37,9 @@ pub fn status_after(
     }
     if let Some(revision) = &fields.revision {
         new.revision = Some(revision.clone());
+    }
+    if let Some(slug) = &fields.slug {
+        new.slug = Some(slug.clone());
     }
     if let Some(generation_in_force) = fields.generation_in_force {
         new.generation_in_force = Some(generation_in_force);
@@ -94,6 +97,7 @@ pub fn status_after(
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FieldUpdates {
     pub client_id: Option<String>,
+    pub slug: Option<String>,
     pub revision: Option<String>,
     pub generation_in_force: Option<i64>,
     pub secret_ref: Option<nauthera_shared::resources::LocalRef>,
@@ -133,11 +137,6 @@ pub fn events_for(old: Option<&ResourceStatus>, verdict: &Verdict) -> Vec<EventN
         });
     }
     events
-}
-
-/// Whether `reason` counts as "in force" for the metric and the plugin.
-pub fn is_registered(reason: Reason) -> bool {
-    matches!(reason, Reason::Registered | Reason::Restored)
 }
 
 #[cfg(test)]

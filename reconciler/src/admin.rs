@@ -1,0 +1,221 @@
+//! The AdminService at the edge: a small trait the pipeline calls ([`AdminApi`]), so that unit
+//! tests can answer with plain values, and its real implementation ([`Admin`]) over the shared
+//! mTLS client. Every real call is counted (`server_calls_total{method,code}`) and logged as one
+//! `grpc_call` line with method, code and duration; nothing of a request or response is logged,
+//! so a secret never reaches a log.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Instant;
+
+use futures::Stream;
+use nauthera_proto::v1;
+use nauthera_shared::catalog::code_label;
+use nauthera_shared::client::{AdminClient, CallError, ConnectError, ConnectSettings};
+use tokio::sync::Mutex;
+
+use crate::metrics::Metrics;
+
+/// A stream of change events.
+pub type ChangeEvents = Pin<Box<dyn Stream<Item = Result<v1::ChangeEvent, CallError>> + Send>>;
+
+/// The AdminService calls the reconciler makes.
+pub trait AdminApi: Send + Sync + 'static {
+    /// Drops the connection so that the next call connects anew, reading the TLS files again.
+    fn reconnect(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+    fn get_server_info(&self) -> impl Future<Output = Result<v1::ServerInfo, CallError>> + Send;
+    fn get_change_hint(&self) -> impl Future<Output = Result<v1::ChangeHint, CallError>> + Send;
+    fn watch_changes(
+        &self,
+        since: Option<v1::ChangeHint>,
+    ) -> impl Future<Output = Result<ChangeEvents, CallError>> + Send;
+    fn apply_client(
+        &self,
+        request: v1::ApplyClientRequest,
+    ) -> impl Future<Output = Result<v1::ApplyClientResponse, CallError>> + Send;
+    fn get_client(
+        &self,
+        reference: v1::ObjectRef,
+    ) -> impl Future<Output = Result<v1::Client, CallError>> + Send;
+    fn delete_client(
+        &self,
+        request: v1::DeleteClientRequest,
+    ) -> impl Future<Output = Result<v1::DeleteClientResponse, CallError>> + Send;
+    fn list_client_revisions(
+        &self,
+        request: v1::ListClientRevisionsRequest,
+    ) -> impl Future<Output = Result<v1::ListClientRevisionsResponse, CallError>> + Send;
+    fn list_audit_events(
+        &self,
+        request: v1::ListAuditEventsRequest,
+    ) -> impl Future<Output = Result<v1::ListAuditEventsResponse, CallError>> + Send;
+}
+
+/// The real AdminService. Connects on first use and again after a connection failure, reading
+/// the three TLS files each time, so a renewed certificate is used without a restart.
+pub struct Admin {
+    settings: ConnectSettings,
+    client: Mutex<Option<AdminClient>>,
+    metrics: Metrics,
+}
+
+impl Admin {
+    pub fn new(settings: ConnectSettings, metrics: Metrics) -> Admin {
+        Admin {
+            settings,
+            client: Mutex::new(None),
+            metrics,
+        }
+    }
+
+    /// Drops the connection, so that the next call connects anew and re-reads the files.
+    pub async fn reset(&self) {
+        *self.client.lock().await = None;
+    }
+
+    async fn client(&self) -> Result<AdminClient, ConnectError> {
+        let mut slot = self.client.lock().await;
+        if let Some(client) = slot.as_ref() {
+            return Ok(client.clone());
+        }
+        let client = AdminClient::connect(self.settings.clone()).await?;
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn call<T, F, Fut>(&self, method: &'static str, call: F) -> Result<T, CallError>
+    where
+        F: FnOnce(AdminClient) -> Fut,
+        Fut: Future<Output = Result<T, CallError>>,
+    {
+        let start = Instant::now();
+        let result = match self.client().await {
+            Ok(client) => call(client).await,
+            Err(error) => Err(CallError::Connect(error)),
+        };
+        let code = call_code(&result);
+        self.metrics.server_call(method, code);
+        let duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match &result {
+            Ok(_) => tracing::info!(method, code, duration_ms, "grpc_call"),
+            Err(CallError::Server(error)) => tracing::info!(
+                method,
+                code,
+                duration_ms,
+                reason = error.reason.map(|r| r.as_str_name()),
+                "grpc_call"
+            ),
+            Err(CallError::Connect(error)) => {
+                tracing::info!(method, code, duration_ms, error = %error, "grpc_call");
+            }
+        }
+        if matches!(result, Err(CallError::Connect(_))) {
+            self.reset().await;
+        }
+        result
+    }
+}
+
+/// The `code` label of a call's outcome; a connection that could not be made counts as
+/// `Unavailable`, the code gRPC gives it.
+fn call_code<T>(result: &Result<T, CallError>) -> &'static str {
+    match result {
+        Ok(_) => code_label(tonic::Code::Ok),
+        Err(CallError::Server(error)) => code_label(error.code),
+        Err(CallError::Connect(_)) => code_label(tonic::Code::Unavailable),
+    }
+}
+
+impl AdminApi for Admin {
+    async fn reconnect(&self) {
+        self.reset().await;
+    }
+
+    async fn get_server_info(&self) -> Result<v1::ServerInfo, CallError> {
+        self.call(
+            "GetServerInfo",
+            |c| async move { c.get_server_info().await },
+        )
+        .await
+    }
+
+    async fn get_change_hint(&self) -> Result<v1::ChangeHint, CallError> {
+        self.call(
+            "GetChangeHint",
+            |c| async move { c.get_change_hint().await },
+        )
+        .await
+    }
+
+    async fn watch_changes(
+        &self,
+        since: Option<v1::ChangeHint>,
+    ) -> Result<ChangeEvents, CallError> {
+        let stream = self
+            .call(
+                "WatchChanges",
+                |c| async move { c.watch_changes(since).await },
+            )
+            .await?;
+        let events = futures::stream::unfold(stream, |mut stream| async move {
+            match stream.next().await {
+                Ok(Some(event)) => Some((Ok(event), stream)),
+                Ok(None) => None,
+                Err(error) => Some((Err(error), stream)),
+            }
+        });
+        Ok(Box::pin(events))
+    }
+
+    async fn apply_client(
+        &self,
+        request: v1::ApplyClientRequest,
+    ) -> Result<v1::ApplyClientResponse, CallError> {
+        self.call(
+            "ApplyClient",
+            |c| async move { c.apply_client(request).await },
+        )
+        .await
+    }
+
+    async fn get_client(&self, reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
+        self.call(
+            "GetClient",
+            |c| async move { c.get_client(reference).await },
+        )
+        .await
+    }
+
+    async fn delete_client(
+        &self,
+        request: v1::DeleteClientRequest,
+    ) -> Result<v1::DeleteClientResponse, CallError> {
+        self.call(
+            "DeleteClient",
+            |c| async move { c.delete_client(request).await },
+        )
+        .await
+    }
+
+    async fn list_client_revisions(
+        &self,
+        request: v1::ListClientRevisionsRequest,
+    ) -> Result<v1::ListClientRevisionsResponse, CallError> {
+        self.call("ListClientRevisions", |c| async move {
+            c.list_client_revisions(request).await
+        })
+        .await
+    }
+
+    async fn list_audit_events(
+        &self,
+        request: v1::ListAuditEventsRequest,
+    ) -> Result<v1::ListAuditEventsResponse, CallError> {
+        self.call("ListAuditEvents", |c| async move {
+            c.list_audit_events(request).await
+        })
+        .await
+    }
+}

@@ -1,0 +1,177 @@
+//! The server side of an OIDCClient's steps: write, delete, and confirm a drift with who changed
+//! what. Each takes the AdminService through [`AdminApi`] and returns plain values, so tests
+//! answer with a fake.
+
+use nauthera_proto::v1;
+use nauthera_shared::client::CallError;
+use nauthera_shared::convert::{comparable_client_spec, diff_client};
+use nauthera_shared::resources::OIDCClientSpec;
+use tonic::Code;
+
+use crate::admin::AdminApi;
+use crate::decide::{
+    Applied, DeleteOutcome, DriftReport, Verdict, after_apply_failure, after_delete,
+    after_drift_check_failure, drifted, failure_verdict, is_conflict, no_drift,
+};
+use crate::memory::SecretValue;
+
+/// What a write came to.
+#[derive(Debug)]
+pub enum WriteResult {
+    Written {
+        applied: Applied,
+        /// The organization's slug.
+        organization: String,
+        /// A secret the server minted (on creation or rotation), exactly once.
+        minted: Option<SecretValue>,
+    },
+    /// The server holds another revision than the one named: check the drift.
+    Conflict,
+    Failed(Box<Verdict>),
+}
+
+/// Writes the declared state.
+pub async fn write_client<A: AdminApi>(admin: &A, request: v1::ApplyClientRequest) -> WriteResult {
+    match admin.apply_client(request).await {
+        Ok(response) => {
+            let client = response.client.unwrap_or_default();
+            WriteResult::Written {
+                applied: Applied {
+                    client_id: client.client_id,
+                    revision: client.revision,
+                    generation_in_force: client.generation_in_force,
+                    created: response.created,
+                },
+                organization: client.organization,
+                minted: (!response.secret.is_empty()).then(|| SecretValue::new(response.secret)),
+            }
+        }
+        Err(error) if is_conflict(&error) => WriteResult::Conflict,
+        Err(error) => WriteResult::Failed(Box::new(after_apply_failure(&error, "ApplyClient"))),
+    }
+}
+
+/// Deletes the client only while the server holds the revision last written.
+pub async fn delete_client<A: AdminApi>(admin: &A, request: v1::DeleteClientRequest) -> Verdict {
+    match admin.delete_client(request).await {
+        Ok(response) => after_delete(&DeleteOutcome::Deleted {
+            was_there: response.deleted,
+        }),
+        Err(error) if is_conflict(&error) => after_delete(&DeleteOutcome::Conflict {
+            held_revision: error.server().and_then(|s| s.held_revision.clone()),
+        }),
+        Err(CallError::Server(error)) if error.code == Code::NotFound => {
+            after_delete(&DeleteOutcome::Deleted { was_there: false })
+        }
+        Err(error) => failure_verdict(&error, "DeleteClient"),
+    }
+}
+
+/// What the drift check knows besides the server.
+#[derive(Clone, Debug)]
+pub struct DriftFacts<'a> {
+    pub declared: &'a OIDCClientSpec,
+    pub reference: v1::ObjectRef,
+    pub generation: i64,
+    /// The revision this resource last wrote.
+    pub written_revision: Option<&'a str>,
+    /// The generation the server kept in force after the last write.
+    pub generation_in_force: Option<i64>,
+    /// The organization slug, when known (for the audit log of a removed client).
+    pub organization: Option<&'a str>,
+    pub client_id: Option<&'a str>,
+    /// The reconciler's own manager name.
+    pub manager: &'a str,
+    /// The server's history restarted since the previous listing.
+    pub history_restarted: bool,
+}
+
+/// Reads the client to confirm a suspected drift, and describes it: the revision the server
+/// holds, when and by whom it changed (from the audit log), and which fields differ.
+pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verdict {
+    let held = match admin.get_client(facts.reference.clone()).await {
+        Ok(held) => Some(held),
+        Err(CallError::Server(error)) if error.code == Code::NotFound => None,
+        Err(error) => return after_drift_check_failure(&error, "GetClient"),
+    };
+    let Some(held) = held else {
+        let mut report = DriftReport {
+            removed: true,
+            backup_restore: facts.history_restarted,
+            ..DriftReport::default()
+        };
+        if let (Some(organization), Some(client_id)) = (facts.organization, facts.client_id)
+            && let Some(event) = last_audit_event(admin, organization, client_id).await
+        {
+            report.changed_at = event.time.and_then(timestamp);
+            report.manager = Some(event.manager);
+            report.actor = Some(event.actor);
+        }
+        return drifted(&report, facts.written_revision);
+    };
+    if facts.written_revision == Some(held.revision.as_str()) {
+        return no_drift(
+            facts.generation_in_force.unwrap_or(facts.generation),
+            &held.revision,
+        );
+    }
+    let last_write = held.last_write.clone().unwrap_or_default();
+    let declared = comparable_client_spec(facts.declared);
+    let fields = held
+        .spec
+        .as_ref()
+        .map(|spec| diff_client(&declared, spec))
+        .unwrap_or_default();
+    // Our own older write back in force means the server went back in time (a restore).
+    let went_back = last_write.manager == facts.manager
+        && facts
+            .generation_in_force
+            .is_some_and(|g| held.generation_in_force < g);
+    let mut report = DriftReport {
+        server_revision: held.revision.clone(),
+        removed: false,
+        changed_at: last_write.time.and_then(timestamp),
+        manager: Some(last_write.manager.clone()),
+        actor: Some(last_write.actor.clone()).filter(|a| !a.is_empty()),
+        fields,
+        backup_restore: facts.history_restarted || went_back,
+    };
+    if let Some(event) = last_audit_event(admin, &held.organization, &held.client_id).await
+        && (event.revision == held.revision || event.revision.is_empty())
+    {
+        report.actor = Some(event.actor).filter(|a| !a.is_empty()).or(report.actor);
+        if event.cause.contains("restore") {
+            report.backup_restore = true;
+        }
+    }
+    drifted(&report, facts.written_revision)
+}
+
+/// The newest audit record of a client, if the server keeps an audit log it lets us read.
+async fn last_audit_event<A: AdminApi>(
+    admin: &A,
+    organization: &str,
+    client_id: &str,
+) -> Option<v1::AuditEvent> {
+    let response = admin
+        .list_audit_events(v1::ListAuditEventsRequest {
+            organization: organization.to_owned(),
+            client_id: client_id.to_owned(),
+            kind: v1::ObjectKind::Client as i32,
+            page_size: 5,
+            ..v1::ListAuditEventsRequest::default()
+        })
+        .await
+        .ok()?;
+    response
+        .events
+        .into_iter()
+        .find(|e| e.outcome != v1::AuditOutcome::Refused as i32)
+}
+
+fn timestamp(time: prost_types::Timestamp) -> Option<jiff::Timestamp> {
+    jiff::Timestamp::new(time.seconds, time.nanos).ok()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,328 @@
+//! The server side of the steps against a fake AdminService that answers with plain values.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
+use nauthera_shared::catalog::{Cause, Reason};
+use nauthera_shared::client::{ConnectError, ServerError};
+use nauthera_shared::resources::Drift;
+
+use super::*;
+use crate::admin::ChangeEvents;
+use crate::decide::DriftUpdate;
+
+/// Answers each method with a preset result and records the calls.
+#[derive(Default)]
+struct FakeAdmin {
+    apply: Mutex<Option<Result<v1::ApplyClientResponse, CallError>>>,
+    get: Mutex<Option<Result<v1::Client, CallError>>>,
+    delete: Mutex<Option<Result<v1::DeleteClientResponse, CallError>>>,
+    audit: Vec<v1::AuditEvent>,
+    calls: Mutex<Vec<&'static str>>,
+}
+
+#[allow(clippy::result_large_err)] // `CallError` is the shared client's type.
+fn unanswered<T>() -> Result<T, CallError> {
+    Err(CallError::Connect(ConnectError::Unreachable {
+        address: "fake".into(),
+        cause: "no answer set".into(),
+    }))
+}
+
+impl FakeAdmin {
+    fn called(&self, method: &'static str) {
+        self.calls.lock().unwrap().push(method);
+    }
+}
+
+impl AdminApi for FakeAdmin {
+    async fn get_server_info(&self) -> Result<v1::ServerInfo, CallError> {
+        self.called("GetServerInfo");
+        unanswered()
+    }
+    async fn get_change_hint(&self) -> Result<v1::ChangeHint, CallError> {
+        self.called("GetChangeHint");
+        unanswered()
+    }
+    async fn watch_changes(
+        &self,
+        _since: Option<v1::ChangeHint>,
+    ) -> Result<ChangeEvents, CallError> {
+        self.called("WatchChanges");
+        unanswered()
+    }
+    async fn apply_client(
+        &self,
+        _request: v1::ApplyClientRequest,
+    ) -> Result<v1::ApplyClientResponse, CallError> {
+        self.called("ApplyClient");
+        self.apply.lock().unwrap().take().unwrap_or_else(unanswered)
+    }
+    async fn get_client(&self, _reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
+        self.called("GetClient");
+        self.get.lock().unwrap().take().unwrap_or_else(unanswered)
+    }
+    async fn delete_client(
+        &self,
+        _request: v1::DeleteClientRequest,
+    ) -> Result<v1::DeleteClientResponse, CallError> {
+        self.called("DeleteClient");
+        self.delete
+            .lock()
+            .unwrap()
+            .take()
+            .unwrap_or_else(unanswered)
+    }
+    async fn list_client_revisions(
+        &self,
+        _request: v1::ListClientRevisionsRequest,
+    ) -> Result<v1::ListClientRevisionsResponse, CallError> {
+        self.called("ListClientRevisions");
+        unanswered()
+    }
+    async fn list_audit_events(
+        &self,
+        _request: v1::ListAuditEventsRequest,
+    ) -> Result<v1::ListAuditEventsResponse, CallError> {
+        self.called("ListAuditEvents");
+        Ok(v1::ListAuditEventsResponse {
+            events: self.audit.clone(),
+            next_page_token: String::new(),
+        })
+    }
+}
+
+fn refusal(code: Code, reason: &str, metadata: &[(&str, &str)]) -> CallError {
+    let details = ErrorDetails::with_error_info(
+        reason,
+        nauthera_proto::ERROR_DOMAIN,
+        metadata
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<HashMap<_, _>>(),
+    );
+    CallError::Server(ServerError::from_status(
+        &tonic::Status::with_error_details(code, "refused", details),
+    ))
+}
+
+fn declared() -> OIDCClientSpec {
+    serde_json::from_value(serde_json::json!({
+        "issuer": "https://login.example.test/acme",
+        "redirectUris": ["https://app.example.test/cb"],
+        "scopes": ["openid"],
+        "secret": { "generate": true }
+    }))
+    .unwrap()
+}
+
+fn reference() -> v1::ObjectRef {
+    v1::ObjectRef {
+        issuer: "https://login.example.test/acme".into(),
+        namespace: "team-a".into(),
+        name: "web".into(),
+    }
+}
+
+fn facts(declared: &OIDCClientSpec) -> DriftFacts<'_> {
+    DriftFacts {
+        declared,
+        reference: reference(),
+        generation: 2,
+        written_revision: Some("r2"),
+        generation_in_force: Some(2),
+        organization: Some("acme"),
+        client_id: Some("cid"),
+        manager: "nauthera-reconciler",
+        history_restarted: false,
+    }
+}
+
+fn held(revision: &str, redirect: &str, manager: &str, actor: &str) -> v1::Client {
+    let mut spec = comparable_client_spec(&declared());
+    spec.redirect_uris = vec![redirect.into()];
+    v1::Client {
+        r#ref: Some(reference()),
+        organization: "acme".into(),
+        client_id: "cid".into(),
+        spec: Some(spec),
+        revision: revision.into(),
+        generation_in_force: 2,
+        last_write: Some(v1::WriteInfo {
+            manager: manager.into(),
+            actor: actor.into(),
+            time: Some(prost_types::Timestamp {
+                seconds: 1_800_000_000,
+                nanos: 0,
+            }),
+            generation: 0,
+        }),
+        secret_set_at: None,
+    }
+}
+
+#[tokio::test]
+async fn a_write_returns_the_minted_secret_once_and_never_shows_it() {
+    let admin = FakeAdmin::default();
+    *admin.apply.lock().unwrap() = Some(Ok(v1::ApplyClientResponse {
+        client: Some(held(
+            "r1",
+            "https://app.example.test/cb",
+            "nauthera-reconciler",
+            "",
+        )),
+        created: true,
+        secret: "minted-s3cret".into(),
+    }));
+    let result = write_client(&admin, v1::ApplyClientRequest::default()).await;
+    let text = format!("{result:?}");
+    assert!(!text.contains("minted-s3cret"), "{text}");
+    match result {
+        WriteResult::Written {
+            applied,
+            organization,
+            minted,
+        } => {
+            assert_eq!(applied.revision, "r1");
+            assert!(applied.created);
+            assert_eq!(organization, "acme");
+            assert_eq!(minted.unwrap().expose(), "minted-s3cret");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_write_over_another_revision_is_a_conflict_and_a_grant_refusal_is_refused() {
+    let admin = FakeAdmin::default();
+    *admin.apply.lock().unwrap() = Some(Err(refusal(
+        Code::FailedPrecondition,
+        "REVISION_MISMATCH",
+        &[("revision", "r9")],
+    )));
+    assert!(matches!(
+        write_client(&admin, v1::ApplyClientRequest::default()).await,
+        WriteResult::Conflict
+    ));
+    *admin.apply.lock().unwrap() = Some(Err(refusal(
+        Code::PermissionDenied,
+        "OUTSIDE_GRANT",
+        &[("cause", "namespace team-a is outside the grant")],
+    )));
+    match write_client(&admin, v1::ApplyClientRequest::default()).await {
+        WriteResult::Failed(verdict) => {
+            assert_eq!(verdict.reason, Reason::Refused);
+            assert_eq!(verdict.cause, Cause::OutsideGrant);
+            assert!(verdict.record_attempt);
+            assert!(
+                verdict
+                    .message
+                    .contains("PermissionDenied (OUTSIDE_GRANT): namespace team-a")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_drift_names_revision_time_author_and_fields() {
+    let declared = declared();
+    let admin = FakeAdmin {
+        audit: vec![v1::AuditEvent {
+            revision: "r7".into(),
+            actor: "user:alice@example.com".into(),
+            manager: String::new(),
+            outcome: v1::AuditOutcome::Applied as i32,
+            ..v1::AuditEvent::default()
+        }],
+        ..FakeAdmin::default()
+    };
+    *admin.get.lock().unwrap() = Some(Ok(held(
+        "r7",
+        "https://evil.example.test/cb",
+        "",
+        "dns:dashboard",
+    )));
+    let verdict = check_drift(&admin, &facts(&declared)).await;
+    assert_eq!(verdict.reason, Reason::Drifted);
+    assert_eq!(verdict.cause, Cause::Edited);
+    let DriftUpdate::Set(Drift {
+        server_revision,
+        actor,
+        fields,
+        changed_at,
+        ..
+    }) = &verdict.fields.drift
+    else {
+        panic!("{:?}", verdict.fields.drift);
+    };
+    assert_eq!(server_revision, "r7");
+    assert_eq!(actor.as_deref(), Some("user:alice@example.com"));
+    assert_eq!(fields, &vec!["spec.redirectUris".to_owned()]);
+    assert!(changed_at.is_some());
+    assert!(verdict.message.contains("holds revision r7, not r2"));
+    assert_eq!(
+        *admin.calls.lock().unwrap(),
+        vec!["GetClient", "ListAuditEvents"]
+    );
+}
+
+#[tokio::test]
+async fn a_stale_listing_is_no_drift_and_a_missing_client_is_removed() {
+    let declared = declared();
+    let admin = FakeAdmin::default();
+    *admin.get.lock().unwrap() = Some(Ok(held(
+        "r2",
+        "https://app.example.test/cb",
+        "nauthera-reconciler",
+        "dns:op",
+    )));
+    let verdict = check_drift(&admin, &facts(&declared)).await;
+    assert_eq!(verdict.reason, Reason::Registered);
+    assert_eq!(verdict.fields.drift, DriftUpdate::Clear);
+
+    *admin.get.lock().unwrap() = Some(Err(refusal(Code::NotFound, "OBJECT_NOT_FOUND", &[])));
+    let verdict = check_drift(&admin, &facts(&declared)).await;
+    assert_eq!(verdict.reason, Reason::Drifted);
+    assert_eq!(verdict.cause, Cause::Removed);
+}
+
+#[tokio::test]
+async fn our_own_older_write_back_in_force_is_a_backup_restore() {
+    let declared = declared();
+    let admin = FakeAdmin::default();
+    let mut old = held(
+        "r1",
+        "https://app.example.test/cb",
+        "nauthera-reconciler",
+        "dns:op",
+    );
+    old.generation_in_force = 1;
+    *admin.get.lock().unwrap() = Some(Ok(old));
+    let verdict = check_drift(&admin, &facts(&declared)).await;
+    assert_eq!(verdict.cause, Cause::BackupRestore);
+}
+
+#[tokio::test]
+async fn deletion_honours_the_precondition() {
+    let admin = FakeAdmin::default();
+    *admin.delete.lock().unwrap() = Some(Ok(v1::DeleteClientResponse { deleted: true }));
+    assert_eq!(
+        delete_client(&admin, v1::DeleteClientRequest::default())
+            .await
+            .reason,
+        Reason::Deleted
+    );
+    *admin.delete.lock().unwrap() = Some(Err(refusal(
+        Code::FailedPrecondition,
+        "REVISION_MISMATCH",
+        &[("revision", "r9")],
+    )));
+    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    assert_eq!(verdict.reason, Reason::DeletionSkippedDrifted);
+    assert!(verdict.message.contains("revision r9"));
+    *admin.delete.lock().unwrap() = Some(Err(refusal(Code::Unavailable, "", &[])));
+    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    assert!(verdict.retried);
+}

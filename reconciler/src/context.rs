@@ -1,0 +1,141 @@
+//! What every reconcile shares, and the machinery common to every kind: recording a verdict as
+//! status, events and metrics, and turning it into the next requeue.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::runtime::events::Recorder;
+use kube::{Resource, ResourceExt};
+use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER};
+use nauthera_shared::resources::ResourceStatus;
+use tokio::sync::watch;
+
+use crate::changes::ServerRevisions;
+use crate::decide::{Backoff, Verdict, events_for, status_after};
+use crate::kube_io::{self, Kind};
+use crate::memory::Memory;
+use crate::metrics::Metrics;
+
+/// Why a reconcile could not finish; retried with backoff by the error policy.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Convert(#[from] nauthera_shared::convert::ConvertError),
+    #[error("the resource has no metadata.{0}")]
+    MissingMetadata(&'static str),
+}
+
+/// Whether this replica may write. Only the leader reconciles; a lost lease flips this at once,
+/// and every write checks it.
+#[derive(Clone, Debug)]
+pub struct Leadership(watch::Receiver<bool>);
+
+impl Leadership {
+    pub fn new(receiver: watch::Receiver<bool>) -> Leadership {
+        Leadership(receiver)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        *self.0.borrow()
+    }
+}
+
+/// Everything a reconcile needs.
+pub struct Context<A> {
+    pub client: kube::Client,
+    pub admin: Arc<A>,
+    pub manager: String,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    pub memory: Memory,
+    pub revisions: Arc<ServerRevisions>,
+    pub leadership: Leadership,
+    pub backoff: Backoff,
+    pub clock: fn() -> Timestamp,
+    pub jitter: fn() -> f64,
+}
+
+/// The system clock.
+pub fn system_clock() -> Timestamp {
+    Timestamp::now()
+}
+
+/// Random jitter in `[0, 1)`.
+pub fn random_jitter() -> f64 {
+    rand::random::<f64>()
+}
+
+impl<A> Context<A> {
+    /// Records a verdict: the status (only when it changes), the events of the transition, the
+    /// metrics; and returns when to look again.
+    pub async fn record<K>(
+        &self,
+        kind: &'static str,
+        api: &Api<K>,
+        resource: &K,
+        status: Option<&ResourceStatus>,
+        verdict: &Verdict,
+        write_status: bool,
+    ) -> Result<Action, ReconcileError>
+    where
+        K: Kind,
+    {
+        let now = (self.clock)();
+        let uid = resource.uid().unwrap_or_default();
+        let generation = resource.meta().generation.unwrap_or(0);
+        if !self.leadership.is_leader() {
+            return Ok(Action::await_change());
+        }
+        if write_status && let Some(new_status) = status_after(status, verdict, generation, now) {
+            kube_io::write_status(api, &resource.name_any(), &new_status, &self.manager).await?;
+        }
+        for event in events_for(status, verdict) {
+            kube_io::record_event(&self.recorder, resource, &event).await;
+        }
+        self.metrics.reconciled(kind, verdict.reason, verdict.cause);
+        let phase = verdict.reason.phase(verdict.retried);
+        if verdict.reason.is_deletion_outcome() {
+            self.metrics.resource_gone(&uid);
+        } else {
+            self.metrics
+                .resource_state(kind, &uid, phase, verdict.reason);
+        }
+        log_verdict(kind, resource, verdict);
+        if verdict.retried {
+            let delay = self
+                .memory
+                .failed(&uid, now, &self.backoff, (self.jitter)());
+            return Ok(Action::requeue(delay));
+        }
+        self.memory.succeeded(&uid);
+        if phase == Phase::Error && verdict.record_attempt {
+            return Ok(Action::requeue(REFUSAL_RESEND_AFTER));
+        }
+        Ok(Action::await_change())
+    }
+
+    /// Requeue after a reconcile error, with the resource's backoff.
+    pub fn requeue_after_error(&self, uid: &str) -> Duration {
+        self.memory
+            .failed(uid, (self.clock)(), &self.backoff, (self.jitter)())
+    }
+}
+
+fn log_verdict<K: Resource>(kind: &'static str, resource: &K, verdict: &Verdict) {
+    let namespace = resource.meta().namespace.as_deref().unwrap_or_default();
+    let name = resource.meta().name.as_deref().unwrap_or_default();
+    tracing::info!(
+        kind,
+        namespace,
+        name,
+        reason = verdict.reason.as_str(),
+        cause = verdict.cause.as_str(),
+        message = %verdict.message,
+        "reconciled"
+    );
+}

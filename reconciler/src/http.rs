@@ -1,0 +1,147 @@
+//! The two small HTTP servers: `/metrics` on the metrics address, `/healthz` (liveness only) and
+//! `/readyz` (the control-plane probe) on the probe address. Kept out of request tracing.
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::metrics::Metrics;
+use crate::probe::ProbeState;
+
+/// Binds both listeners, so that an address in use fails at start with its name.
+pub async fn bind(address: SocketAddr, setting: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|error| anyhow::anyhow!("{setting}: cannot listen on {address}: {error}"))
+}
+
+/// Serves `/metrics`.
+pub async fn serve_metrics(listener: TcpListener, metrics: Metrics) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/metrics", get(metrics_text))
+        .with_state(metrics);
+    axum::serve(listener, app).await
+}
+
+async fn metrics_text(State(metrics): State<Metrics>) -> impl IntoResponse {
+    (
+        [(
+            CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        metrics.encode(),
+    )
+}
+
+/// Serves `/healthz` and `/readyz`.
+pub async fn serve_probes(
+    listener: TcpListener,
+    probe: watch::Receiver<ProbeState>,
+) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .with_state(probe);
+    axum::serve(listener, app).await
+}
+
+async fn readyz(State(probe): State<watch::Receiver<ProbeState>>) -> impl IntoResponse {
+    let state = probe.borrow().clone();
+    let status = if state.ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, state.readiness_text())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nauthera_shared::catalog::Reason;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get_text(address: SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        stream
+            .write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await.unwrap();
+        text
+    }
+
+    #[tokio::test]
+    async fn readiness_follows_the_probe_and_liveness_does_not() {
+        let listener = bind("127.0.0.1:0".parse().unwrap(), "--probe-address")
+            .await
+            .unwrap();
+        let address = listener.local_addr().unwrap();
+        let (sender, receiver) = watch::channel(ProbeState::default());
+        tokio::spawn(serve_probes(listener, receiver));
+
+        let text = get_text(address, "/readyz").await;
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        assert!(text.contains("not probed yet"), "{text}");
+        sender.send_replace(ProbeState {
+            checked_at: Some(jiff::Timestamp::UNIX_EPOCH),
+            failure: Some(Reason::CredentialUnavailable),
+            message: "client certificate or key unavailable".into(),
+            ..ProbeState::default()
+        });
+        let text = get_text(address, "/readyz").await;
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        assert!(
+            text.contains("control plane: CredentialUnavailable: client certificate"),
+            "{text}"
+        );
+        assert!(
+            get_text(address, "/healthz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        sender.send_replace(ProbeState {
+            checked_at: Some(jiff::Timestamp::UNIX_EPOCH),
+            ..ProbeState::default()
+        });
+        assert!(
+            get_text(address, "/readyz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+    }
+
+    #[tokio::test]
+    async fn metrics_are_served_and_a_taken_port_is_named() {
+        let listener = bind("127.0.0.1:0".parse().unwrap(), "--metrics-address")
+            .await
+            .unwrap();
+        let address = listener.local_addr().unwrap();
+        let error = bind(address, "--metrics-address")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("--metrics-address: cannot listen on"),
+            "{error}"
+        );
+        let metrics = Metrics::new();
+        metrics.set_control_plane_up(true);
+        tokio::spawn(serve_metrics(listener, metrics));
+        let text = get_text(address, "/metrics").await;
+        assert!(
+            text.contains("nauthera_operator_control_plane_up 1"),
+            "{text}"
+        );
+    }
+}

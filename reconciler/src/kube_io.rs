@@ -1,0 +1,305 @@
+//! The Kubernetes edges of the pipeline: finalizers, the restore annotation, status by server-side
+//! apply under the manager's name, Secrets and events. Nothing here decides anything.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
+use kube::{Resource, ResourceExt};
+use nauthera_shared::catalog::EventType;
+use nauthera_shared::resources::ResourceStatus;
+use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::decide::{EventNote, SecretRefProblem, SecretState, SecretWriteFailure};
+use crate::memory::SecretValue;
+
+/// The key of a delivered Secret that holds the client secret.
+pub const CLIENT_SECRET_KEY: &str = "clientSecret";
+/// The key of a delivered Secret that holds the client id.
+pub const CLIENT_ID_KEY: &str = "clientId";
+
+/// A resource kind the pipeline handles.
+pub trait Kind:
+    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Kind for K where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Adds the finalizer (or removes it), checking the resourceVersion so that a concurrent change
+/// is not lost.
+pub async fn set_finalizer<K: Kind>(
+    api: &Api<K>,
+    resource: &K,
+    present: bool,
+) -> Result<(), kube::Error> {
+    let mut finalizers: Vec<String> = resource.finalizers().to_vec();
+    finalizers.retain(|f| f != FINALIZER);
+    if present {
+        finalizers.push(FINALIZER.to_owned());
+    }
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": resource.resource_version(),
+        }
+    });
+    api.patch(
+        &resource.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Whether the restore annotation asks for a restore.
+pub fn restore_requested<K: Resource>(resource: &K) -> bool {
+    resource
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RESTORE_ANNOTATION))
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Removes the restore annotation.
+pub async fn clear_restore_annotation<K: Kind>(
+    api: &Api<K>,
+    resource: &K,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "metadata": { "annotations": { RESTORE_ANNOTATION: null } }
+    });
+    api.patch(
+        &resource.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Writes the status by server-side apply under the manager's name, forced: the status belongs
+/// to the reconciler.
+pub async fn write_status<K: Kind>(
+    api: &Api<K>,
+    name: &str,
+    status: &ResourceStatus,
+    manager: &str,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api.patch_status(
+        name,
+        &PatchParams::apply(manager).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Records one event on the resource. A failure is logged, not returned: an event that cannot be
+/// written must not hold up the reconcile.
+pub async fn record_event<K: Kind>(recorder: &Recorder, resource: &K, event: &EventNote) {
+    let type_ = match event.reason.event_type() {
+        EventType::Normal => KubeEventType::Normal,
+        EventType::Warning => KubeEventType::Warning,
+    };
+    let note: String = event.note.chars().take(1000).collect();
+    let result = recorder
+        .publish(
+            &Event {
+                type_,
+                reason: event.reason.as_str().to_owned(),
+                note: Some(note),
+                action: "Reconcile".to_owned(),
+                secondary: None,
+            },
+            &resource.object_ref(&()),
+        )
+        .await;
+    if let Err(error) = result {
+        tracing::warn!(
+            reason = event.reason.as_str(),
+            resource = %resource.name_any(),
+            error = %error,
+            "recording an event failed"
+        );
+    }
+}
+
+fn owned_by(secret: &Secret, uid: &str) -> bool {
+    secret
+        .metadata
+        .owner_references
+        .as_ref()
+        .is_some_and(|refs| refs.iter().any(|r| r.uid == uid))
+}
+
+fn owner_of(secret: &Secret) -> Option<String> {
+    let refs = secret.metadata.owner_references.as_ref()?;
+    let first = refs.first()?;
+    Some(format!("{}/{}", first.kind, first.name))
+}
+
+/// What the Secret a generated secret goes into holds.
+pub async fn secret_state(
+    secrets: &Api<Secret>,
+    name: &str,
+    owner_uid: &str,
+) -> Result<SecretState, kube::Error> {
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(SecretState::Absent);
+    };
+    if owned_by(&secret, owner_uid) {
+        let has_value = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(CLIENT_SECRET_KEY))
+            .is_some_and(|v| !v.0.is_empty());
+        Ok(SecretState::Owned { has_value })
+    } else {
+        Ok(SecretState::Foreign {
+            owner: owner_of(&secret),
+        })
+    }
+}
+
+/// Writes a minted secret into a Secret owned by `owner`; never over a Secret it does not own.
+pub async fn deliver_secret<K: Kind>(
+    secrets: &Api<Secret>,
+    owner: &K,
+    secret_name: &str,
+    client_id: &str,
+    value: &SecretValue,
+) -> Result<(), SecretWriteFailure> {
+    let owner_uid = owner.uid().unwrap_or_default();
+    let existing = secrets.get_opt(secret_name).await.map_err(write_failure)?;
+    let data = BTreeMap::from([
+        (
+            CLIENT_SECRET_KEY.to_owned(),
+            ByteString(value.expose().as_bytes().to_vec()),
+        ),
+        (
+            CLIENT_ID_KEY.to_owned(),
+            ByteString(client_id.as_bytes().to_vec()),
+        ),
+    ]);
+    match existing {
+        Some(secret) if !owned_by(&secret, &owner_uid) => Err(SecretWriteFailure::Foreign {
+            owner: owner_of(&secret),
+        }),
+        Some(mut secret) => {
+            secret.data = Some(data);
+            secret.string_data = None;
+            secrets
+                .replace(secret_name, &PostParams::default(), &secret)
+                .await
+                .map(|_| ())
+                .map_err(write_failure)
+        }
+        None => {
+            let owner_reference =
+                owner
+                    .controller_owner_ref(&())
+                    .ok_or_else(|| SecretWriteFailure::Other {
+                        message: "the resource has no uid yet".to_owned(),
+                    })?;
+            let secret = Secret {
+                metadata: ObjectMeta {
+                    name: Some(secret_name.to_owned()),
+                    namespace: owner.namespace(),
+                    owner_references: Some(vec![OwnerReference {
+                        block_owner_deletion: Some(true),
+                        ..owner_reference
+                    }]),
+                    labels: Some(BTreeMap::from([(
+                        "app.kubernetes.io/managed-by".to_owned(),
+                        "nauthera-reconciler".to_owned(),
+                    )])),
+                    ..ObjectMeta::default()
+                },
+                type_: Some("Opaque".to_owned()),
+                data: Some(data),
+                ..Secret::default()
+            };
+            secrets
+                .create(&PostParams::default(), &secret)
+                .await
+                .map(|_| ())
+                .map_err(write_failure)
+        }
+    }
+}
+
+fn write_failure(error: kube::Error) -> SecretWriteFailure {
+    match &error {
+        kube::Error::Api(status) if status.code == 403 => SecretWriteFailure::Forbidden {
+            message: status.message.clone(),
+        },
+        _ => SecretWriteFailure::Other {
+            message: error.to_string(),
+        },
+    }
+}
+
+/// Reads the value of a Secret the team holds (`spec.secret.secretRef`); never writes it. The
+/// outer error is a failed read, retried; the inner one a problem the team fixes.
+pub async fn read_secret_ref(
+    secrets: &Api<Secret>,
+    name: &str,
+    key: &str,
+) -> Result<Result<SecretValue, SecretRefProblem>, kube::Error> {
+    let secret = match secrets.get_opt(name).await {
+        Ok(Some(secret)) => secret,
+        Ok(None) => return Ok(Err(SecretRefProblem::Missing)),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            return Ok(Err(SecretRefProblem::Forbidden));
+        }
+        Err(error) => return Err(error),
+    };
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|v| v.0.clone())
+        .or_else(|| {
+            secret
+                .string_data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(|v| v.clone().into_bytes())
+        })
+        .filter(|v| !v.is_empty());
+    Ok(bytes
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .map(SecretValue::new)
+        .ok_or(SecretRefProblem::NoKey))
+}

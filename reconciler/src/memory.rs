@@ -1,0 +1,152 @@
+//! What the reconciler remembers between reconciles, in memory only: minted secrets not yet
+//! delivered, and the backoff of retried failures. Lost on restart by design: a secret minted by a
+//! previous process is not recoverable, so a new one is minted instead.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::decide::Backoff;
+
+/// A client secret. Its `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    pub fn new(value: String) -> SecretValue {
+        SecretValue(value)
+    }
+
+    /// The value, for the one place that writes it into a Secret or a request.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretValue(<redacted>)")
+    }
+}
+
+/// A secret the server minted and the reconciler has not yet written into its Secret.
+#[derive(Clone, Debug)]
+pub struct Minted {
+    pub value: SecretValue,
+    pub client_id: String,
+    pub secret_name: String,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Retry {
+    attempts: u32,
+    not_before: Timestamp,
+}
+
+/// Per-resource memory, keyed by the resource's uid.
+#[derive(Debug, Default)]
+pub struct Memory {
+    minted: Mutex<HashMap<String, Minted>>,
+    retries: Mutex<HashMap<String, Retry>>,
+}
+
+impl Memory {
+    pub fn minted(&self, uid: &str) -> Option<Minted> {
+        self.minted.lock().ok()?.get(uid).cloned()
+    }
+
+    pub fn remember_minted(&self, uid: &str, minted: Minted) {
+        if let Ok(mut map) = self.minted.lock() {
+            map.insert(uid.to_owned(), minted);
+        }
+    }
+
+    pub fn forget_minted(&self, uid: &str) {
+        if let Ok(mut map) = self.minted.lock() {
+            map.remove(uid);
+        }
+    }
+
+    /// When a retried failure allows the next attempt.
+    pub fn retry_not_before(&self, uid: &str) -> Option<Timestamp> {
+        Some(self.retries.lock().ok()?.get(uid)?.not_before)
+    }
+
+    /// Records one more retried failure; returns how long to wait.
+    pub fn failed(&self, uid: &str, now: Timestamp, backoff: &Backoff, jitter: f64) -> Duration {
+        let Ok(mut map) = self.retries.lock() else {
+            return backoff.cap;
+        };
+        let attempts = map.get(uid).map_or(0, |r| r.attempts);
+        let delay = backoff.delay(attempts, jitter);
+        let not_before = jiff::SignedDuration::try_from(delay)
+            .ok()
+            .and_then(|d| now.checked_add(d).ok())
+            .unwrap_or(now);
+        map.insert(
+            uid.to_owned(),
+            Retry {
+                attempts: attempts.saturating_add(1),
+                not_before,
+            },
+        );
+        delay
+    }
+
+    /// Forgets the backoff after an outcome that is not retried.
+    pub fn succeeded(&self, uid: &str) {
+        if let Ok(mut map) = self.retries.lock() {
+            map.remove(uid);
+        }
+    }
+
+    /// Forgets everything about a resource that is gone.
+    pub fn forget(&self, uid: &str) {
+        self.forget_minted(uid);
+        self.succeeded(uid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_value_never_shows_in_debug_output() {
+        let minted = Minted {
+            value: SecretValue::new("s3cr3t-value".into()),
+            client_id: "cid".into(),
+            secret_name: "app".into(),
+        };
+        let text = format!("{minted:?}");
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(text.contains("<redacted>"));
+    }
+
+    #[test]
+    fn retries_back_off_and_success_resets_them() {
+        let memory = Memory::default();
+        let backoff = Backoff::default();
+        let now = Timestamp::from_second(1_000).unwrap();
+        assert_eq!(
+            memory.failed("u", now, &backoff, 0.0),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            memory.failed("u", now, &backoff, 0.0),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            memory.retry_not_before("u"),
+            Some(Timestamp::from_second(1_001).unwrap())
+        );
+        memory.succeeded("u");
+        assert_eq!(memory.retry_not_before("u"), None);
+        assert_eq!(
+            memory.failed("u", now, &backoff, 0.0),
+            Duration::from_millis(500)
+        );
+    }
+}

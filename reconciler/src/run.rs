@@ -1,0 +1,310 @@
+//! Wiring: the HTTP servers and the probe run on every replica; leader election on a Lease; the
+//! controllers, the change follower and the state publisher run only while this replica leads,
+//! and are stopped the moment the lease is lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Client, ResourceExt};
+use kube_lease_manager::LeaseManagerBuilder;
+use nauthera_shared::resources::OIDCClient;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::admin::{Admin, AdminApi};
+use crate::changes::{ServerRevisions, follow_changes};
+use crate::config::Config;
+use crate::context::{Context, Leadership, ReconcileError, random_jitter, system_clock};
+use crate::decide::Backoff;
+use crate::memory::Memory;
+use crate::metrics::Metrics;
+use crate::probe::{self, ProbeState};
+use crate::state::{self, Publisher};
+use crate::{http, oidc_client};
+
+/// How long a Lease is held without renewal, and the margin before it runs out.
+const LEASE_SECONDS: u64 = 15;
+const LEASE_GRACE_SECONDS: u64 = 5;
+
+/// Runs until the process is told to stop.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let metrics = Metrics::new();
+    let metrics_listener = http::bind(
+        config.metrics_address,
+        "--metrics-address (NAUTHERA_METRICS_ADDRESS)",
+    )
+    .await?;
+    let probe_listener = http::bind(
+        config.probe_address,
+        "--probe-address (NAUTHERA_PROBE_ADDRESS)",
+    )
+    .await?;
+    let client = Client::try_default()
+        .await
+        .map_err(|error| anyhow::anyhow!("cannot configure the Kubernetes client: {error}"))?;
+    let admin = Arc::new(Admin::new(config.connect.clone(), metrics.clone()));
+    let (probe_sender, probe_receiver) = watch::channel(ProbeState::default());
+
+    let mut always = JoinSet::new();
+    always.spawn(log_end(
+        "metrics server",
+        http::serve_metrics(metrics_listener, metrics.clone()),
+    ));
+    always.spawn(log_end(
+        "probe server",
+        http::serve_probes(probe_listener, probe_receiver.clone()),
+    ));
+    {
+        let admin = admin.clone();
+        let metrics = metrics.clone();
+        let certificate = config.connect.tls.cert.clone();
+        let (interval, retry) = (config.probe_interval, config.probe_retry_interval);
+        always.spawn(async move {
+            probe::run(
+                admin.as_ref(),
+                &certificate,
+                interval,
+                retry,
+                &metrics,
+                &probe_sender,
+            )
+            .await;
+        });
+    }
+
+    let mut leader = if config.leader_election {
+        let manager = LeaseManagerBuilder::new(client.clone(), &config.lease_name)
+            .with_namespace(&config.own_namespace)
+            .with_identity(&config.identity)
+            .with_duration(LEASE_SECONDS)
+            .with_grace(LEASE_GRACE_SECONDS)
+            .with_field_manager(&config.manager)
+            .build()
+            .await
+            .map_err(|error| {
+                anyhow::anyhow!(
+                    "leader election on Lease {}/{}: {error}",
+                    config.own_namespace,
+                    config.lease_name
+                )
+            })?;
+        let (receiver, _task) = manager.watch().await;
+        receiver
+    } else {
+        let (sender, receiver) = watch::channel(true);
+        // Kept alive for the process's lifetime, so the receiver never sees a closed channel.
+        std::mem::forget(sender);
+        receiver
+    };
+
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        // Wait to lead.
+        while !*leader.borrow_and_update() {
+            tracing::info!(identity = %config.identity, "waiting to lead");
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() {
+                    anyhow::bail!("leader election stopped");
+                },
+                () = &mut shutdown => return Ok(()),
+            }
+        }
+        tracing::info!(identity = %config.identity, "leading: reconciling");
+        let mut leading = lead(
+            &config,
+            client.clone(),
+            admin.clone(),
+            metrics.clone(),
+            Leadership::new(leader.clone()),
+            probe_receiver.clone(),
+        );
+        // Lead until the lease is lost or the process stops.
+        let stop = loop {
+            tokio::select! {
+                changed = leader.changed() => {
+                    if changed.is_err() || !*leader.borrow_and_update() {
+                        break false;
+                    }
+                }
+                () = &mut shutdown => break true,
+                Some(ended) = leading.join_next() => {
+                    if let Err(error) = ended {
+                        tracing::error!(error = %error, "a leader task failed");
+                    }
+                }
+            }
+        };
+        // Stop every write at once: abort the tasks rather than wait for them.
+        leading.abort_all();
+        while leading.join_next().await.is_some() {}
+        if stop {
+            tracing::info!("stopping");
+            return Ok(());
+        }
+        tracing::warn!(identity = %config.identity, "lost the lease: stopped writing");
+    }
+}
+
+/// Starts the work only the leader does.
+fn lead(
+    config: &Config,
+    client: Client,
+    admin: Arc<Admin>,
+    metrics: Metrics,
+    leadership: Leadership,
+    probe: watch::Receiver<ProbeState>,
+) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    let revisions = Arc::new(ServerRevisions::default());
+    let (trigger, trigger_receiver) = watch::channel(0u64);
+    {
+        let admin = admin.clone();
+        let revisions = revisions.clone();
+        let namespaces = config.namespaces.clone();
+        let interval = config.change_poll_interval;
+        tasks.spawn(async move {
+            follow_changes(admin.as_ref(), &revisions, &namespaces, interval, &trigger).await;
+        });
+    }
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: config.manager.clone(),
+            instance: Some(config.identity.clone()),
+        },
+    );
+    let context = Arc::new(Context {
+        client: client.clone(),
+        admin,
+        manager: config.manager.clone(),
+        recorder,
+        metrics,
+        memory: Memory::default(),
+        revisions,
+        leadership,
+        backoff: Backoff::default(),
+        clock: system_clock,
+        jitter: random_jitter,
+    });
+    let apis: Vec<Api<OIDCClient>> = if config.namespaces.is_empty() {
+        vec![Api::all(client.clone())]
+    } else {
+        config
+            .namespaces
+            .iter()
+            .map(|ns| Api::namespaced(client.clone(), ns))
+            .collect()
+    };
+    for api in apis {
+        let context = context.clone();
+        let triggers =
+            tokio_stream::wrappers::WatchStream::from_changes(trigger_receiver.clone()).map(|_| ());
+        let concurrency = config.concurrency;
+        tasks.spawn(async move {
+            Controller::new(api, watcher::Config::default().any_semantic())
+                .with_config(controller::Config::default().concurrency(concurrency))
+                .reconcile_all_on(triggers)
+                .run(oidc_client::reconcile, error_policy, context)
+                .for_each(|result| async move {
+                    if let Err(error) = result {
+                        tracing::warn!(error = %error, "OIDCClient controller");
+                    }
+                })
+                .await;
+        });
+    }
+    {
+        let configmaps: Api<ConfigMap> = Api::namespaced(client, &config.own_namespace);
+        let leader = config.identity.clone();
+        let manager = config.manager.clone();
+        let address = config.connect.address.clone();
+        tasks.spawn(async move {
+            publish_state(&configmaps, &leader, &manager, &address, probe).await;
+        });
+    }
+    tasks
+}
+
+fn error_policy<A: AdminApi>(
+    client: Arc<OIDCClient>,
+    error: &ReconcileError,
+    context: Arc<Context<A>>,
+) -> Action {
+    tracing::warn!(
+        kind = "OIDCClient",
+        namespace = client.namespace().unwrap_or_default(),
+        name = client.name_any(),
+        error = %error,
+        "reconcile failed; retried with backoff"
+    );
+    let uid = client.uid().unwrap_or_default();
+    Action::requeue(context.requeue_after_error(&uid))
+}
+
+/// Publishes the control-plane state whenever the probe changes it.
+async fn publish_state(
+    configmaps: &Api<ConfigMap>,
+    leader: &str,
+    manager: &str,
+    server_address: &str,
+    mut probe: watch::Receiver<ProbeState>,
+) {
+    let publisher = Publisher {
+        leader,
+        manager,
+        server_address,
+    };
+    let mut published = None;
+    loop {
+        let data = state::state_data(&publisher, &probe.borrow_and_update().clone());
+        if published.as_ref() != Some(&data) {
+            match state::publish(configmaps, manager, &data).await {
+                Ok(()) => published = Some(data),
+                Err(error) => {
+                    tracing::warn!(error = %error, "publishing the control-plane state failed");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    continue;
+                }
+            }
+        }
+        if probe.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn log_end(what: &'static str, serve: impl Future<Output = std::io::Result<()>>) {
+    if let Err(error) = serve.await {
+        tracing::error!(error = %error, "{what} stopped");
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
