@@ -108,45 +108,25 @@ impl AdminClient {
     /// handshake done, so a rejected certificate shows on the first call, as
     /// [`CallError::Connect`] with [`ConnectError::Unreachable`].
     pub async fn connect(settings: ConnectSettings) -> Result<AdminClient, ConnectError> {
-        let address = settings.authority().to_owned();
-        let unreachable = |cause: String| ConnectError::Unreachable {
-            address: address.clone(),
-            cause,
-        };
-        let server_name = settings
-            .server_name
-            .clone()
-            .unwrap_or_else(|| settings.host().to_owned());
         // Check the files once up front for a precise error before any network traffic.
         settings.tls.client_config()?;
-        let server_name = ServerName::try_from(server_name)
-            .map_err(|error| unreachable(format!("invalid TLS server name: {error}")))?;
-        let uri: Uri = format!("http://{address}")
-            .parse()
-            .map_err(|error| unreachable(format!("invalid address: {error}")))?;
-        let origin: Uri = format!("https://{address}")
-            .parse()
-            .map_err(|error| unreachable(format!("invalid address: {error}")))?;
-        let mut endpoint = Endpoint::from(uri)
-            .origin(origin)
-            .connect_timeout(settings.connect_timeout)
-            .tcp_nodelay(true);
-        if let Some(timeout) = settings.request_timeout {
-            endpoint = endpoint.timeout(timeout);
-        }
-        let connector = Connector {
-            address: address.clone(),
-            server_name,
-            tls: settings.tls.clone(),
-            connect_timeout: settings.connect_timeout,
-        };
+        let (endpoint, connector, address) = prepare(&settings)?;
         let channel = endpoint
-            .connect_with_connector(tower::service_fn(move |_: Uri| {
-                let connector = connector.clone();
-                async move { connector.connect().await }
-            }))
+            .connect_with_connector(connector.into_service())
             .await
             .map_err(|error| error::connect_error_in_chain(&error, &address))?;
+        Ok(AdminClient {
+            inner: AdminServiceClient::new(channel),
+            address,
+        })
+    }
+
+    /// A client that connects on its first call, so it can be made while the server or the
+    /// files are not there yet; each call then reports what is missing as
+    /// [`CallError::Connect`]. Fails only on an invalid address or server name.
+    pub fn connect_lazy(settings: ConnectSettings) -> Result<AdminClient, ConnectError> {
+        let (endpoint, connector, address) = prepare(&settings)?;
+        let channel = endpoint.connect_with_connector_lazy(connector.into_service());
         Ok(AdminClient {
             inner: AdminServiceClient::new(channel),
             address,
@@ -325,6 +305,45 @@ impl AdminClient {
     }
 }
 
+/// The endpoint and connector of a client.
+fn prepare(settings: &ConnectSettings) -> Result<(Endpoint, Connector, String), ConnectError> {
+    let address = settings.authority().to_owned();
+    let unreachable = |cause: String| ConnectError::Unreachable {
+        address: address.clone(),
+        cause,
+    };
+    let server_name = settings
+        .server_name
+        .clone()
+        .unwrap_or_else(|| settings.host().to_owned());
+    let server_name = ServerName::try_from(server_name)
+        .map_err(|error| unreachable(format!("invalid TLS server name: {error}")))?;
+    let uri: Uri = format!("http://{address}")
+        .parse()
+        .map_err(|error| unreachable(format!("invalid address: {error}")))?;
+    let origin: Uri = format!("https://{address}")
+        .parse()
+        .map_err(|error| unreachable(format!("invalid address: {error}")))?;
+    // The connector does TLS itself, so the endpoint speaks plain HTTP/2 over it while requests
+    // carry the https origin.
+    let mut endpoint = Endpoint::from(uri)
+        .origin(origin)
+        .connect_timeout(settings.connect_timeout)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(10));
+    if let Some(timeout) = settings.request_timeout {
+        endpoint = endpoint.timeout(timeout);
+    }
+    let connector = Connector {
+        address: address.clone(),
+        server_name,
+        tls: settings.tls.clone(),
+        connect_timeout: settings.connect_timeout,
+    };
+    Ok((endpoint, connector, address))
+}
+
 /// Opens one TLS connection, reading the files again each time.
 #[derive(Clone)]
 struct Connector {
@@ -335,6 +354,24 @@ struct Connector {
 }
 
 impl Connector {
+    /// The connector as the service tonic calls for every connection attempt.
+    fn into_service(
+        self,
+    ) -> impl tower::Service<
+        Uri,
+        Response = TokioIo<tokio_rustls::client::TlsStream<TcpStream>>,
+        Error = ConnectError,
+        Future = impl Future<
+            Output = Result<TokioIo<tokio_rustls::client::TlsStream<TcpStream>>, ConnectError>,
+        > + Send,
+    > + Send
+    + 'static {
+        tower::service_fn(move |_: Uri| {
+            let connector = self.clone();
+            async move { connector.connect().await }
+        })
+    }
+
     async fn connect(
         &self,
     ) -> Result<TokioIo<tokio_rustls::client::TlsStream<TcpStream>>, ConnectError> {

@@ -1571,3 +1571,88 @@ fn organization_ref(slug: &str) -> ObjectRef {
         name: slug.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(manager: &str, actor: &str) -> Meta {
+        Meta {
+            revision: "e1-4".to_owned(),
+            generation: 3,
+            last_write: WriteInfo {
+                manager: manager.to_owned(),
+                actor: actor.to_owned(),
+                time: None,
+                generation: 3,
+            },
+        }
+    }
+
+    fn revision(value: &str) -> Precondition {
+        Precondition {
+            condition: Some(precondition::Condition::Revision(value.to_owned())),
+        }
+    }
+
+    fn absent() -> Precondition {
+        Precondition {
+            condition: Some(precondition::Condition::Absent(true)),
+        }
+    }
+
+    const OPERATOR: &str = "dns:op";
+
+    #[test]
+    fn a_matching_revision_or_an_absent_object_passes() {
+        let held = meta("nauthera-reconciler", OPERATOR);
+        assert!(check_write(Some(&held), Some(&revision("e1-4")), "x", "y").is_ok());
+        assert!(check_write(None, Some(&absent()), "x", "y").is_ok());
+    }
+
+    #[test]
+    fn another_revision_or_none_is_a_mismatch_naming_the_held_one() {
+        let held = meta("nauthera-reconciler", OPERATOR);
+        let other = check_write(Some(&held), Some(&revision("e1-2")), "m", OPERATOR).unwrap_err();
+        assert_eq!(other.reason, ErrorReason::RevisionMismatch);
+        assert_eq!(
+            other.metadata_value(ErrorMetadataKey::Revision),
+            Some("e1-4")
+        );
+        let none = check_write(None, Some(&revision("e1-2")), "m", OPERATOR).unwrap_err();
+        assert_eq!(none.metadata_value(ErrorMetadataKey::Revision), Some(""));
+        let exists = check_write(Some(&held), Some(&absent()), "m", OPERATOR).unwrap_err();
+        assert_eq!(exists.reason, ErrorReason::RevisionMismatch);
+    }
+
+    #[test]
+    fn without_a_precondition_only_the_same_manager_may_overwrite() {
+        let held = meta("nauthera-reconciler", OPERATOR);
+        assert!(check_write(Some(&held), None, "nauthera-reconciler", "dns:other").is_ok());
+        let conflict = check_write(Some(&held), None, "terraform", OPERATOR).unwrap_err();
+        assert_eq!(conflict.reason, ErrorReason::ManagerConflict);
+        assert_eq!(
+            conflict.metadata_value(ErrorMetadataKey::Manager),
+            Some("nauthera-reconciler")
+        );
+        let person = meta("", "user:alice@example.com");
+        let conflict =
+            check_write(Some(&person), None, "nauthera-reconciler", OPERATOR).unwrap_err();
+        assert_eq!(
+            conflict.metadata_value(ErrorMetadataKey::Actor),
+            Some("user:alice@example.com")
+        );
+        assert!(check_write(Some(&person), None, "", "user:alice@example.com").is_ok());
+        assert!(check_write(None, None, "anyone", "anything").is_ok());
+    }
+
+    #[test]
+    fn the_caller_goes_by_its_first_listed_identity() {
+        let allowed = vec![crate::config::grant_everything("dns:b")];
+        let caller = Caller::from_identities(vec!["dns:a".into(), "dns:b".into()], &allowed);
+        assert_eq!(caller.identity, "dns:b");
+        let unknown = Caller::from_identities(vec!["dns:a".into(), "dns:c".into()], &allowed);
+        assert_eq!(unknown.identity, "dns:a");
+        assert_eq!(Caller::from_identities(vec![], &allowed).identity, "");
+    }
+}

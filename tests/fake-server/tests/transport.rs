@@ -319,3 +319,20 @@ async fn files_gone_before_a_reconnection_are_reported_by_kind_on_the_call() {
     std::fs::write(dir.join("ca.crt"), harness.pki.ca.cert_pem()).unwrap();
     assert!(client.get_server_info().await.is_ok());
 }
+
+#[tokio::test]
+async fn a_lazy_client_can_be_made_before_its_files_exist() {
+    let harness = Harness::start().await;
+    let dir = harness.dir.path().join("later");
+    let client = AdminClient::connect_lazy(harness.settings(&dir)).unwrap();
+    let error = client.get_server_info().await.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            CallError::Connect(ConnectError::CredentialUnavailable { .. })
+        ),
+        "{error:?}"
+    );
+    harness.pki.write_client_dir(&dir, OPERATOR).unwrap();
+    assert_eq!(client.get_server_info().await.unwrap().identity, OPERATOR);
+}
