@@ -1429,6 +1429,8 @@ impl Core {
         by: &Actor,
         edit: OutOfBandEdit<'_>,
     ) -> Option<String> {
+        // Nothing to edit: the hint must not move.
+        self.held_meta(kind, key)?;
         let revision = self.history.next_revision();
         let written = WriteInfo {
             manager: String::new(),

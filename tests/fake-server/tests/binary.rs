@@ -180,3 +180,98 @@ fn an_incomplete_certificate_folder_is_refused_with_what_is_missing() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn the_control_api_edits_deletes_and_restores_behind_the_clients_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-server.yaml");
+    std::fs::write(
+        &config,
+        "organizations:\n  - slug: acme\n    issuer: https://login.example.com/acme\nallowed_clients:\n  - identity: dns:nauthera-operator.nauthera.svc\n    operations: [clients]\n    organizations: [\"*\"]\n    namespaces: [\"*\"]\n",
+    )
+    .unwrap();
+    let (_running, ready) = start(&config);
+    let control_address = ready["control_address"].as_str().unwrap().to_owned();
+    let settings = ConnectSettings::new(
+        ready["grpc_address"].as_str().unwrap(),
+        TlsFiles::in_dir(ready["client_tls_dir"].as_str().unwrap()),
+    )
+    .with_server_name(ready["server_name"].as_str().unwrap());
+    let client = AdminClient::connect(settings).await.unwrap();
+    let reference = support::acme("team-a", "web");
+    client
+        .apply_client(support::apply(reference.clone(), support::web_spec(), 1))
+        .await
+        .unwrap();
+
+    let (status, body) = control(&control_address, "POST", "/v1/backups", "").await;
+    assert_eq!(status, 200, "{body}");
+    let backup: serde_json::Value = serde_json::from_str(&body).unwrap();
+
+    let edit = r#"{"issuer":"https://login.example.com/acme","namespace":"team-a","name":"web","actor":"user:alice@example.com","cause":"hotfix","changes":{"display_name":"By hand","scopes":["openid"]}}"#;
+    let (status, body) = control(&control_address, "POST", "/v1/clients/edit", edit).await;
+    assert_eq!(status, 200, "{body}");
+    let held = client.get_client(reference.clone()).await.unwrap();
+    assert_eq!(held.spec.unwrap().display_name, "By hand");
+    let written = held.last_write.unwrap();
+    assert_eq!(
+        (written.manager.as_str(), written.actor.as_str()),
+        ("", "user:alice@example.com")
+    );
+
+    let delete = r#"{"kind":"client","issuer":"https://login.example.com/acme","namespace":"team-a","name":"web","actor":"user:alice@example.com"}"#;
+    let (status, _) = control(&control_address, "POST", "/v1/delete", delete).await;
+    assert_eq!(status, 204);
+    assert!(client.get_client(reference.clone()).await.is_err());
+    let (status, _) = control(&control_address, "POST", "/v1/delete", delete).await;
+    assert_eq!(status, 404);
+
+    let (status, body) = control(
+        &control_address,
+        "POST",
+        &format!("/v1/backups/{}/restore", backup["id"]),
+        r#"{"actor":"user:ops@example.com"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let restored: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(restored["changed"], 1);
+    assert_ne!(
+        restored["change_hint"]["epoch"],
+        backup["change_hint"]["epoch"]
+    );
+    assert_eq!(
+        client
+            .get_client(reference)
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .display_name,
+        "Web"
+    );
+
+    let (status, _) = control(
+        &control_address,
+        "POST",
+        "/v1/unimplemented",
+        r#"{"method":"GetChangeHint"}"#,
+    )
+    .await;
+    assert_eq!(status, 204);
+    assert!(
+        client
+            .get_change_hint()
+            .await
+            .unwrap_err()
+            .is_unimplemented()
+    );
+
+    let (status, _) = control(&control_address, "PUT", "/v1/allowed-clients", "[]").await;
+    assert_eq!(status, 204);
+    let refused = client.get_server_info().await.unwrap_err();
+    assert_eq!(
+        refused.reason(),
+        Some(nauthera_proto::v1::ErrorReason::IdentityNotAllowed)
+    );
+}

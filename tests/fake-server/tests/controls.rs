@@ -351,3 +351,19 @@ async fn open_streams_end_when_the_server_becomes_unreachable() {
         .expect("the stream ends");
     assert!(matches!(ended, Ok(None) | Err(_)));
 }
+
+#[tokio::test]
+async fn editing_a_missing_object_changes_nothing() {
+    let harness = Harness::start().await;
+    let hint = harness.server.change_hint();
+    let error = harness
+        .server
+        .edit_client(
+            &acme("team-a", "nobody"),
+            &Actor::dashboard("eve@example.com"),
+            |_| {},
+        )
+        .unwrap_err();
+    assert!(error.to_string().contains("nobody"));
+    assert_eq!(harness.server.change_hint(), hint);
+}
