@@ -94,3 +94,17 @@ pub fn api_code(error: &kube::Error) -> Option<u16> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_closed_pipe_is_a_clean_exit() {
+        let closed = CliError::Output(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(closed.is_broken_pipe());
+        let full = CliError::Output(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        assert!(!full.is_broken_pipe());
+        assert!(!CliError::Usage("x".into()).is_broken_pipe());
+    }
+}

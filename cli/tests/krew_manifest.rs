@@ -3,6 +3,9 @@
 //! of at most 50 characters, a description, one platform for each of linux and darwin on amd64
 //! and arm64 with `selector.matchLabels`, an archive `uri`, a 64-hex `sha256` and `bin`.
 
+// Tests may unwrap: a failure is the test failing.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeSet;
 
 use serde_json::Value;
