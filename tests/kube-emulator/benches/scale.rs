@@ -4,7 +4,9 @@
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Config};
@@ -30,23 +32,41 @@ fn crd() -> Value {
 }
 
 fn report(what: &str, elapsed: Duration, bytes: Option<usize>) {
-    let size = bytes.map(|b| format!(" ({:.1} MB)", b as f64 / 1e6)).unwrap_or_default();
+    let size = bytes
+        .map(|b| format!(" ({:.1} MB)", b as f64 / 1e6))
+        .unwrap_or_default();
     println!("{what:<58} {:>9.1} ms{size}", elapsed.as_secs_f64() * 1e3);
 }
 
 #[tokio::main]
 async fn main() {
     let emulator = Emulator::start().await.expect("the emulator starts");
-    let kubeconfig = Kubeconfig::from_yaml(&emulator.kubeconfig(emulator.superuser_token(), "default")).expect("kubeconfig");
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("config");
+    let kubeconfig =
+        Kubeconfig::from_yaml(&emulator.kubeconfig(emulator.superuser_token(), "default"))
+            .expect("kubeconfig");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("config");
     let client = Client::try_from(config).expect("client");
 
     let crds: Api<DynamicObject> = Api::all_with(
         client.clone(),
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"), "customresourcedefinitions"),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
     );
-    crds.patch("gadgets.bench.example.com", &PatchParams::apply("bench"), &Patch::Apply(crd())).await.expect("CRD");
-    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("bench.example.com", "v1", "Gadget"), "gadgets");
+    crds.patch(
+        "gadgets.bench.example.com",
+        &PatchParams::apply("bench"),
+        &Patch::Apply(crd()),
+    )
+    .await
+    .expect("CRD");
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("bench.example.com", "v1", "Gadget"),
+        "gadgets",
+    );
     let gadgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
     let before = emulator.resource_version().to_string();
 
@@ -68,27 +88,54 @@ async fn main() {
         .buffer_unordered(16)
         .collect::<Vec<()>>()
         .await;
-    report(&format!("create {OBJECTS} objects (16 concurrent requests)"), started.elapsed(), None);
+    report(
+        &format!("create {OBJECTS} objects (16 concurrent requests)"),
+        started.elapsed(),
+        None,
+    );
 
     // Baseline: what serializing the objects alone costs.
     let listed = gadgets.list(&ListParams::default()).await.expect("list");
     assert_eq!(listed.items.len(), OBJECTS);
-    let values: Vec<Value> = listed.items.iter().map(|o| serde_json::to_value(o).expect("value")).collect();
+    let values: Vec<Value> = listed
+        .items
+        .iter()
+        .map(|o| serde_json::to_value(o).expect("value"))
+        .collect();
     let started = Instant::now();
     let baseline = serde_json::to_vec(&values).expect("serialize");
-    report("baseline: serde_json::to_vec of the same objects", started.elapsed(), Some(baseline.len()));
+    report(
+        "baseline: serde_json::to_vec of the same objects",
+        started.elapsed(),
+        Some(baseline.len()),
+    );
     let started = Instant::now();
     let parsed: Vec<DynamicObject> = serde_json::from_slice(&baseline).expect("parse");
-    report("baseline: client-side parse into DynamicObject", started.elapsed(), None);
+    report(
+        "baseline: client-side parse into DynamicObject",
+        started.elapsed(),
+        None,
+    );
     drop(parsed);
 
     let path = "/apis/bench.example.com/v1/namespaces/default/gadgets";
     let started = Instant::now();
-    let text = client.request_text(http::Request::get(path).body(vec![]).expect("request")).await.expect("raw list");
-    report("full list over HTTPS, raw bytes (no client parsing)", started.elapsed(), Some(text.len()));
+    let text = client
+        .request_text(http::Request::get(path).body(vec![]).expect("request"))
+        .await
+        .expect("raw list");
+    report(
+        "full list over HTTPS, raw bytes (no client parsing)",
+        started.elapsed(),
+        Some(text.len()),
+    );
     let started = Instant::now();
     let listed = gadgets.list(&ListParams::default()).await.expect("list");
-    report("full list with kube-rs Api::list (client parses)", started.elapsed(), None);
+    report(
+        "full list with kube-rs Api::list (client parses)",
+        started.elapsed(),
+        None,
+    );
     assert_eq!(listed.items.len(), OBJECTS);
     let started = Instant::now();
     let mut pages = 0;
@@ -105,21 +152,40 @@ async fn main() {
             break;
         }
     }
-    report(&format!("paged list, limit=500 ({pages} pages), as kube-runtime's watcher"), started.elapsed(), None);
+    report(
+        &format!("paged list, limit=500 ({pages} pages), as kube-runtime's watcher"),
+        started.elapsed(),
+        None,
+    );
     let started = Instant::now();
-    let selected = gadgets.list(&ListParams::default().labels("shard=3")).await.expect("selected");
-    report("label-selected list (1,000 of 10,000)", started.elapsed(), None);
+    let selected = gadgets
+        .list(&ListParams::default().labels("shard=3"))
+        .await
+        .expect("selected");
+    report(
+        "label-selected list (1,000 of 10,000)",
+        started.elapsed(),
+        None,
+    );
     assert_eq!(selected.items.len(), OBJECTS / 10);
 
     let started = Instant::now();
-    let mut stream = gadgets.watch(&WatchParams::default(), &before).await.expect("watch").boxed();
+    let mut stream = gadgets
+        .watch(&WatchParams::default(), &before)
+        .await
+        .expect("watch")
+        .boxed();
     let mut added = 0;
     while added < OBJECTS {
         if let WatchEvent::Added(_) = stream.try_next().await.expect("event").expect("open") {
             added += 1;
         }
     }
-    report(&format!("watch replaying {OBJECTS} ADDED events (kube-rs parses)"), started.elapsed(), None);
+    report(
+        &format!("watch replaying {OBJECTS} ADDED events (kube-rs parses)"),
+        started.elapsed(),
+        None,
+    );
 
     emulator.shutdown().await;
 }

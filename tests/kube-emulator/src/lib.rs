@@ -9,6 +9,7 @@
 mod admission;
 mod authz;
 mod discovery;
+mod events;
 mod gc;
 mod ids;
 mod kubeconfig;

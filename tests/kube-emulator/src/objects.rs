@@ -136,6 +136,11 @@ pub fn create(
     body: Value,
     ctx: &WriteContext,
 ) -> ApiResult<Written> {
+    if info.converted() {
+        let stored_as = storing(store, info);
+        let body = crate::events::to_core(body);
+        return create_with(store, &stored_as, namespace, body, ctx, Ownership::Update);
+    }
     create_with(store, info, namespace, body, ctx, Ownership::Update)
 }
 
@@ -331,6 +336,11 @@ pub fn update(
     ctx: &WriteContext,
 ) -> ApiResult<Written> {
     let scope = scope_for(info, subresource)?;
+    if info.converted() {
+        let stored_as = storing(store, info);
+        let body = crate::events::to_core(body);
+        return update(store, &stored_as, namespace, name, subresource, body, ctx);
+    }
     ensure_metadata(&mut body)?;
     if let Some(body_name) = text(&body, "/metadata/name").filter(|n| *n != name) {
         return Err(ApiError::bad_request(format!(
@@ -365,12 +375,21 @@ pub fn patch(
     ctx: &WriteContext,
 ) -> ApiResult<Written> {
     let scope = scope_for(info, subresource)?;
-    let live = store.get(&info.key(), namespace, name);
+    let stored_as = storing(store, info);
+    let live = store.get(&stored_as.key(), namespace, name);
     if kind == PatchKind::Apply {
-        return apply(store, info, namespace, name, scope, live, body, ctx);
+        let mut config = apply_configuration(info, name, body, ctx)?;
+        if info.converted() {
+            config = crate::events::to_core(config);
+        }
+        return apply(store, &stored_as, namespace, name, scope, live, config, ctx);
     }
     let live = live.ok_or_else(|| ApiError::not_found(&resource_name(info), name))?;
-    let mut patched = live.value.clone();
+    let mut patched = if info.converted() {
+        crate::events::from_core(live.value.clone())
+    } else {
+        live.value.clone()
+    };
     match kind {
         PatchKind::Json => {
             let operations: json_patch::Patch = serde_json::from_slice(body)
@@ -393,6 +412,9 @@ pub fn patch(
         }
         PatchKind::Apply => {}
     }
+    if info.converted() {
+        patched = crate::events::to_core(patched);
+    }
     check_resource_version(info, name, &patched, &live.value)?;
     if text(&patched, "/metadata/name") != Some(name) {
         return Err(ApiError::bad_request(
@@ -401,13 +423,25 @@ pub fn patch(
     }
     commit(
         store,
-        info,
+        &stored_as,
         &live.value,
         patched,
         scope,
         ctx,
         Ownership::Update,
     )
+}
+
+/// The resource that stores objects of `info`: itself, unless they are converted from another.
+fn storing(store: &Store, info: &ResourceInfo) -> ResourceInfo {
+    if !info.converted() {
+        return info.clone();
+    }
+    store
+        .registry
+        .get(&info.key())
+        .cloned()
+        .unwrap_or_else(|| info.clone())
 }
 
 /// Removes strategic-merge directives (`$patch`, `$setElementOrder/...`, `$retainKeys`).
@@ -422,17 +456,13 @@ fn strip_directives(value: &mut Value) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn apply(
-    store: &mut Store,
+/// Parses and checks an apply configuration addressed to `info`.
+fn apply_configuration(
     info: &ResourceInfo,
-    namespace: &str,
     name: &str,
-    scope: Scope,
-    live: Option<Arc<Stored>>,
     body: &[u8],
     ctx: &WriteContext,
-) -> ApiResult<Written> {
+) -> ApiResult<Value> {
     if ctx.manager.is_empty() {
         return Err(ApiError::bad_request(
             "PATCH, application/apply-patch+yaml requests require fieldManager",
@@ -469,6 +499,22 @@ fn apply(
             "the name of the object ({config_name}) does not match the name on the URL ({name})"
         )));
     }
+    Ok(config)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    store: &mut Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    scope: Scope,
+    live: Option<Arc<Stored>>,
+    config: Value,
+    ctx: &WriteContext,
+) -> ApiResult<Written> {
+    let api_version = text(&config, "/apiVersion").unwrap_or_default();
+    let kind = text(&config, "/kind").unwrap_or_default();
     let now = ids::now_rfc3339();
     let plan = Apply {
         manager: &ctx.manager,

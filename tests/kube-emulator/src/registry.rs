@@ -29,6 +29,9 @@ pub struct ResourceInfo {
     pub schemas: BTreeMap<String, Value>,
     /// `additionalPrinterColumns` per version, for custom resources.
     pub printer_columns: BTreeMap<String, Vec<PrinterColumn>>,
+    /// Where objects are stored when another resource holds them (events.k8s.io Events are
+    /// stored as core Events).
+    pub storage: Option<ResourceKey>,
 }
 
 /// One `additionalPrinterColumns` entry.
@@ -50,11 +53,22 @@ pub struct ResourceKey {
 }
 
 impl ResourceInfo {
+    /// The key its objects are stored under.
     pub fn key(&self) -> ResourceKey {
+        self.storage.clone().unwrap_or_else(|| self.registry_key())
+    }
+
+    /// The key it is served under.
+    pub fn registry_key(&self) -> ResourceKey {
         ResourceKey {
             group: self.group.clone(),
             plural: self.plural.clone(),
         }
+    }
+
+    /// Whether objects are converted from another resource's stored form.
+    pub fn converted(&self) -> bool {
+        self.storage.is_some()
     }
 
     pub fn api_version(&self, version: &str) -> String {
@@ -113,6 +127,7 @@ fn builtin(
         review_only: false,
         schemas: BTreeMap::new(),
         printer_columns: BTreeMap::new(),
+        storage: None,
     }
 }
 
@@ -147,7 +162,13 @@ pub fn builtins() -> Vec<ResourceInfo> {
             categories: vec!["all".into()],
             ..builtin("", "v1", "Service", "services", true, &["svc"])
         },
-        builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"]),
+        ResourceInfo {
+            storage: Some(ResourceKey {
+                group: String::new(),
+                plural: "events".into(),
+            }),
+            ..builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"])
+        },
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[]),
         workload("Deployment", "deployments", &["deploy"]),
         workload("StatefulSet", "statefulsets", &["sts"]),
@@ -231,7 +252,10 @@ pub struct Registry {
 
 impl Default for Registry {
     fn default() -> Self {
-        let resources = builtins().into_iter().map(|r| (r.key(), r)).collect();
+        let resources = builtins()
+            .into_iter()
+            .map(|r| (r.registry_key(), r))
+            .collect();
         Self { resources }
     }
 }
@@ -274,7 +298,7 @@ impl Registry {
     }
 
     pub fn register(&mut self, info: ResourceInfo) {
-        self.resources.insert(info.key(), info);
+        self.resources.insert(info.registry_key(), info);
     }
 
     pub fn unregister(&mut self, key: &ResourceKey) {
@@ -440,6 +464,7 @@ pub fn resource_from_crd(crd: &Value) -> ApiResult<ResourceInfo> {
         review_only: false,
         schemas,
         printer_columns,
+        storage: None,
     })
 }
 

@@ -63,8 +63,8 @@ pub fn columns(info: &ResourceInfo, version: &str) -> Vec<PrinterColumn> {
         ("events.k8s.io", "events") => vec![
             column("Type", "string", ".type", 0),
             column("Reason", "string", ".reason", 0),
-            column("Object", "string", "#object(.regarding)", 0),
-            column("Note", "string", ".note", 0),
+            column("Object", "string", "#object(.involvedObject)", 0),
+            column("Note", "string", ".message", 0),
             age,
         ],
         ("coordination.k8s.io", "leases") => {

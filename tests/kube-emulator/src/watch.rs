@@ -57,6 +57,10 @@ impl Encoding {
             });
             return Bytes::from(serde_json::to_vec(&table).unwrap_or_default());
         }
+        if self.info.converted() {
+            let converted = crate::events::from_core(stored.value.clone());
+            return Bytes::from(serde_json::to_vec(&converted).unwrap_or_default());
+        }
         let wanted = self.info.api_version(&self.version);
         if stored.value["apiVersion"].as_str() == Some(wanted.as_str()) {
             return stored.json.clone();

@@ -1152,11 +1152,21 @@ async fn builtin_kinds_secrets_events_leases_and_workloads() {
         .create(&PostParams::default(), &core)
         .await
         .unwrap();
+    // Both APIs show both events: they are one stored Event seen two ways.
     let by_object = core_events
         .list(&ListParams::default().fields("involvedObject.name=d,involvedObject.kind=Deployment"))
         .await
         .unwrap();
-    assert_eq!(by_object.items.len(), 1);
+    assert_eq!(by_object.items.len(), 2);
+    let recorded = by_object
+        .items
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("Tested"))
+        .unwrap();
+    assert_eq!(recorded.message.as_deref(), Some("a note"));
+    let as_new = events.get("e1").await.unwrap();
+    assert_eq!(as_new.note.as_deref(), Some("m"));
+    assert_eq!(as_new.regarding.unwrap().name.as_deref(), Some("d"));
 }
 
 #[tokio::test]
