@@ -23,6 +23,18 @@ pub enum ConnectError {
     Unreachable { address: String, cause: String },
 }
 
+impl ConnectError {
+    /// The condition reason this error stands for: `Unreachable`, `CredentialUnavailable` or
+    /// `TrustAnchorUnavailable`.
+    pub fn reason_name(&self) -> &'static str {
+        match self {
+            ConnectError::CredentialUnavailable { .. } => "CredentialUnavailable",
+            ConnectError::TrustAnchorUnavailable { .. } => "TrustAnchorUnavailable",
+            ConnectError::Unreachable { .. } => "Unreachable",
+        }
+    }
+}
+
 /// The metadata key the server uses for `key` in `google.rpc.ErrorInfo` (for example
 /// `generation_in_force`).
 pub fn metadata_key_name(key: ErrorMetadataKey) -> String {
@@ -196,6 +208,15 @@ impl CallError {
         }
     }
 
+    /// A bounded label for metrics and logs: the gRPC code's name when the server answered
+    /// (`PermissionDenied`, ...), else the connection reason (`Unreachable`, ...).
+    pub fn code_name(&self) -> String {
+        match self {
+            CallError::Server(error) => error.code_name(),
+            CallError::Connect(error) => error.reason_name().to_owned(),
+        }
+    }
+
     /// The server's stable reason, when it answered with one.
     pub fn reason(&self) -> Option<ErrorReason> {
         self.server().and_then(|error| error.reason)
@@ -289,6 +310,22 @@ mod tests {
         ] {
             assert!(!is_retryable_code(code), "{code:?}");
         }
+    }
+
+    #[test]
+    fn a_transport_status_becomes_a_connect_error() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let status = Status::from_error(Box::new(io));
+        let error = CallError::from_status(status, "127.0.0.1:1");
+        assert!(
+            matches!(&error, CallError::Connect(ConnectError::Unreachable { cause, .. }) if cause.contains("refused")),
+            "{error:?}"
+        );
+        assert!(error.is_retryable());
+        assert_eq!(error.code_name(), "Unreachable");
+        let answered = CallError::from_status(refusal(), "127.0.0.1:1");
+        assert_eq!(answered.code_name(), "FailedPrecondition");
+        assert_eq!(answered.reason(), Some(ErrorReason::FapiRequirements));
     }
 
     #[test]
