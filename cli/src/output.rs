@@ -10,6 +10,10 @@ use serde::Serialize;
 use crate::cli::{ColorChoice, OutputFormat};
 use crate::error::CliError;
 
+/// The `apiVersion` of every JSON and YAML report; a change of shape that can break a script
+/// gets a new version.
+pub const REPORT_API_VERSION: &str = "kubectl-nauthera/v1";
+
 /// How a piece of text should look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tone {

@@ -7,8 +7,8 @@ use crate::cli::{Cli, CompletionArgs};
 use crate::error::CliError;
 use crate::output;
 
-/// The binary's own name: shells complete `kubectl-nauthera`; kubectl (1.26+) forwards
-/// `kubectl nauthera <TAB>` to a `kubectl_complete-nauthera` executable that calls it.
+/// The binary's own name: the script completes `kubectl-nauthera ...` (the command line's
+/// `bin_name` is `kubectl nauthera`, which shells cannot register).
 const BIN_NAME: &str = "kubectl-nauthera";
 
 pub fn run(args: &CompletionArgs) -> Result<Outcome, CliError> {

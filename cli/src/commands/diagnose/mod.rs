@@ -30,6 +30,8 @@ use crate::workloads;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DiagnoseReport {
+    api_version: &'static str,
+    kind: &'static str,
     diagnoses: Vec<Diagnosis>,
     attention: bool,
 }
@@ -38,6 +40,8 @@ struct DiagnoseReport {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ManifestsReport {
+    api_version: &'static str,
+    kind: &'static str,
     file: String,
     documents: Vec<ManifestReport>,
     attention: bool,
@@ -99,6 +103,8 @@ pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, Cl
         }
         format => output::encode(
             &DiagnoseReport {
+                api_version: output::REPORT_API_VERSION,
+                kind: "DiagnoseReport",
                 diagnoses,
                 attention,
             },
@@ -261,6 +267,8 @@ async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<
         OutputFormat::Table | OutputFormat::Wide => render_manifests(file, &reports, painter),
         format => output::encode(
             &ManifestsReport {
+                api_version: output::REPORT_API_VERSION,
+                kind: "ManifestReport",
                 file: file.display().to_string(),
                 documents: reports,
                 attention,

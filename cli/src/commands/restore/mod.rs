@@ -57,6 +57,8 @@ struct RestoreResult {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RestoreReport {
+    api_version: &'static str,
+    kind: &'static str,
     dry_run: bool,
     plans: Vec<RestorePlan>,
     results: Vec<RestoreResult>,
@@ -186,6 +188,8 @@ fn finish(
     if !matches!(global.output, OutputFormat::Table | OutputFormat::Wide) {
         output::print(&output::encode(
             &RestoreReport {
+                api_version: output::REPORT_API_VERSION,
+                kind: "RestoreReport",
                 dry_run,
                 plans,
                 results,

@@ -27,6 +27,10 @@ pub const RESTORE_BURST: usize = 3;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusReport {
+    /// `kubectl-nauthera/v1`.
+    pub api_version: &'static str,
+    /// `StatusReport`.
+    pub kind: &'static str,
     pub generated_at: Timestamp,
     /// The namespace looked at, or `*` for every namespace.
     pub scope: String,
@@ -170,6 +174,8 @@ pub fn build(
         || resources.iter().any(|row| row.attention)
         || !not_installed.is_empty();
     StatusReport {
+        api_version: crate::output::REPORT_API_VERSION,
+        kind: "StatusReport",
         generated_at: now,
         scope,
         control_plane,
