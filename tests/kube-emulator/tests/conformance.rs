@@ -2,6 +2,8 @@
 //! only: set `NAUTHERA_TEST_KUBECONFIG` to run the same tests against a real cluster (the
 //! history-compaction test then checks nothing emulator-specific and returns early).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -1,6 +1,8 @@
 //! Real `kubectl` against the emulator, with a kubeconfig the emulator wrote and HOME pointed
 //! at a temporary directory so no user configuration leaks in.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;

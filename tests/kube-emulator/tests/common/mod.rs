@@ -2,7 +2,7 @@
 //! `NAUTHERA_TEST_KUBECONFIG` names a kubeconfig (then every test works in its own namespace
 //! and the emulator-only controls are skipped).
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)] // shared by several test binaries; tests may unwrap
 
 use std::future::Future;
 use std::time::Duration;
