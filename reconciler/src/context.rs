@@ -93,6 +93,7 @@ impl<A> Context<A> {
         }
         if write_status && let Some(new_status) = status_after(status, verdict, generation, now) {
             kube_io::write_status(api, &resource.name_any(), &new_status, &self.manager).await?;
+            self.memory.remember_status(&uid, new_status);
         }
         for event in events_for(status, verdict) {
             kube_io::record_event(&self.recorder, resource, &event).await;

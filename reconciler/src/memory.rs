@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use nauthera_shared::resources::ResourceStatus;
 
 use crate::decide::Backoff;
 
@@ -50,6 +51,10 @@ struct Retry {
 pub struct Memory {
     minted: Mutex<HashMap<String, Minted>>,
     retries: Mutex<HashMap<String, Retry>>,
+    /// The status this leader last wrote. The watch cache can lag behind a write, and a
+    /// reconcile that read the old status would repeat a call it has just made; the status
+    /// belongs to the reconciler alone, so what it wrote last is the truth.
+    statuses: Mutex<HashMap<String, ResourceStatus>>,
 }
 
 impl Memory {
@@ -102,10 +107,28 @@ impl Memory {
         }
     }
 
+    /// The status last written, or the one read when nothing was written since.
+    pub fn status_or(&self, uid: &str, read: Option<&ResourceStatus>) -> Option<ResourceStatus> {
+        self.statuses
+            .lock()
+            .ok()
+            .and_then(|map| map.get(uid).cloned())
+            .or_else(|| read.cloned())
+    }
+
+    pub fn remember_status(&self, uid: &str, status: ResourceStatus) {
+        if let Ok(mut map) = self.statuses.lock() {
+            map.insert(uid.to_owned(), status);
+        }
+    }
+
     /// Forgets everything about a resource that is gone.
     pub fn forget(&self, uid: &str) {
         self.forget_minted(uid);
         self.succeeded(uid);
+        if let Ok(mut map) = self.statuses.lock() {
+            map.remove(uid);
+        }
     }
 }
 
@@ -123,6 +146,24 @@ mod tests {
         let text = format!("{minted:?}");
         assert!(!text.contains("s3cr3t"), "{text}");
         assert!(text.contains("<redacted>"));
+    }
+
+    #[test]
+    fn the_status_written_last_wins_over_a_stale_read() {
+        let memory = Memory::default();
+        let read = ResourceStatus {
+            revision: Some("r1".into()),
+            ..ResourceStatus::default()
+        };
+        assert_eq!(memory.status_or("u", Some(&read)), Some(read.clone()));
+        let written = ResourceStatus {
+            revision: Some("r2".into()),
+            ..ResourceStatus::default()
+        };
+        memory.remember_status("u", written.clone());
+        assert_eq!(memory.status_or("u", Some(&read)), Some(written));
+        memory.forget("u");
+        assert_eq!(memory.status_or("u", None), None);
     }
 
     #[test]

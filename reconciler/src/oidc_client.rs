@@ -8,7 +8,9 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nauthera_shared::FINALIZER;
 use nauthera_shared::convert::{apply_client_request, delete_client_request, object_ref};
-use nauthera_shared::resources::{OIDCClient, SecretKeyRef, TokenEndpointAuthMethod};
+use nauthera_shared::resources::{
+    OIDCClient, ResourceStatus, SecretKeyRef, TokenEndpointAuthMethod,
+};
 
 use crate::admin::AdminApi;
 use crate::client_calls::{DriftFacts, WriteResult, check_drift, delete_client, write_client};
@@ -55,7 +57,8 @@ pub async fn reconcile<A: AdminApi>(
     let uid = client.uid().ok_or(ReconcileError::MissingMetadata("uid"))?;
     let api: Api<OIDCClient> = Api::namespaced(ctx.client.clone(), &namespace);
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-    let status = client.status.as_ref();
+    let remembered = ctx.memory.status_or(&uid, client.status.as_ref());
+    let status = remembered.as_ref();
     let mode = secret_mode(&client);
     let minted = ctx.memory.minted(&uid);
     let deleting = client.meta().deletion_timestamp.is_some();
@@ -108,6 +111,7 @@ pub async fn reconcile<A: AdminApi>(
                 &api,
                 &secrets,
                 &client,
+                status,
                 &mode,
                 if_revision,
                 rotate_secret,
@@ -116,21 +120,21 @@ pub async fn reconcile<A: AdminApi>(
             .await?
         }
         Step::DeliverSecret => match minted {
-            Some(minted) => deliver(&ctx, &secrets, &client, &uid, &minted).await,
+            Some(minted) => deliver(&ctx, &secrets, &client, status, &uid, &minted).await,
             None => return Ok(Action::await_change()),
         },
         Step::CheckDrift => {
-            let facts = drift_facts(&ctx, &client)?;
+            let facts = drift_facts(&ctx, &client, status)?;
             check_drift(ctx.admin.as_ref(), &facts).await
         }
         Step::Delete { if_revision } => {
             let request = delete_client_request(&client, &ctx.manager, Some(&if_revision))?;
             let verdict = delete_client(ctx.admin.as_ref(), request).await;
-            return finish_deletion(&ctx, &api, &client, &uid, &verdict).await;
+            return finish_deletion(&ctx, &api, &client, status, &uid, &verdict).await;
         }
         Step::Release { reason } => {
             let verdict = released(reason);
-            return finish_deletion(&ctx, &api, &client, &uid, &verdict).await;
+            return finish_deletion(&ctx, &api, &client, status, &uid, &verdict).await;
         }
     };
     ctx.record(KIND, &api, client.as_ref(), status, &verdict, true)
@@ -140,8 +144,8 @@ pub async fn reconcile<A: AdminApi>(
 fn drift_facts<'a, A>(
     ctx: &'a Context<A>,
     client: &'a OIDCClient,
+    status: Option<&'a ResourceStatus>,
 ) -> Result<DriftFacts<'a>, ReconcileError> {
-    let status = client.status.as_ref();
     Ok(DriftFacts {
         declared: &client.spec,
         reference: object_ref(client)?,
@@ -161,6 +165,7 @@ async fn apply<A: AdminApi>(
     api: &Api<OIDCClient>,
     secrets: &Api<Secret>,
     client: &OIDCClient,
+    status: Option<&ResourceStatus>,
     mode: &SecretMode,
     if_revision: Option<String>,
     rotate_secret: bool,
@@ -229,7 +234,7 @@ async fn apply<A: AdminApi>(
             Ok(verdict)
         }
         WriteResult::Conflict => {
-            let facts = drift_facts(ctx, client)?;
+            let facts = drift_facts(ctx, client, status)?;
             Ok(check_drift(ctx.admin.as_ref(), &facts).await)
         }
         WriteResult::Failed(verdict) => Ok(*verdict),
@@ -240,6 +245,7 @@ async fn deliver<A: AdminApi>(
     ctx: &Context<A>,
     secrets: &Api<Secret>,
     client: &OIDCClient,
+    status: Option<&ResourceStatus>,
     uid: &str,
     minted: &Minted,
 ) -> Verdict {
@@ -254,7 +260,6 @@ async fn deliver<A: AdminApi>(
     match result {
         Ok(()) => {
             ctx.memory.forget_minted(uid);
-            let status = client.status.as_ref();
             secret_delivered(
                 status
                     .and_then(|s| s.generation_in_force)
@@ -272,10 +277,10 @@ async fn finish_deletion<A>(
     ctx: &Context<A>,
     api: &Api<OIDCClient>,
     client: &OIDCClient,
+    status: Option<&ResourceStatus>,
     uid: &str,
     verdict: &Verdict,
 ) -> Result<Action, ReconcileError> {
-    let status = client.status.as_ref();
     if !verdict.reason.is_deletion_outcome() {
         return ctx.record(KIND, api, client, status, verdict, true).await;
     }

@@ -326,3 +326,22 @@ async fn deletion_honours_the_precondition() {
     let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
     assert!(verdict.retried);
 }
+
+#[tokio::test]
+async fn a_public_client_is_not_reported_for_its_secret() {
+    let mut declared = declared();
+    declared.secret = None;
+    declared.token_endpoint_auth_method = nauthera_shared::resources::TokenEndpointAuthMethod::None;
+    let admin = FakeAdmin::default();
+    let mut edited = held("r7", "https://evil.example.test/cb", "", "user:bob");
+    let spec = edited.spec.as_mut().unwrap();
+    *spec = comparable_client_spec(&declared);
+    spec.redirect_uris = vec!["https://evil.example.test/cb".into()];
+    spec.secret = Some(v1::client_spec::Secret::GenerateSecret(false));
+    *admin.get.lock().unwrap() = Some(Ok(edited));
+    let verdict = check_drift(&admin, &facts(&declared)).await;
+    let DriftUpdate::Set(drift) = &verdict.fields.drift else {
+        panic!("{:?}", verdict.fields.drift);
+    };
+    assert_eq!(drift.fields, vec!["spec.redirectUris".to_owned()]);
+}
