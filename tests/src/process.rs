@@ -48,10 +48,10 @@ impl ChildProcess {
         let mut lines = BufReader::new(stdout).lines();
         let announcement = tokio::time::timeout(timeout, async {
             while let Some(line) = lines.next_line().await? {
-                if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) {
-                    if value.is_object() {
-                        return Ok::<_, anyhow::Error>(Some(value));
-                    }
+                if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line)
+                    && value.is_object()
+                {
+                    return Ok::<_, anyhow::Error>(Some(value));
                 }
             }
             Ok(None)

@@ -185,10 +185,8 @@ async fn start_reconciler(
 async fn wait_until_ready(probe: &str, reconciler: &ChildProcess) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + START_TIMEOUT;
     loop {
-        if let Ok(status) = nauthera_tests::process::http_get_status(probe, "/readyz").await {
-            if status == 200 {
-                return Ok(());
-            }
+        if let Ok(200) = nauthera_tests::process::http_get_status(probe, "/readyz").await {
+            return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
             anyhow::bail!(
