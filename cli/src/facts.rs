@@ -9,12 +9,13 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
-use k8s_openapi::api::core::v1::{Event as CoreEvent, Secret};
+use k8s_openapi::api::core::v1::{Event as CoreEvent, Pod, Secret};
 use k8s_openapi::api::events::v1::Event as NewEvent;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams, LogParams, PostParams};
 use serde::Serialize;
 
 use crate::cluster::Cluster;
+use crate::control_plane::RECONCILER_NAME;
 use crate::error::describe_kube_error;
 use crate::kinds::Kind;
 use crate::workloads::PodTemplate;
@@ -238,6 +239,78 @@ pub async fn events(
     Ok(facts)
 }
 
+/// How far back the reconciler's logs are read, and how many lines about a resource are kept.
+const LOG_SINCE_SECONDS: i64 = 3600;
+const LOG_TAIL_LINES: i64 = 5000;
+pub const LOG_LINES_KEPT: usize = 20;
+
+/// The reconciler's recent log lines about `namespace`/`name`, from the leader's pod when known,
+/// else from every pod whose name starts with the Deployment's; an error when the user may not
+/// read them.
+pub async fn reconciler_log_lines(
+    cluster: &Cluster,
+    reconciler_namespace: &str,
+    leader: Option<&str>,
+    namespace: &str,
+    name: &str,
+) -> Result<Vec<String>, String> {
+    let pods: Api<Pod> = cluster.namespaced(reconciler_namespace);
+    let names: Vec<String> = match leader.filter(|leader| !leader.is_empty()) {
+        Some(leader) => vec![leader.to_owned()],
+        None => pods
+            .list(&ListParams::default())
+            .await
+            .map_err(|error| {
+                let (detail, hint) = describe_kube_error(&error);
+                format!("cannot list pods in {reconciler_namespace}: {detail}; {hint}")
+            })?
+            .items
+            .into_iter()
+            .filter_map(|pod| pod.metadata.name)
+            .filter(|pod| pod.starts_with(RECONCILER_NAME))
+            .collect(),
+    };
+    if names.is_empty() {
+        return Err(format!("no reconciler pod found in {reconciler_namespace}"));
+    }
+    let params = LogParams {
+        since_seconds: Some(LOG_SINCE_SECONDS),
+        tail_lines: Some(LOG_TAIL_LINES),
+        ..LogParams::default()
+    };
+    let mut lines = Vec::new();
+    for pod in names {
+        let log = pods.logs(&pod, &params).await.map_err(|error| {
+            let (detail, hint) = describe_kube_error(&error);
+            format!("cannot read the logs of pod {pod} in {reconciler_namespace}: {detail}; {hint}")
+        })?;
+        lines.extend(lines_about(&log, namespace, name, LOG_LINES_KEPT));
+    }
+    Ok(lines)
+}
+
+/// The last `keep` lines that name both the namespace and the resource.
+pub fn lines_about(log: &str, namespace: &str, name: &str, keep: usize) -> Vec<String> {
+    let about: Vec<&str> = log
+        .lines()
+        .filter(|line| mentions(line, namespace) && mentions(line, name))
+        .collect();
+    about[about.len().saturating_sub(keep)..]
+        .iter()
+        .map(|line| (*line).to_owned())
+        .collect()
+}
+
+/// Whether `word` appears in `line` not as part of a longer name (`shop` is not in `shop-2`).
+fn mentions(line: &str, word: &str) -> bool {
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.';
+    line.match_indices(word).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + word.len()..].chars().next();
+        !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char)
+    })
+}
+
 /// The pod templates of the Deployments, StatefulSets and DaemonSets in `namespace`.
 pub async fn pod_templates(cluster: &Cluster, namespace: &str) -> Result<Vec<PodTemplate>, String> {
     let params = ListParams::default();
@@ -280,4 +353,23 @@ pub async fn pod_templates(cluster: &Cluster, namespace: &str) -> Result<Vec<Pod
             .map(PodTemplate::of_daemon_set),
     );
     Ok(templates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_name_the_resource_as_a_whole_word() {
+        let log = "\
+{\"msg\":\"grpc_call\",\"namespace\":\"team-a\",\"name\":\"shop\",\"code\":\"Ok\"}
+{\"msg\":\"grpc_call\",\"namespace\":\"team-a\",\"name\":\"shop-2\"}
+{\"msg\":\"grpc_call\",\"namespace\":\"team-b\",\"name\":\"shop\"}
+{\"msg\":\"secret write failed\",\"namespace\":\"team-a\",\"name\":\"shop\"}
+";
+        let lines = lines_about(log, "team-a", "shop", 20);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].contains("secret write failed"));
+        assert_eq!(lines_about(log, "team-a", "shop", 1).len(), 1);
+    }
 }

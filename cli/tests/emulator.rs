@@ -702,7 +702,7 @@ async fn restore_against_the_emulator() {
     assert!(
         confirmed
             .stdout
-            .contains("restored oidcclient/billing in team-a: restored (revision r2)"),
+            .contains("restored oidcclient/billing in team-a: Registered again (revision r2)"),
         "{}",
         confirmed.stdout
     );

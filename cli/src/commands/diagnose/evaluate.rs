@@ -34,6 +34,8 @@ pub struct DiagnoseFacts {
     pub consumers: Result<Vec<Consumer>, String>,
     /// Every drifted resource visible, for the drift count.
     pub drifted: Vec<ResourceView>,
+    /// The reconciler's recent lines about the resource, or why they could not be read.
+    pub logs: Result<Vec<String>, String>,
     pub now: Timestamp,
 }
 
@@ -185,10 +187,7 @@ pub fn evaluate(check: DiagnoseCheck, facts: &DiagnoseFacts) -> (CheckStatus, Ve
         DiagnoseCheck::DriftCount => drift_count(facts),
         DiagnoseCheck::ProbeState => probe(facts),
         DiagnoseCheck::CertificateExpiry => certificate(facts),
-        DiagnoseCheck::ReconcilerLogs => (
-            CheckStatus::Manual,
-            vec!["the plugin does not read pod logs; run the command above".to_owned()],
-        ),
+        DiagnoseCheck::ReconcilerLogs => logs(facts),
         DiagnoseCheck::ReconcileMetrics
         | DiagnoseCheck::ServerCallMetrics
         | DiagnoseCheck::AuditLog
@@ -278,6 +277,20 @@ fn events(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
                 .collect();
             (CheckStatus::Info, lines)
         }
+    }
+}
+
+fn logs(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    match &facts.logs {
+        Ok(lines) if lines.is_empty() => (
+            CheckStatus::Info,
+            vec!["no reconciler log line about it in the last hour".to_owned()],
+        ),
+        Ok(lines) => (CheckStatus::Info, lines.clone()),
+        Err(why) => (
+            CheckStatus::Manual,
+            vec![format!("{why}; run the command above")],
+        ),
     }
 }
 

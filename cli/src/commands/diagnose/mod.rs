@@ -184,7 +184,24 @@ async fn gather(
             .map(|templates| workloads::consumers(&templates, name)),
         _ => Ok(Vec::new()),
     };
+    let logs = if needed.contains(&DiagnoseCheck::ReconcilerLogs) {
+        let leader = control_plane
+            .state
+            .as_ref()
+            .map(|state| state.leader.as_str());
+        facts::reconciler_log_lines(
+            cluster,
+            &control_plane.namespace,
+            leader,
+            &namespace,
+            &view.name,
+        )
+        .await
+    } else {
+        Ok(Vec::new())
+    };
     DiagnoseFacts {
+        logs,
         organization: organizations.organization_of(&view),
         view,
         control_plane: control_plane.clone(),

@@ -25,6 +25,7 @@ fn facts_for(view: ResourceView) -> DiagnoseFacts {
         events: Ok(Vec::new()),
         consumers: Ok(Vec::new()),
         drifted: Vec::new(),
+        logs: Err("cannot read the logs of pod nauthera-reconciler-0: forbidden".into()),
         now: at(NOW),
     }
 }
@@ -209,6 +210,15 @@ fn checks_judge_their_facts() {
     let (status, findings) = evaluate(DiagnoseCheck::GrantCovers, &outside);
     assert_eq!(status, CheckStatus::Failed);
     assert!(findings.iter().any(|line| line.contains("\"team-z\"")));
+
+    // Readable logs are shown; unreadable ones leave the command for a person.
+    let (status, findings) = evaluate(DiagnoseCheck::ReconcilerLogs, &outside);
+    assert_eq!(status, CheckStatus::Manual);
+    assert!(findings[0].contains("forbidden"));
+    outside.logs = Ok(vec!["{\"msg\":\"grpc_call\",\"name\":\"x\"}".into()]);
+    let (status, findings) = evaluate(DiagnoseCheck::ReconcilerLogs, &outside);
+    assert_eq!(status, CheckStatus::Info);
+    assert_eq!(findings.len(), 1);
 
     // A certificate within the warning threshold warns.
     let (status, _) = evaluate(DiagnoseCheck::CertificateExpiry, &outside);

@@ -318,7 +318,7 @@ async fn wait(
                     plan,
                     Some(&view),
                     RestoreOutcome::Restored,
-                    "restored",
+                    "Registered again",
                 ));
             } else {
                 still.push((plan, state));
@@ -494,6 +494,56 @@ fn render_results(results: &[RestoreResult], plans: &[&RestorePlan], painter: Pa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::assert_snapshot;
+    use crate::view::SecretUse;
+    use crate::view::fixtures::{drifted, view};
+    use crate::workloads::Consumer;
+
+    #[test]
+    fn plan_and_results_snapshot() {
+        let mut removed = drifted("team-a", "billing", 1_800_000_000);
+        removed.secret = SecretUse::Generated {
+            name: "billing-oidc".into(),
+        };
+        if let Some(drift) = removed.status.as_mut().and_then(|s| s.drift.as_mut()) {
+            drift.removed = true;
+            drift.server_revision = String::new();
+        }
+        let consumer = Consumer {
+            kind: "Deployment".into(),
+            name: "billing-web".into(),
+            uses: vec!["volume creds".into()],
+        };
+        let plans = vec![
+            plan::plan(&removed, vec![consumer]),
+            plan::plan(&drifted("team-a", "web", 1_800_000_100), Vec::new()),
+            plan::plan(
+                &view(Kind::Branding, "team-b", "look", Reason::Registered, 0),
+                Vec::new(),
+            ),
+        ];
+        let restored: Vec<&RestorePlan> = plans.iter().filter(|p| p.drifted).collect();
+        let results = vec![
+            result(
+                restored[0],
+                None,
+                RestoreOutcome::Restored,
+                "Registered again",
+            ),
+            result(
+                restored[1],
+                None,
+                RestoreOutcome::TimedOut,
+                "not restored within 2m",
+            ),
+        ];
+        let text = format!(
+            "{}---\n{}",
+            render_plans(&plans, Painter::PLAIN),
+            render_results(&results, &restored, Painter::PLAIN)
+        );
+        assert_snapshot("restore.txt", &text);
+    }
 
     #[test]
     fn the_patch_sets_only_the_annotation() {
