@@ -1,7 +1,7 @@
 //! Just enough of the Kubernetes protobuf encoding to read the request bodies kubectl sends as
-//! protobuf (its typed clients do: `create secret|configmap|namespace|serviceaccount`,
-//! `auth can-i`). Bodies become the JSON the rest of the emulator works with; responses are
-//! always JSON, which kubectl accepts.
+//! protobuf (its typed clients do: `create secret|configmap|namespace|serviceaccount|role|
+//! rolebinding|clusterrole|clusterrolebinding`, `auth can-i`, `auth whoami`). Bodies become the
+//! JSON the rest of the emulator works with; responses are always JSON, which kubectl accepts.
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -241,6 +241,75 @@ fn attributes(bytes: &[u8], names: &[&str]) -> ApiResult<Value> {
     Ok(out)
 }
 
+/// A message whose fields are all strings or repeated strings, numbered 1.. in `names`
+/// order; `repeated` names the list-valued ones.
+fn strings_message(bytes: &[u8], names: &[&str], repeated: &[&str]) -> ApiResult<Value> {
+    let mut out = json!({});
+    for (number, field) in fields(bytes)? {
+        let Field::Bytes(b) = field else { continue };
+        let index = usize::try_from(number).ok().and_then(|n| n.checked_sub(1));
+        let Some(name) = index.and_then(|i| names.get(i)) else {
+            continue;
+        };
+        if repeated.contains(name) {
+            if !out[*name].is_array() {
+                out[*name] = json!([]);
+            }
+            if let Some(items) = out[*name].as_array_mut() {
+                items.push(json!(text(b)?));
+            }
+        } else if !b.is_empty() {
+            out[*name] = json!(text(b)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Role and ClusterRole: metadata (1), rules (2).
+fn role(bytes: &[u8]) -> ApiResult<Value> {
+    let mut out = json!({"rules": []});
+    let names = [
+        "verbs",
+        "apiGroups",
+        "resources",
+        "resourceNames",
+        "nonResourceURLs",
+    ];
+    for (number, field) in fields(bytes)? {
+        match (number, field) {
+            (1, Field::Bytes(b)) => out["metadata"] = object_meta(b)?,
+            (2, Field::Bytes(b)) => {
+                if let Some(rules) = out["rules"].as_array_mut() {
+                    rules.push(strings_message(b, &names, &names)?);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// RoleBinding and ClusterRoleBinding: metadata (1), subjects (2), roleRef (3).
+fn binding(bytes: &[u8]) -> ApiResult<Value> {
+    let mut out = json!({"subjects": []});
+    for (number, field) in fields(bytes)? {
+        match (number, field) {
+            (1, Field::Bytes(b)) => out["metadata"] = object_meta(b)?,
+            (2, Field::Bytes(b)) => {
+                let subject = strings_message(b, &["kind", "apiGroup", "name", "namespace"], &[])?;
+                if let Some(subjects) = out["subjects"].as_array_mut() {
+                    subjects.push(subject);
+                }
+            }
+            (3, Field::Bytes(b)) => {
+                out["roleRef"] = strings_message(b, &["apiGroup", "kind", "name"], &[])?
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 /// Decodes a `k8s\0`-prefixed protobuf body of one of the kinds kubectl sends that way.
 pub fn decode(body: &[u8]) -> ApiResult<Value> {
     let envelope = body.strip_prefix(MAGIC).ok_or_else(malformed)?;
@@ -265,7 +334,10 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
     let mut object = match (api_version.as_str(), kind.as_str()) {
         ("v1", "Secret") => secret(raw)?,
         ("v1", "ConfigMap") => config_map(raw)?,
-        ("v1", "Namespace" | "ServiceAccount") => metadata_only(raw)?,
+        ("v1", "Namespace" | "ServiceAccount")
+        | ("authentication.k8s.io/v1", "SelfSubjectReview") => metadata_only(raw)?,
+        ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole") => role(raw)?,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => binding(raw)?,
         (
             "authorization.k8s.io/v1",
             "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview",

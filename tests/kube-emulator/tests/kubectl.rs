@@ -428,4 +428,65 @@ async fn kubectl_auth_can_i_follows_rbac() {
         "yes"
     );
     bot.ok(&["get", "secrets"]).await;
+
+    // Imperative RBAC (kubectl sends these as protobuf) and whoami.
+    admin
+        .ok(&[
+            "create",
+            "clusterrole",
+            "ns-reader",
+            "--verb=get,list",
+            "--resource=namespaces",
+        ])
+        .await;
+    admin
+        .ok(&[
+            "create",
+            "clusterrolebinding",
+            "devs-read-ns",
+            "--clusterrole=ns-reader",
+            "--group=devs",
+        ])
+        .await;
+    admin
+        .ok(&[
+            "create",
+            "role",
+            "cm-writer",
+            "--verb=create",
+            "--resource=configmaps",
+        ])
+        .await;
+    admin
+        .ok(&[
+            "create",
+            "rolebinding",
+            "bot-writes-cm",
+            "--role=cm-writer",
+            "--serviceaccount=team:bot",
+        ])
+        .await;
+    assert_eq!(
+        bot.ok(&["auth", "can-i", "create", "configmaps"])
+            .await
+            .trim(),
+        "yes"
+    );
+    let alice = [
+        "auth",
+        "can-i",
+        "list",
+        "namespaces",
+        "--as",
+        "alice",
+        "--as-group",
+        "devs",
+    ];
+    assert_eq!(admin.ok(&alice).await.trim(), "yes");
+    let whoami = bot.ok(&["auth", "whoami"]).await;
+    assert!(
+        whoami.contains("system:serviceaccount:team:bot")
+            && whoami.contains("system:serviceaccounts:team"),
+        "{whoami}"
+    );
 }
