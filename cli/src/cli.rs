@@ -81,6 +81,12 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  kubectl nauthera status -A                 every resource in every namespace
+  kubectl nauthera status oidcclient/shop    one resource in the current namespace
+  kubectl nauthera status -A -o json | jq '.resources[] | select(.grant.status == \"outside\")'
+
+Exit codes: 0 all good, 1 something needs attention, 2 an error.")]
 pub struct StatusArgs {
     /// KIND or KIND/NAME (oidcclient, branding, identityprovider, organization, or their short
     /// names); every kind when absent.
@@ -88,6 +94,13 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  kubectl nauthera diagnose oidcclient/shop -n team-a
+  kubectl nauthera diagnose --all -A
+  kubectl nauthera diagnose -f client.yaml          check a manifest before applying it
+  kustomize build . | kubectl nauthera diagnose -f - --local
+
+Exit codes: 0 all good, 1 something needs attention, 2 an error.")]
 pub struct DiagnoseArgs {
     /// KIND/NAME of the resource to diagnose.
     #[arg(conflicts_with_all = ["all", "file"])]
@@ -104,6 +117,13 @@ pub struct DiagnoseArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  kubectl nauthera restore oidcclient/shop -n team-a
+  kubectl nauthera restore --all-drifted -A --dry-run
+  kubectl nauthera restore --all-drifted -A --yes --timeout 5m
+
+Exit codes: 0 all restored (or nothing to restore), 1 not restored (timeout, cancelled, dry run
+with something to restore), 2 an error.")]
 pub struct RestoreArgs {
     /// KIND/NAME of each resource to restore.
     #[arg(conflicts_with = "all_drifted")]

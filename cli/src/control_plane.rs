@@ -2,7 +2,8 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY};
+use kube::api::{Api, ListParams};
+use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
 use serde::Serialize;
 
 use crate::cluster::Cluster;
@@ -31,16 +32,27 @@ pub struct ControlPlaneFacts {
 }
 
 impl ControlPlaneFacts {
+    /// Reads the state in `namespace`; when it is not there, looks for the state's label in
+    /// every namespace (a reconciler installed elsewhere) and takes that namespace if exactly one
+    /// is found.
     pub async fn gather(cluster: &Cluster, namespace: &str) -> ControlPlaneFacts {
+        let mut namespace = namespace.to_owned();
+        let mut found = cluster
+            .namespaced::<ConfigMap>(&namespace)
+            .get_opt(STATE_CONFIGMAP)
+            .await;
+        if let Ok(None) = found
+            && let Some((elsewhere, config_map)) = find_by_label(cluster).await
+        {
+            namespace = elsewhere;
+            found = Ok(Some(config_map));
+        }
+        let namespace = namespace.as_str();
         let mut facts = ControlPlaneFacts {
             namespace: namespace.to_owned(),
             ..ControlPlaneFacts::default()
         };
-        match cluster
-            .namespaced::<ConfigMap>(namespace)
-            .get_opt(STATE_CONFIGMAP)
-            .await
-        {
+        match found {
             Ok(Some(config_map)) => match parse_state(&config_map) {
                 Ok(state) => facts.state = Some(state),
                 Err(problem) => facts.state_problem = Some(problem),
@@ -80,6 +92,22 @@ impl ControlPlaneFacts {
         }
         facts
     }
+}
+
+/// The one state ConfigMap in the cluster that carries the state's label, if the user may list
+/// ConfigMaps everywhere and there is exactly one.
+async fn find_by_label(cluster: &Cluster) -> Option<(String, ConfigMap)> {
+    let (key, value) = STATE_LABEL;
+    let params = ListParams::default().labels(&format!("{key}={value}"));
+    let api: Api<ConfigMap> = Api::all(cluster.client.clone());
+    let mut items = api.list(&params).await.ok()?.items;
+    if items.len() != 1 {
+        return None;
+    }
+    let config_map = items.pop()?;
+    let namespace = config_map.metadata.namespace.clone()?;
+    (config_map.metadata.name.as_deref() == Some(STATE_CONFIGMAP))
+        .then_some((namespace, config_map))
 }
 
 /// The published state out of the ConfigMap.

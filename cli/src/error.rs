@@ -7,7 +7,9 @@ use std::path::PathBuf;
 pub enum CliError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
-    #[error("cannot read the kubeconfig ({where_}): {source}; check --kubeconfig or $KUBECONFIG")]
+    #[error(
+        "cannot read the kubeconfig ({where_}): {source}; check --kubeconfig, $KUBECONFIG and --context (kubectl config get-contexts)"
+    )]
     Kubeconfig {
         where_: String,
         #[source]

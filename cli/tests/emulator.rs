@@ -431,6 +431,24 @@ async fn status_diagnose_and_manifests_against_the_emulator() {
     let from_yaml: Value = serde_saphyr::from_str(&yaml.stdout).unwrap();
     assert_eq!(from_yaml["summary"], report["summary"]);
 
+    // A wrong --reconciler-namespace still finds the state by its label.
+    let elsewhere = plugin(
+        &cluster,
+        &[
+            "status",
+            "-A",
+            "-o",
+            "json",
+            "--reconciler-namespace",
+            "wrong",
+        ],
+        None,
+    )
+    .await;
+    let found: Value = serde_json::from_str(&elsewhere.stdout).unwrap();
+    assert_eq!(found["controlPlane"]["namespace"], "nauthera-system");
+    assert_eq!(found["controlPlane"]["stateFound"], true);
+
     // One registered resource in the context's namespace: all good (exit 0).
     let one = plugin(&cluster, &["status", "oidcclient/shop"], None).await;
     assert_eq!(one.code, 0, "{}", one.all());
