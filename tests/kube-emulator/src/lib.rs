@@ -22,6 +22,7 @@ mod selector;
 mod server;
 mod status;
 mod store;
+mod strategic;
 mod table;
 mod tls;
 mod watch;

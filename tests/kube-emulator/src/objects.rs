@@ -37,7 +37,7 @@ pub struct Written {
 pub enum PatchKind {
     Json,
     Merge,
-    /// Strategic merge patch, handled as a JSON merge patch (lists are replaced, not merged).
+    /// Strategic merge patch (keyed lists of well-known fields merged; see `strategic`).
     Strategic,
     Apply,
 }
@@ -350,6 +350,18 @@ pub fn update(
     let live = store
         .get(&info.key(), namespace, name)
         .ok_or_else(|| ApiError::not_found(&resource_name(info), name))?;
+    if info.custom && text(&body, "/metadata/resourceVersion").is_none_or(str::is_empty) {
+        return Err(ApiError::invalid(
+            &info.kind,
+            &info.group,
+            name,
+            vec![crate::status::Cause {
+                kind: "FieldValueInvalid",
+                message: "Invalid value: 0x0: must be specified for an update".into(),
+                field: "metadata.resourceVersion".into(),
+            }],
+        ));
+    }
     check_resource_version(info, name, &body, &live.value)?;
     commit(
         store,
@@ -402,13 +414,14 @@ pub fn patch(
             })?;
         }
         PatchKind::Merge | PatchKind::Strategic => {
-            let mut merge: Value = serde_json::from_slice(body)
+            let merge: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("the merge patch is not JSON: {e}")))?;
-            if kind == PatchKind::Strategic {
-                strip_directives(&mut merge);
-            }
             check_resource_version(info, name, &merge, &live.value)?;
-            json_patch::merge(&mut patched, &merge);
+            if kind == PatchKind::Strategic {
+                crate::strategic::apply(&mut patched, &merge);
+            } else {
+                json_patch::merge(&mut patched, &merge);
+            }
         }
         PatchKind::Apply => {}
     }
@@ -442,18 +455,6 @@ fn storing(store: &Store, info: &ResourceInfo) -> ResourceInfo {
         .get(&info.key())
         .cloned()
         .unwrap_or_else(|| info.clone())
-}
-
-/// Removes strategic-merge directives (`$patch`, `$setElementOrder/...`, `$retainKeys`).
-fn strip_directives(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|key, _| !key.starts_with('$'));
-            map.values_mut().for_each(strip_directives);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_directives),
-        _ => {}
-    }
 }
 
 /// Parses and checks an apply configuration addressed to `info`.
@@ -831,6 +832,14 @@ pub fn delete(
         let mut marked = live.value.clone();
         marked["metadata"]["deletionTimestamp"] = json!(ids::now_rfc3339());
         marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        // Marking for deletion bumps the generation, as the API server does for kinds without
+        // graceful deletion.
+        if let Some(generation) = marked
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+        {
+            marked["metadata"]["generation"] = json!(generation + 1);
+        }
         if is_namespace {
             marked["status"] = json!({"phase": "Terminating"});
         }

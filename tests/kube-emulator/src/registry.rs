@@ -25,6 +25,8 @@ pub struct ResourceInfo {
     pub has_generation: bool,
     /// Create-only review resources (SubjectAccessReview and friends) are answered, never stored.
     pub review_only: bool,
+    /// Defined by a CustomResourceDefinition (replace then needs a resourceVersion).
+    pub custom: bool,
     /// `openAPIV3Schema` per version, for custom resources.
     pub schemas: BTreeMap<String, Value>,
     /// `additionalPrinterColumns` per version, for custom resources.
@@ -125,6 +127,7 @@ fn builtin(
         status_subresource: false,
         has_generation: false,
         review_only: false,
+        custom: false,
         schemas: BTreeMap::new(),
         printer_columns: BTreeMap::new(),
         storage: None,
@@ -462,6 +465,7 @@ pub fn resource_from_crd(crd: &Value) -> ApiResult<ResourceInfo> {
         status_subresource,
         has_generation: true,
         review_only: false,
+        custom: true,
         schemas,
         printer_columns,
         storage: None,

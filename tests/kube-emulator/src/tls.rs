@@ -77,7 +77,11 @@ impl TlsListener {
         let acceptor = TlsAcceptor::from(config);
         tokio::spawn(async move {
             loop {
-                let (tcp, peer) = match listener.accept().await {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    () = tx.closed() => return,
+                };
+                let (tcp, peer) = match accepted {
                     Ok(accepted) => accepted,
                     Err(error) => {
                         tracing::debug!(%error, "accept failed");

@@ -494,6 +494,25 @@ async fn finalizers_hold_deletion_until_removed() {
     api.delete("f", &DeleteParams::default()).await.unwrap();
     let held = api.get("f").await.unwrap();
     assert!(held.metadata.deletion_timestamp.is_some());
+    assert_eq!(
+        held.metadata.generation,
+        Some(2),
+        "marking for deletion bumps the generation"
+    );
+
+    // A replace of a custom resource must name the resourceVersion it replaces.
+    let mut unconditional = held.clone();
+    unconditional.metadata.resource_version = None;
+    let refused = api
+        .replace("f", &PostParams::default(), &unconditional)
+        .await
+        .unwrap_err();
+    let status = status_of(refused);
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.details.unwrap().causes[0].field,
+        "metadata.resourceVersion"
+    );
 
     let adding = api
         .patch(
