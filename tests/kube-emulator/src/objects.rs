@@ -406,12 +406,7 @@ pub fn patch(
         PatchKind::Json => {
             let operations: json_patch::Patch = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("the JSON patch is malformed: {e}")))?;
-            json_patch::patch(&mut patched, &operations).map_err(|e| {
-                ApiError::new(
-                    StatusReason::Invalid,
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
-            })?;
+            apply_json_patch(&mut patched, operations)?;
         }
         PatchKind::Merge | PatchKind::Strategic => {
             let merge: Value = serde_json::from_slice(body)
@@ -443,6 +438,26 @@ pub fn patch(
         ctx,
         Ownership::Update,
     )
+}
+
+/// Applies a JSON patch the way the API server does: a `test` of a missing path against `null`
+/// passes (kube-runtime's finalizer helper relies on it).
+fn apply_json_patch(document: &mut Value, operations: json_patch::Patch) -> ApiResult<()> {
+    for operation in operations.0 {
+        if let json_patch::PatchOperation::Test(test) = &operation
+            && test.value.is_null()
+            && document.pointer(test.path.as_str()).is_none()
+        {
+            continue;
+        }
+        json_patch::patch(document, &[operation]).map_err(|e| {
+            ApiError::new(
+                StatusReason::Invalid,
+                format!("the server rejected our request due to an error in our request: {e}"),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// The resource that stores objects of `info`: itself, unless they are converted from another.

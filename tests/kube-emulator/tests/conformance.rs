@@ -536,6 +536,46 @@ async fn finalizers_hold_deletion_until_removed() {
 }
 
 #[tokio::test]
+async fn kube_runtime_finalizer_helper_adds_and_removes_its_finalizer() {
+    use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("helper").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    maps.create(&PostParams::default(), &config_map("guarded", json!({})))
+        .await
+        .unwrap();
+    let run = |object: ConfigMap| {
+        let maps = maps.clone();
+        async move {
+            finalizer(
+                &maps,
+                "example.com/guard",
+                Arc::new(object),
+                |event| async move {
+                    Ok::<_, kube::Error>(match event {
+                        Finalizer::Apply(_) => Action::await_change(),
+                        Finalizer::Cleanup(_) => Action::await_change(),
+                    })
+                },
+            )
+            .await
+            .unwrap()
+        }
+    };
+    run(maps.get("guarded").await.unwrap()).await;
+    let guarded = maps.get("guarded").await.unwrap();
+    assert_eq!(guarded.finalizers(), ["example.com/guard"]);
+    run(guarded).await;
+    maps.delete("guarded", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleting = maps.get("guarded").await.unwrap();
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    run(deleting).await;
+    assert!(maps.get_opt("guarded").await.unwrap().is_none());
+}
+
+#[tokio::test]
 async fn owner_references_are_garbage_collected() {
     let cluster = Cluster::start().await;
     let namespace = cluster.namespace("gc").await;
