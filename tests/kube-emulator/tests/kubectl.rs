@@ -343,6 +343,31 @@ async fn kubectl_reads_and_writes_through_the_emulator() {
     );
     assert!(kubectl.ok(&["get", "namespaces"]).await.contains("demo "));
 
+    // Client-side apply of a built-in kind sends a strategic merge patch: keyed lists merge.
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - {name: app, image: \"nginx:1\", ports: [{containerPort: 80}]}\n      - {name: sidecar, image: \"busybox:1\"}\n";
+    let first = kubectl.file("deployment.yaml", deployment);
+    kubectl.ok(&["apply", "-f", &first]).await;
+    let second = kubectl.file(
+        "deployment2.yaml",
+        &deployment.replace("nginx:1", "nginx:2"),
+    );
+    assert!(
+        kubectl
+            .ok(&["apply", "-f", &second])
+            .await
+            .contains("configured")
+    );
+    let containers = kubectl
+        .ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[*].image} {.spec.template.spec.containers[0].ports[0].containerPort} {.metadata.generation}"])
+        .await;
+    assert_eq!(containers, "nginx:2 busybox:1 80 2");
+    assert!(
+        kubectl
+            .ok(&["get", "all"])
+            .await
+            .contains("deployment.apps/web")
+    );
+
     // delete.
     assert!(
         kubectl
