@@ -78,6 +78,13 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
+    /// Completions for kubectl's plugin completion (`kubectl_complete-nauthera`).
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// The words after `kubectl nauthera`, the last one being typed.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -576,6 +576,40 @@ async fn status_diagnose_and_manifests_against_the_emulator() {
     assert_eq!(through_kubectl.code, 1, "{}", through_kubectl.all());
     let again: Value = serde_json::from_str(&through_kubectl.stdout).unwrap();
     assert_eq!(again["summary"], report["summary"]);
+
+    // `kubectl nauthera <TAB>`: kubectl runs kubectl_complete-nauthera from PATH.
+    let helper_dir = tempfile::tempdir().unwrap();
+    let helper = helper_dir.path().join("kubectl_complete-nauthera");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("kubectl_complete-nauthera"),
+        &helper,
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let complete = |words: &[&str]| {
+        let mut kubectl = tokio::process::Command::new("kubectl");
+        kubectl
+            .arg("__complete")
+            .arg("nauthera")
+            .args(words)
+            .env("PATH", format!("{}:{path}", helper_dir.path().display()))
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        kubectl
+    };
+    let names = run(complete(&["-n", "team-a", "restore", "oidcclient/b"]), None).await;
+    assert_eq!(names.stdout, "oidcclient/billing\n:4\n", "{}", names.all());
+    let namespaces = run(complete(&["status", "-n", "te"]), None).await;
+    assert!(
+        namespaces.stdout.starts_with("team-a\nteam-b\n"),
+        "{}",
+        namespaces.all()
+    );
 }
 
 /// Plays the reconciler's part of a restore: when the annotation appears, write the declared

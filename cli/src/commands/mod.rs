@@ -1,5 +1,6 @@
 //! One module per subcommand, each with a thin `run`.
 
+mod complete;
 mod completion;
 mod diagnose;
 mod restore;
@@ -15,5 +16,6 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Diagnose(args) => diagnose::run(&cli.global, args).await,
         Command::Restore(args) => restore::run(&cli.global, args).await,
         Command::Completion(args) => completion::run(args),
+        Command::Complete { words } => complete::run(&cli.global, words).await,
     }
 }

@@ -1,0 +1,288 @@
+//! `kubectl-nauthera __complete -- WORDS...`: completions in the format kubectl expects from a
+//! plugin's `kubectl_complete-nauthera` helper (one candidate a line, then `:<directive>`), so
+//! that `kubectl nauthera <TAB>` completes subcommands, flags, kinds, names and namespaces.
+//! Deciding what to complete is pure; only names and namespaces are read from the cluster.
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams};
+
+use crate::Outcome;
+use crate::cli::{ColorChoice, GlobalArgs, OutputFormat};
+use crate::cluster::{Cluster, Scope};
+use crate::error::CliError;
+use crate::kinds::Kind;
+use crate::output;
+
+/// Cobra's shell directives.
+const NO_SPACE: u8 = 2;
+const NO_FILE_COMPLETION: u8 = 4;
+const DEFAULT: u8 = 0;
+
+const SUBCOMMANDS: [&str; 4] = ["status", "diagnose", "restore", "completion"];
+const GLOBAL_FLAGS: [&str; 9] = [
+    "--kubeconfig",
+    "--context",
+    "--namespace",
+    "--all-namespaces",
+    "--output",
+    "--color",
+    "--reconciler-namespace",
+    "--help",
+    "--version",
+];
+/// Flags that take a value in the next word.
+const VALUE_FLAGS: [&str; 11] = [
+    "--kubeconfig",
+    "--context",
+    "-n",
+    "--namespace",
+    "-o",
+    "--output",
+    "--color",
+    "--reconciler-namespace",
+    "-f",
+    "--filename",
+    "--timeout",
+];
+
+/// What the words call for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wanted {
+    /// Fixed candidates.
+    Words(Vec<String>, u8),
+    /// Names of a kind, as `kind/name`.
+    Names(Kind),
+    Namespaces,
+    /// Let the shell complete file names.
+    Files,
+}
+
+/// The connection flags among the words, for the lookups.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Connection {
+    pub kubeconfig: Option<String>,
+    pub context: Option<String>,
+    pub namespace: Option<String>,
+}
+
+/// Decides what to complete for `words`, whose last one is being typed.
+pub fn wanted(words: &[String]) -> (Wanted, Connection) {
+    let (typed, done) = match words.split_last() {
+        Some((last, done)) => (last.as_str(), done),
+        None => ("", &[][..]),
+    };
+    let mut connection = Connection::default();
+    let mut subcommand: Option<&str> = None;
+    let mut index = 0;
+    while index < done.len() {
+        let word = done[index].as_str();
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) if word.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (word, None),
+        };
+        if VALUE_FLAGS.contains(&flag) {
+            let value = inline.or_else(|| done.get(index + 1).cloned());
+            if !word.contains('=') {
+                index += 1;
+            }
+            match flag {
+                "--kubeconfig" => connection.kubeconfig = value,
+                "--context" => connection.context = value,
+                "-n" | "--namespace" => connection.namespace = value,
+                _ => {}
+            }
+        } else if !word.starts_with('-') && subcommand.is_none() {
+            subcommand = SUBCOMMANDS.iter().copied().find(|name| *name == word);
+        }
+        index += 1;
+    }
+    let words = |items: &[&str], directive: u8| {
+        Wanted::Words(
+            items
+                .iter()
+                .filter(|item| item.starts_with(typed))
+                .map(|item| (*item).to_owned())
+                .collect(),
+            directive,
+        )
+    };
+    let previous = done.last().map(String::as_str);
+    let wanted = match previous {
+        Some("-o" | "--output") => words(&["table", "wide", "json", "yaml"], NO_FILE_COMPLETION),
+        Some("--color") => words(&["auto", "always", "never"], NO_FILE_COMPLETION),
+        Some("-n" | "--namespace" | "--reconciler-namespace") => Wanted::Namespaces,
+        Some("-f" | "--filename" | "--kubeconfig") => Wanted::Files,
+        Some("--context" | "--timeout") => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
+        _ if typed.starts_with('-') => {
+            let mut flags: Vec<&str> = GLOBAL_FLAGS.to_vec();
+            flags.extend(match subcommand {
+                Some("diagnose") => &["--all", "--filename", "--local"][..],
+                Some("restore") => &["--all-drifted", "--yes", "--dry-run", "--timeout"][..],
+                _ => &[][..],
+            });
+            words(&flags, NO_FILE_COMPLETION)
+        }
+        _ => match subcommand {
+            None => words(&SUBCOMMANDS, NO_FILE_COMPLETION),
+            Some("completion") => words(
+                &["bash", "zsh", "fish", "elvish", "powershell"],
+                NO_FILE_COMPLETION,
+            ),
+            Some(_) => match typed.split_once('/') {
+                Some((kind, _)) => match Kind::parse(kind) {
+                    Ok(kind) => Wanted::Names(kind),
+                    Err(_) => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
+                },
+                None => {
+                    let kinds: Vec<String> = Kind::ALL
+                        .iter()
+                        .map(|kind| format!("{}/", kind.singular()))
+                        .collect();
+                    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+                    words(&kinds, NO_SPACE | NO_FILE_COMPLETION)
+                }
+            },
+        },
+    };
+    (wanted, connection)
+}
+
+/// The completion output: candidates that start with what is typed, then the directive.
+pub fn format(candidates: &[String], typed: &str, directive: u8) -> String {
+    let mut out = String::new();
+    for candidate in candidates.iter().filter(|c| c.starts_with(typed)) {
+        out.push_str(candidate);
+        out.push('\n');
+    }
+    out.push_str(&format!(":{directive}\n"));
+    out
+}
+
+pub async fn run(global: &GlobalArgs, words: &[String]) -> Result<Outcome, CliError> {
+    let typed = words.last().map(String::as_str).unwrap_or("");
+    let (wanted, connection) = wanted(words);
+    let (candidates, directive) = match wanted {
+        Wanted::Words(words, directive) => (words, directive),
+        Wanted::Files => (Vec::new(), DEFAULT),
+        Wanted::Names(kind) => (
+            lookup_names(global, &connection, kind).await,
+            NO_FILE_COMPLETION,
+        ),
+        Wanted::Namespaces => (
+            lookup_namespaces(global, &connection).await,
+            NO_FILE_COMPLETION,
+        ),
+    };
+    output::print(&format(&candidates, typed, directive))?;
+    Ok(Outcome::AllGood)
+}
+
+fn connection_args(global: &GlobalArgs, connection: &Connection) -> GlobalArgs {
+    GlobalArgs {
+        kubeconfig: connection
+            .kubeconfig
+            .clone()
+            .map(Into::into)
+            .or_else(|| global.kubeconfig.clone()),
+        context: connection
+            .context
+            .clone()
+            .or_else(|| global.context.clone()),
+        namespace: connection
+            .namespace
+            .clone()
+            .or_else(|| global.namespace.clone()),
+        all_namespaces: false,
+        output: OutputFormat::Table,
+        color: ColorChoice::Never,
+        reconciler_namespace: global.reconciler_namespace.clone(),
+    }
+}
+
+/// Names are a convenience: any failure completes nothing.
+async fn lookup_names(global: &GlobalArgs, connection: &Connection, kind: Kind) -> Vec<String> {
+    let Ok(cluster) = Cluster::connect(&connection_args(global, connection)).await else {
+        return Vec::new();
+    };
+    let scope = Scope::Namespace(cluster.namespace.clone());
+    match cluster.list_kind(kind, &scope).await {
+        Ok(Some(views)) => views
+            .iter()
+            .map(|view| format!("{}/{}", kind.singular(), view.name))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+async fn lookup_namespaces(global: &GlobalArgs, connection: &Connection) -> Vec<String> {
+    let Ok(cluster) = Cluster::connect(&connection_args(global, connection)).await else {
+        return Vec::new();
+    };
+    let api: Api<Namespace> = Api::all(cluster.client.clone());
+    api.list(&ListParams::default())
+        .await
+        .map(|list| {
+            list.items
+                .into_iter()
+                .filter_map(|namespace| namespace.metadata.name)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        let mut words: Vec<String> = line.split(' ').map(str::to_owned).collect();
+        if line.is_empty() {
+            words = vec![String::new()];
+        }
+        words
+    }
+
+    fn fixed(line: &str) -> (Vec<String>, u8) {
+        match wanted(&words(line)).0 {
+            Wanted::Words(words, directive) => (words, directive),
+            other => panic!("{line:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn subcommands_flags_and_values() {
+        assert_eq!(fixed("").0, SUBCOMMANDS.map(str::to_owned).to_vec());
+        assert_eq!(fixed("st").0, vec!["status"]);
+        assert_eq!(fixed("status -o ").0, vec!["table", "wide", "json", "yaml"]);
+        assert_eq!(fixed("status -o j").0, vec!["json"]);
+        assert!(fixed("restore --d").0.contains(&"--dry-run".to_owned()));
+        assert!(!fixed("status --d").0.contains(&"--dry-run".to_owned()));
+        assert_eq!(fixed("completion b").0, vec!["bash"]);
+    }
+
+    #[test]
+    fn kinds_then_names_then_namespaces() {
+        let (kinds, directive) = fixed("diagnose o");
+        assert_eq!(kinds, vec!["oidcclient/", "organization/"]);
+        assert_eq!(directive, NO_SPACE | NO_FILE_COMPLETION);
+        let (names, connection) = wanted(&words("-n team-a restore oidcc/sh"));
+        assert_eq!(names, Wanted::Names(Kind::OIDCClient));
+        assert_eq!(connection.namespace.as_deref(), Some("team-a"));
+        assert_eq!(wanted_of("status --namespace "), Wanted::Namespaces);
+        assert_eq!(wanted_of("diagnose -f "), Wanted::Files);
+        let (_, connection) = wanted(&words("--context=prod --kubeconfig /k status "));
+        assert_eq!(connection.context.as_deref(), Some("prod"));
+        assert_eq!(connection.kubeconfig.as_deref(), Some("/k"));
+    }
+
+    fn wanted_of(line: &str) -> Wanted {
+        wanted(&words(line)).0
+    }
+
+    #[test]
+    fn the_output_filters_and_ends_with_the_directive() {
+        let names = vec!["oidcclient/shop".to_owned(), "oidcclient/web".to_owned()];
+        assert_eq!(format(&names, "oidcclient/s", 4), "oidcclient/shop\n:4\n");
+        assert_eq!(format(&[], "", 0), ":0\n");
+    }
+}
