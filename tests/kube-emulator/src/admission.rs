@@ -96,7 +96,13 @@ pub fn admit(
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let defined = resource_from_crd(object)?;
-            object["status"] = crd_status(object, &defined);
+            let status = crd_status(object, &defined);
+            // Keep the conditions (and their transition times) while the names hold.
+            if object.pointer("/status/acceptedNames") != status.get("acceptedNames")
+                || object.pointer("/status/storedVersions") != status.get("storedVersions")
+            {
+                object["status"] = status;
+            }
             admitted.defines = Some(defined);
         }
         _ => {}

@@ -76,6 +76,7 @@ pub async fn handle(State(app): State<Arc<AppState>>, request: Request) -> Respo
         url::form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
             .into_owned()
             .collect();
+    tracing::debug!(method = %parts.method, path = %parts.uri.path(), "request");
     let call = Call {
         app: &app,
         method: parts.method,

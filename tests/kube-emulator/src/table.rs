@@ -231,8 +231,14 @@ fn column_definition(column: &PrinterColumn) -> Value {
 
 /// The definitions of the NAME column and the resource's own columns.
 pub fn column_definitions(info: &ResourceInfo, version: &str) -> Vec<Value> {
+    // Event tables lead with when and what; their names are for `-o wide`.
+    let name_priority = if info.plural == "events" && info.group.is_empty() {
+        1
+    } else {
+        0
+    };
     let mut definitions = vec![json!({
-        "name": "Name", "type": "string", "format": "name", "priority": 0,
+        "name": "Name", "type": "string", "format": "name", "priority": name_priority,
         "description": "Name must be unique within a namespace."
     })];
     definitions.extend(columns(info, version).iter().map(column_definition));
