@@ -2,8 +2,9 @@
 //! with the live facts, and each step's check evaluated over facts gathered beforehand.
 
 use jiff::Timestamp;
+use nauthera_proto::v1::ErrorReason;
 use nauthera_shared::catalog::{
-    DiagnoseCheck, Facts, Phase, Placeholder, Reason, render, runbook_url,
+    Cause, DiagnoseCheck, Facts, Phase, Placeholder, Reason, render, runbook_url,
 };
 use serde::Serialize;
 
@@ -222,6 +223,15 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     } else if let Some(message) = view.message() {
         findings.push(format!("message: {message}"));
     }
+    if let Some(reason) = view.message().and_then(stable_reason) {
+        let cause = Cause::from_error_reason(reason)
+            .map(|cause| format!(" (cause {})", cause.as_str()))
+            .unwrap_or_default();
+        findings.push(format!(
+            "the server's stable reason: {}{cause}",
+            reason.as_str_name()
+        ));
+    }
     let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
     findings.push(format!(
         "generation {}, observed {}, in force on the server {}",
@@ -244,6 +254,15 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
         Some(Phase::Error) | None => CheckStatus::Failed,
     };
     (outcome, findings)
+}
+
+/// The server's stable reason named in a condition message (`... (OUTSIDE_GRANT): ...`).
+pub fn stable_reason(message: &str) -> Option<ErrorReason> {
+    message
+        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+        .filter(|word| word.len() > 2 && word.contains('_'))
+        .find_map(ErrorReason::from_str_name)
+        .filter(|reason| *reason != ErrorReason::Unspecified)
 }
 
 fn events(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {

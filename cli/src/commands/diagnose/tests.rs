@@ -181,6 +181,19 @@ fn a_registered_resource_with_passing_checks_needs_no_attention() {
 }
 
 #[test]
+fn the_stable_reason_is_found_in_the_message() {
+    assert_eq!(
+        super::evaluate::stable_reason(
+            "ApplyClient refused: PermissionDenied (OUTSIDE_GRANT): namespace team-z is outside \
+             the grant; generation in force: none"
+        ),
+        Some(nauthera_proto::v1::ErrorReason::OutsideGrant)
+    );
+    assert_eq!(super::evaluate::stable_reason("NOT_A_REASON here"), None);
+    assert_eq!(super::evaluate::stable_reason("plain words"), None);
+}
+
+#[test]
 fn checks_judge_their_facts() {
     let mut client = view(
         Kind::OIDCClient,
