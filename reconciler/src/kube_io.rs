@@ -24,6 +24,10 @@ pub const CLIENT_SECRET_KEY: &str = "clientSecret";
 /// The key of a delivered Secret that holds the client id.
 pub const CLIENT_ID_KEY: &str = "clientId";
 
+/// The label on every Secret the reconciler writes, so it watches only those.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "nauthera-reconciler";
+
 /// A resource kind the pipeline handles.
 pub trait Kind:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -241,8 +245,8 @@ pub async fn deliver_secret<K: Kind>(
                         ..owner_reference
                     }]),
                     labels: Some(BTreeMap::from([(
-                        "app.kubernetes.io/managed-by".to_owned(),
-                        "nauthera-reconciler".to_owned(),
+                        MANAGED_BY_LABEL.to_owned(),
+                        MANAGED_BY.to_owned(),
                     )])),
                     ..ObjectMeta::default()
                 },

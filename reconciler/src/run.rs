@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
@@ -22,6 +22,7 @@ use crate::changes::{ServerRevisions, follow_changes};
 use crate::config::Config;
 use crate::context::{Context, Leadership, ReconcileError, random_jitter, system_clock};
 use crate::decide::Backoff;
+use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::probe::{self, ProbeState};
@@ -193,16 +194,21 @@ fn lead(
         clock: system_clock,
         jitter: random_jitter,
     });
-    let apis: Vec<Api<OIDCClient>> = if config.namespaces.is_empty() {
-        vec![Api::all(client.clone())]
+    let apis: Vec<(Api<OIDCClient>, Api<Secret>)> = if config.namespaces.is_empty() {
+        vec![(Api::all(client.clone()), Api::all(client.clone()))]
     } else {
         config
             .namespaces
             .iter()
-            .map(|ns| Api::namespaced(client.clone(), ns))
+            .map(|ns| {
+                (
+                    Api::namespaced(client.clone(), ns),
+                    Api::namespaced(client.clone(), ns),
+                )
+            })
             .collect()
     };
-    for api in apis {
+    for (api, secrets) in apis {
         let context = context.clone();
         let triggers =
             tokio_stream::wrappers::WatchStream::from_changes(trigger_receiver.clone()).map(|_| ());
@@ -210,6 +216,11 @@ fn lead(
         tasks.spawn(async move {
             Controller::new(api, watcher::Config::default().any_semantic())
                 .with_config(controller::Config::default().concurrency(concurrency))
+                // A delivered Secret that is deleted or emptied is written again at once.
+                .owns(
+                    secrets,
+                    watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
+                )
                 .reconcile_all_on(triggers)
                 .run(oidc_client::reconcile, error_policy, context)
                 .for_each(|result| async move {

@@ -240,9 +240,12 @@ pub fn refusal_message(error: &ServerError, method: &str) -> String {
     for violation in &error.violations {
         message.push_str(&format!("; {}: {}", violation.field, violation.description));
     }
-    match error.generation_in_force {
-        Some(generation) => message.push_str(&format!("; generation in force: {generation}")),
-        None => message.push_str("; generation in force: none"),
+    // Without a stable reason the server said nothing about the generation it keeps (a
+    // transient failure, say), so nothing is claimed about it.
+    match (error.generation_in_force, error.reason) {
+        (Some(generation), _) => message.push_str(&format!("; generation in force: {generation}")),
+        (None, Some(_)) => message.push_str("; generation in force: none"),
+        (None, None) => {}
     }
     message
 }

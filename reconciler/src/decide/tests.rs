@@ -334,9 +334,13 @@ fn refusal_messages_carry_code_reason_cause_fields_and_generation() {
     let older = server_error(Code::Unimplemented, None, &[]);
     let text = refusal_message(&older, "ListClientRevisions");
     assert!(
-        text.contains("the server is older than this call (ListClientRevisions)"),
+        text.ends_with(
+            "the server is older than this call (ListClientRevisions): upgrade the server"
+        ),
         "{text}"
     );
+    let fresh = server_error(Code::FailedPrecondition, Some("UNKNOWN_ISSUER"), &[]);
+    let text = refusal_message(&fresh, "ApplyClient");
     assert!(text.ends_with("generation in force: none"), "{text}");
 }
 
