@@ -1,7 +1,7 @@
 //! Structural schemas of custom resources: pruning of unknown fields, defaulting and validation
 //! of types, required fields, enums and bounds, the way the API server applies them.
 //!
-//! CEL rules (`x-kubernetes-validations`), `pattern` and `format` are not evaluated.
+//! CEL rules (`x-kubernetes-validations`) and `format` are not evaluated.
 
 use serde_json::{Map, Value};
 
@@ -307,6 +307,15 @@ fn validate(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) 
     }
     match value {
         Value::String(text) => {
+            if let Some(pattern) = schema["pattern"].as_str()
+                && !matches_pattern(pattern, text)
+            {
+                causes.push(invalid(
+                    path,
+                    value,
+                    format!("{path} in body should match '{pattern}'"),
+                ));
+            }
             let length = text.chars().count() as u64;
             if let Some(max) = schema["maxLength"].as_u64().filter(|max| length > *max) {
                 causes.push(Cause {
@@ -367,6 +376,22 @@ fn validate(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) 
     }
 }
 
+/// Whether `text` matches a schema `pattern`; compiled patterns are kept, and a pattern that
+/// does not compile matches nothing (the API server refuses such a CRD up front).
+fn matches_pattern(pattern: &str, text: &str) -> bool {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static COMPILED: OnceLock<Mutex<HashMap<String, Option<regex::Regex>>>> = OnceLock::new();
+    let Ok(mut compiled) = COMPILED.get_or_init(Mutex::default).lock() else {
+        return false;
+    };
+    compiled
+        .entry(pattern.to_owned())
+        .or_insert_with(|| regex::Regex::new(pattern).ok())
+        .as_ref()
+        .is_some_and(|re| re.is_match(text))
+}
+
 fn validate_object(map: &Map<String, Value>, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
     if let Some(required) = schema["required"].as_array() {
         for field in required.iter().filter_map(Value::as_str) {
@@ -402,6 +427,7 @@ mod tests {
                         "issuer": {"type": "string"},
                         "replicas": {"type": "integer", "default": 1},
                         "policy": {"type": "string", "enum": ["Delete", "Orphan"]},
+                        "url": {"type": "string", "pattern": "^https://[^\\s/?#]+(/[^\\s?#]*)?$"},
                         "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
                         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                         "uris": {"type": "array", "items": {"type": "string"}}
@@ -438,7 +464,7 @@ mod tests {
 
     #[test]
     fn reports_required_type_and_enum_violations_by_field() {
-        let object = json!({"spec": {"replicas": "many", "policy": "Keep", "uris": ["a", 2]}});
+        let object = json!({"spec": {"replicas": "many", "policy": "Keep", "uris": ["a", 2], "url": "http://x"}});
         let causes = validate_root(&object, &schema());
         let fields: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.kind)).collect();
         assert!(
@@ -457,6 +483,12 @@ mod tests {
             fields.contains(&("spec.uris[1]", "FieldValueTypeInvalid")),
             "{fields:?}"
         );
+        assert!(
+            fields.contains(&("spec.url", "FieldValueInvalid")),
+            "{fields:?}"
+        );
+        let fine = json!({"spec": {"issuer": "i", "url": "https://id.example.com/org"}});
+        assert!(validate_root(&fine, &schema()).is_empty());
         let missing_spec = validate_root(&json!({}), &schema());
         assert_eq!(missing_spec[0].field, "spec");
     }
