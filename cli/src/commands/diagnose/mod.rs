@@ -251,6 +251,7 @@ async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<
         .collect();
     let mut context = ManifestContext {
         local,
+        file_secrets: manifest::declared_secrets(&documents, &default_namespace),
         ..ManifestContext::default()
     };
     let mut organizations = file_organizations;

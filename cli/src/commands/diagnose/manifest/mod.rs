@@ -368,6 +368,8 @@ pub struct ManifestContext {
     pub state: Option<ControlPlaneState>,
     /// Secrets by (namespace, name).
     pub secrets: BTreeMap<(String, String), Result<SecretFacts, String>>,
+    /// Secrets the files themselves declare, by (namespace, name), with their key names.
+    pub file_secrets: BTreeMap<(String, String), Vec<String>>,
     /// Checked without the cluster.
     pub local: bool,
 }
@@ -430,9 +432,9 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
         checks.push(issuer_check(view, organization.as_deref(), context));
         if !context.local {
             checks.push(grant_manifest_check(view, organization.as_deref(), context));
-            if let Some(check) = secret_check(view, context) {
-                checks.push(check);
-            }
+        }
+        if let Some(check) = secret_check(view, context) {
+            checks.push(check);
         }
     }
     let attention = checks.iter().any(|check| check.status.needs_attention());
@@ -545,9 +547,66 @@ fn grant_manifest_check(
     }
 }
 
+/// The Secrets a file declares (`v1` `Secret`), by (namespace, name), with their key names.
+pub fn declared_secrets(
+    documents: &[Value],
+    default_namespace: &str,
+) -> BTreeMap<(String, String), Vec<String>> {
+    documents
+        .iter()
+        .filter(|document| {
+            document.get("apiVersion").and_then(Value::as_str) == Some("v1")
+                && document.get("kind").and_then(Value::as_str) == Some("Secret")
+        })
+        .filter_map(|document| {
+            let name = document.pointer("/metadata/name")?.as_str()?.to_owned();
+            let namespace = document
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(default_namespace)
+                .to_owned();
+            let mut keys: Vec<String> = ["data", "stringData"]
+                .iter()
+                .filter_map(|field| document.get(*field)?.as_object())
+                .flat_map(|map| map.keys().cloned())
+                .collect();
+            keys.sort();
+            keys.dedup();
+            Some(((namespace, name), keys))
+        })
+        .collect()
+}
+
 fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<ManifestCheck> {
     let name = view.secret.name()?;
     let key = (view.namespace.clone(), name.to_owned());
+    if let Some(keys) = context.file_secrets.get(&key) {
+        let (status, finding) = match &view.secret {
+            SecretUse::Generated { name } => (
+                CheckStatus::Failed,
+                format!(
+                    "the files also declare Secret {name}, which {} would not own: the \
+                     reconciler will not write the generated secret into it; drop it from the \
+                     files or choose another spec.secret.secretName",
+                    view.reference()
+                ),
+            ),
+            SecretUse::Referenced { name, key } if keys.contains(key) => (
+                CheckStatus::Passed,
+                format!("Secret {name} is declared in the files with key {key}"),
+            ),
+            SecretUse::Referenced { name, key } => (
+                CheckStatus::Failed,
+                format!("Secret {name} is declared in the files without key {key}"),
+            ),
+            SecretUse::None => return None,
+        };
+        return Some(ManifestCheck {
+            name: "secret",
+            status,
+            findings: vec![finding],
+        });
+    }
     let facts = context.secrets.get(&key)?;
     let secret = match facts {
         Ok(secret) => secret,

@@ -66,6 +66,7 @@ fn context() -> ManifestContext {
         organizations: OrganizationDirectory::from_views([&organization]),
         state: Some(state()),
         secrets,
+        file_secrets: BTreeMap::new(),
         local: false,
     }
 }
@@ -135,6 +136,50 @@ fn a_bad_manifest_names_each_problem() {
     assert_eq!(status_of(report, "issuer"), Some(CheckStatus::Warning));
     assert_eq!(status_of(report, "grant"), Some(CheckStatus::Warning));
     assert_eq!(status_of(report, "secret"), Some(CheckStatus::Failed));
+}
+
+#[test]
+fn secrets_declared_in_the_files_count() {
+    let text = r#"
+apiVersion: nauthera.io/v1alpha1
+kind: IdentityProvider
+metadata: {name: gh}
+spec:
+  issuer: https://id.example.com/acme
+  kind: github
+  clientId: abc
+  secretRef: {name: gh-creds, key: clientSecret}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: gh-creds}
+stringData: {clientSecret: not-printed}
+---
+apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata: {name: app}
+spec:
+  issuer: https://id.example.com/acme
+  redirectUris: [https://app.example.com/cb]
+  secret: {generate: true, secretName: gh-creds}
+"#;
+    let documents = split_documents(text).unwrap();
+    let context = ManifestContext {
+        file_secrets: declared_secrets(&documents, "team-a"),
+        local: true,
+        ..context()
+    };
+    let reports: Vec<ManifestReport> = documents
+        .iter()
+        .enumerate()
+        .map(|(index, document)| {
+            check_document(&parse_document(index + 1, document, "team-a"), &context)
+        })
+        .collect();
+    assert_eq!(status_of(&reports[0], "secret"), Some(CheckStatus::Passed));
+    assert_eq!(status_of(&reports[2], "secret"), Some(CheckStatus::Failed));
+    let text = serde_json::to_string(&reports).unwrap();
+    assert!(!text.contains("not-printed"));
 }
 
 #[test]
