@@ -107,10 +107,10 @@ impl<A> Context<A> {
                 .resource_state(kind, &uid, phase, verdict.reason);
         }
         log_verdict(kind, resource, verdict);
-        if verdict.retried {
+        if verdict.retried || verdict.keep_trying {
             let delay = self
                 .memory
-                .failed(&uid, now, &self.backoff, (self.jitter)());
+                .failed(&uid, generation, now, &self.backoff, (self.jitter)());
             return Ok(Action::requeue(delay));
         }
         self.memory.succeeded(&uid);
@@ -121,9 +121,14 @@ impl<A> Context<A> {
     }
 
     /// Requeue after a reconcile error, with the resource's backoff.
-    pub fn requeue_after_error(&self, uid: &str) -> Duration {
-        self.memory
-            .failed(uid, (self.clock)(), &self.backoff, (self.jitter)())
+    pub fn requeue_after_error(&self, uid: &str, generation: i64) -> Duration {
+        self.memory.failed(
+            uid,
+            generation,
+            (self.clock)(),
+            &self.backoff,
+            (self.jitter)(),
+        )
     }
 }
 

@@ -44,6 +44,8 @@ pub struct Minted {
 struct Retry {
     attempts: u32,
     not_before: Timestamp,
+    /// The generation that failed; an edit starts afresh.
+    generation: i64,
 }
 
 /// Per-resource memory, keyed by the resource's uid.
@@ -74,17 +76,30 @@ impl Memory {
         }
     }
 
-    /// When a retried failure allows the next attempt.
-    pub fn retry_not_before(&self, uid: &str) -> Option<Timestamp> {
-        Some(self.retries.lock().ok()?.get(uid)?.not_before)
+    /// When a retried failure of this generation allows the next attempt. A new generation (an
+    /// edit) is not held up by the backoff of an older one.
+    pub fn retry_not_before(&self, uid: &str, generation: i64) -> Option<Timestamp> {
+        let map = self.retries.lock().ok()?;
+        let retry = map.get(uid)?;
+        (retry.generation == generation).then_some(retry.not_before)
     }
 
-    /// Records one more retried failure; returns how long to wait.
-    pub fn failed(&self, uid: &str, now: Timestamp, backoff: &Backoff, jitter: f64) -> Duration {
+    /// Records one more retried failure of `generation`; returns how long to wait.
+    pub fn failed(
+        &self,
+        uid: &str,
+        generation: i64,
+        now: Timestamp,
+        backoff: &Backoff,
+        jitter: f64,
+    ) -> Duration {
         let Ok(mut map) = self.retries.lock() else {
             return backoff.cap;
         };
-        let attempts = map.get(uid).map_or(0, |r| r.attempts);
+        let attempts = map
+            .get(uid)
+            .filter(|r| r.generation == generation)
+            .map_or(0, |r| r.attempts);
         let delay = backoff.delay(attempts, jitter);
         let not_before = jiff::SignedDuration::try_from(delay)
             .ok()
@@ -95,6 +110,7 @@ impl Memory {
             Retry {
                 attempts: attempts.saturating_add(1),
                 not_before,
+                generation,
             },
         );
         delay
@@ -172,22 +188,24 @@ mod tests {
         let backoff = Backoff::default();
         let now = Timestamp::from_second(1_000).unwrap();
         assert_eq!(
-            memory.failed("u", now, &backoff, 0.0),
+            memory.failed("u", 1, now, &backoff, 0.0),
             Duration::from_millis(500)
         );
         assert_eq!(
-            memory.failed("u", now, &backoff, 0.0),
+            memory.failed("u", 1, now, &backoff, 0.0),
             Duration::from_secs(1)
         );
         assert_eq!(
-            memory.retry_not_before("u"),
+            memory.retry_not_before("u", 1),
             Some(Timestamp::from_second(1_001).unwrap())
         );
-        memory.succeeded("u");
-        assert_eq!(memory.retry_not_before("u"), None);
+        // An edit is not held up by the backoff of the generation before it.
+        assert_eq!(memory.retry_not_before("u", 2), None);
         assert_eq!(
-            memory.failed("u", now, &backoff, 0.0),
+            memory.failed("u", 2, now, &backoff, 0.0),
             Duration::from_millis(500)
         );
+        memory.succeeded("u");
+        assert_eq!(memory.retry_not_before("u", 2), None);
     }
 }

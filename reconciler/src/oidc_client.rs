@@ -83,7 +83,9 @@ pub async fn reconcile<A: AdminApi>(
         secret_pending: minted.is_some(),
         secret_state,
         server,
-        retry_not_before: ctx.memory.retry_not_before(&uid),
+        retry_not_before: ctx
+            .memory
+            .retry_not_before(&uid, client.meta().generation.unwrap_or(0)),
         now: (ctx.clock)(),
     };
     let step = crate::decide::next_step(&observed);

@@ -256,7 +256,8 @@ fn error_policy<A: AdminApi>(
         "reconcile failed; retried with backoff"
     );
     let uid = client.uid().unwrap_or_default();
-    Action::requeue(context.requeue_after_error(&uid))
+    let generation = client.metadata.generation.unwrap_or(0);
+    Action::requeue(context.requeue_after_error(&uid, generation))
 }
 
 /// Publishes the control-plane state whenever the probe changes it.

@@ -20,6 +20,9 @@ pub struct Verdict {
     pub message: String,
     /// The reconciler retries on its own, with backoff.
     pub retried: bool,
+    /// Look again with backoff even though the failure waits for a person (a foreign Secret, a
+    /// missing referenced Secret): what fixes it is not a change the reconciler is told about.
+    pub keep_trying: bool,
     /// Record `status.lastAttemptTime`: a write the server refused, which is sent again after
     /// five minutes. Retried failures and reads do not record it, so they write no status.
     pub record_attempt: bool,
@@ -35,6 +38,7 @@ impl Verdict {
             cause,
             message,
             retried: false,
+            keep_trying: false,
             record_attempt: false,
             fields: FieldUpdates::default(),
             events: Vec::new(),
@@ -189,6 +193,7 @@ pub fn after_secret_failure(failure: &SecretWriteFailure, secret_name: &str) -> 
         format!("the client secret is minted but undelivered: {detail}"),
     );
     verdict.retried = retried;
+    verdict.keep_trying = true;
     verdict
 }
 
@@ -205,11 +210,13 @@ pub fn secret_ref_unavailable(name: &str, key: &str, problem: SecretRefProblem) 
             format!("reading Secret {name} is forbidden; grant the reconciler get on secrets"),
         ),
     };
-    Verdict::new(
+    let mut verdict = Verdict::new(
         Reason::SecretRefUnavailable,
         cause,
         format!("spec.secret.secretRef: {detail}; nothing was sent to the server"),
-    )
+    );
+    verdict.keep_trying = true;
+    verdict
 }
 
 /// Why a referenced Secret could not be used.

@@ -590,6 +590,10 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
     );
     assert_eq!(foreign.reason, Reason::SecretUndeliverable);
     assert_eq!(foreign.cause, Cause::ForeignSecret);
+    assert!(
+        foreign.keep_trying,
+        "the minted secret is kept and the write retried"
+    );
     assert!(foreign.message.contains("owner Deployment/web"));
     // The write still happened: its revision is recorded.
     let status = status_after(None, &foreign, 1, at(0)).unwrap();
@@ -670,4 +674,5 @@ fn secret_ref_problems_name_the_secret() {
             .contains("Secret creds has no key clientSecret")
     );
     assert!(!verdict.record_attempt);
+    assert!(verdict.keep_trying);
 }
