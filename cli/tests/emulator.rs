@@ -431,6 +431,23 @@ async fn status_diagnose_and_manifests_against_the_emulator() {
     let from_yaml: Value = serde_saphyr::from_str(&yaml.stdout).unwrap();
     assert_eq!(from_yaml["summary"], report["summary"]);
 
+    // A reader that goes away (`| head`) is a clean exit, with nothing on standard error.
+    let mut child = tokio::process::Command::new(PLUGIN)
+        .args(["status", "-A"])
+        .env("KUBECONFIG", &cluster.kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let closed = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(closed.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&closed.stderr), "");
+
     // A wrong --reconciler-namespace still finds the state by its label.
     let elsewhere = plugin(
         &cluster,
@@ -842,4 +859,69 @@ async fn errors_and_completion_need_no_cluster() {
         "{}",
         local.stdout
     );
+}
+
+/// `diagnose --all` over one resource per reason of the catalog: every runbook renders with its
+/// checks gathered from the cluster, and the exit code says attention.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnose_every_reason_of_the_catalog() {
+    let cluster = start().await;
+    populate(&cluster).await;
+    for reason in nauthera_shared::catalog::Reason::ALL {
+        let name = format!("r-{}", reason.as_str().to_ascii_lowercase());
+        let phase = reason.phase(false);
+        put(
+            &cluster.client,
+            "oidcclients",
+            "team-b",
+            client_manifest(&name, "team-b", json!({"generate": true})),
+            Some(status(reason.as_str(), phase.as_str(), json!({}))),
+        )
+        .await;
+    }
+    let run = plugin(
+        &cluster,
+        &["diagnose", "--all", "-n", "team-b", "-o", "json"],
+        None,
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let diagnoses = report["diagnoses"].as_array().unwrap();
+    for reason in nauthera_shared::catalog::Reason::ALL {
+        let name = format!("r-{}", reason.as_str().to_ascii_lowercase());
+        let found = diagnoses.iter().find(|d| d["name"] == name.as_str());
+        if reason.phase(false) == nauthera_shared::catalog::Phase::Registered {
+            // --all leaves Registered resources out; diagnose them by name.
+            assert!(found.is_none(), "{name}");
+            let one = plugin(
+                &cluster,
+                &[
+                    "diagnose",
+                    &format!("oidcclient/{name}"),
+                    "-n",
+                    "team-b",
+                    "-o",
+                    "json",
+                ],
+                None,
+            )
+            .await;
+            assert!(one.code == 0 || one.code == 1, "{}", one.all());
+            let one: Value = serde_json::from_str(&one.stdout).unwrap();
+            assert_eq!(one["diagnoses"][0]["reason"], reason.as_str());
+            continue;
+        }
+        let diagnosis = found.unwrap_or_else(|| panic!("{name} not diagnosed"));
+        assert_eq!(diagnosis["reason"], reason.as_str());
+        assert_eq!(
+            diagnosis["runbook"],
+            nauthera_shared::catalog::runbook_url(reason).as_str()
+        );
+        assert_eq!(
+            diagnosis["steps"].as_array().unwrap().len(),
+            reason.entry().runbook.diagnosis.len(),
+            "{name}"
+        );
+    }
 }
