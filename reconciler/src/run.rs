@@ -8,10 +8,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
+use kube::core::DeserializeGuard;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use kube_lease_manager::LeaseManagerBuilder;
 use nauthera_shared::resources::OIDCClient;
 use tokio::sync::watch;
@@ -194,20 +195,21 @@ fn lead(
         clock: system_clock,
         jitter: random_jitter,
     });
-    let apis: Vec<(Api<OIDCClient>, Api<Secret>)> = if config.namespaces.is_empty() {
-        vec![(Api::all(client.clone()), Api::all(client.clone()))]
-    } else {
-        config
-            .namespaces
-            .iter()
-            .map(|ns| {
-                (
-                    Api::namespaced(client.clone(), ns),
-                    Api::namespaced(client.clone(), ns),
-                )
-            })
-            .collect()
-    };
+    let apis: Vec<(Api<DeserializeGuard<OIDCClient>>, Api<Secret>)> =
+        if config.namespaces.is_empty() {
+            vec![(Api::all(client.clone()), Api::all(client.clone()))]
+        } else {
+            config
+                .namespaces
+                .iter()
+                .map(|ns| {
+                    (
+                        Api::namespaced(client.clone(), ns),
+                        Api::namespaced(client.clone(), ns),
+                    )
+                })
+                .collect()
+        };
     for (api, secrets) in apis {
         let context = context.clone();
         let triggers =
@@ -222,7 +224,7 @@ fn lead(
                     watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
                 )
                 .reconcile_all_on(triggers)
-                .run(oidc_client::reconcile, error_policy, context)
+                .run(reconcile_oidc_client, error_policy, context)
                 .for_each(|result| async move {
                     if let Err(error) = result {
                         tracing::warn!(error = %error, "OIDCClient controller");
@@ -243,8 +245,28 @@ fn lead(
     tasks
 }
 
+/// One malformed object must not break the watch: it is logged and waits for a change.
+async fn reconcile_oidc_client<A: AdminApi>(
+    guard: Arc<DeserializeGuard<OIDCClient>>,
+    context: Arc<Context<A>>,
+) -> Result<Action, ReconcileError> {
+    match &guard.0 {
+        Ok(client) => oidc_client::reconcile(Arc::new(client.clone()), context).await,
+        Err(invalid) => {
+            tracing::warn!(
+                kind = "OIDCClient",
+                namespace = invalid.metadata.namespace.as_deref().unwrap_or_default(),
+                name = invalid.metadata.name.as_deref().unwrap_or_default(),
+                error = %invalid,
+                "cannot read the manifest; waiting for it to change"
+            );
+            Ok(Action::await_change())
+        }
+    }
+}
+
 fn error_policy<A: AdminApi>(
-    client: Arc<OIDCClient>,
+    client: Arc<DeserializeGuard<OIDCClient>>,
     error: &ReconcileError,
     context: Arc<Context<A>>,
 ) -> Action {
@@ -256,7 +278,7 @@ fn error_policy<A: AdminApi>(
         "reconcile failed; retried with backoff"
     );
     let uid = client.uid().unwrap_or_default();
-    let generation = client.metadata.generation.unwrap_or(0);
+    let generation = client.meta().generation.unwrap_or(0);
     Action::requeue(context.requeue_after_error(&uid, generation))
 }
 
