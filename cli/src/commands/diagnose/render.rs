@@ -83,7 +83,11 @@ fn one(out: &mut String, diagnosis: &Diagnosis, painter: Painter) {
         for finding in &step.findings {
             let _ = writeln!(out, "{indent}{finding}");
         }
-        if step.status.needs_attention() {
+        // Every judged check links its runbook section; facts and manual steps need none.
+        if matches!(
+            step.status,
+            CheckStatus::Passed | CheckStatus::Warning | CheckStatus::Failed
+        ) {
             let _ = writeln!(out, "{indent}runbook: {}", step.runbook);
         }
     }
