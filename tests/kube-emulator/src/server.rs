@@ -816,19 +816,28 @@ impl Call<'_> {
         let options = self.delete_options()?;
         let name = path.name.as_deref().unwrap_or_default();
         let deleted = objects::delete(&mut *self.app.lock()?, info, namespace, name, &options)?;
-        let encoding = self.encoding(info, path);
-        let (status, stored) = match deleted {
-            Deleted::Removed(stored) => (StatusCode::OK, stored),
-            Deleted::Pending(stored) => (StatusCode::OK, stored),
+        let encoding = Encoding {
+            table: None,
+            ..self.encoding(info, path)
         };
-        Ok(json_response(
-            status,
-            Encoding {
-                table: None,
-                ..encoding
+        // Like the API server: custom resources, namespaces and pods answer with the object;
+        // other kinds deleted at once answer with a success Status naming it.
+        let returns_object = info.custom
+            || (info.group.is_empty() && matches!(info.plural.as_str(), "namespaces" | "pods"));
+        match deleted {
+            Deleted::Removed(stored) if !returns_object => {
+                let mut details = json!({"name": name, "kind": info.plural, "uid": stored.uid()});
+                if !info.group.is_empty() {
+                    details["group"] = json!(info.group);
+                }
+                let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
+                Ok(value_response(StatusCode::OK, &status))
             }
-            .object_bytes(&stored),
-        ))
+            Deleted::Removed(stored) | Deleted::Pending(stored) => Ok(json_response(
+                StatusCode::OK,
+                encoding.object_bytes(&stored),
+            )),
+        }
     }
 
     fn delete_collection(&self, info: &ResourceInfo, path: &ResourcePath) -> ApiResult<Response> {

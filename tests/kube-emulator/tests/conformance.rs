@@ -234,7 +234,11 @@ async fn crud_with_resource_versions_and_conflicts() {
     assert!(list_rv >= rv2);
     assert_eq!(list.items.len(), 1);
 
-    maps.delete("one", &DeleteParams::default()).await.unwrap();
+    let answer = maps.delete("one", &DeleteParams::default()).await.unwrap();
+    let success = answer
+        .right()
+        .expect("a deleted ConfigMap is answered with a Status");
+    assert_eq!(success.details.unwrap().name, "one");
     let gone = maps.get("one").await.unwrap_err();
     let status = status_of(gone);
     assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
@@ -491,7 +495,11 @@ async fn finalizers_hold_deletion_until_removed() {
     object.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
     api.create(&PostParams::default(), &object).await.unwrap();
 
-    api.delete("f", &DeleteParams::default()).await.unwrap();
+    let pending = api.delete("f", &DeleteParams::default()).await.unwrap();
+    assert!(
+        pending.is_left(),
+        "an object held by finalizers is answered with the object"
+    );
     let held = api.get("f").await.unwrap();
     assert!(held.metadata.deletion_timestamp.is_some());
     assert_eq!(
