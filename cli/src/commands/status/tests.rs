@@ -187,3 +187,33 @@ fn a_missing_state_is_a_finding() {
     assert!(text.contains("ConfigMap nauthera-reconciler-state not found"));
     assert!(text.contains("No nauthera resources found in namespace team-a."));
 }
+
+/// Removes SGR colour sequences (`ESC [ ... m`).
+fn strip_colours(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            for next in chars.by_ref() {
+                if next == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn colours_change_nothing_but_the_colours() {
+    for wide in [false, true] {
+        let coloured = render(&scenario(), wide, Painter { color: true });
+        assert!(coloured.contains('\u{1b}'));
+        assert_eq!(
+            strip_colours(&coloured),
+            render(&scenario(), wide, Painter::PLAIN)
+        );
+    }
+}
