@@ -295,3 +295,76 @@ async fn finish_deletion<A>(
     }
     Ok(action)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(spec: serde_json::Value) -> OIDCClient {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1",
+            "kind": "OIDCClient",
+            "metadata": { "name": "web", "namespace": "team-a" },
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_secret_mode_follows_the_manifest() {
+        let issuer = "https://login.example.test/acme";
+        let cases = [
+            (
+                serde_json::json!({ "issuer": issuer, "secret": { "generate": true } }),
+                SecretMode::Generate {
+                    secret_name: "web".into(),
+                },
+            ),
+            (
+                serde_json::json!({
+                    "issuer": issuer,
+                    "secret": { "generate": true, "secretName": "web-oidc" }
+                }),
+                SecretMode::Generate {
+                    secret_name: "web-oidc".into(),
+                },
+            ),
+            (
+                serde_json::json!({ "issuer": issuer, "secret": { "secretRef": { "name": "creds" } } }),
+                SecretMode::Provided,
+            ),
+            (
+                serde_json::json!({ "issuer": issuer, "tokenEndpointAuthMethod": "none" }),
+                SecretMode::None,
+            ),
+            (
+                serde_json::json!({ "issuer": issuer, "tokenEndpointAuthMethod": "private_key_jwt" }),
+                SecretMode::None,
+            ),
+        ];
+        for (spec, expected) in cases {
+            assert_eq!(secret_mode(&client(spec.clone())), expected, "{spec}");
+        }
+    }
+
+    #[test]
+    fn only_a_true_restore_annotation_asks_for_a_restore() {
+        let mut web = client(serde_json::json!({ "issuer": "https://login.example.test/acme" }));
+        assert!(!kube_io::restore_requested(&web));
+        for (value, expected) in [
+            ("true", true),
+            ("True", true),
+            ("false", false),
+            ("", false),
+        ] {
+            web.metadata.annotations = Some(
+                [(
+                    nauthera_shared::RESTORE_ANNOTATION.to_owned(),
+                    value.to_owned(),
+                )]
+                .into(),
+            );
+            assert_eq!(kube_io::restore_requested(&web), expected, "{value}");
+        }
+    }
+}
