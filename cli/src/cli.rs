@@ -144,7 +144,7 @@ pub struct RestoreArgs {
     /// Show what would be written back and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// How long to wait for each resource to be restored (e.g. 90s, 2m).
+    /// How long to wait for the resources to be restored (e.g. 90s, 2m).
     #[arg(long, value_parser = parse_duration, default_value = "2m")]
     pub timeout: Duration,
 }
