@@ -307,3 +307,6 @@ pub async fn read_secret_ref(
         .map(SecretValue::new)
         .ok_or(SecretRefProblem::NoKey))
 }
+
+#[cfg(test)]
+mod tests;

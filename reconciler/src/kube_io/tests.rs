@@ -1,0 +1,198 @@
+//! The Kubernetes edges against the API emulator on loopback: status by server-side apply,
+//! finalizers, the restore annotation, Secret delivery (never over a foreign Secret) and reading
+//! a referenced Secret.
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use nauthera_kube_emulator::Emulator;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::resources::{OIDCClient, crds};
+
+use super::*;
+
+const NAMESPACE: &str = "team-a";
+
+async fn cluster() -> (Emulator, kube::Client) {
+    let emulator = Emulator::start().await.unwrap();
+    let kubeconfig =
+        Kubeconfig::from_yaml(&emulator.kubeconfig(emulator.superuser_token(), NAMESPACE)).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crds() {
+        crd_api.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace: Namespace =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": NAMESPACE } })).unwrap();
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    (emulator, client)
+}
+
+/// Creates an OIDCClient, retrying while the CRD is being established.
+async fn create_client(api: &Api<OIDCClient>, name: &str) -> OIDCClient {
+    let client: OIDCClient = serde_json::from_value(serde_json::json!({
+        "apiVersion": "nauthera.io/v1alpha1",
+        "kind": "OIDCClient",
+        "metadata": { "name": name, "namespace": NAMESPACE },
+        "spec": {
+            "issuer": "https://login.example.test/acme",
+            "redirectUris": ["https://app.example.test/cb"],
+            "secret": { "generate": true }
+        }
+    }))
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match api.create(&PostParams::default(), &client).await {
+            Ok(created) => return created,
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                let _ = error;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("cannot create the OIDCClient: {error}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn status_finalizer_and_annotation_edges() {
+    let (_emulator, client) = cluster().await;
+    let api: Api<OIDCClient> = Api::namespaced(client.clone(), NAMESPACE);
+    let web = create_client(&api, "web").await;
+
+    set_finalizer(&api, &web, true).await.unwrap();
+    let web = api.get("web").await.unwrap();
+    assert_eq!(web.finalizers(), [nauthera_shared::FINALIZER.to_owned()]);
+
+    let status = ResourceStatus {
+        observed_generation: Some(1),
+        phase: Some(Phase::Registered),
+        reason: Some(Reason::Registered),
+        revision: Some("r1".into()),
+        ..ResourceStatus::default()
+    };
+    write_status(&api, "web", &status, "nauthera-reconciler")
+        .await
+        .unwrap();
+    let read = api.get("web").await.unwrap().status.unwrap();
+    assert_eq!(read.revision.as_deref(), Some("r1"));
+    assert_eq!(read.phase, Some(Phase::Registered));
+    // A field left out of the next apply is removed: the status belongs to the reconciler.
+    let without_revision = ResourceStatus {
+        revision: None,
+        ..status
+    };
+    write_status(&api, "web", &without_revision, "nauthera-reconciler")
+        .await
+        .unwrap();
+    assert_eq!(api.get("web").await.unwrap().status.unwrap().revision, None);
+
+    let patch = serde_json::json!({
+        "metadata": { "annotations": { nauthera_shared::RESTORE_ANNOTATION: "true" } }
+    });
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let web = api.get("web").await.unwrap();
+    assert!(restore_requested(&web));
+    clear_restore_annotation(&api, &web).await.unwrap();
+    let web = api.get("web").await.unwrap();
+    assert!(!restore_requested(&web));
+
+    set_finalizer(&api, &web, false).await.unwrap();
+    assert!(api.get("web").await.unwrap().finalizers().is_empty());
+}
+
+#[tokio::test]
+async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read() {
+    let (_emulator, client) = cluster().await;
+    let api: Api<OIDCClient> = Api::namespaced(client.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
+    let web = create_client(&api, "web").await;
+    let uid = web.uid().unwrap();
+    let value = SecretValue::new("first-secret-value".into());
+
+    assert_eq!(
+        secret_state(&secrets, "web", &uid).await.unwrap(),
+        SecretState::Absent
+    );
+    deliver_secret(&secrets, &web, "web", "cid", &value)
+        .await
+        .unwrap();
+    assert_eq!(
+        secret_state(&secrets, "web", &uid).await.unwrap(),
+        SecretState::Owned { has_value: true }
+    );
+    let written = secrets.get("web").await.unwrap();
+    let owner = &written.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("OIDCClient", Some(true))
+    );
+    assert_eq!(
+        written.data.as_ref().unwrap()[CLIENT_SECRET_KEY].0,
+        b"first-secret-value"
+    );
+    // Delivered again (a rotation): the owned Secret is replaced.
+    let rotated = SecretValue::new("second-secret-value".into());
+    deliver_secret(&secrets, &web, "web", "cid", &rotated)
+        .await
+        .unwrap();
+    assert_eq!(
+        secrets.get("web").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
+        b"second-secret-value"
+    );
+
+    // A Secret someone else made is never written over.
+    let foreign: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "taken", "namespace": NAMESPACE },
+        "stringData": { "clientSecret": "theirs" }
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    assert_eq!(
+        deliver_secret(&secrets, &web, "taken", "cid", &value).await,
+        Err(SecretWriteFailure::Foreign { owner: None })
+    );
+    assert_eq!(
+        secret_state(&secrets, "taken", &uid).await.unwrap(),
+        SecretState::Foreign { owner: None }
+    );
+    assert_eq!(
+        secrets.get("taken").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
+        b"theirs"
+    );
+
+    // A referenced Secret is read, never written.
+    assert_eq!(
+        read_secret_ref(&secrets, "missing", "clientSecret")
+            .await
+            .unwrap(),
+        Err(SecretRefProblem::Missing)
+    );
+    assert_eq!(
+        read_secret_ref(&secrets, "taken", "other-key")
+            .await
+            .unwrap(),
+        Err(SecretRefProblem::NoKey)
+    );
+    assert_eq!(
+        read_secret_ref(&secrets, "taken", "clientSecret")
+            .await
+            .unwrap()
+            .unwrap()
+            .expose(),
+        "theirs"
+    );
+}
