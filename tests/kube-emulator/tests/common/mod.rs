@@ -19,6 +19,31 @@ pub struct Cluster {
     pub emulator: Option<Emulator>,
     pub config: Config,
     pub client: Client,
+    /// What a test made on a real cluster, deleted when it ends: (resource, name).
+    created: std::sync::Mutex<Vec<(&'static str, String)>>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let Ok(path) = std::env::var("NAUTHERA_TEST_KUBECONFIG") else {
+            return;
+        };
+        let created = self.created.lock().map(|c| c.clone()).unwrap_or_default();
+        for (resource, name) in created {
+            // Drop cannot await; kubectl deletes without waiting.
+            let _ = std::process::Command::new("kubectl")
+                .args([
+                    "--kubeconfig",
+                    &path,
+                    "delete",
+                    resource,
+                    &name,
+                    "--wait=false",
+                    "--ignore-not-found",
+                ])
+                .status();
+        }
+    }
 }
 
 impl Cluster {
@@ -39,6 +64,7 @@ impl Cluster {
             emulator,
             config,
             client,
+            created: std::sync::Mutex::default(),
         }
     }
 
@@ -57,7 +83,14 @@ impl Cluster {
             )
             .await
             .unwrap();
+        self.remember("namespace", &name);
         name
+    }
+
+    fn remember(&self, resource: &'static str, name: &str) {
+        if let Ok(mut created) = self.created.lock() {
+            created.push((resource, name.to_owned()));
+        }
     }
 
     /// A client authenticating with a bearer token.
@@ -89,6 +122,7 @@ impl Cluster {
     pub async fn install_crd(&self, crd: Value) {
         let crds: Api<DynamicObject> = Api::all_with(self.client.clone(), &crd_resource());
         let name = crd["metadata"]["name"].as_str().unwrap().to_owned();
+        self.remember("customresourcedefinition", &name);
         crds.patch(
             &name,
             &PatchParams::apply("conformance").force(),
