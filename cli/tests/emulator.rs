@@ -649,7 +649,7 @@ async fn restore_like_the_reconciler(client: Client, namespace: &'static str) {
                 &name,
                 &PatchParams::default(),
                 &Patch::Merge(json!({"status": {
-                    "phase": "Registered", "reason": "Registered", "revision": "r2", "drift": null
+                    "phase": "Registered", "reason": "Restored", "revision": "r2", "drift": null
                 }})),
             )
             .await

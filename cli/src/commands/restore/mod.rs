@@ -11,7 +11,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use nauthera_shared::RESTORE_ANNOTATION;
-use nauthera_shared::catalog::Reason;
+use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use serde::Serialize;
 
@@ -265,8 +265,8 @@ async fn annotate(cluster: &Cluster, plan: &RestorePlan) -> Result<(), CliError>
     Ok(())
 }
 
-/// Polls every resource until it is `Registered` with the annotation gone and a `Restored`
-/// event recorded, or the timeout passes; progress goes to standard error.
+/// Polls every resource until it is in phase `Registered` with the annotation gone and a
+/// `Restored` event recorded, or the timeout passes; progress goes to standard error.
 async fn wait(
     cluster: &Cluster,
     plans: &[&RestorePlan],
@@ -293,7 +293,9 @@ async fn wait(
                 continue;
             };
             let annotated = view.annotations.contains_key(RESTORE_ANNOTATION);
-            let registered = view.reason() == Some(Reason::Registered);
+            // The reconciler sets `Restored` (phase Registered) after writing back, and
+            // `Registered` on the next reconcile: either means the declared state is in force.
+            let registered = view.phase() == Some(Phase::Registered);
             let event = if registered && !annotated {
                 restored_event(cluster, plan, started).await
             } else {
