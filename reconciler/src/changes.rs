@@ -213,6 +213,116 @@ pub async fn follow_changes<A: AdminApi>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use crate::admin::ChangeEvents;
+
+    /// A server that cannot stream: its hint moves when `sequence` does, and its listing holds
+    /// `revision` for one client.
+    struct PollingServer {
+        sequence: AtomicU64,
+        revision: Mutex<String>,
+        lists: AtomicU64,
+    }
+
+    #[allow(clippy::result_large_err)] // `CallError` is the shared client's type.
+    fn unimplemented<T>() -> Result<T, CallError> {
+        Err(CallError::Server(
+            nauthera_shared::client::ServerError::from_status(&tonic::Status::unimplemented(
+                "not in this version",
+            )),
+        ))
+    }
+
+    impl AdminApi for PollingServer {
+        async fn get_server_info(&self) -> Result<v1::ServerInfo, CallError> {
+            unimplemented()
+        }
+        async fn get_change_hint(&self) -> Result<v1::ChangeHint, CallError> {
+            Ok(hint("e1", self.sequence.load(Ordering::SeqCst)))
+        }
+        async fn watch_changes(
+            &self,
+            _since: Option<v1::ChangeHint>,
+        ) -> Result<ChangeEvents, CallError> {
+            unimplemented()
+        }
+        async fn apply_client(
+            &self,
+            _request: v1::ApplyClientRequest,
+        ) -> Result<v1::ApplyClientResponse, CallError> {
+            unimplemented()
+        }
+        async fn get_client(&self, _reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
+            unimplemented()
+        }
+        async fn delete_client(
+            &self,
+            _request: v1::DeleteClientRequest,
+        ) -> Result<v1::DeleteClientResponse, CallError> {
+            unimplemented()
+        }
+        async fn list_client_revisions(
+            &self,
+            _request: v1::ListClientRevisionsRequest,
+        ) -> Result<v1::ListClientRevisionsResponse, CallError> {
+            self.lists.fetch_add(1, Ordering::SeqCst);
+            Ok(v1::ListClientRevisionsResponse {
+                clients: vec![v1::ClientRevision {
+                    r#ref: Some(reference("web")),
+                    client_id: "cid".into(),
+                    revision: self.revision.lock().unwrap().clone(),
+                    last_write: None,
+                }],
+                next_page_token: String::new(),
+                change_hint: Some(hint("e1", self.sequence.load(Ordering::SeqCst))),
+            })
+        }
+        async fn list_audit_events(
+            &self,
+            _request: v1::ListAuditEventsRequest,
+        ) -> Result<v1::ListAuditEventsResponse, CallError> {
+            unimplemented()
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_stream_the_hint_is_polled_and_a_move_lists_again() {
+        let server = PollingServer {
+            sequence: AtomicU64::new(1),
+            revision: Mutex::new("r1".into()),
+            lists: AtomicU64::new(0),
+        };
+        let view = ServerRevisions::default();
+        let (trigger, mut triggered) = watch::channel(0u64);
+        let seen = |revision: &str| ServerView::Holds {
+            revision: revision.into(),
+        };
+        let follow = follow_changes(&server, &view, &[], Duration::from_millis(10), &trigger);
+        let check = async {
+            triggered.changed().await.unwrap();
+            assert_eq!(
+                view.view_of("https://login.example.test/acme", "team-a", "web"),
+                seen("r1")
+            );
+            // Polls that find the same hint list nothing.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert_eq!(server.lists.load(Ordering::SeqCst), 1);
+            *server.revision.lock().unwrap() = "r2".into();
+            server.sequence.store(2, Ordering::SeqCst);
+            triggered.changed().await.unwrap();
+            assert_eq!(
+                view.view_of("https://login.example.test/acme", "team-a", "web"),
+                seen("r2")
+            );
+        };
+        tokio::select! {
+            () = follow => panic!("following changes ended"),
+            () = check => {}
+            () = tokio::time::sleep(Duration::from_secs(10)) => panic!("no change seen in time"),
+        }
+    }
 
     fn reference(name: &str) -> v1::ObjectRef {
         v1::ObjectRef {
