@@ -40,20 +40,41 @@ async fn metrics_text(State(metrics): State<Metrics>) -> impl IntoResponse {
     )
 }
 
+/// Whether the process still does its work: `None` while it does, else which task stopped.
+/// A stopped task is not coming back, so the kubelet should restart the container.
+pub type Liveness = watch::Receiver<Option<String>>;
+
+#[derive(Clone)]
+struct ProbeRoutes {
+    probe: watch::Receiver<ProbeState>,
+    liveness: Liveness,
+}
+
 /// Serves `/healthz` and `/readyz`.
 pub async fn serve_probes(
     listener: TcpListener,
     probe: watch::Receiver<ProbeState>,
+    liveness: Liveness,
 ) -> std::io::Result<()> {
     let app = Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(probe);
+        .with_state(ProbeRoutes { probe, liveness });
     axum::serve(listener, app).await
 }
 
-async fn readyz(State(probe): State<watch::Receiver<ProbeState>>) -> impl IntoResponse {
-    let state = probe.borrow().clone();
+async fn healthz(State(routes): State<ProbeRoutes>) -> impl IntoResponse {
+    match routes.liveness.borrow().clone() {
+        None => (StatusCode::OK, "ok\n".to_owned()),
+        Some(stopped) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("stopped: {stopped}\n"),
+        ),
+    }
+}
+
+async fn readyz(State(routes): State<ProbeRoutes>) -> impl IntoResponse {
+    let state = routes.probe.borrow().clone();
     let status = if state.ready() {
         StatusCode::OK
     } else {
@@ -88,7 +109,8 @@ mod tests {
             .unwrap();
         let address = listener.local_addr().unwrap();
         let (sender, receiver) = watch::channel(ProbeState::default());
-        tokio::spawn(serve_probes(listener, receiver));
+        let (alive, liveness) = watch::channel(None);
+        tokio::spawn(serve_probes(listener, receiver, liveness));
 
         let text = get_text(address, "/readyz").await;
         assert!(text.starts_with("HTTP/1.1 503"), "{text}");
@@ -119,6 +141,11 @@ mod tests {
                 .await
                 .starts_with("HTTP/1.1 200")
         );
+        // Liveness fails only when a task the process needs has stopped.
+        alive.send_replace(Some("the control-plane probe".into()));
+        let text = get_text(address, "/healthz").await;
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        assert!(text.contains("stopped: the control-plane probe"), "{text}");
     }
 
     #[tokio::test]

@@ -52,7 +52,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .map_err(|error| anyhow::anyhow!("cannot configure the Kubernetes client: {error}"))?;
     let admin = Arc::new(Admin::new(config.connect.clone(), metrics.clone()));
     let (probe_sender, probe_receiver) = watch::channel(ProbeState::default());
+    let (alive, liveness) = watch::channel(None::<String>);
 
+    // The tasks every replica runs; none of them ends while the process works.
     let mut always = JoinSet::new();
     always.spawn(log_end(
         "metrics server",
@@ -60,7 +62,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     ));
     always.spawn(log_end(
         "probe server",
-        http::serve_probes(probe_listener, probe_receiver.clone()),
+        http::serve_probes(probe_listener, probe_receiver.clone(), liveness),
     ));
     {
         let admin = admin.clone();
@@ -113,9 +115,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             tracing::info!(identity = %config.identity, "waiting to lead");
             tokio::select! {
                 changed = leader.changed() => if changed.is_err() {
+                    alive.send_replace(Some("leader election".to_owned()));
                     anyhow::bail!("leader election stopped");
                 },
                 () = &mut shutdown => return Ok(()),
+                Some(_) = always.join_next() => {
+                    alive.send_replace(Some("a probe, metrics or server task".to_owned()));
+                    anyhow::bail!("a probe, metrics or server task stopped");
+                }
             }
         }
         tracing::info!(identity = %config.identity, "leading: reconciling");
@@ -136,10 +143,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                     }
                 }
                 () = &mut shutdown => break true,
+                Some(_) = always.join_next() => {
+                    alive.send_replace(Some("a probe, metrics or server task".to_owned()));
+                    break true;
+                }
                 Some(ended) = leading.join_next() => {
-                    if let Err(error) = ended {
+                    // Controllers and the change follower run until aborted; one that ends has
+                    // failed, and this replica no longer reconciles: let the kubelet restart it.
+                    if let Err(error) = &ended {
                         tracing::error!(error = %error, "a leader task failed");
                     }
+                    alive.send_replace(Some("a controller or the change follower".to_owned()));
                 }
             }
         };
