@@ -79,9 +79,10 @@ pub fn admit(
     info: &ResourceInfo,
     version: &str,
     object: &mut Value,
-    creating: bool,
+    old: Option<&Value>,
     validation: FieldValidation,
 ) -> ApiResult<Admitted> {
+    let creating = old.is_none();
     let mut admitted = Admitted::default();
     let name = object
         .pointer("/metadata/name")
@@ -136,7 +137,7 @@ pub fn admit(
             }
         }
         schema::apply_defaults(object, schema);
-        let causes = schema::validate_root(object, schema);
+        let causes = schema::validate_root(object, schema, old);
         if !causes.is_empty() {
             return Err(ApiError::invalid(&info.kind, &info.group, &name, causes));
         }
@@ -238,7 +239,7 @@ mod tests {
     #[test]
     fn string_data_is_folded_into_data() {
         let mut secret = json!({"metadata": {"name": "s"}, "stringData": {"password": "hunter2"}});
-        admit(&secrets(), "v1", &mut secret, true, FieldValidation::Warn).unwrap();
+        admit(&secrets(), "v1", &mut secret, None, FieldValidation::Warn).unwrap();
         assert_eq!(secret["data"]["password"], "aHVudGVyMg==");
         assert!(secret.get("stringData").is_none());
         assert_eq!(secret["type"], "Opaque");
@@ -247,7 +248,7 @@ mod tests {
     #[test]
     fn data_that_is_not_base64_is_invalid() {
         let mut secret = json!({"metadata": {"name": "s"}, "data": {"k": "not base64!"}});
-        let err = admit(&secrets(), "v1", &mut secret, true, FieldValidation::Warn).unwrap_err();
+        let err = admit(&secrets(), "v1", &mut secret, None, FieldValidation::Warn).unwrap_err();
         assert_eq!(err.code(), 422);
         assert!(
             !err.message.contains("not base64!"),

@@ -8,6 +8,7 @@
 
 mod admission;
 mod authz;
+mod cel;
 mod discovery;
 mod events;
 mod gc;

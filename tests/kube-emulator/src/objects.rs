@@ -226,7 +226,7 @@ fn create_with(
     }
     object["apiVersion"] = json!(info.api_version(info.preferred_version()));
     object["kind"] = json!(info.kind);
-    let admitted = admission::admit(info, &ctx.version, &mut object, true, ctx.validation)?;
+    let admitted = admission::admit(info, &ctx.version, &mut object, None, ctx.validation)?;
     let scope = if info.status_subresource {
         Scope::MainWithoutStatus
     } else {
@@ -658,7 +658,7 @@ fn commit(
             ));
         }
     }
-    let admitted = admission::admit(info, &ctx.version, &mut object, false, ctx.validation)?;
+    let admitted = admission::admit(info, &ctx.version, &mut object, Some(live), ctx.validation)?;
     if info.has_generation && generation_relevant(info, live) != generation_relevant(info, &object)
     {
         let generation = live

@@ -173,7 +173,8 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
 }
 
 /// Validates a whole object (its root fields other than apiVersion, kind and metadata).
-pub fn validate_root(object: &Value, schema: &Value) -> Vec<Cause> {
+/// Validates a whole object; `old` is the stored object on an update (for transition rules).
+pub fn validate_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let Some(map) = object.as_object() else {
         return causes;
@@ -191,11 +192,72 @@ pub fn validate_root(object: &Value, schema: &Value) -> Vec<Cause> {
                 continue;
             }
             if let Some(child_schema) = properties.get(key) {
-                validate(child, child_schema, key, &mut causes);
+                validate(
+                    child,
+                    child_schema,
+                    key,
+                    old.and_then(|o| o.get(key)),
+                    &mut causes,
+                );
             }
         }
     }
+    check_rules(object, schema, "", old, &mut causes);
     causes
+}
+
+/// Evaluates a schema node's `x-kubernetes-validations` (see `cel` for the subset).
+fn check_rules(
+    value: &Value,
+    schema: &Value,
+    path: &str,
+    old: Option<&Value>,
+    causes: &mut Vec<Cause>,
+) {
+    let Some(rules) = schema["x-kubernetes-validations"].as_array() else {
+        return;
+    };
+    for rule in rules {
+        let Some(text) = rule["rule"].as_str() else {
+            continue;
+        };
+        let Some(parsed) = crate::cel::Rule::parse(text) else {
+            continue;
+        };
+        if parsed.uses_old_self() && old.is_none() {
+            continue;
+        }
+        let failure = match parsed.evaluate(value, old) {
+            Ok(true) => continue,
+            Ok(false) => rule["message"]
+                .as_str()
+                .map_or_else(|| format!("failed rule: {text}"), str::to_owned),
+            Err(error) => format!("{error} evaluating rule: {text}"),
+        };
+        let mut field = path.to_owned();
+        if let Some(extra) = rule["fieldPath"].as_str() {
+            field.push_str(extra);
+            field = field.trim_start_matches('.').to_owned();
+        }
+        let (kind, message) = match rule["reason"].as_str() {
+            Some("FieldValueForbidden") => ("FieldValueForbidden", format!("Forbidden: {failure}")),
+            Some("FieldValueRequired") => {
+                ("FieldValueRequired", format!("Required value: {failure}"))
+            }
+            Some("FieldValueDuplicate") => {
+                ("FieldValueDuplicate", format!("Duplicate value: {failure}"))
+            }
+            _ => (
+                "FieldValueInvalid",
+                format!("Invalid value: {}: {failure}", quoted(value)),
+            ),
+        };
+        causes.push(Cause {
+            kind,
+            message,
+            field,
+        });
+    }
 }
 
 fn required_cause(field: &str) -> Cause {
@@ -249,7 +311,13 @@ fn invalid(path: &str, value: &Value, detail: String) -> Cause {
     }
 }
 
-fn validate(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+fn validate(
+    value: &Value,
+    schema: &Value,
+    path: &str,
+    old: Option<&Value>,
+    causes: &mut Vec<Cause>,
+) {
     if value.is_null() {
         if schema["nullable"].as_bool() != Some(true) {
             causes.push(Cause {
@@ -367,13 +435,14 @@ fn validate(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) 
             }
             if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
                 for (index, item) in items.iter().enumerate() {
-                    validate(item, item_schema, &format!("{path}[{index}]"), causes);
+                    validate(item, item_schema, &format!("{path}[{index}]"), None, causes);
                 }
             }
         }
-        Value::Object(map) => validate_object(map, schema, path, causes),
+        Value::Object(map) => validate_object(map, schema, path, old, causes),
         _ => {}
     }
+    check_rules(value, schema, path, old, causes);
 }
 
 /// Whether `text` matches a schema `pattern`; compiled patterns are kept, and a pattern that
@@ -392,7 +461,13 @@ fn matches_pattern(pattern: &str, text: &str) -> bool {
         .is_some_and(|re| re.is_match(text))
 }
 
-fn validate_object(map: &Map<String, Value>, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+fn validate_object(
+    map: &Map<String, Value>,
+    schema: &Value,
+    path: &str,
+    old: Option<&Value>,
+    causes: &mut Vec<Cause>,
+) {
     if let Some(required) = schema["required"].as_array() {
         for field in required.iter().filter_map(Value::as_str) {
             if !map.contains_key(field) {
@@ -405,7 +480,13 @@ fn validate_object(map: &Map<String, Value>, schema: &Value, path: &str, causes:
     for (key, child) in map {
         let child_schema = properties.and_then(|p| p.get(key)).or(additional);
         if let Some(child_schema) = child_schema {
-            validate(child, child_schema, &join(path, key), causes);
+            validate(
+                child,
+                child_schema,
+                &join(path, key),
+                old.and_then(|o| o.get(key)),
+                causes,
+            );
         }
     }
 }
@@ -465,7 +546,7 @@ mod tests {
     #[test]
     fn reports_required_type_and_enum_violations_by_field() {
         let object = json!({"spec": {"replicas": "many", "policy": "Keep", "uris": ["a", 2], "url": "http://x"}});
-        let causes = validate_root(&object, &schema());
+        let causes = validate_root(&object, &schema(), None);
         let fields: Vec<(&str, &str)> = causes.iter().map(|c| (c.field.as_str(), c.kind)).collect();
         assert!(
             fields.contains(&("spec.issuer", "FieldValueRequired")),
@@ -488,8 +569,8 @@ mod tests {
             "{fields:?}"
         );
         let fine = json!({"spec": {"issuer": "i", "url": "https://id.example.com/org"}});
-        assert!(validate_root(&fine, &schema()).is_empty());
-        let missing_spec = validate_root(&json!({}), &schema());
+        assert!(validate_root(&fine, &schema(), None).is_empty());
+        let missing_spec = validate_root(&json!({}), &schema(), None);
         assert_eq!(missing_spec[0].field, "spec");
     }
 }

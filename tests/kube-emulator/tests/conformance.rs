@@ -186,6 +186,57 @@ async fn structural_schema_validates_defaults_and_prunes() {
 }
 
 #[tokio::test]
+async fn validation_rules_are_enforced() {
+    let cluster = Cluster::start().await;
+    let (group, _ns, api) = widgets(&cluster, "cel").await;
+    let tagged = widget(
+        &group,
+        "t",
+        json!({"size": 1, "tags": ["a", "b", "c", "d"]}),
+    );
+    let status = status_of(
+        api.create(&PostParams::default(), &tagged)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    let cause = &status.details.unwrap().causes[0];
+    assert_eq!(cause.field, "spec");
+    assert!(
+        cause.message.contains("at most three tags"),
+        "{}",
+        cause.message
+    );
+
+    api.create(
+        &PostParams::default(),
+        &widget(&group, "c", json!({"size": 1, "color": "red"})),
+    )
+    .await
+    .unwrap();
+    let recolored = api
+        .patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"color": "blue"}})),
+        )
+        .await;
+    let status = status_of(recolored.unwrap_err());
+    assert!(
+        status.message.contains("color is immutable"),
+        "{}",
+        status.message
+    );
+    api.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"size": 2}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
 async fn crud_with_resource_versions_and_conflicts() {
     let cluster = Cluster::start().await;
     let namespace = cluster.namespace("crud").await;

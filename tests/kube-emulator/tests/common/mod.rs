@@ -207,6 +207,10 @@ pub fn widget_crd(group: &str) -> Value {
                         "spec": {
                             "type": "object",
                             "required": ["size"],
+                            "x-kubernetes-validations": [
+                                {"rule": "!has(self.tags) || size(self.tags) <= 3", "message": "at most three tags"},
+                                {"rule": "self.color == oldSelf.color", "message": "color is immutable"}
+                            ],
                             "properties": {
                                 "size": {"type": "integer", "minimum": 0},
                                 "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
