@@ -4,5 +4,6 @@
 
 pub mod binaries;
 pub mod cluster;
+pub mod e2e;
 pub mod manifests;
 pub mod process;

@@ -1,0 +1,183 @@
+//! get, list (pages, tables) and watch.
+
+use super::*;
+use crate::watch::{self, WatchRequest};
+
+impl Call<'_> {
+    pub(super) fn get(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+        namespace: &str,
+    ) -> ApiResult<Response> {
+        let name = path.name.as_deref().unwrap_or_default();
+        if let Some(sub) = path
+            .subresource
+            .as_deref()
+            .filter(|s| *s != "status" || !info.status_subresource)
+        {
+            return Err(ApiError::new(
+                StatusReason::NotFound,
+                format!("the server could not find the requested resource ({sub})"),
+            ));
+        }
+        let stored = self.app.lock()?.get(&info.key(), namespace, name);
+        let stored = stored.ok_or_else(|| {
+            ApiError::not_found(
+                &crate::status::ResourceName {
+                    group: &info.group,
+                    plural: &info.plural,
+                },
+                name,
+            )
+        })?;
+        let encoding = self.encoding(info, path);
+        if encoding.table.is_some() {
+            let revision = stored
+                .value
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let table = table::table(
+                info,
+                &path.version,
+                std::iter::once(&stored.value),
+                encoding.table.unwrap_or_default(),
+                &revision,
+                None,
+            );
+            return Ok(value_response(StatusCode::OK, &table));
+        }
+        Ok(json_response(
+            StatusCode::OK,
+            encoding.object_bytes(&stored),
+        ))
+    }
+
+    pub(super) fn list(&self, info: &ResourceInfo, path: &ResourcePath) -> ApiResult<Response> {
+        let filter = self.filter(path)?;
+        let limit = self
+            .param("limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|l| *l > 0);
+        let after = self.param("continue").map(decode_continue).transpose()?;
+        let encoding = self.encoding(info, path);
+        let store = self.app.lock()?;
+        let revision = store.revision().to_string();
+        let mut matching = store
+            .list(&info.key(), path.namespace.as_deref(), after.as_ref())
+            .filter(|s| filter.matches(&s.value));
+        let mut items = Vec::new();
+        let mut next = None;
+        for stored in matching.by_ref() {
+            if limit.is_some_and(|l| items.len() == l) {
+                next = items.last().map(|last: &&Arc<crate::store::Stored>| {
+                    encode_continue(&object_key(&last.value))
+                });
+                break;
+            }
+            items.push(stored);
+        }
+        if let Some(include) = encoding.table {
+            let table = table::table(
+                info,
+                &path.version,
+                items.iter().map(|s| &s.value),
+                include,
+                &revision,
+                next.as_deref(),
+            );
+            return Ok(value_response(StatusCode::OK, &table));
+        }
+        let mut metadata = json!({"resourceVersion": revision});
+        if let Some(token) = &next {
+            metadata["continue"] = json!(token);
+        }
+        let head = json!({"kind": info.list_kind, "apiVersion": info.api_version(&path.version), "metadata": metadata});
+        let head = serde_json::to_vec(&head).unwrap_or_default();
+        let size: usize = items.iter().map(|s| s.json.len() + 1).sum();
+        let mut body = BytesMut::with_capacity(head.len() + size + 16);
+        body.put_slice(&head[..head.len() - 1]);
+        body.put_slice(b",\"items\":[");
+        for (index, stored) in items.iter().enumerate() {
+            if index > 0 {
+                body.put_u8(b',');
+            }
+            body.put_slice(&encoding.object_bytes(stored));
+        }
+        body.put_slice(b"]}");
+        Ok(json_response(StatusCode::OK, body.freeze()))
+    }
+
+    pub(super) fn watch(&self, info: &ResourceInfo, path: &ResourcePath) -> ApiResult<Response> {
+        let resource_version = match self.param("resourceVersion") {
+            None | Some("0") => None,
+            Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "resourceVersion {rv:?} is not a resourceVersion this server issued"
+                ))
+            })?),
+        };
+        let timeout = self
+            .param("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(1800);
+        let request = WatchRequest {
+            filter: self.filter(path)?,
+            encoding: self.encoding(info, path),
+            resource_version,
+            send_initial_events: self.flag("sendInitialEvents"),
+            bookmarks: self.flag("allowWatchBookmarks"),
+            timeout: Duration::from_secs(timeout),
+            bookmark_interval: self.app.bookmark_interval,
+        };
+        let chunks = watch::start(
+            self.app.store.clone(),
+            request,
+            self.app.compactions.subscribe(),
+        );
+        let stream = futures::StreamExt::map(
+            tokio_stream::wrappers::ReceiverStream::new(chunks),
+            Ok::<_, std::convert::Infallible>,
+        );
+        let mut response = Response::new(Body::from_stream(stream));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache, private"),
+        );
+        Ok(response)
+    }
+}
+
+fn encode_continue(key: &(String, String)) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}\n{}", key.0, key.1))
+}
+
+fn decode_continue(token: &str) -> ApiResult<(String, String)> {
+    use base64::Engine;
+    let bad = || ApiError::bad_request("the continue token is not one this server issued");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (namespace, name) = text.split_once('\n').ok_or_else(bad)?;
+    Ok((namespace.to_owned(), name.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let key = ("ns".to_owned(), "name".to_owned());
+        assert_eq!(decode_continue(&encode_continue(&key)).unwrap(), key);
+        assert!(decode_continue("???").is_err());
+    }
+}

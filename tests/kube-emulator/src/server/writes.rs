@@ -1,0 +1,200 @@
+//! create, replace, patch and delete.
+
+use super::*;
+
+impl Call<'_> {
+    pub(super) fn write_context(
+        &self,
+        path: &ResourcePath,
+        user: &UserInfo,
+        patch: Option<PatchKind>,
+    ) -> ApiResult<WriteContext> {
+        let manager = match self.param("fieldManager") {
+            Some(manager) => manager.to_owned(),
+            None if patch == Some(PatchKind::Apply) => String::new(),
+            None => {
+                let agent = self.header(header::USER_AGENT);
+                let prefix = agent.split('/').next().unwrap_or_default();
+                if prefix.is_empty() {
+                    user.name.clone()
+                } else {
+                    prefix.to_owned()
+                }
+            }
+        };
+        Ok(WriteContext {
+            manager,
+            dry_run: self.param("dryRun") == Some("All"),
+            force: self.flag("force"),
+            validation: FieldValidation::parse(self.param("fieldValidation"))?,
+            version: path.version.clone(),
+        })
+    }
+
+    pub(super) fn written(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+        written: objects::Written,
+    ) -> Response {
+        let status = if written.created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        let encoding = Encoding {
+            info: info.clone(),
+            version: path.version.clone(),
+            table: None,
+        };
+        let mut response = json_response(status, encoding.object_bytes(&written.object));
+        for warning in &written.warnings {
+            let text = format!(
+                "299 - {}",
+                serde_json::to_string(warning).unwrap_or_default()
+            );
+            if let Ok(value) = HeaderValue::from_str(&text) {
+                response.headers_mut().append("Warning", value);
+            }
+        }
+        response
+    }
+
+    pub(super) fn create(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+        namespace: &str,
+        user: &UserInfo,
+    ) -> ApiResult<Response> {
+        if path.subresource.is_some() {
+            return Err(not_found_path());
+        }
+        let body = self.body_json()?;
+        let ctx = self.write_context(path, user, None)?;
+        let written = objects::create(&mut *self.app.lock()?, info, namespace, body, &ctx)?;
+        Ok(self.written(info, path, written))
+    }
+
+    pub(super) fn update(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+        namespace: &str,
+        user: &UserInfo,
+    ) -> ApiResult<Response> {
+        let body = self.body_json()?;
+        let ctx = self.write_context(path, user, None)?;
+        let name = path.name.as_deref().unwrap_or_default();
+        let written = objects::update(
+            &mut *self.app.lock()?,
+            info,
+            namespace,
+            name,
+            path.subresource.as_deref(),
+            body,
+            &ctx,
+        )?;
+        Ok(self.written(info, path, written))
+    }
+
+    pub(super) fn patch(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+        namespace: &str,
+        user: &UserInfo,
+    ) -> ApiResult<Response> {
+        let kind = PatchKind::from_content_type(self.header(header::CONTENT_TYPE))?;
+        let ctx = self.write_context(path, user, Some(kind))?;
+        let name = path.name.as_deref().unwrap_or_default();
+        let written = objects::patch(
+            &mut *self.app.lock()?,
+            info,
+            namespace,
+            name,
+            path.subresource.as_deref(),
+            kind,
+            &self.body,
+            &ctx,
+        )?;
+        Ok(self.written(info, path, written))
+    }
+
+    pub(super) fn delete_options(&self) -> ApiResult<DeleteOptions> {
+        let body = if self.body.is_empty() {
+            json!({})
+        } else {
+            self.body_json()?
+        };
+        DeleteOptions::from_body(
+            &body,
+            self.param("propagationPolicy"),
+            self.param("dryRun") == Some("All"),
+        )
+    }
+
+    pub(super) fn delete(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+        namespace: &str,
+    ) -> ApiResult<Response> {
+        if path.subresource.is_some() {
+            return Err(not_found_path());
+        }
+        let options = self.delete_options()?;
+        let name = path.name.as_deref().unwrap_or_default();
+        let deleted = objects::delete(&mut *self.app.lock()?, info, namespace, name, &options)?;
+        let encoding = Encoding {
+            table: None,
+            ..self.encoding(info, path)
+        };
+        // Like the API server: custom resources, namespaces and pods answer with the object;
+        // other kinds deleted at once answer with a success Status naming it.
+        let returns_object = info.custom
+            || (info.group.is_empty() && matches!(info.plural.as_str(), "namespaces" | "pods"));
+        match deleted {
+            Deleted::Removed(stored) if !returns_object => {
+                let mut details = json!({"name": name, "kind": info.plural, "uid": stored.uid()});
+                if !info.group.is_empty() {
+                    details["group"] = json!(info.group);
+                }
+                let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
+                Ok(value_response(StatusCode::OK, &status))
+            }
+            Deleted::Removed(stored) | Deleted::Pending(stored) => Ok(json_response(
+                StatusCode::OK,
+                encoding.object_bytes(&stored),
+            )),
+        }
+    }
+
+    pub(super) fn delete_collection(
+        &self,
+        info: &ResourceInfo,
+        path: &ResourcePath,
+    ) -> ApiResult<Response> {
+        let filter = self.filter(path)?;
+        let options = self.delete_options()?;
+        let mut store = self.app.lock()?;
+        let doomed: Vec<(String, String)> = store
+            .list(&info.key(), path.namespace.as_deref(), None)
+            .filter(|s| filter.matches(&s.value))
+            .map(|s| object_key(&s.value))
+            .collect();
+        let mut items = Vec::new();
+        for (namespace, name) in doomed {
+            match objects::delete(&mut store, info, &namespace, &name, &options) {
+                Ok(Deleted::Removed(stored) | Deleted::Pending(stored)) => {
+                    items.push(stored.value.clone())
+                }
+                Err(error) if error.reason == StatusReason::NotFound => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let list = json!({"kind": info.list_kind, "apiVersion": info.api_version(&path.version),
+            "metadata": {"resourceVersion": store.revision().to_string()}, "items": items});
+        Ok(value_response(StatusCode::OK, &list))
+    }
+}

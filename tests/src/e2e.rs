@@ -1,0 +1,801 @@
+//! The end-to-end stack: a cluster (the emulator, or a real one through the real-cluster switch)
+//! with the CRDs and the RBAC rendered from `deploy/base`, a fake nauthera-server in this process
+//! (so tests drive its controls directly), and the real reconciler binary running as its own
+//! ServiceAccount under exactly the shipped RBAC. Helpers wait for what a user would see: status,
+//! events, metrics, `/readyz`, and the plugin through real `kubectl`.
+//!
+//! On a real cluster the reconciler's Lease and state live in the shared `nauthera-system`
+//! namespace, so run the end-to-end tests there one at a time (`--test-threads=1`).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Event, Secret, ServiceAccount};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use nauthera_fake_server::{FakeServer, FakeServerConfig, Method, OrganizationConfig, TestPki};
+use nauthera_proto::v1::ObjectRef;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::grants::GrantEntry;
+use nauthera_shared::resources::{OIDCClient, ResourceStatus};
+use sha2::Digest;
+use tokio::io::AsyncWriteExt;
+
+use crate::binaries::{Binary, workspace_root};
+use crate::cluster::TestCluster;
+use crate::manifests;
+use crate::process::{ChildProcess, http_get};
+
+/// The issuer of the organization every stack's server holds.
+pub const ISSUER: &str = "https://login.example.com/acme";
+/// Its slug.
+pub const ORGANIZATION: &str = "acme";
+/// The identity the reconciler's client certificate carries (a SAN), as `allowedClients` lists it.
+pub const RECONCILER_IDENTITY: &str = "dns:nauthera-reconciler.nauthera-system.svc";
+/// The namespace, ServiceAccount and manager name of the shipped deployment.
+pub const RECONCILER_NAMESPACE: &str = "nauthera-system";
+pub const RECONCILER_ACCOUNT: &str = "nauthera-reconciler";
+pub const MANAGER: &str = "nauthera-reconciler";
+/// How long a test waits for a state before it fails.
+pub const WAIT: Duration = Duration::from_secs(40);
+/// The reconciler's probe and change-poll intervals in the tests, in seconds.
+pub const PROBE_INTERVAL_SECONDS: u64 = 2;
+pub const POLL_INTERVAL_SECONDS: u64 = 1;
+
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(200);
+
+/// What the stack's server holds and admits.
+#[derive(Clone, Debug)]
+pub struct StackOptions {
+    pub organizations: Vec<OrganizationConfig>,
+    /// The server's `allowedClients`; the reconciler's identity granted everything when `None`.
+    pub grants: Option<Vec<GrantEntry>>,
+    /// Methods answered with `Unimplemented` from the start.
+    pub unimplemented: Vec<Method>,
+    /// Whether to start the reconciler and wait for `/readyz` (else start none).
+    pub start_reconciler: bool,
+}
+
+impl Default for StackOptions {
+    fn default() -> Self {
+        StackOptions {
+            organizations: vec![OrganizationConfig {
+                slug: ORGANIZATION.to_owned(),
+                issuer: ISSUER.to_owned(),
+                display_name: "Acme".to_owned(),
+                fapi_mode: Default::default(),
+            }],
+            grants: None,
+            unimplemented: Vec::new(),
+            start_reconciler: true,
+        }
+    }
+}
+
+/// One test's stack.
+pub struct Stack {
+    // Fields drop in this order: the replicas (and their logs) before the cluster's folder.
+    /// The first replica, when started.
+    pub reconciler: Option<Reconciler>,
+    pub server: Arc<FakeServer>,
+    pub pki: TestPki,
+    /// The reconciler's `tls.crt`, `tls.key`, `ca.crt` (a mounted cert-manager Secret).
+    pub tls_dir: PathBuf,
+    /// The kubeconfig of the reconciler's ServiceAccount.
+    pub reconciler_kubeconfig: PathBuf,
+    home: tempfile::TempDir,
+    pub cluster: TestCluster,
+}
+
+/// One running reconciler replica.
+pub struct Reconciler {
+    process: Option<ChildProcess>,
+    pub identity: String,
+    pub probe_address: String,
+    pub metrics_address: String,
+    log: PathBuf,
+}
+
+/// What a plugin run printed and how it ended.
+#[derive(Debug)]
+pub struct PluginRun {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl PluginRun {
+    /// Standard output and standard error together.
+    pub fn all(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// One event recorded on an object.
+#[derive(Clone, Debug)]
+pub struct EventSeen {
+    pub type_: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Stack {
+    /// A stack with the default server (organization `acme`, everything granted) and a ready
+    /// reconciler.
+    pub async fn start() -> Stack {
+        Stack::start_with(StackOptions::default()).await
+    }
+
+    /// A stack with chosen server settings.
+    pub async fn start_with(options: StackOptions) -> Stack {
+        match Stack::try_start(options).await {
+            Ok(stack) => stack,
+            Err(error) => panic!("cannot start the end-to-end stack: {error:#}"),
+        }
+    }
+
+    async fn try_start(options: StackOptions) -> anyhow::Result<Stack> {
+        // Build the binaries before anything listens, so no timeout runs while cargo works.
+        Binary::Reconciler.path()?;
+        let cluster = TestCluster::start().await?;
+        let client = cluster.client();
+        manifests::install_crds(&client).await?;
+        manifests::apply_all(&client, &shipped_rbac()?, None).await?;
+        let reconciler_kubeconfig = cluster.dir().join("reconciler.kubeconfig");
+        write_service_account_kubeconfig(&cluster, &reconciler_kubeconfig).await?;
+
+        let pki = TestPki::new()?;
+        let config = FakeServerConfig {
+            organizations: options.organizations,
+            allowed_clients: options.grants.unwrap_or_else(|| {
+                vec![nauthera_fake_server::grant_everything(RECONCILER_IDENTITY)]
+            }),
+            unimplemented: options.unimplemented,
+            ..FakeServerConfig::default()
+        };
+        let server = Arc::new(FakeServer::start(&config, pki.server_tls()).await?);
+        let tls_dir = cluster.dir().join("reconciler-tls");
+        pki.write_client_dir(&tls_dir, RECONCILER_IDENTITY)?;
+        let home = tempfile::tempdir()?;
+        let mut stack = Stack {
+            cluster,
+            server,
+            pki,
+            tls_dir,
+            reconciler_kubeconfig,
+            reconciler: None,
+            home,
+        };
+        if options.start_reconciler {
+            let reconciler = stack.start_replica("replica-a").await?;
+            reconciler.wait_ready().await?;
+            stack.reconciler = Some(reconciler);
+        }
+        Ok(stack)
+    }
+
+    /// Starts one more reconciler replica with this Lease identity (not waiting for `/readyz`).
+    pub async fn start_replica(&self, identity: &str) -> anyhow::Result<Reconciler> {
+        let probe = free_loopback_address()?;
+        let metrics = free_loopback_address()?;
+        let mut env: Vec<(String, String)> = [
+            ("KUBECONFIG", self.reconciler_kubeconfig.display().to_string()),
+            ("HOME", self.home.path().display().to_string()),
+            ("NAUTHERA_SERVER_ADDRESS", self.server.address().to_string()),
+            ("NAUTHERA_TLS_SERVER_NAME", self.pki.server_name.clone()),
+            ("NAUTHERA_TLS_DIR", self.tls_dir.display().to_string()),
+            ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_owned()),
+            ("NAUTHERA_IDENTITY", identity.to_owned()),
+            ("NAUTHERA_PROBE_ADDRESS", probe.clone()),
+            ("NAUTHERA_METRICS_ADDRESS", metrics.clone()),
+            (
+                "NAUTHERA_PROBE_INTERVAL",
+                PROBE_INTERVAL_SECONDS.to_string(),
+            ),
+            ("NAUTHERA_PROBE_RETRY_INTERVAL", "1".to_owned()),
+            (
+                "NAUTHERA_CHANGE_POLL_INTERVAL",
+                POLL_INTERVAL_SECONDS.to_string(),
+            ),
+            ("RUST_LOG", "info".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        if self.cluster.emulator().is_none() {
+            // A real cluster holds other namespaces the test must not touch.
+            env.push((
+                "NAUTHERA_NAMESPACES".to_owned(),
+                self.namespace().to_owned(),
+            ));
+        }
+        let process = ChildProcess::start_silent(
+            &format!("reconciler-{identity}"),
+            &Binary::Reconciler.path()?,
+            &[],
+            &env,
+            self.cluster.dir(),
+            serde_json::json!({ "probe_address": probe, "metrics_address": metrics }),
+        )?;
+        let log = process.log_path().to_path_buf();
+        Ok(Reconciler {
+            process: Some(process),
+            identity: identity.to_owned(),
+            probe_address: probe,
+            metrics_address: metrics,
+            log,
+        })
+    }
+
+    /// The first replica.
+    pub fn reconciler(&self) -> &Reconciler {
+        self.reconciler
+            .as_ref()
+            .expect("the stack was started with a reconciler")
+    }
+
+    /// The test's namespace.
+    pub fn namespace(&self) -> &str {
+        self.cluster.namespace()
+    }
+
+    /// An administrator's client.
+    pub fn client(&self) -> kube::Client {
+        self.cluster.client()
+    }
+
+    /// OIDCClients in the test's namespace.
+    pub fn oidc_clients(&self) -> Api<OIDCClient> {
+        Api::namespaced(self.client(), self.namespace())
+    }
+
+    /// Secrets in the test's namespace.
+    pub fn secrets(&self) -> Api<Secret> {
+        Api::namespaced(self.client(), self.namespace())
+    }
+
+    /// The server's reference of an OIDCClient of this namespace at the default issuer.
+    pub fn object_ref(&self, name: &str) -> ObjectRef {
+        ObjectRef {
+            issuer: ISSUER.to_owned(),
+            namespace: self.namespace().to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// Applies YAML documents (server-side apply) into the test's namespace.
+    pub async fn apply(&self, yaml: &str) {
+        let documents: Vec<serde_json::Value> =
+            serde_saphyr::from_multiple(yaml).expect("the test's YAML parses");
+        let objects: Vec<DynamicObject> = documents
+            .into_iter()
+            .filter(|d| !d.is_null())
+            .map(|d| serde_json::from_value(d).expect("a Kubernetes object"))
+            .collect();
+        if let Err(error) =
+            manifests::apply_all(&self.client(), &objects, Some(self.namespace())).await
+        {
+            panic!("cannot apply:\n{yaml}\n{error:#}");
+        }
+    }
+
+    /// The OIDCClient, if it exists.
+    pub async fn oidc_client(&self, name: &str) -> Option<OIDCClient> {
+        self.oidc_clients()
+            .get_opt(name)
+            .await
+            .expect("the API answers")
+    }
+
+    /// Waits until the OIDCClient satisfies `done`; on timeout fails with its status and the
+    /// reconciler's log.
+    pub async fn wait_for(
+        &self,
+        name: &str,
+        what: &str,
+        done: impl Fn(&OIDCClient) -> bool,
+    ) -> OIDCClient {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let current = self.oidc_client(name).await;
+            if let Some(client) = &current
+                && done(client)
+            {
+                return client.clone();
+            }
+            if tokio::time::Instant::now() > deadline {
+                let status = current
+                    .as_ref()
+                    .map(|c| serde_json::to_string_pretty(&c.status).unwrap_or_default())
+                    .unwrap_or_else(|| "(the object does not exist)".to_owned());
+                panic!(
+                    "OIDCClient {name} is not {what} after {WAIT:?}; its status:\n{status}\n{}",
+                    self.logs()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Waits until the OIDCClient's Ready reason is `reason` (for the current generation) and
+    /// returns it.
+    pub async fn wait_reason(&self, name: &str, reason: Reason) -> OIDCClient {
+        self.wait_for(name, &format!("{reason}"), |client| {
+            let status = client.status.as_ref();
+            status.and_then(|s| s.reason) == Some(reason)
+                && status.and_then(|s| s.observed_generation) == client.metadata.generation
+        })
+        .await
+    }
+
+    /// Waits until the OIDCClient is gone from the cluster.
+    pub async fn wait_gone(&self, name: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while let Some(client) = self.oidc_client(name).await {
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "OIDCClient {name} is still there after {WAIT:?}: {:?}\n{}",
+                    client.status,
+                    self.logs()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Waits until `check` holds; on timeout fails naming `what`, with the reconciler's log.
+    pub async fn eventually(&self, what: &str, check: impl AsyncFnMut() -> bool) {
+        let mut check = check;
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            if check().await {
+                return;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("{what}: not after {WAIT:?}\n{}", self.logs());
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Sets `nauthera.io/restore=true` on an OIDCClient, as a person (or the plugin) does.
+    pub async fn annotate_restore(&self, name: &str) {
+        let patch = serde_json::json!({
+            "metadata": { "annotations": { nauthera_shared::RESTORE_ANNOTATION: "true" } }
+        });
+        self.oidc_clients()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("the annotation is set");
+    }
+
+    /// Deletes an OIDCClient (the finalizer keeps it until the reconciler lets it go).
+    pub async fn delete_oidc_client(&self, name: &str) {
+        self.oidc_clients()
+            .delete(name, &DeleteParams::default())
+            .await
+            .expect("the delete is accepted");
+    }
+
+    /// A Secret of the test's namespace, if it exists.
+    pub async fn secret(&self, name: &str) -> Option<Secret> {
+        self.secrets().get_opt(name).await.expect("the API answers")
+    }
+
+    /// The events recorded on an object of the test's namespace, oldest first.
+    pub async fn events_for(&self, kind: &str, name: &str) -> Vec<EventSeen> {
+        let events: Api<Event> = Api::namespaced(self.client(), self.namespace());
+        let mut listed: Vec<Event> = events
+            .list(&ListParams::default())
+            .await
+            .expect("events are listed")
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.involved_object.name.as_deref() == Some(name)
+                    && e.involved_object.kind.as_deref() == Some(kind)
+            })
+            .collect();
+        listed.sort_by_key(|e| e.metadata.resource_version.clone().unwrap_or_default());
+        listed
+            .into_iter()
+            .map(|e| EventSeen {
+                type_: e.type_.unwrap_or_default(),
+                reason: e.reason.unwrap_or_default(),
+                message: e.message.unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    /// Waits until an event with this reason is recorded on the OIDCClient and returns it.
+    pub async fn wait_event(&self, name: &str, reason: &str) -> EventSeen {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let events = self.events_for("OIDCClient", name).await;
+            if let Some(event) = events.iter().find(|e| e.reason == reason) {
+                return event.clone();
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "no {reason} event on OIDCClient {name} after {WAIT:?}; events: {events:#?}\n{}",
+                    self.logs()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Runs `kubectl nauthera ARGS` through real kubectl, the plugin's folder first on PATH, as
+    /// the administrator, in the test's namespace unless the arguments say otherwise.
+    pub async fn plugin(&self, args: &[&str]) -> PluginRun {
+        self.plugin_with_input(args, None).await
+    }
+
+    /// Like [`Stack::plugin`], with `input` on standard input (closed when `None`).
+    pub async fn plugin_with_input(&self, args: &[&str], input: Option<&str>) -> PluginRun {
+        let plugin_dir = Binary::Plugin
+            .path()
+            .expect("the plugin builds")
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let path = format!(
+            "{}:{}",
+            plugin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut command = tokio::process::Command::new(kubectl());
+        command
+            .arg("nauthera")
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(self.cluster.kubeconfig())
+            .env("PATH", path)
+            .env("HOME", self.home.path())
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if !args.iter().any(|a| *a == "-A" || *a == "-n") {
+            command.args(["-n", self.namespace()]);
+        }
+        let mut child = command.spawn().expect("kubectl runs");
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin
+                .write_all(input.as_bytes())
+                .await
+                .expect("stdin is written");
+        }
+        let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+            .await
+            .expect("the plugin ends within two minutes")
+            .expect("the plugin's output is read");
+        PluginRun {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Every replica's log tail, for a failure message.
+    pub fn logs(&self) -> String {
+        match &self.reconciler {
+            Some(reconciler) => reconciler.log_tail(),
+            None => "(no reconciler)".to_owned(),
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "--- the stack's namespace: {} (server at {})",
+                self.namespace(),
+                self.server.address()
+            );
+        }
+    }
+}
+
+impl Reconciler {
+    /// Waits until `/readyz` answers 200.
+    pub async fn wait_ready(&self) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok((200, _)) = http_get(&self.probe_address, "/readyz").await {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "the reconciler {} is not ready after {START_TIMEOUT:?}; its log:\n{}",
+                    self.identity,
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// `/readyz`: the status code and the body.
+    pub async fn readyz(&self) -> (u16, String) {
+        http_get(&self.probe_address, "/readyz")
+            .await
+            .expect("the probe server answers")
+    }
+
+    /// Waits until `/readyz` answers `code` with a body that contains `text`.
+    pub async fn wait_readyz(&self, code: u16, text: &str) -> String {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (status, body) = self.readyz().await;
+            if status == code && body.contains(text) {
+                return body;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "/readyz answers {status} {body:?}, not {code} with {text:?}, after {WAIT:?}\n{}",
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        let (status, body) = http_get(&self.metrics_address, "/metrics")
+            .await
+            .expect("the metrics server answers");
+        assert_eq!(status, 200, "/metrics answers 200");
+        body
+    }
+
+    /// The sum of a metric's series whose labels include every `labels` pair.
+    pub async fn metric(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        metric_sum(&self.metrics().await, name, labels)
+    }
+
+    /// The whole log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The last lines of the log, headed by the replica's identity.
+    pub fn log_tail(&self) -> String {
+        let text = self.log();
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "--- reconciler {} log (last 60 lines):\n{}",
+            self.identity,
+            lines[lines.len().saturating_sub(60)..].join("\n")
+        )
+    }
+
+    /// Stops the replica (SIGTERM, then a kill after five seconds).
+    pub async fn stop(mut self) {
+        if let Some(process) = self.process.take() {
+            process.stop(Duration::from_secs(5)).await;
+        }
+    }
+}
+
+impl Drop for Reconciler {
+    fn drop(&mut self) {
+        if std::thread::panicking() && self.process.is_some() {
+            eprintln!("{}", self.log_tail());
+        }
+    }
+}
+
+/// The sum of the values of a metric's series (exact name, then `{`) whose labels include every
+/// pair of `labels`.
+pub fn metric_sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let rest = series.strip_prefix(name)?;
+            if !(rest.is_empty() || rest.starts_with('{')) {
+                return None;
+            }
+            labels
+                .iter()
+                .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
+/// The hex sha-256 of a secret value, as the fake server keeps it.
+pub fn sha256_hex(value: &[u8]) -> String {
+    sha2::Sha256::digest(value)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A value of a Secret's data, as text.
+pub fn secret_value(secret: &Secret, key: &str) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(key)?;
+    String::from_utf8(bytes.0.clone()).ok()
+}
+
+/// The status of an OIDCClient, which a waited-for one has.
+pub fn status_of(client: &OIDCClient) -> &ResourceStatus {
+    client.status.as_ref().expect("the OIDCClient has a status")
+}
+
+/// Whether the OIDCClient is `Registered` (phase and reason) for its current generation.
+pub fn is_registered(client: &OIDCClient) -> bool {
+    client.status.as_ref().is_some_and(|s| {
+        s.phase == Some(Phase::Registered)
+            && s.reason == Some(Reason::Registered)
+            && s.observed_generation == client.metadata.generation
+    })
+}
+
+/// A confidential web application's OIDCClient whose secret the server generates, delivered into
+/// the Secret of the same name.
+pub fn generated_client(name: &str) -> String {
+    generated_client_with(name, "Delete", "")
+}
+
+/// [`generated_client`] with a deletion policy and extra lines under `spec:` (indented by two).
+pub fn generated_client_with(name: &str, deletion_policy: &str, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata:
+  name: {name}
+spec:
+  issuer: {ISSUER}
+  displayName: {name}
+  redirectUris:
+    - https://{name}.example.test/callback
+  grantTypes: [authorization_code]
+  responseTypes: [code]
+  scopes: [openid, profile]
+  tokenEndpointAuthMethod: client_secret_basic
+  secret:
+    generate: true
+  deletionPolicy: {deletion_policy}
+{extra_spec}"
+    )
+}
+
+/// The RBAC of `deploy/base` as `kubectl kustomize` renders it (Namespace, ServiceAccount, Roles
+/// and bindings; not the Deployment, the Service or the CRDs).
+pub fn shipped_rbac() -> anyhow::Result<Vec<DynamicObject>> {
+    static RENDERED: OnceLock<Result<Vec<serde_json::Value>, String>> = OnceLock::new();
+    let rendered = RENDERED
+        .get_or_init(|| render_base().map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    const KINDS: [&str; 6] = [
+        "Namespace",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    ];
+    rendered
+        .iter()
+        .filter(|o| KINDS.contains(&o["kind"].as_str().unwrap_or_default()))
+        .map(|o| serde_json::from_value(o.clone()).context("a rendered object"))
+        .collect()
+}
+
+/// The ClusterRole of `deploy/base` as rendered.
+pub fn shipped_cluster_role() -> serde_json::Value {
+    let rbac = shipped_rbac().expect("deploy/base renders");
+    let role = rbac
+        .into_iter()
+        .find(|o| o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole"))
+        .expect("deploy/base has a ClusterRole");
+    serde_json::to_value(role).expect("serializes")
+}
+
+fn render_base() -> anyhow::Result<Vec<serde_json::Value>> {
+    let output = std::process::Command::new(kubectl())
+        .arg("kustomize")
+        .arg(workspace_root().join("deploy/base"))
+        .output()
+        .context("cannot run kubectl kustomize")?;
+    if !output.status.success() {
+        bail!(
+            "kubectl kustomize deploy/base failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let text = String::from_utf8(output.stdout)?;
+    Ok(serde_saphyr::from_multiple(&text)?)
+}
+
+/// Replaces the rendered ClusterRole (as the administrator), e.g. with fewer permissions.
+pub async fn apply_cluster_role(client: &kube::Client, role: &serde_json::Value) {
+    let object: DynamicObject = serde_json::from_value(role.clone()).expect("a ClusterRole");
+    manifests::apply_all(client, &[object], None)
+        .await
+        .expect("the ClusterRole is applied");
+}
+
+fn kubectl() -> PathBuf {
+    let system = PathBuf::from("/usr/bin/kubectl");
+    if system.exists() {
+        system
+    } else {
+        PathBuf::from("kubectl")
+    }
+}
+
+/// Writes a kubeconfig for `system:serviceaccount:nauthera-system:nauthera-reconciler`: the
+/// emulator's token for it, or one from the TokenRequest API on a real cluster.
+async fn write_service_account_kubeconfig(
+    cluster: &TestCluster,
+    path: &Path,
+) -> anyhow::Result<()> {
+    if let Some(emulator) = cluster.emulator() {
+        let token = emulator.token_for_service_account(RECONCILER_NAMESPACE, RECONCILER_ACCOUNT);
+        emulator.write_kubeconfig(path, &token, RECONCILER_NAMESPACE)?;
+        return Ok(());
+    }
+    let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client(), RECONCILER_NAMESPACE);
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let answer = accounts
+        .create_token_request(RECONCILER_ACCOUNT, &PostParams::default(), &request)
+        .await
+        .context("cannot request a token for the reconciler's ServiceAccount")?;
+    let token = answer
+        .status
+        .context("the TokenRequest has no status")?
+        .token;
+    let mut kubeconfig = kube::config::Kubeconfig::read_from(cluster.kubeconfig())?;
+    let context_name = kubeconfig
+        .current_context
+        .clone()
+        .context("the kubeconfig has no current context")?;
+    for named in &mut kubeconfig.contexts {
+        if named.name == context_name
+            && let Some(context) = named.context.as_mut()
+        {
+            context.user = Some("nauthera-reconciler".to_owned());
+            context.namespace = Some(RECONCILER_NAMESPACE.to_owned());
+        }
+    }
+    kubeconfig.auth_infos.push(kube::config::NamedAuthInfo {
+        name: "nauthera-reconciler".to_owned(),
+        auth_info: Some(kube::config::AuthInfo {
+            token: Some(token.into()),
+            ..kube::config::AuthInfo::default()
+        }),
+        other: Default::default(),
+    });
+    std::fs::write(path, serde_json::to_string(&kubeconfig)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+fn free_loopback_address() -> anyhow::Result<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free loopback port")?;
+    Ok(listener.local_addr()?.to_string())
+}
