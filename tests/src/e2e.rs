@@ -183,7 +183,10 @@ impl Stack {
         let probe = free_loopback_address()?;
         let metrics = free_loopback_address()?;
         let mut env: Vec<(String, String)> = [
-            ("KUBECONFIG", self.reconciler_kubeconfig.display().to_string()),
+            (
+                "KUBECONFIG",
+                self.reconciler_kubeconfig.display().to_string(),
+            ),
             ("HOME", self.home.path().display().to_string()),
             ("NAUTHERA_SERVER_ADDRESS", self.server.address().to_string()),
             ("NAUTHERA_TLS_SERVER_NAME", self.pki.server_name.clone()),

@@ -150,9 +150,7 @@ async fn an_edit_is_written_as_a_new_generation() {
     let secret_before = stack.secret("web").await.unwrap();
 
     stack
-        .apply(
-            &generated_client("web").replace("displayName: web", "displayName: Web application"),
-        )
+        .apply(&generated_client("web").replace("displayName: web", "displayName: Web application"))
         .await;
     let second = stack
         .wait_for("web", "registered at generation 2", |c| {
@@ -201,7 +199,7 @@ async fn the_delivered_secret_names_the_issuer_and_the_discovery_url() {
     );
     let discovery = format!("{ISSUER}/.well-known/openid-configuration");
     assert!(
-        values.iter().any(|v| *v == discovery),
+        values.contains(&discovery),
         "no key holds the discovery URL {discovery}; keys: {keys:?}"
     );
 }
