@@ -11,7 +11,7 @@ use tonic::Code;
 use crate::admin::AdminApi;
 use crate::decide::{
     Applied, DeleteOutcome, DriftReport, Verdict, after_apply_failure, after_delete,
-    after_drift_check_failure, drifted, failure_verdict, is_conflict, no_drift,
+    after_delete_failure, after_drift_check_failure, drifted, is_conflict, no_drift,
 };
 use crate::memory::SecretValue;
 
@@ -63,7 +63,7 @@ pub async fn delete_client<A: AdminApi>(admin: &A, request: v1::DeleteClientRequ
         Err(CallError::Server(error)) if error.code == Code::NotFound => {
             after_delete(&DeleteOutcome::Deleted { was_there: false })
         }
-        Err(error) => failure_verdict(&error, "DeleteClient"),
+        Err(error) => after_delete_failure(&error),
     }
 }
 
@@ -139,7 +139,13 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
     if let Some(event) = last_audit_event(admin, &held.organization, &held.client_id).await
         && (event.revision == held.revision || event.revision.is_empty())
     {
+        // The audit record of the change says who made it and when; the held write's own
+        // facts can be older (a restore brings back an old write).
         report.actor = Some(event.actor).filter(|a| !a.is_empty()).or(report.actor);
+        report.manager = Some(event.manager);
+        if let Some(time) = event.time.and_then(timestamp) {
+            report.changed_at = Some(time);
+        }
         if event.cause.contains("restore") {
             report.backup_restore = true;
         }

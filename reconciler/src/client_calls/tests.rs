@@ -325,6 +325,17 @@ async fn deletion_honours_the_precondition() {
     *admin.delete.lock().unwrap() = Some(Err(refusal(Code::Unavailable, "", &[])));
     let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
     assert!(verdict.retried);
+    assert_eq!(verdict.reason, Reason::Deleting);
+    *admin.delete.lock().unwrap() = Some(Err(refusal(
+        Code::PermissionDenied,
+        "OPERATION_NOT_GRANTED",
+        &[("operation", "clients")],
+    )));
+    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    assert_eq!(
+        (verdict.reason, verdict.cause),
+        (Reason::Refused, Cause::OperationNotGranted)
+    );
 }
 
 #[tokio::test]

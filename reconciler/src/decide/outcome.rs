@@ -479,6 +479,20 @@ pub fn after_delete(outcome: &DeleteOutcome) -> Verdict {
     }
 }
 
+/// A delete that failed: a retried code keeps the resource `Deleting` (retried with backoff),
+/// anything else is reported like any failure (a refusal, an unreachable server).
+pub fn after_delete_failure(error: &CallError) -> Verdict {
+    let mut verdict = failure_verdict(error, "DeleteClient");
+    if verdict.reason == Reason::Refused && verdict.retried {
+        verdict.reason = Reason::Deleting;
+        verdict.message = format!(
+            "deletionPolicy Delete is being carried out: {}",
+            verdict.message
+        );
+    }
+    verdict
+}
+
 /// The deletion policy needed no server call: orphaned, drifted, or nothing registered.
 pub fn released(reason: Reason) -> Verdict {
     let message = match reason {

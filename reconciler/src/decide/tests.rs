@@ -12,7 +12,7 @@ use nauthera_shared::client::{CallError, ConnectError, ServerError};
 use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
 use tonic::Code;
 
-use super::outcome::in_force;
+use super::outcome::{failure_verdict, in_force};
 use super::*;
 
 fn at(seconds: i64) -> Timestamp {
