@@ -1,0 +1,742 @@
+//! Object operations on the store: create, replace, patch (merge, JSON, strategic,
+//! server-side apply) and delete, with resourceVersion preconditions, generation, the status
+//! subresource, field ownership and finalizers. Deletion is in `deletion`.
+
+mod deletion;
+
+pub use deletion::{DeleteOptions, Deleted, delete, remove_now};
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::admission::{self, FieldValidation};
+use crate::ids;
+use crate::managed_fields::{self, Apply, ManagedEntry, Scope, UpdateOwnership};
+use crate::registry::ResourceInfo;
+use crate::status::{ApiError, ApiResult, ResourceName, StatusReason};
+use crate::store::{Store, Stored};
+
+/// Who writes and how, from the request's query parameters.
+#[derive(Debug, Clone)]
+pub struct WriteContext {
+    pub manager: String,
+    pub dry_run: bool,
+    pub force: bool,
+    pub validation: FieldValidation,
+    /// The version the client addressed.
+    pub version: String,
+}
+
+/// A stored (or, for a dry run, computed) object and warnings for the client.
+#[derive(Debug)]
+pub struct Written {
+    pub object: Arc<Stored>,
+    pub created: bool,
+    pub warnings: Vec<String>,
+}
+
+/// The kinds of PATCH the API server accepts, by Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    Json,
+    Merge,
+    /// Strategic merge patch (keyed lists of well-known fields merged; see `strategic`).
+    Strategic,
+    Apply,
+}
+
+impl PatchKind {
+    pub fn from_content_type(content_type: &str) -> ApiResult<Self> {
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        match media {
+            "application/json-patch+json" => Ok(Self::Json),
+            "application/merge-patch+json" => Ok(Self::Merge),
+            "application/strategic-merge-patch+json" => Ok(Self::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
+            other => Err(ApiError::new(
+                StatusReason::UnsupportedMediaType,
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {other:?}"
+                ),
+            )),
+        }
+    }
+}
+
+fn resource_name(info: &ResourceInfo) -> ResourceName<'_> {
+    ResourceName {
+        group: &info.group,
+        plural: &info.plural,
+    }
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+fn ensure_metadata(object: &mut Value) -> ApiResult<()> {
+    if !object.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    if !object["metadata"].is_object() {
+        object["metadata"] = json!({});
+    }
+    Ok(())
+}
+
+/// The namespace must exist and not be terminating.
+fn check_namespace(store: &Store, info: &ResourceInfo, namespace: &str) -> ApiResult<()> {
+    if !info.namespaced {
+        return Ok(());
+    }
+    let namespaces = crate::registry::ResourceKey {
+        group: String::new(),
+        plural: "namespaces".into(),
+    };
+    let Some(ns) = store.get(&namespaces, "", namespace) else {
+        return Err(ApiError::not_found(
+            &ResourceName {
+                group: "",
+                plural: "namespaces",
+            },
+            namespace,
+        ));
+    };
+    if ns.value.pointer("/metadata/deletionTimestamp").is_some() {
+        let mut err = ApiError::new(
+            StatusReason::Forbidden,
+            format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                info.plural,
+                text(&ns.value, "/metadata/name").unwrap_or_default()
+            ),
+        );
+        err.causes.push(crate::status::Cause {
+            kind: "NamespaceTerminating",
+            message: format!("namespace {namespace} is being terminated"),
+            field: "metadata.namespace".into(),
+        });
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// How the field ownership of a write is decided.
+enum Ownership {
+    /// An ordinary write: changed fields move to the writer.
+    Update,
+    /// A server-side apply already computed the entries.
+    Applied(Vec<ManagedEntry>),
+}
+
+/// Creates an object (POST).
+pub fn create(
+    store: &mut Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    body: Value,
+    ctx: &WriteContext,
+) -> ApiResult<Written> {
+    if info.converted() {
+        let stored_as = storing(store, info);
+        let body = crate::events::to_core(body);
+        return create_with(store, &stored_as, namespace, body, ctx, Ownership::Update);
+    }
+    create_with(store, info, namespace, body, ctx, Ownership::Update)
+}
+
+fn create_with(
+    store: &mut Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    mut object: Value,
+    ctx: &WriteContext,
+    ownership: Ownership,
+) -> ApiResult<Written> {
+    ensure_metadata(&mut object)?;
+    let meta = &mut object["metadata"];
+    if info.namespaced {
+        match meta["namespace"].as_str() {
+            Some(ns) if !ns.is_empty() && ns != namespace => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => meta["namespace"] = json!(namespace),
+        }
+    } else if let Some(map) = meta.as_object_mut() {
+        map.remove("namespace");
+    }
+    let name = match (meta["name"].as_str(), meta["generateName"].as_str()) {
+        (Some(name), _) if !name.is_empty() => name.to_owned(),
+        (_, Some(prefix)) if !prefix.is_empty() => format!("{prefix}{}", ids::name_suffix()),
+        _ => {
+            return Err(ApiError::invalid(
+                &info.kind,
+                &info.group,
+                "",
+                vec![crate::status::Cause {
+                    kind: "FieldValueRequired",
+                    message: "Required value: name or generateName is required".into(),
+                    field: "metadata.name".into(),
+                }],
+            ));
+        }
+    };
+    if let Some(cause) = admission::validate_name(info, &name) {
+        return Err(ApiError::invalid(
+            &info.kind,
+            &info.group,
+            &name,
+            vec![cause],
+        ));
+    }
+    meta["name"] = json!(name);
+    check_namespace(store, info, namespace)?;
+    if store
+        .get(
+            &info.key(),
+            if info.namespaced { namespace } else { "" },
+            &name,
+        )
+        .is_some()
+    {
+        return Err(ApiError::already_exists(&resource_name(info), &name));
+    }
+    if info.status_subresource
+        && let Some(map) = object.as_object_mut()
+    {
+        map.remove("status");
+    }
+    let meta = &mut object["metadata"];
+    if let Some(map) = meta.as_object_mut() {
+        for system in [
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "resourceVersion",
+            "managedFields",
+            "selfLink",
+        ] {
+            map.remove(system);
+        }
+    }
+    meta["uid"] = json!(ids::new_uid());
+    meta["creationTimestamp"] = json!(ids::now_rfc3339());
+    if info.has_generation {
+        meta["generation"] = json!(1);
+    }
+    object["apiVersion"] = json!(info.api_version(info.preferred_version()));
+    object["kind"] = json!(info.kind);
+    let admitted = admission::admit(info, &ctx.version, &mut object, None, ctx.validation)?;
+    let scope = if info.status_subresource {
+        Scope::MainWithoutStatus
+    } else {
+        Scope::Whole
+    };
+    let entries = match ownership {
+        Ownership::Update => {
+            let mut entries = Vec::new();
+            let now = ids::now_rfc3339();
+            let api_version = info.api_version(&ctx.version);
+            UpdateOwnership {
+                manager: &ctx.manager,
+                api_version: &api_version,
+                time: &now,
+                scope,
+            }
+            .record(&mut entries, &json!({}), &object);
+            entries
+        }
+        Ownership::Applied(entries) => entries,
+    };
+    managed_fields::write_entries(&mut object, &entries);
+    object["metadata"]["resourceVersion"] = json!(store.next_revision().to_string());
+    if ctx.dry_run {
+        return Ok(Written {
+            object: Stored::new(object),
+            created: true,
+            warnings: admitted.warnings,
+        });
+    }
+    let stored = store.put(&info.key(), object);
+    if let Some(defined) = admitted.defines {
+        store.registry.register(defined);
+    }
+    Ok(Written {
+        object: stored,
+        created: true,
+        warnings: admitted.warnings,
+    })
+}
+
+fn check_resource_version(
+    info: &ResourceInfo,
+    name: &str,
+    body: &Value,
+    live: &Value,
+) -> ApiResult<()> {
+    match text(body, "/metadata/resourceVersion") {
+        Some(wanted)
+            if !wanted.is_empty() && Some(wanted) != text(live, "/metadata/resourceVersion") =>
+        {
+            Err(ApiError::stale(&resource_name(info), name))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn scope_for(info: &ResourceInfo, subresource: Option<&str>) -> ApiResult<Scope> {
+    match subresource {
+        None if info.status_subresource => Ok(Scope::MainWithoutStatus),
+        None => Ok(Scope::Whole),
+        Some("status") if info.status_subresource => Ok(Scope::Status),
+        Some(other) => Err(ApiError::not_found(
+            &ResourceName {
+                group: &info.group,
+                plural: &format!("{}/{other}", info.plural),
+            },
+            "",
+        )),
+    }
+}
+
+/// The object without the parts generation does not follow.
+fn generation_relevant(info: &ResourceInfo, object: &Value) -> Value {
+    let mut copy = object.clone();
+    if let Some(map) = copy.as_object_mut() {
+        map.remove("metadata");
+        if info.status_subresource {
+            map.remove("status");
+        }
+    }
+    copy
+}
+
+/// The object as compared for a no-op write: no resourceVersion, no ownership timestamps.
+fn comparable(object: &Value) -> Value {
+    let mut copy = object.clone();
+    if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+        if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
+            for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                entry.remove("time");
+            }
+        }
+    }
+    copy
+}
+
+/// Replaces an object (PUT) on the main resource or a subresource.
+pub fn update(
+    store: &mut Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    subresource: Option<&str>,
+    mut body: Value,
+    ctx: &WriteContext,
+) -> ApiResult<Written> {
+    let scope = scope_for(info, subresource)?;
+    if info.converted() {
+        let stored_as = storing(store, info);
+        let body = crate::events::to_core(body);
+        return update(store, &stored_as, namespace, name, subresource, body, ctx);
+    }
+    ensure_metadata(&mut body)?;
+    if let Some(body_name) = text(&body, "/metadata/name").filter(|n| *n != name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let live = store
+        .get(&info.key(), namespace, name)
+        .ok_or_else(|| ApiError::not_found(&resource_name(info), name))?;
+    if info.custom && text(&body, "/metadata/resourceVersion").is_none_or(str::is_empty) {
+        return Err(ApiError::invalid(
+            &info.kind,
+            &info.group,
+            name,
+            vec![crate::status::Cause {
+                kind: "FieldValueInvalid",
+                message: "Invalid value: 0x0: must be specified for an update".into(),
+                field: "metadata.resourceVersion".into(),
+            }],
+        ));
+    }
+    check_resource_version(info, name, &body, &live.value)?;
+    commit(
+        store,
+        info,
+        &live.value,
+        body,
+        scope,
+        ctx,
+        Ownership::Update,
+    )
+}
+
+/// Patches an object; a server-side apply creates it when absent.
+#[allow(clippy::too_many_arguments)]
+pub fn patch(
+    store: &mut Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    subresource: Option<&str>,
+    kind: PatchKind,
+    body: &[u8],
+    ctx: &WriteContext,
+) -> ApiResult<Written> {
+    let scope = scope_for(info, subresource)?;
+    let stored_as = storing(store, info);
+    let live = store.get(&stored_as.key(), namespace, name);
+    if kind == PatchKind::Apply {
+        let mut config = apply_configuration(info, name, body, ctx)?;
+        if info.converted() {
+            config = crate::events::to_core(config);
+        }
+        return apply(store, &stored_as, namespace, name, scope, live, config, ctx);
+    }
+    let live = live.ok_or_else(|| ApiError::not_found(&resource_name(info), name))?;
+    let mut patched = if info.converted() {
+        crate::events::from_core(live.value.clone())
+    } else {
+        live.value.clone()
+    };
+    match kind {
+        PatchKind::Json => {
+            let operations: json_patch::Patch = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("the JSON patch is malformed: {e}")))?;
+            apply_json_patch(&mut patched, operations)?;
+        }
+        PatchKind::Merge | PatchKind::Strategic => {
+            let merge: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("the merge patch is not JSON: {e}")))?;
+            check_resource_version(info, name, &merge, &live.value)?;
+            if kind == PatchKind::Strategic {
+                crate::strategic::apply(&mut patched, &merge);
+            } else {
+                json_patch::merge(&mut patched, &merge);
+            }
+        }
+        PatchKind::Apply => {}
+    }
+    if info.converted() {
+        patched = crate::events::to_core(patched);
+    }
+    check_resource_version(info, name, &patched, &live.value)?;
+    if text(&patched, "/metadata/name") != Some(name) {
+        return Err(ApiError::bad_request(
+            "metadata.name may not be changed by a patch",
+        ));
+    }
+    commit(
+        store,
+        &stored_as,
+        &live.value,
+        patched,
+        scope,
+        ctx,
+        Ownership::Update,
+    )
+}
+
+/// Applies a JSON patch the way the API server does: a `test` of a missing path against `null`
+/// passes (kube-runtime's finalizer helper relies on it).
+fn apply_json_patch(document: &mut Value, operations: json_patch::Patch) -> ApiResult<()> {
+    for operation in operations.0 {
+        if let json_patch::PatchOperation::Test(test) = &operation
+            && test.value.is_null()
+            && document.pointer(test.path.as_str()).is_none()
+        {
+            continue;
+        }
+        json_patch::patch(document, &[operation]).map_err(|e| {
+            ApiError::new(
+                StatusReason::Invalid,
+                format!("the server rejected our request due to an error in our request: {e}"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The resource that stores objects of `info`: itself, unless they are converted from another.
+fn storing(store: &Store, info: &ResourceInfo) -> ResourceInfo {
+    if !info.converted() {
+        return info.clone();
+    }
+    store
+        .registry
+        .get(&info.key())
+        .cloned()
+        .unwrap_or_else(|| info.clone())
+}
+
+/// Parses and checks an apply configuration addressed to `info`.
+fn apply_configuration(
+    info: &ResourceInfo,
+    name: &str,
+    body: &[u8],
+    ctx: &WriteContext,
+) -> ApiResult<Value> {
+    if ctx.manager.is_empty() {
+        return Err(ApiError::bad_request(
+            "PATCH, application/apply-patch+yaml requests require fieldManager",
+        ));
+    }
+    let text_body = std::str::from_utf8(body)
+        .map_err(|_| ApiError::bad_request("the apply configuration is not UTF-8"))?;
+    let config: Value = serde_saphyr::from_str(text_body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the apply configuration is not valid YAML or JSON: {e}"
+        ))
+    })?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request(
+            "the apply configuration must be an object",
+        ));
+    }
+    let api_version = text(&config, "/apiVersion").unwrap_or_default();
+    let kind = text(&config, "/kind").unwrap_or_default();
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(ApiError::bad_request(
+            "apiVersion and kind must be set in an apply configuration",
+        ));
+    }
+    if kind != info.kind || api_version != info.api_version(&ctx.version) {
+        return Err(ApiError::bad_request(format!(
+            "the apply configuration is a {kind} of {api_version}, but the request is for {} of {}",
+            info.kind,
+            info.api_version(&ctx.version)
+        )));
+    }
+    if let Some(config_name) = text(&config, "/metadata/name").filter(|n| *n != name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({config_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    Ok(config)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    store: &mut Store,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    scope: Scope,
+    live: Option<Arc<Stored>>,
+    config: Value,
+    ctx: &WriteContext,
+) -> ApiResult<Written> {
+    let api_version = text(&config, "/apiVersion").unwrap_or_default();
+    let kind = text(&config, "/kind").unwrap_or_default();
+    let now = ids::now_rfc3339();
+    let plan = Apply {
+        manager: &ctx.manager,
+        force: ctx.force,
+        api_version,
+        time: &now,
+        scope,
+    };
+    let base = match &live {
+        Some(live) => {
+            check_resource_version(info, name, &config, &live.value)?;
+            live.value.clone()
+        }
+        None if scope == Scope::Status => {
+            return Err(ApiError::not_found(&resource_name(info), name));
+        }
+        None => json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}}),
+    };
+    let applied = plan.merge(&base, &config).map_err(|causes| {
+        let fields: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.message, c.field))
+            .collect();
+        let message = match fields.len() {
+            1 => format!("Apply failed with 1 conflict: {}", fields[0]),
+            n => format!("Apply failed with {n} conflicts: {}", fields.join("\n")),
+        };
+        let mut err = ApiError::new(StatusReason::Conflict, message);
+        err.causes = causes;
+        err
+    })?;
+    match live {
+        Some(live) => commit(
+            store,
+            info,
+            &live.value,
+            applied.object,
+            scope,
+            ctx,
+            Ownership::Applied(applied.entries),
+        ),
+        None => create_with(
+            store,
+            info,
+            namespace,
+            applied.object,
+            ctx,
+            Ownership::Applied(applied.entries),
+        ),
+    }
+}
+
+/// Stores a new state of an existing object.
+fn commit(
+    store: &mut Store,
+    info: &ResourceInfo,
+    live: &Value,
+    mut object: Value,
+    scope: Scope,
+    ctx: &WriteContext,
+    ownership: Ownership,
+) -> ApiResult<Written> {
+    ensure_metadata(&mut object)?;
+    // The status subresource isolates status from everything else, both ways.
+    match scope {
+        Scope::Status => {
+            let status = object.get("status").cloned();
+            object = live.clone();
+            match status {
+                Some(status) => object["status"] = status,
+                None => {
+                    if let Some(map) = object.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+        }
+        Scope::MainWithoutStatus => match live.get("status") {
+            Some(status) => object["status"] = status.clone(),
+            None => {
+                if let Some(map) = object.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        },
+        Scope::Whole => {}
+    }
+    let meta = &mut object["metadata"];
+    for system in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+        "name",
+    ] {
+        match live["metadata"].get(system) {
+            Some(value) => meta[system] = value.clone(),
+            None => {
+                if let Some(map) = meta.as_object_mut() {
+                    map.remove(system);
+                }
+            }
+        }
+    }
+    object["apiVersion"] = live["apiVersion"].clone();
+    object["kind"] = live["kind"].clone();
+    let name = text(live, "/metadata/name").unwrap_or_default().to_owned();
+    let deleting = live.pointer("/metadata/deletionTimestamp").is_some();
+    if deleting {
+        let before = finalizers(live);
+        if finalizers(&object).iter().any(|f| !before.contains(f)) {
+            return Err(ApiError::invalid(
+                &info.kind,
+                &info.group,
+                &name,
+                vec![crate::status::Cause {
+                    kind: "FieldValueForbidden",
+                    message:
+                        "Forbidden: no new finalizers can be added if the object is being deleted"
+                            .into(),
+                    field: "metadata.finalizers".into(),
+                }],
+            ));
+        }
+    }
+    let admitted = admission::admit(info, &ctx.version, &mut object, Some(live), ctx.validation)?;
+    if info.has_generation && generation_relevant(info, live) != generation_relevant(info, &object)
+    {
+        let generation = live
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        object["metadata"]["generation"] = json!(generation + 1);
+    }
+    let entries = match ownership {
+        Ownership::Update => {
+            let mut entries = managed_fields::read_entries(live);
+            let now = ids::now_rfc3339();
+            let api_version = info.api_version(&ctx.version);
+            let effective_scope = if scope == Scope::Status {
+                Scope::Status
+            } else if info.status_subresource {
+                Scope::MainWithoutStatus
+            } else {
+                Scope::Whole
+            };
+            UpdateOwnership {
+                manager: &ctx.manager,
+                api_version: &api_version,
+                time: &now,
+                scope: effective_scope,
+            }
+            .record(&mut entries, live, &object);
+            entries
+        }
+        Ownership::Applied(entries) => entries,
+    };
+    managed_fields::write_entries(&mut object, &entries);
+    object["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"].clone();
+    if comparable(&object) == comparable(live) {
+        return Ok(Written {
+            object: Stored::new(live.clone()),
+            created: false,
+            warnings: admitted.warnings,
+        });
+    }
+    object["metadata"]["resourceVersion"] = json!(store.next_revision().to_string());
+    if ctx.dry_run {
+        return Ok(Written {
+            object: Stored::new(object),
+            created: false,
+            warnings: admitted.warnings,
+        });
+    }
+    let finished = deleting && finalizers(&object).is_empty();
+    let stored = store.put(&info.key(), object);
+    if let Some(defined) = admitted.defines {
+        store.registry.register(defined);
+    }
+    if finished {
+        let namespace = text(&stored.value, "/metadata/namespace")
+            .unwrap_or_default()
+            .to_owned();
+        remove_now(store, info, &namespace, &name);
+    }
+    Ok(Written {
+        object: stored,
+        created: false,
+        warnings: admitted.warnings,
+    })
+}
+
+fn finalizers(object: &Value) -> Vec<String> {
+    object
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|f| {
+            f.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
