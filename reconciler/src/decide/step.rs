@@ -146,9 +146,14 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
                 restore: false,
             };
         }
-        // The server holds the revision this resource wrote again (the change was undone).
-        if matches!(&observed.server, ServerView::Holds { revision } if Some(revision) == status.and_then(|s| s.revision.as_ref()))
-        {
+        // The server moved on since the drift was reported (undone, changed again, removed):
+        // look again, so the report names what the server holds now.
+        let moved = match &observed.server {
+            ServerView::Holds { revision } => drift.removed || *revision != drift.server_revision,
+            ServerView::Absent => !drift.removed,
+            ServerView::Unknown => false,
+        };
+        if moved {
             return Step::CheckDrift;
         }
         return Step::Wait { after: None };

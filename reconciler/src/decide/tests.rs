@@ -145,6 +145,52 @@ fn the_next_step_follows_the_resource() {
             Step::Wait { after: None },
         ),
         (
+            "a drift that moved on is looked at again",
+            Box::new(|o| {
+                o.status = Some(&drifted_status);
+                o.server = ServerView::Holds {
+                    revision: "r10".into(),
+                };
+            }),
+            Step::CheckDrift,
+        ),
+        (
+            "a drift that is undone is looked at again",
+            Box::new(|o| {
+                o.status = Some(&drifted_status);
+                o.server = ServerView::Holds {
+                    revision: "r1".into(),
+                };
+            }),
+            Step::CheckDrift,
+        ),
+        (
+            "a drifted object that is then removed is looked at again",
+            Box::new(|o| {
+                o.status = Some(&drifted_status);
+                o.server = ServerView::Absent;
+            }),
+            Step::CheckDrift,
+        ),
+        (
+            "a drift the listing still shows waits for a person",
+            Box::new(|o| {
+                o.status = Some(&drifted_status);
+                o.server = ServerView::Holds {
+                    revision: "r9".into(),
+                };
+            }),
+            Step::Wait { after: None },
+        ),
+        (
+            "a removal the listing still shows waits for a person",
+            Box::new(|o| {
+                o.status = Some(&removed_status);
+                o.server = ServerView::Absent;
+            }),
+            Step::Wait { after: None },
+        ),
+        (
             "a restore writes over the revision the server holds",
             Box::new(|o| {
                 o.status = Some(&drifted_status);
