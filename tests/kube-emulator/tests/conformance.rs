@@ -101,6 +101,46 @@ async fn discovery_serves_builtins_and_registered_crds() {
 }
 
 #[tokio::test]
+async fn tables_use_printer_columns() {
+    let cluster = Cluster::start().await;
+    let (group, namespace, api) = widgets(&cluster, "table").await;
+    api.create(
+        &PostParams::default(),
+        &widget(&group, "t", json!({"size": 7})),
+    )
+    .await
+    .unwrap();
+    api.patch_status(
+        "t",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"status": {"conditions": [{"type": "Ready", "reason": "Registered"}]}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let request = http::Request::get(format!("/apis/{group}/v1/namespaces/{namespace}/widgets"))
+        .header(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(vec![])
+        .unwrap();
+    let table: Value =
+        serde_json::from_str(&cluster.client.request_text(request).await.unwrap()).unwrap();
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Name", "Size", "Ready"]);
+    assert_eq!(table["rows"][0]["cells"], json!(["t", 7, "Registered"]));
+    assert_eq!(table["rows"][0]["object"]["metadata"]["name"], "t");
+}
+
+#[tokio::test]
 async fn structural_schema_validates_defaults_and_prunes() {
     let cluster = Cluster::start().await;
     let (_group, _ns, api) = widgets(&cluster, "schema").await;
