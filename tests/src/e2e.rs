@@ -315,10 +315,7 @@ impl Stack {
                     .as_ref()
                     .map(|c| serde_json::to_string_pretty(&c.status).unwrap_or_default())
                     .unwrap_or_else(|| "(the object does not exist)".to_owned());
-                panic!(
-                    "OIDCClient {name} is not {what} after {WAIT:?}; its status:\n{status}\n{}",
-                    self.logs()
-                );
+                panic!("OIDCClient {name} is not {what} after {WAIT:?}; its status:\n{status}");
             }
             tokio::time::sleep(POLL).await;
         }
@@ -341,9 +338,8 @@ impl Stack {
         while let Some(client) = self.oidc_client(name).await {
             if tokio::time::Instant::now() > deadline {
                 panic!(
-                    "OIDCClient {name} is still there after {WAIT:?}: {:?}\n{}",
-                    client.status,
-                    self.logs()
+                    "OIDCClient {name} is still there after {WAIT:?}: {:?}",
+                    client.status
                 );
             }
             tokio::time::sleep(POLL).await;
@@ -359,7 +355,7 @@ impl Stack {
                 return;
             }
             if tokio::time::Instant::now() > deadline {
-                panic!("{what}: not after {WAIT:?}\n{}", self.logs());
+                panic!("{what}: not after {WAIT:?}");
             }
             tokio::time::sleep(POLL).await;
         }
@@ -424,8 +420,7 @@ impl Stack {
             }
             if tokio::time::Instant::now() > deadline {
                 panic!(
-                    "no {reason} event on OIDCClient {name} after {WAIT:?}; events: {events:#?}\n{}",
-                    self.logs()
+                    "no {reason} event on OIDCClient {name} after {WAIT:?}; events: {events:#?}"
                 );
             }
             tokio::time::sleep(POLL).await;
@@ -547,8 +542,7 @@ impl Reconciler {
             }
             if tokio::time::Instant::now() > deadline {
                 panic!(
-                    "/readyz answers {status} {body:?}, not {code} with {text:?}, after {WAIT:?}\n{}",
-                    self.log_tail()
+                    "/readyz answers {status} {body:?}, not {code} with {text:?}, after {WAIT:?}"
                 );
             }
             tokio::time::sleep(POLL).await;
