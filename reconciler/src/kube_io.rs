@@ -220,11 +220,18 @@ pub async fn deliver_secret<K: Kind>(
         Some(secret) if !owned_by(&secret, &owner_uid) => Err(SecretWriteFailure::Foreign {
             owner: owner_of(&secret),
         }),
-        Some(mut secret) => {
-            secret.data = Some(data);
-            secret.string_data = None;
+        // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
+        // `update`, and the resourceVersion keeps it from racing another writer.
+        Some(secret) => {
+            let patch = serde_json::json!({
+                "metadata": {
+                    "resourceVersion": secret.metadata.resource_version,
+                    "labels": { MANAGED_BY_LABEL: MANAGED_BY },
+                },
+                "data": data,
+            });
             secrets
-                .replace(secret_name, &PostParams::default(), &secret)
+                .patch(secret_name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map(|_| ())
                 .map_err(write_failure)
