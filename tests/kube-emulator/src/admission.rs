@@ -90,7 +90,11 @@ pub fn admit(
         .unwrap_or_default()
         .to_owned();
     match (info.group.as_str(), info.plural.as_str()) {
-        ("", "secrets") => fold_string_data(object, &name)?,
+        ("", "secrets") => {
+            fold_string_data(object, &name)?;
+            check_immutable(info, old, object, &name)?;
+        }
+        ("", "configmaps") => check_immutable(info, old, object, &name)?,
         ("", "namespaces") if creating => {
             object["status"] = json!({"phase": "Active"});
             object["spec"] = json!({"finalizers": ["kubernetes"]});
@@ -143,6 +147,33 @@ pub fn admit(
         }
     }
     Ok(admitted)
+}
+
+/// A Secret or ConfigMap marked `immutable: true` keeps its data and the mark.
+fn check_immutable(
+    info: &ResourceInfo,
+    old: Option<&Value>,
+    object: &Value,
+    name: &str,
+) -> ApiResult<()> {
+    let Some(old) = old.filter(|o| o["immutable"].as_bool() == Some(true)) else {
+        return Ok(());
+    };
+    let mut causes = Vec::new();
+    for field in ["data", "binaryData", "immutable"] {
+        if old.get(field) != object.get(field) {
+            causes.push(Cause {
+                kind: "FieldValueForbidden",
+                message: "Forbidden: field is immutable when `immutable` is set".into(),
+                field: field.into(),
+            });
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(&info.kind, "", name, causes))
+    }
 }
 
 /// `stringData` is written into `data` (base64) and never stored; `data` must be base64.

@@ -1239,6 +1239,35 @@ async fn builtin_kinds_secrets_events_leases_and_workloads() {
     assert!(created.string_data.is_none());
     assert_eq!(created.type_.as_deref(), Some("Opaque"));
 
+    let frozen: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "frozen"}, "immutable": true, "stringData": {"k": "v"}}),
+    )
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &frozen)
+        .await
+        .unwrap();
+    let change = secrets
+        .patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"k": "w"}})),
+        )
+        .await;
+    assert_eq!(
+        status_of(change.unwrap_err()).code,
+        422,
+        "an immutable Secret keeps its data"
+    );
+    secrets
+        .patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"ok": "yes"}}})),
+        )
+        .await
+        .unwrap();
+
     let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), &namespace);
     let lease: Lease = serde_json::from_value(json!({"metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})).unwrap();
     let lease = leases.create(&PostParams::default(), &lease).await.unwrap();
