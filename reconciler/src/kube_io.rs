@@ -23,6 +23,18 @@ use crate::memory::SecretValue;
 pub const CLIENT_SECRET_KEY: &str = "clientSecret";
 /// The key of a delivered Secret that holds the client id.
 pub const CLIENT_ID_KEY: &str = "clientId";
+/// The key of a delivered Secret that holds the issuer URL.
+pub const ISSUER_KEY: &str = "issuer";
+/// The key of a delivered Secret that holds the OpenID discovery document's URL.
+pub const DISCOVERY_URL_KEY: &str = "discoveryUrl";
+
+/// The OpenID Connect discovery URL of an issuer.
+pub fn discovery_url(issuer: &str) -> String {
+    format!(
+        "{}/.well-known/openid-configuration",
+        issuer.trim_end_matches('/')
+    )
+}
 
 /// The label on every Secret the reconciler writes, so it watches only those.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -196,14 +208,27 @@ pub async fn secret_state(
     }
 }
 
+/// What a workload needs to use a client: its id and secret, the issuer and where to discover it.
+#[derive(Clone, Copy, Debug)]
+pub struct Delivery<'a> {
+    pub secret_name: &'a str,
+    pub client_id: &'a str,
+    pub issuer: &'a str,
+    pub value: &'a SecretValue,
+}
+
 /// Writes a minted secret into a Secret owned by `owner`; never over a Secret it does not own.
 pub async fn deliver_secret<K: Kind>(
     secrets: &Api<Secret>,
     owner: &K,
-    secret_name: &str,
-    client_id: &str,
-    value: &SecretValue,
+    delivery: Delivery<'_>,
 ) -> Result<(), SecretWriteFailure> {
+    let Delivery {
+        secret_name,
+        client_id,
+        issuer,
+        value,
+    } = delivery;
     let owner_uid = owner.uid().unwrap_or_default();
     let existing = secrets.get_opt(secret_name).await.map_err(write_failure)?;
     let data = BTreeMap::from([
@@ -214,6 +239,14 @@ pub async fn deliver_secret<K: Kind>(
         (
             CLIENT_ID_KEY.to_owned(),
             ByteString(client_id.as_bytes().to_vec()),
+        ),
+        (
+            ISSUER_KEY.to_owned(),
+            ByteString(issuer.as_bytes().to_vec()),
+        ),
+        (
+            DISCOVERY_URL_KEY.to_owned(),
+            ByteString(discovery_url(issuer).into_bytes()),
         ),
     ]);
     match existing {

@@ -216,9 +216,12 @@ async fn apply<A: AdminApi>(
                     let result = kube_io::deliver_secret(
                         secrets,
                         client,
-                        secret_name,
-                        &minted.client_id,
-                        &minted.value,
+                        kube_io::Delivery {
+                            secret_name,
+                            client_id: &minted.client_id,
+                            issuer: &client.spec.issuer,
+                            value: &minted.value,
+                        },
                     )
                     .await;
                     if result.is_ok() {
@@ -254,9 +257,12 @@ async fn deliver<A: AdminApi>(
     let result = kube_io::deliver_secret(
         secrets,
         client,
-        &minted.secret_name,
-        &minted.client_id,
-        &minted.value,
+        kube_io::Delivery {
+            secret_name: &minted.secret_name,
+            client_id: &minted.client_id,
+            issuer: &client.spec.issuer,
+            value: &minted.value,
+        },
     )
     .await;
     match result {

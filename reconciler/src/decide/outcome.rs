@@ -173,9 +173,10 @@ pub fn after_secret_failure(failure: &SecretWriteFailure, secret_name: &str) -> 
                     .map_or_else(|| "it has no owner".to_owned(), |o| format!("owner {o}"))
             ),
         ),
+        // Retried on its own (phase Pending) until the role allows the write.
         SecretWriteFailure::Forbidden { message } => (
             Cause::Forbidden,
-            false,
+            true,
             format!(
                 "writing Secret {secret_name} is forbidden: {message}; grant the reconciler get, \
                  create and update on secrets"

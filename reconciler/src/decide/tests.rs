@@ -647,6 +647,19 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
     assert_eq!(status.phase, Some(Phase::Error));
     assert_eq!(status.secret_ref, None);
 
+    let forbidden = after_secret_failure(
+        &SecretWriteFailure::Forbidden {
+            message: "secrets is forbidden".into(),
+        },
+        "app-secret",
+    );
+    assert_eq!(forbidden.cause, Cause::Forbidden);
+    assert_eq!(
+        status_after(None, &forbidden, 1, at(0)).unwrap().phase,
+        Some(Phase::Pending),
+        "retried until the role allows the write"
+    );
+
     let flaky = after_secret_failure(
         &SecretWriteFailure::Other {
             message: "timeout".into(),

@@ -13,6 +13,16 @@ use nauthera_shared::resources::{OIDCClient, crds};
 use super::*;
 
 const NAMESPACE: &str = "team-a";
+const ISSUER: &str = "https://login.example.test/acme";
+
+fn delivery<'a>(secret_name: &'a str, value: &'a SecretValue) -> Delivery<'a> {
+    Delivery {
+        secret_name,
+        client_id: "cid",
+        issuer: ISSUER,
+        value,
+    }
+}
 
 async fn cluster() -> (Emulator, kube::Client) {
     let emulator = Emulator::start().await.unwrap();
@@ -124,7 +134,7 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         secret_state(&secrets, "web", &uid).await.unwrap(),
         SecretState::Absent
     );
-    deliver_secret(&secrets, &web, "web", "cid", &value)
+    deliver_secret(&secrets, &web, delivery("web", &value))
         .await
         .unwrap();
     assert_eq!(
@@ -137,13 +147,17 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         (owner.kind.as_str(), owner.controller),
         ("OIDCClient", Some(true))
     );
+    let data = written.data.as_ref().unwrap();
+    assert_eq!(data[CLIENT_SECRET_KEY].0, b"first-secret-value");
+    assert_eq!(data[CLIENT_ID_KEY].0, b"cid");
+    assert_eq!(data[ISSUER_KEY].0, ISSUER.as_bytes());
     assert_eq!(
-        written.data.as_ref().unwrap()[CLIENT_SECRET_KEY].0,
-        b"first-secret-value"
+        data[DISCOVERY_URL_KEY].0,
+        b"https://login.example.test/acme/.well-known/openid-configuration"
     );
     // Delivered again (a rotation): the owned Secret is replaced.
     let rotated = SecretValue::new("second-secret-value".into());
-    deliver_secret(&secrets, &web, "web", "cid", &rotated)
+    deliver_secret(&secrets, &web, delivery("web", &rotated))
         .await
         .unwrap();
     assert_eq!(
@@ -162,7 +176,7 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         .await
         .unwrap();
     assert_eq!(
-        deliver_secret(&secrets, &web, "taken", "cid", &value).await,
+        deliver_secret(&secrets, &web, delivery("taken", &value)).await,
         Err(SecretWriteFailure::Foreign { owner: None })
     );
     assert_eq!(
