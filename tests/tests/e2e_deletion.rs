@@ -1,0 +1,73 @@
+//! Deleting a manifest end to end: `deletionPolicy: Delete` removes the client from the server,
+//! `Orphan` leaves it, and a drifted client is left in place and reported.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use nauthera_fake_server::Actor;
+use nauthera_shared::catalog::Reason;
+use nauthera_tests::e2e::{Stack, generated_client, generated_client_with};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_policy_removes_the_client_from_the_server() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    assert!(stack.server.client(&stack.object_ref("web")).is_some());
+
+    stack.delete_oidc_client("web").await;
+    stack.wait_gone("web").await;
+    assert!(
+        stack.server.client(&stack.object_ref("web")).is_none(),
+        "the client is gone from the server"
+    );
+    let event = stack.wait_event("web", "Deleted").await;
+    assert_eq!(event.type_, "Normal");
+    let deletes = stack
+        .server
+        .audit_events()
+        .into_iter()
+        .filter(|e| e.action == "client.deleted" && e.manager == "nauthera-reconciler")
+        .count();
+    assert_eq!(deletes, 1, "one delete by the manager in the audit log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphan_policy_leaves_the_client_registered() {
+    let stack = Stack::start().await;
+    stack
+        .apply(&generated_client_with("web", "Orphan", ""))
+        .await;
+    stack.wait_reason("web", Reason::Registered).await;
+
+    stack.delete_oidc_client("web").await;
+    stack.wait_gone("web").await;
+    assert!(
+        stack.server.client(&stack.object_ref("web")).is_some(),
+        "the client stays on the server"
+    );
+    let event = stack.wait_event("web", "Orphaned").await;
+    assert_eq!(event.type_, "Normal");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifted_client_is_left_in_place_when_its_manifest_is_deleted() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    let held = stack
+        .server
+        .edit_client(
+            &stack.object_ref("web"),
+            &Actor::dashboard("alice@example.com"),
+            |spec| spec.display_name = "Changed by hand".to_owned(),
+        )
+        .unwrap();
+    stack.wait_reason("web", Reason::Drifted).await;
+
+    stack.delete_oidc_client("web").await;
+    stack.wait_gone("web").await;
+    let server = stack.server.client(&stack.object_ref("web")).unwrap();
+    assert_eq!(server.revision, held, "the drifted client is left in place");
+    let event = stack.wait_event("web", "DeletionSkippedDrifted").await;
+    assert_eq!(event.type_, "Warning");
+}

@@ -1,0 +1,232 @@
+//! Drift end to end: an edit, a delete and a backup restore on the server are reported
+//! (`Drifted`, naming the server's revision, who changed it and which fields differ) and never
+//! written over; the restore annotation writes the declared state back.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use nauthera_fake_server::Actor;
+use nauthera_proto::v1::ObjectKind;
+use nauthera_shared::RESTORE_ANNOTATION;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_tests::e2e::{
+    MANAGER, POLL_INTERVAL_SECONDS, Stack, generated_client, secret_value, sha256_hex, status_of,
+};
+
+fn alice() -> Actor {
+    Actor::dashboard("alice@example.com").because("emergency redirect")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_on_the_server_is_reported_not_written_over_and_restored_on_request() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    let registered = stack.wait_reason("web", Reason::Registered).await;
+    let written = status_of(&registered).revision.clone().unwrap();
+
+    let held = stack
+        .server
+        .edit_client(&stack.object_ref("web"), &alice(), |spec| {
+            spec.redirect_uris
+                .push("https://elsewhere.example.test/callback".to_owned());
+        })
+        .unwrap();
+    let web = stack.wait_reason("web", Reason::Drifted).await;
+    let status = status_of(&web);
+    assert_eq!(status.phase, Some(Phase::Error));
+    let drift = status.drift.as_ref().expect("status.drift is set");
+    assert_eq!(drift.server_revision, held);
+    assert!(!drift.removed);
+    assert_eq!(drift.actor.as_deref(), Some("user:alice@example.com"));
+    assert!(drift.changed_at.is_some());
+    assert!(
+        drift.fields.iter().any(|f| f.contains("redirectUris")),
+        "{:?}",
+        drift.fields
+    );
+    let message = status.message.as_deref().unwrap();
+    for part in [
+        held.as_str(),
+        written.as_str(),
+        "user:alice@example.com",
+        "redirectUris",
+        RESTORE_ANNOTATION,
+    ] {
+        assert!(message.contains(part), "{part:?} missing from: {message}");
+    }
+    let event = stack.wait_event("web", "Drifted").await;
+    assert_eq!(event.type_, "Warning");
+    let metrics = stack.reconciler().metrics().await;
+    assert_eq!(
+        nauthera_tests::e2e::metric_sum(
+            &metrics,
+            "nauthera_operator_resources",
+            &[("reason", "Drifted")]
+        ),
+        1.0,
+        "{metrics}"
+    );
+
+    // Nothing is written over: a few poll intervals later the server still holds the edit.
+    let writes = stack.server.counters().writes_by(MANAGER);
+    tokio::time::sleep(Duration::from_secs(3 * POLL_INTERVAL_SECONDS + 1)).await;
+    assert_eq!(stack.server.counters().writes_by(MANAGER), writes);
+    assert_eq!(
+        stack
+            .server
+            .client(&stack.object_ref("web"))
+            .unwrap()
+            .revision,
+        held
+    );
+
+    // Restore on request.
+    stack.annotate_restore("web").await;
+    let restored = stack
+        .wait_for("web", "restored and registered", |c| {
+            let s = c.status.as_ref();
+            s.and_then(|s| s.phase) == Some(Phase::Registered)
+                && s.is_some_and(|s| s.drift.is_none())
+                && !c
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(RESTORE_ANNOTATION))
+        })
+        .await;
+    let event = stack.wait_event("web", "Restored").await;
+    assert_eq!(event.type_, "Normal");
+    let server = stack.server.client(&stack.object_ref("web")).unwrap();
+    assert_eq!(
+        server.spec.unwrap().redirect_uris,
+        vec!["https://web.example.test/callback".to_owned()],
+        "the declared state is back"
+    );
+    assert_eq!(
+        status_of(&restored).revision.as_deref(),
+        Some(server.revision.as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_client_is_reported_and_a_restore_delivers_a_new_secret() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    let old_secret = secret_value(&stack.secret("web").await.unwrap(), "clientSecret").unwrap();
+
+    stack
+        .server
+        .delete_object(ObjectKind::Client, &stack.object_ref("web"), &alice())
+        .unwrap();
+    let web = stack.wait_reason("web", Reason::Drifted).await;
+    let drift = status_of(&web).drift.clone().unwrap();
+    assert!(drift.removed, "{drift:?}");
+    let message = status_of(&web).message.clone().unwrap();
+    assert!(message.contains("removed"), "{message}");
+    assert!(
+        stack.server.client(&stack.object_ref("web")).is_none(),
+        "not recreated on its own"
+    );
+
+    stack.annotate_restore("web").await;
+    stack.wait_event("web", "Restored").await;
+    stack
+        .wait_for("web", "registered again", |c| {
+            c.status.as_ref().and_then(|s| s.phase) == Some(Phase::Registered)
+        })
+        .await;
+    let secret = stack.secret("web").await.unwrap();
+    let new_secret = secret_value(&secret, "clientSecret").unwrap();
+    assert_ne!(
+        new_secret, old_secret,
+        "a recreated client has a new secret"
+    );
+    assert_eq!(
+        stack.server.client_secret_hash(&stack.object_ref("web")),
+        Some(sha256_hex(new_secret.as_bytes())),
+        "the Secret holds the recreated client's secret"
+    );
+    let held = stack.server.client(&stack.object_ref("web")).unwrap();
+    assert_eq!(
+        secret_value(&secret, "clientId").as_deref(),
+        Some(held.client_id.as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_restore_on_the_server_drifts_many_at_once() {
+    let stack = Stack::start().await;
+    for name in ["one", "two", "three"] {
+        stack.apply(&generated_client(name)).await;
+    }
+    for name in ["one", "two", "three"] {
+        stack.wait_reason(name, Reason::Registered).await;
+    }
+    let backup = stack.server.backup();
+    // New generations after the backup, so the restore brings back older revisions.
+    for name in ["one", "two", "three"] {
+        stack
+            .apply(&generated_client(name).replace(
+                &format!("displayName: {name}"),
+                &format!("displayName: {name} v2"),
+            ))
+            .await;
+    }
+    for name in ["one", "two", "three"] {
+        stack
+            .wait_for(name, "registered at generation 2", |c| {
+                nauthera_tests::e2e::is_registered(c) && c.metadata.generation == Some(2)
+            })
+            .await;
+    }
+    let writes = stack.server.counters().writes_by(MANAGER);
+    let changed = stack.server.restore(
+        &backup,
+        &Actor::dashboard("dba@example.com").because("restore from backup"),
+    );
+    assert!(changed >= 3);
+    for name in ["one", "two", "three"] {
+        let client = stack.wait_reason(name, Reason::Drifted).await;
+        let message = status_of(&client).message.clone().unwrap();
+        assert!(
+            message.contains("restore from a backup"),
+            "{name}: {message}"
+        );
+        assert!(
+            status_of(&client)
+                .drift
+                .as_ref()
+                .unwrap()
+                .fields
+                .iter()
+                .any(|f| f.contains("displayName")),
+            "{name}: {:?}",
+            status_of(&client).drift
+        );
+    }
+    let metric = stack
+        .reconciler()
+        .metric(
+            "nauthera_operator_resources",
+            &[("kind", "OIDCClient"), ("reason", "Drifted")],
+        )
+        .await;
+    assert_eq!(metric, 3.0, "many drifted at once shows in the metrics");
+    let metrics = stack.reconciler().metrics().await;
+    let restores = nauthera_tests::e2e::metric_sum(
+        &metrics,
+        "nauthera_operator_reconciles_total",
+        &[
+            ("reason", Reason::Drifted.metric_label()),
+            ("cause", "backup_restore"),
+        ],
+    );
+    assert!(restores >= 3.0, "{metrics}");
+    assert_eq!(
+        stack.server.counters().writes_by(MANAGER),
+        writes,
+        "nothing written over"
+    );
+}
