@@ -69,6 +69,24 @@ pub async fn reconcile<A: AdminApi>(
         }
         _ => SecretState::NotApplicable,
     };
+    // The secret the team holds, read when it may have changed since it was sent.
+    let provided_secret_changed = match (&mode, &client.spec.secret, deleting) {
+        (
+            SecretMode::Provided,
+            Some(nauthera_shared::resources::ClientSecret {
+                secret_ref: Some(SecretKeyRef { name, key }),
+                ..
+            }),
+            false,
+        ) if status.is_some_and(|s| s.revision.is_some()) => {
+            match kube_io::read_secret_ref(&secrets, name, key).await? {
+                Ok(value) => ctx.memory.provided_changed(&uid, &value),
+                // Reported when it is next sent.
+                Err(_) => false,
+            }
+        }
+        _ => false,
+    };
     let server = ctx
         .revisions
         .view_of(&client.spec.issuer, &namespace, &client.name_any());
@@ -82,6 +100,7 @@ pub async fn reconcile<A: AdminApi>(
         secret_mode: mode.clone(),
         secret_pending: minted.is_some(),
         secret_state,
+        provided_secret_changed,
         server,
         retry_not_before: ctx
             .memory
@@ -231,6 +250,9 @@ async fn apply<A: AdminApi>(
                 }
                 _ => (None, None),
             };
+            if let Some(value) = &provided {
+                ctx.memory.provided_sent(&uid, value);
+            }
             if restore {
                 kube_io::clear_restore_annotation(api, client).await?;
             }

@@ -229,13 +229,23 @@ fn lead(
         let triggers =
             tokio_stream::wrappers::WatchStream::from_changes(trigger_receiver.clone()).map(|_| ());
         let concurrency = config.concurrency;
+        let referenced = secrets.clone();
         tasks.spawn(async move {
-            Controller::new(api, watcher::Config::default().any_semantic())
+            let controller = Controller::new(api, watcher::Config::default().any_semantic());
+            let store = controller.store();
+            controller
                 .with_config(controller::Config::default().concurrency(concurrency))
                 // A delivered Secret that is deleted or emptied is written again at once.
                 .owns(
                     secrets,
                     watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
+                )
+                // A Secret that a client's spec.secret.secretRef names: its value is sent again
+                // when the team changes it.
+                .watches(
+                    referenced,
+                    watcher::Config::default(),
+                    move |secret: Secret| clients_referencing(&store, &secret),
                 )
                 .reconcile_all_on(triggers)
                 .run(reconcile_oidc_client, error_policy, context)
@@ -257,6 +267,31 @@ fn lead(
         });
     }
     tasks
+}
+
+/// The OIDCClients whose `spec.secret.secretRef` names `secret`.
+fn clients_referencing(
+    store: &kube::runtime::reflector::Store<DeserializeGuard<OIDCClient>>,
+    secret: &Secret,
+) -> Vec<kube::runtime::reflector::ObjectRef<DeserializeGuard<OIDCClient>>> {
+    let namespace = secret.metadata.namespace.as_deref();
+    let name = secret.metadata.name.as_deref();
+    store
+        .state()
+        .iter()
+        .filter(|guard| {
+            guard.0.as_ref().is_ok_and(|client| {
+                client.metadata.namespace.as_deref() == namespace
+                    && client
+                        .spec
+                        .secret
+                        .as_ref()
+                        .and_then(|s| s.secret_ref.as_ref())
+                        .is_some_and(|r| Some(r.name.as_str()) == name)
+            })
+        })
+        .map(|guard| kube::runtime::reflector::ObjectRef::from_obj(guard.as_ref()))
+        .collect()
 }
 
 /// One malformed object must not break the watch: it is logged and waits for a change.

@@ -58,6 +58,8 @@ pub struct Observed<'a> {
     /// A minted secret is held in memory, not yet delivered.
     pub secret_pending: bool,
     pub secret_state: SecretState,
+    /// The value in the Secret named by `spec.secret.secretRef` differs from the one last sent.
+    pub provided_secret_changed: bool,
     pub server: ServerView,
     /// A retried failure asked to wait until then (kept in memory, with the backoff).
     pub retry_not_before: Option<Timestamp>,
@@ -171,6 +173,14 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
         if let Some(wait) = refusal_stands(observed, generation_seen) {
             return wait;
         }
+        return Step::Apply {
+            if_revision: written,
+            rotate_secret: false,
+            restore: false,
+        };
+    }
+    // The team changed the secret it holds: send it again.
+    if observed.secret_mode == SecretMode::Provided && observed.provided_secret_changed {
         return Step::Apply {
             if_revision: written,
             rotate_secret: false,

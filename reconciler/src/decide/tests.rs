@@ -39,6 +39,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         secret_mode: SecretMode::None,
         secret_pending: false,
         secret_state: SecretState::NotApplicable,
+        provided_secret_changed: false,
         server: ServerView::Unknown,
         retry_not_before: None,
         now: at(100),
@@ -252,6 +253,15 @@ fn the_next_step_follows_the_resource() {
                 rotate_secret: true,
                 restore: false,
             },
+        ),
+        (
+            "a changed secret the team holds is sent again",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.secret_mode = SecretMode::Provided;
+                o.provided_secret_changed = true;
+            }),
+            apply(Some("r1")),
         ),
         (
             "a foreign Secret is not a reason to mint again",
