@@ -1,0 +1,128 @@
+//! Resilience end to end: transient faults on every AdminService method converge to `Registered`
+//! with no duplicate client and no lost secret; two replicas elect one writer, and the other takes
+//! over when it stops.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use nauthera_fake_server::{Fault, FaultCode, Method};
+use nauthera_shared::catalog::Reason;
+use nauthera_tests::e2e::{
+    MANAGER, RECONCILER_NAMESPACE, Stack, generated_client, secret_value, sha256_hex, status_of,
+};
+
+const NAMES: [&str; 3] = ["alpha", "beta", "gamma"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_faults_on_every_method_converge_without_duplicates_or_lost_secrets() {
+    let stack = Stack::start().await;
+    let codes = [
+        FaultCode::Unavailable,
+        FaultCode::Aborted,
+        FaultCode::Internal,
+        FaultCode::Unknown,
+        FaultCode::ResourceExhausted,
+    ];
+    for (index, method) in Method::ALL.into_iter().enumerate() {
+        stack
+            .server
+            .inject_fault(Some(method), Fault::times(codes[index % codes.len()], 2));
+    }
+    for name in NAMES {
+        stack.apply(&generated_client(name)).await;
+    }
+    for name in NAMES {
+        let client = stack.wait_reason(name, Reason::Registered).await;
+        let held = stack.server.client(&stack.object_ref(name)).unwrap();
+        assert_eq!(
+            status_of(&client).client_id.as_deref(),
+            Some(held.client_id.as_str())
+        );
+        let secret = stack.secret(name).await.unwrap();
+        assert_eq!(
+            secret_value(&secret, "clientId").as_deref(),
+            Some(held.client_id.as_str()),
+            "{name}: the Secret names the client the server holds"
+        );
+        let value = secret_value(&secret, "clientSecret").unwrap();
+        assert_eq!(
+            stack.server.client_secret_hash(&stack.object_ref(name)),
+            Some(sha256_hex(value.as_bytes())),
+            "{name}: the delivered secret is the one in force"
+        );
+    }
+    let counters = stack.server.counters();
+    assert!(
+        counters.faults.get("ApplyClient").copied().unwrap_or(0) >= 2,
+        "faults were answered: {counters:?}"
+    );
+    assert_eq!(
+        counters.writes_by(MANAGER),
+        NAMES.len() as u64,
+        "one write per client: no duplicate and no re-minted secret: {counters:?}"
+    );
+    let created = stack
+        .server
+        .audit_events()
+        .into_iter()
+        .filter(|e| e.action == "client.applied" && e.manager == MANAGER)
+        .count();
+    assert_eq!(created, NAMES.len(), "one applied client per manifest");
+    let retried = stack
+        .reconciler()
+        .metric(
+            "nauthera_operator_server_calls_total",
+            &[("method", "ApplyClient")],
+        )
+        .await;
+    assert!(retried >= 3.0);
+    stack.reconciler().wait_readyz(200, "ok").await;
+}
+
+async fn lease_holder(stack: &Stack) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(stack.client(), RECONCILER_NAMESPACE);
+    leases
+        .get_opt("nauthera-reconciler")
+        .await
+        .unwrap()
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() {
+    let mut stack = Stack::start().await;
+    let second = stack.start_replica("replica-b").await.unwrap();
+    second.wait_ready().await.unwrap();
+    stack
+        .eventually("replica-a holds the lease", async || {
+            lease_holder(&stack).await.as_deref() == Some("replica-a")
+        })
+        .await;
+
+    stack.apply(&generated_client("alpha")).await;
+    stack.wait_reason("alpha", Reason::Registered).await;
+    let reconciles = |text: &str| {
+        nauthera_tests::e2e::metric_sum(text, "nauthera_operator_reconciles_total", &[])
+    };
+    assert!(reconciles(&stack.reconciler().metrics().await) >= 1.0);
+    assert_eq!(
+        reconciles(&second.metrics().await),
+        0.0,
+        "the replica that does not lead writes nothing"
+    );
+
+    // The leader stops; the other replica takes over within the lease duration.
+    let first = stack.reconciler.take().unwrap();
+    first.stop().await;
+    stack
+        .eventually("replica-b holds the lease", async || {
+            lease_holder(&stack).await.as_deref() == Some("replica-b")
+        })
+        .await;
+    stack.apply(&generated_client("beta")).await;
+    stack.wait_reason("beta", Reason::Registered).await;
+    assert!(reconciles(&second.metrics().await) >= 1.0);
+    assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
+}
