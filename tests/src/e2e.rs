@@ -174,6 +174,7 @@ impl Stack {
             let reconciler = stack.start_replica("replica-a").await?;
             reconciler.wait_ready().await?;
             stack.reconciler = Some(reconciler);
+            stack.show_deployment_ready(1).await?;
         }
         Ok(stack)
     }
@@ -232,6 +233,41 @@ impl Stack {
             metrics_address: metrics,
             log,
         })
+    }
+
+    /// On the emulator, stores the shipped Deployment with `replicas` ready, as the kubelet would
+    /// report the pods these processes stand for (the plugin reads it). Nothing on a real cluster:
+    /// the processes run outside it.
+    pub async fn show_deployment_ready(&self, replicas: i32) -> anyhow::Result<()> {
+        if self.cluster.emulator().is_none() {
+            return Ok(());
+        }
+        let deployment = rendered()?
+            .iter()
+            .find(|o| o["kind"] == "Deployment")
+            .context("deploy/base renders no Deployment")?
+            .clone();
+        let mut object: DynamicObject = serde_json::from_value(deployment)?;
+        object.data["spec"]["replicas"] = replicas.into();
+        manifests::apply_all(&self.client(), &[object], None).await?;
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(self.client(), RECONCILER_NAMESPACE);
+        let status = serde_json::json!({ "status": {
+            "observedGeneration": 1,
+            "replicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+            "updatedReplicas": replicas,
+        }});
+        deployments
+            .patch_status(
+                RECONCILER_ACCOUNT,
+                &PatchParams::default(),
+                &Patch::Merge(&status),
+            )
+            .await
+            .context("cannot set the Deployment's status")?;
+        Ok(())
     }
 
     /// The first replica.
@@ -675,11 +711,7 @@ spec:
 /// The RBAC of `deploy/base` as `kubectl kustomize` renders it (Namespace, ServiceAccount, Roles
 /// and bindings; not the Deployment, the Service or the CRDs).
 pub fn shipped_rbac() -> anyhow::Result<Vec<DynamicObject>> {
-    static RENDERED: OnceLock<Result<Vec<serde_json::Value>, String>> = OnceLock::new();
-    let rendered = RENDERED
-        .get_or_init(|| render_base().map_err(|e| format!("{e:#}")))
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rendered = rendered()?;
     const KINDS: [&str; 6] = [
         "Namespace",
         "ServiceAccount",
@@ -703,6 +735,16 @@ pub fn shipped_cluster_role() -> serde_json::Value {
         .find(|o| o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole"))
         .expect("deploy/base has a ClusterRole");
     serde_json::to_value(role).expect("serializes")
+}
+
+/// `deploy/base` as `kubectl kustomize` renders it, once per process.
+fn rendered() -> anyhow::Result<&'static [serde_json::Value]> {
+    static RENDERED: OnceLock<Result<Vec<serde_json::Value>, String>> = OnceLock::new();
+    RENDERED
+        .get_or_init(|| render_base().map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 fn render_base() -> anyhow::Result<Vec<serde_json::Value>> {

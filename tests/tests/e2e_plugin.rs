@@ -1,0 +1,435 @@
+//! The kubectl plugin end to end: real `kubectl nauthera` (the plugin on PATH) against the stack the
+//! real reconciler runs in: `status` in every view with its exit codes, `restore` (one, several
+//! with confirmation, `--all-drifted`, `--dry-run`), `diagnose` on real Refused,
+//! SecretUndeliverable and Drifted resources, `diagnose -f` on a good and a bad manifest; and no
+//! output or reconciler log line ever holds a generated secret.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use nauthera_fake_server::Actor;
+use nauthera_shared::RESTORE_ANNOTATION;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_tests::e2e::{ISSUER, PluginRun, Stack, generated_client, secret_value};
+use serde_json::Value;
+
+fn json(run: &PluginRun) -> Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", run.all()))
+}
+
+/// Every generated secret in the namespace; none may appear in any output or log.
+async fn generated_secrets(stack: &Stack, names: &[&str]) -> Vec<String> {
+    let mut values = Vec::new();
+    for name in names {
+        if let Some(secret) = stack.secret(name).await
+            && let Some(value) = secret_value(&secret, "clientSecret")
+        {
+            values.push(value);
+        }
+    }
+    values
+}
+
+fn assert_no_secret(secrets: &[String], runs: &[&PluginRun], log: &str) {
+    assert!(!secrets.is_empty(), "the test saw generated secrets");
+    for secret in secrets {
+        for run in runs {
+            assert!(
+                !run.all().contains(secret.as_str()),
+                "a plugin output holds a generated secret"
+            );
+        }
+        assert!(
+            !log.contains(secret.as_str()),
+            "the reconciler log holds a generated secret"
+        );
+    }
+}
+
+async fn drift(stack: &Stack, name: &str) {
+    stack
+        .server
+        .edit_client(
+            &stack.object_ref(name),
+            &Actor::dashboard("alice@example.com").because("hotfix"),
+            |spec| spec.display_name = format!("{name} (edited by hand)"),
+        )
+        .unwrap();
+    stack.wait_reason(name, Reason::Drifted).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_the_control_plane_and_every_resource_with_exit_codes() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    // The leader publishes its state; wait until the plugin finds it.
+    let mut report = Value::Null;
+    stack
+        .eventually("the plugin reads the published state", async || {
+            let run = stack.plugin(&["status", "-o", "json"]).await;
+            report = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+            run.code == 0 && report["controlPlane"]["stateFound"] == true
+        })
+        .await;
+    assert_eq!(report["kind"], "StatusReport");
+    assert_eq!(report["apiVersion"], "kubectl-nauthera/v1");
+    assert_eq!(report["attention"], false);
+    let control = &report["controlPlane"];
+    assert_eq!(control["leader"], "replica-a");
+    assert!(
+        control["serverBuild"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("fake"),
+        "{control}"
+    );
+    assert_eq!(
+        control["identity"],
+        nauthera_tests::e2e::RECONCILER_IDENTITY
+    );
+    assert!(!control["grants"].as_array().unwrap().is_empty());
+    let web = &report["resources"][0];
+    assert_eq!(web["name"], "web");
+    assert_eq!(web["phase"], "Registered");
+    assert_eq!(web["reason"], "Registered");
+    assert_eq!(web["grant"]["status"], "covered", "{web}");
+    assert_eq!(web["declaredRevision"], web["serverRevision"], "{web}");
+
+    let table = stack.plugin(&["status"]).await;
+    assert_eq!(table.code, 0, "{}", table.all());
+    for part in ["web", "Registered", "OIDCClient"] {
+        assert!(table.stdout.contains(part), "{part}: {}", table.stdout);
+    }
+    let client_id = report["resources"][0]["clientId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wide = stack.plugin(&["status", "-o", "wide"]).await;
+    assert_eq!(wide.code, 0, "{}", wide.all());
+    assert!(wide.stdout.contains(&client_id), "{}", wide.stdout);
+    let one = stack.plugin(&["status", "oidcclient/web"]).await;
+    assert_eq!(one.code, 0, "{}", one.all());
+
+    // A refused resource needs attention: exit 1.
+    stack
+        .apply(&generated_client("bad").replace(ISSUER, "https://login.example.com/nobody"))
+        .await;
+    stack.wait_reason("bad", Reason::Refused).await;
+    let attention = stack.plugin(&["status", "-o", "json"]).await;
+    assert_eq!(attention.code, 1, "{}", attention.all());
+    let report = json(&attention);
+    assert_eq!(report["attention"], true);
+    let bad = report["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "bad")
+        .unwrap();
+    assert_eq!(bad["phase"], "Error");
+    assert_eq!(bad["reason"], "Refused");
+    // A resource that does not exist is an error: exit 2.
+    let missing = stack.plugin(&["status", "oidcclient/nope"]).await;
+    assert_eq!(missing.code, 2, "{}", missing.all());
+
+    let secrets = generated_secrets(&stack, &["web"]).await;
+    assert_no_secret(
+        &secrets,
+        &[&table, &wide, &one, &attention, &missing],
+        &stack.reconciler().log(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnose_explains_real_refused_undeliverable_and_drifted_resources() {
+    let stack = Stack::start().await;
+    stack
+        .apply(&generated_client("bad").replace(ISSUER, "https://login.example.com/nobody"))
+        .await;
+    stack
+        .apply(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: taken
+stringData:
+  note: the team's own
+",
+        )
+        .await;
+    stack.apply(&generated_client("taken")).await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("bad", Reason::Refused).await;
+    stack
+        .wait_reason("taken", Reason::SecretUndeliverable)
+        .await;
+    stack.wait_reason("web", Reason::Registered).await;
+    drift(&stack, "web").await;
+
+    let refused = stack.plugin(&["diagnose", "oidcclient/bad"]).await;
+    assert_eq!(refused.code, 1, "{}", refused.all());
+    for part in ["Refused", "UNKNOWN_ISSUER", "FailedPrecondition"] {
+        assert!(refused.stdout.contains(part), "{part}: {}", refused.stdout);
+    }
+
+    let undeliverable = stack
+        .plugin(&["diagnose", "oidcclient/taken", "-o", "json"])
+        .await;
+    assert_eq!(undeliverable.code, 1, "{}", undeliverable.all());
+    let report = json(&undeliverable);
+    assert_eq!(report["kind"], "DiagnoseReport");
+    let diagnosis = &report["diagnoses"][0];
+    assert_eq!(diagnosis["reason"], "SecretUndeliverable");
+    let steps = diagnosis["steps"].as_array().unwrap();
+    let owner = steps
+        .iter()
+        .find(|s| s["check"] == "SecretOwner")
+        .expect("a SecretOwner step");
+    assert_eq!(owner["status"], "failed", "{owner}");
+    let can_i = steps
+        .iter()
+        .find(|s| s["check"] == "ReconcilerCanI")
+        .expect("a ReconcilerCanI step");
+    assert!(
+        can_i["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "create secrets: yes"),
+        "a real SubjectAccessReview for the shipped role: {can_i}"
+    );
+
+    let drifted = stack
+        .plugin(&["diagnose", "oidcclient/web", "-o", "json"])
+        .await;
+    assert_eq!(drifted.code, 1, "{}", drifted.all());
+    let text = drifted.stdout.clone();
+    assert!(text.contains("alice@example.com"), "{text}");
+    let drifted_table = stack.plugin(&["diagnose", "oidcclient/web"]).await;
+    assert!(
+        drifted_table.stdout.contains("Drifted"),
+        "{}",
+        drifted_table.stdout
+    );
+
+    let all = stack.plugin(&["diagnose", "--all"]).await;
+    assert_eq!(all.code, 1, "{}", all.all());
+    for name in ["bad", "taken", "web"] {
+        assert!(all.stdout.contains(name), "{name}: {}", all.stdout);
+    }
+    let secrets = generated_secrets(&stack, &["web"]).await;
+    assert_no_secret(
+        &secrets,
+        &[&refused, &undeliverable, &drifted, &drifted_table, &all],
+        &stack.reconciler().log(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_one_several_all_drifted_and_dry_run() {
+    let stack = Stack::start().await;
+    let names = ["one", "two", "three", "four"];
+    for name in names {
+        stack.apply(&generated_client(name)).await;
+    }
+    for name in names {
+        stack.wait_reason(name, Reason::Registered).await;
+    }
+    for name in names {
+        drift(&stack, name).await;
+    }
+
+    // --dry-run changes nothing and says something needs restoring.
+    let dry = stack
+        .plugin(&["restore", "oidcclient/one", "--dry-run"])
+        .await;
+    assert_eq!(dry.code, 1, "{}", dry.all());
+    assert!(dry.all().contains("alice@example.com"), "{}", dry.all());
+    let one = stack.oidc_client("one").await.unwrap();
+    assert_eq!(one.status.unwrap().reason, Some(Reason::Drifted));
+    assert!(
+        !one.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(RESTORE_ANNOTATION)
+    );
+
+    // One, confirmed with --yes: restored, the event recorded, the annotation removed.
+    let restored = stack
+        .plugin(&["restore", "oidcclient/one", "--yes", "--timeout", "60s"])
+        .await;
+    assert_eq!(restored.code, 0, "{}", restored.all());
+    let one = stack.oidc_client("one").await.unwrap();
+    assert_eq!(one.status.as_ref().unwrap().phase, Some(Phase::Registered));
+    stack.wait_event("one", "Restored").await;
+
+    // Several without an answer: refused, nothing changed.
+    let unanswered = stack
+        .plugin(&["restore", "oidcclient/two", "oidcclient/three"])
+        .await;
+    assert_eq!(unanswered.code, 2, "{}", unanswered.all());
+    for name in ["two", "three"] {
+        let client = stack.oidc_client(name).await.unwrap();
+        assert_eq!(client.status.unwrap().reason, Some(Reason::Drifted));
+    }
+    // Several, confirmed on standard input.
+    let confirmed = stack
+        .plugin_with_input(
+            &[
+                "restore",
+                "oidcclient/two",
+                "oidcclient/three",
+                "--timeout",
+                "60s",
+            ],
+            Some("y\n"),
+        )
+        .await;
+    assert_eq!(confirmed.code, 0, "{}", confirmed.all());
+    for name in ["two", "three"] {
+        stack.wait_event(name, "Restored").await;
+    }
+
+    // Everything still drifted.
+    let all = stack
+        .plugin(&[
+            "restore",
+            "--all-drifted",
+            "--yes",
+            "--timeout",
+            "60s",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(all.code, 0, "{}", all.all());
+    let report = json(&all);
+    assert_eq!(report["kind"], "RestoreReport");
+    let results = report["results"].as_array().unwrap();
+    assert!(
+        results
+            .iter()
+            .any(|r| r["name"] == "four" && r["outcome"] == "restored"),
+        "{report}"
+    );
+    for name in names {
+        let client = stack.oidc_client(name).await.unwrap();
+        assert_eq!(
+            client.status.unwrap().phase,
+            Some(Phase::Registered),
+            "{name}"
+        );
+    }
+    let status = stack.plugin(&["status"]).await;
+    assert_eq!(status.code, 0, "{}", status.all());
+
+    let secrets = generated_secrets(&stack, &names).await;
+    assert_no_secret(
+        &secrets,
+        &[&dry, &restored, &unanswered, &confirmed, &all, &status],
+        &stack.reconciler().log(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnose_checks_a_good_and_a_bad_manifest_before_they_are_applied() {
+    let stack = Stack::start().await;
+    // The issuer is known to the plugin through an Organization resource.
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: Organization
+metadata:
+  name: acme
+spec:
+  slug: acme
+  issuer: {ISSUER}
+  displayName: Acme
+"
+        ))
+        .await;
+    stack
+        .eventually("the plugin reads the published state", async || {
+            let run = stack.plugin(&["status", "-o", "json"]).await;
+            serde_json::from_str::<Value>(&run.stdout)
+                .map(|r| r["controlPlane"]["stateFound"] == true)
+                .unwrap_or(false)
+        })
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.yaml");
+    std::fs::write(
+        &good,
+        generated_client("fresh").replace(
+            "  name: fresh\n",
+            &format!("  name: fresh\n  namespace: {}\n", stack.namespace()),
+        ),
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        generated_client("broken")
+            .replace(ISSUER, "https://login.example.com/nobody")
+            .replace(
+                "tokenEndpointAuthMethod: client_secret_basic",
+                "tokenEndpointAuthMethod: none",
+            ),
+    )
+    .unwrap();
+
+    let good_run = stack
+        .plugin(&["diagnose", "-f", good.to_str().unwrap()])
+        .await;
+    assert_eq!(good_run.code, 0, "{}", good_run.all());
+    let bad_run = stack
+        .plugin(&["diagnose", "-f", bad.to_str().unwrap(), "-o", "json"])
+        .await;
+    assert_eq!(bad_run.code, 1, "{}", bad_run.all());
+    let report = json(&bad_run);
+    assert_eq!(report["kind"], "ManifestReport");
+    let checks = report["documents"][0]["checks"].as_array().unwrap();
+    // An issuer no Organization resource declares may still be served by one made outside
+    // Kubernetes: a warning, not a failure.
+    let issuer = checks.iter().find(|c| c["name"] == "issuer").unwrap();
+    assert_eq!(issuer["status"], "warning", "{issuer}");
+    let rules = checks.iter().find(|c| c["name"] == "rules").unwrap();
+    assert_eq!(
+        rules["status"], "failed",
+        "a public client with a secret: {rules}"
+    );
+}
+
+/// The reconciler writes a delivered Secret with create and merge patch, which the shipped role
+/// grants; the plugin's can-i step should ask for exactly those.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "plugin bug: diagnose's ReconcilerCanI step requires `update` on secrets, which the reconciler never uses and deploy/base does not grant (it patches), so it always fails against the shipped role"]
+async fn diagnose_can_i_passes_for_the_shipped_role() {
+    let stack = Stack::start().await;
+    stack
+        .apply(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: taken
+stringData:
+  note: the team's own
+",
+        )
+        .await;
+    stack.apply(&generated_client("taken")).await;
+    stack
+        .wait_reason("taken", Reason::SecretUndeliverable)
+        .await;
+    let run = stack
+        .plugin(&["diagnose", "oidcclient/taken", "-o", "json"])
+        .await;
+    let report = json(&run);
+    let can_i = report["diagnoses"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["check"] == "ReconcilerCanI")
+        .cloned()
+        .expect("a ReconcilerCanI step");
+    assert_eq!(can_i["status"], "passed", "{can_i}");
+}
