@@ -179,7 +179,6 @@ async fn an_edit_is_written_as_a_new_generation() {
 /// The issue asks for the Secret to carry the issuer and the discovery URL besides the client id
 /// and secret, so that a workload needs nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reconciler bug: the delivered Secret holds only clientId and clientSecret, not the issuer and discovery URL (reconciler/src/kube_io.rs deliver_secret)"]
 async fn the_delivered_secret_names_the_issuer_and_the_discovery_url() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;

@@ -82,7 +82,6 @@ stringData:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reconciler bug: a Secret write forbidden by RBAC is phase Error, not Pending while retried (decide/outcome.rs after_secret_failure: Forbidden has retried=false)"]
 async fn a_secret_write_denied_by_rbac_is_retried_until_the_permission_is_granted() {
     let stack = Stack::start().await;
     // The platform team's role without `create` on secrets.
@@ -225,7 +224,6 @@ async fn a_secret_ref_registers_the_teams_value_and_never_writes_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reconciler bug: a change to the Secret named by spec.secret.secretRef is never sent again (only Secrets labelled managed-by are watched, and a Registered client is not re-read)"]
 async fn a_changed_secret_ref_value_is_sent_again() {
     let stack = Stack::start().await;
     stack
