@@ -1,12 +1,8 @@
 //! Reading what the reconciler publishes: its state ConfigMap and its Deployment's readiness.
 
-use std::collections::BTreeMap;
-
-use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
-use nauthera_shared::catalog::Reason;
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
 use serde::Serialize;
 
@@ -114,57 +110,23 @@ async fn find_by_label(cluster: &Cluster) -> Option<(String, ConfigMap)> {
         .then_some((namespace, config_map))
 }
 
-/// The published state out of the ConfigMap: the JSON document under `state.json` (the
-/// contract), else the one-key-per-field layout some reconciler builds write.
+/// The published state out of the ConfigMap: the JSON document under `state.json`.
 pub fn parse_state(config_map: &ConfigMap) -> Result<ControlPlaneState, String> {
-    let empty = BTreeMap::new();
-    let data = config_map.data.as_ref().unwrap_or(&empty);
-    match data.get(STATE_KEY) {
+    let text = config_map
+        .data
+        .as_ref()
+        .and_then(|data| data.get(STATE_KEY));
+    match text {
         Some(text) => serde_json::from_str(text).map_err(|error| {
             format!(
                 "ConfigMap {STATE_CONFIGMAP} key {STATE_KEY} is not the state this plugin reads \
                  ({error}); is the plugin older than the reconciler?"
             )
         }),
-        None if data.contains_key("probeReason") => Ok(state_from_keys(data)),
         None => Err(format!(
             "ConfigMap {STATE_CONFIGMAP} has no key {STATE_KEY}; is the plugin older than the \
              reconciler?"
         )),
-    }
-}
-
-/// The state from one key per field (`leader`, `probeReason` with `Ok` for a good probe,
-/// `certificateExpiry`, `grants` as JSON, ...). Values that do not parse are left out.
-fn state_from_keys(data: &BTreeMap<String, String>) -> ControlPlaneState {
-    let text = |key: &str| data.get(key).cloned().unwrap_or_default();
-    let time = |key: &str| {
-        data.get(key)
-            .and_then(|value| value.parse::<Timestamp>().ok())
-    };
-    let probe_reason = match data.get("probeReason").map(String::as_str) {
-        Some("Ok") => Some(Reason::Registered),
-        Some(other) => other.parse::<Reason>().ok(),
-        None => None,
-    };
-    let probe_time = time("probeTime");
-    ControlPlaneState {
-        leader: text("leader"),
-        reconciler_version: text("reconcilerVersion"),
-        server_address: text("serverAddress"),
-        server_build: text("serverBuild"),
-        identity: text("identity"),
-        grants: data
-            .get("grants")
-            .and_then(|grants| serde_json::from_str(grants).ok())
-            .unwrap_or_default(),
-        probe_reason,
-        probe_message: text("probeMessage"),
-        probe_time,
-        last_success_time: probe_time.filter(|_| probe_reason == Some(Reason::Registered)),
-        certificate_not_after: time("certificateExpiry"),
-        certificate_identities: Vec::new(),
-        updated_at: probe_time,
     }
 }
 
@@ -186,6 +148,7 @@ pub fn replicas_of(deployment: &Deployment) -> Replicas {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nauthera_shared::catalog::Reason;
 
     fn config_map(data: &[(&str, &str)]) -> ConfigMap {
         ConfigMap {
@@ -209,29 +172,5 @@ mod tests {
         assert_eq!(parse_state(&config_map(&[(STATE_KEY, &json)])), Ok(state));
         assert!(parse_state(&config_map(&[(STATE_KEY, "{")])).is_err());
         assert!(parse_state(&config_map(&[])).is_err());
-    }
-
-    #[test]
-    fn one_key_per_field_is_read_too() {
-        let state = parse_state(&config_map(&[
-            ("leader", "pod-1"),
-            ("reconcilerVersion", "0.1.0"),
-            ("serverBuild", "nauthera-server 0.14.2"),
-            ("identity", "dns:op"),
-            ("grants", r#"[{"identity":"dns:op","operations":["clients"],"organizations":["acme"],"namespaces":["*"]}]"#),
-            ("probeReason", "Ok"),
-            ("probeMessage", ""),
-            ("probeTime", "2027-01-15T08:00:00Z"),
-            ("certificateExpiry", "2030-03-17T17:46:40Z"),
-        ]))
-        .unwrap();
-        assert_eq!(state.leader, "pod-1");
-        assert_eq!(state.probe_reason, Some(Reason::Registered));
-        assert_eq!(state.grants.len(), 1);
-        assert!(state.last_success_time.is_some());
-        assert!(state.certificate_not_after.is_some());
-        let failing = parse_state(&config_map(&[("probeReason", "Unreachable")])).unwrap();
-        assert_eq!(failing.probe_reason, Some(Reason::Unreachable));
-        assert_eq!(failing.last_success_time, None);
     }
 }

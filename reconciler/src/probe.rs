@@ -9,7 +9,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use nauthera_proto::v1;
 use nauthera_shared::catalog::Reason;
-use nauthera_shared::client::{CallError, ConnectError, read_certificate_info};
+use nauthera_shared::client::{CallError, CertificateInfo, ConnectError, read_certificate_info};
 use tokio::sync::watch;
 
 use crate::admin::AdminApi;
@@ -27,8 +27,10 @@ pub struct ProbeState {
     pub message: String,
     /// What the server said about itself and the caller (kept from the last answer).
     pub server: Option<v1::ServerInfo>,
-    /// When the client certificate expires, if it can be read.
-    pub certificate_expiry: Option<Timestamp>,
+    /// When the server last answered.
+    pub last_success: Option<Timestamp>,
+    /// The client certificate's expiry and identities, if it can be read.
+    pub certificate: Option<CertificateInfo>,
 }
 
 impl ProbeState {
@@ -51,9 +53,10 @@ impl ProbeState {
 pub fn after_probe(
     previous: &ProbeState,
     result: Result<v1::ServerInfo, CallError>,
-    certificate_expiry: Option<Timestamp>,
+    certificate: Option<CertificateInfo>,
     now: Timestamp,
 ) -> ProbeState {
+    let answered = result.is_ok();
     let (failure, message, server) = match result {
         Ok(info) => (None, String::new(), Some(info)),
         Err(error) => {
@@ -82,7 +85,12 @@ pub fn after_probe(
         failure,
         message,
         server,
-        certificate_expiry,
+        last_success: if answered {
+            Some(now)
+        } else {
+            previous.last_success
+        },
+        certificate,
     }
 }
 
@@ -107,11 +115,9 @@ pub async fn run<A: AdminApi>(
     loop {
         admin.reconnect().await;
         let result = admin.get_server_info().await;
-        let expiry = read_certificate_info(certificate)
-            .ok()
-            .map(|info| info.not_after);
+        let certificate = read_certificate_info(certificate).ok();
         let previous = sender.borrow().clone();
-        let state = after_probe(&previous, result, expiry, Timestamp::now());
+        let state = after_probe(&previous, result, certificate, Timestamp::now());
         metrics.set_control_plane_up(state.failure.is_none());
         match (&state.failure, &state.server) {
             (None, Some(info)) => {

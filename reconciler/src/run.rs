@@ -346,10 +346,10 @@ async fn publish_state(
     };
     let mut published = None;
     loop {
-        let data = state::state_data(&publisher, &probe.borrow_and_update().clone());
-        if published.as_ref() != Some(&data) {
-            match state::publish(configmaps, manager, &data).await {
-                Ok(()) => published = Some(data),
+        let current = state::control_plane_state(&publisher, &probe.borrow_and_update().clone());
+        if published.as_ref() != Some(&current) {
+            match state::publish(configmaps, manager, &current).await {
+                Ok(()) => published = Some(current),
                 Err(error) => {
                     tracing::warn!(error = %error, "publishing the control-plane state failed");
                     tokio::time::sleep(Duration::from_secs(5)).await;

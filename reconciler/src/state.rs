@@ -1,36 +1,15 @@
-//! The control-plane state the leader publishes for `kubectl nauthera status`: a ConfigMap
-//! `nauthera-reconciler-state` in the reconciler's namespace, so the plugin needs no server
-//! credentials. Written by server-side apply, and only when its content changes.
-
-use std::collections::BTreeMap;
+//! The control-plane state the leader publishes for `kubectl nauthera status`: the JSON of
+//! [`ControlPlaneState`] in the ConfigMap `nauthera-reconciler-state` of the reconciler's
+//! namespace, so the plugin needs no server credentials. Written by server-side apply, and only
+//! when its content changes.
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
+use nauthera_shared::catalog::Reason;
+use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
 use nauthera_shared::grants::GrantEntry;
 
 use crate::probe::ProbeState;
-
-/// The ConfigMap's name.
-pub const STATE_CONFIG_MAP: &str = "nauthera-reconciler-state";
-
-/// The keys of the ConfigMap's data.
-pub mod keys {
-    pub const LEADER: &str = "leader";
-    pub const MANAGER: &str = "manager";
-    pub const RECONCILER_VERSION: &str = "reconcilerVersion";
-    pub const SERVER_ADDRESS: &str = "serverAddress";
-    pub const SERVER_BUILD: &str = "serverBuild";
-    pub const API_VERSION: &str = "apiVersion";
-    pub const FEATURES: &str = "features";
-    pub const IDENTITY: &str = "identity";
-    /// The grants as the server reported them, as JSON (a list of `GrantEntry`).
-    pub const GRANTS: &str = "grants";
-    /// `Ok`, or the probe's failure reason.
-    pub const PROBE_REASON: &str = "probeReason";
-    pub const PROBE_MESSAGE: &str = "probeMessage";
-    pub const PROBE_TIME: &str = "probeTime";
-    pub const CERTIFICATE_EXPIRY: &str = "certificateExpiry";
-}
 
 /// Who publishes, besides what the probe found.
 #[derive(Clone, Debug)]
@@ -40,73 +19,73 @@ pub struct Publisher<'a> {
     pub server_address: &'a str,
 }
 
-/// The ConfigMap's data.
-pub fn state_data(publisher: &Publisher<'_>, probe: &ProbeState) -> BTreeMap<String, String> {
-    let mut data = BTreeMap::new();
-    let mut put = |key: &str, value: String| {
-        data.insert(key.to_owned(), value);
-    };
-    put(keys::LEADER, publisher.leader.to_owned());
-    put(keys::MANAGER, publisher.manager.to_owned());
-    put(
-        keys::RECONCILER_VERSION,
-        env!("CARGO_PKG_VERSION").to_owned(),
-    );
-    put(keys::SERVER_ADDRESS, publisher.server_address.to_owned());
-    put(
-        keys::PROBE_REASON,
-        probe
-            .failure
-            .map_or_else(|| "Ok".to_owned(), |r| r.as_str().to_owned()),
-    );
-    put(keys::PROBE_MESSAGE, probe.message.clone());
-    put(
-        keys::PROBE_TIME,
-        probe.checked_at.map(|t| t.to_string()).unwrap_or_default(),
-    );
-    put(
-        keys::CERTIFICATE_EXPIRY,
-        probe
-            .certificate_expiry
-            .map(|t| t.to_string())
+/// The state to publish: what the probe found, as of its last run.
+pub fn control_plane_state(publisher: &Publisher<'_>, probe: &ProbeState) -> ControlPlaneState {
+    let server = probe.server.as_ref();
+    ControlPlaneState {
+        leader: publisher.leader.to_owned(),
+        reconciler_version: env!("CARGO_PKG_VERSION").to_owned(),
+        manager: publisher.manager.to_owned(),
+        server_address: publisher.server_address.to_owned(),
+        server_build: server.map(|s| s.build.clone()).unwrap_or_default(),
+        api_version: server.map(|s| s.api_version.clone()).unwrap_or_default(),
+        features: server.map(|s| s.features.clone()).unwrap_or_default(),
+        identity: server.map(|s| s.identity.clone()).unwrap_or_default(),
+        grants: server
+            .map(|s| s.grants.iter().map(GrantEntry::from_proto).collect())
             .unwrap_or_default(),
-    );
-    if let Some(server) = &probe.server {
-        put(keys::SERVER_BUILD, server.build.clone());
-        put(keys::API_VERSION, server.api_version.clone());
-        put(keys::FEATURES, server.features.join(","));
-        put(keys::IDENTITY, server.identity.clone());
-        let grants: Vec<GrantEntry> = server.grants.iter().map(GrantEntry::from_proto).collect();
-        put(
-            keys::GRANTS,
-            serde_json::to_string(&grants).unwrap_or_else(|_| "[]".to_owned()),
-        );
+        // A probe that answered is reported with the reason a healthy resource carries.
+        probe_reason: probe
+            .checked_at
+            .map(|_| probe.failure.unwrap_or(Reason::Registered)),
+        probe_message: probe.message.clone(),
+        probe_time: probe.checked_at,
+        last_success_time: probe.last_success,
+        certificate_not_after: probe.certificate.as_ref().map(|c| c.not_after),
+        certificate_identities: probe
+            .certificate
+            .as_ref()
+            .map(|c| c.identities.clone())
+            .unwrap_or_default(),
+        updated_at: probe.checked_at,
     }
-    data
 }
 
 /// Writes the ConfigMap by server-side apply.
 pub async fn publish(
     api: &Api<ConfigMap>,
     manager: &str,
-    data: &BTreeMap<String, String>,
-) -> Result<(), kube::Error> {
+    state: &ControlPlaneState,
+) -> Result<(), PublishError> {
+    let (label, value) = STATE_LABEL;
     let patch = serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": STATE_CONFIG_MAP,
-            "labels": { "app.kubernetes.io/managed-by": "nauthera-reconciler" },
+            "name": STATE_CONFIGMAP,
+            "labels": {
+                "app.kubernetes.io/managed-by": "nauthera-reconciler",
+                label: value,
+            },
         },
-        "data": data,
+        "data": { STATE_KEY: serde_json::to_string_pretty(state)? },
     });
     api.patch(
-        STATE_CONFIG_MAP,
+        STATE_CONFIGMAP,
         &PatchParams::apply(manager).force(),
         &Patch::Apply(&patch),
     )
-    .await
-    .map(|_| ())
+    .await?;
+    Ok(())
+}
+
+/// Why the state could not be published.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error("cannot encode the state: {0}")]
+    Encode(#[from] serde_json::Error),
+    #[error(transparent)]
+    Kubernetes(#[from] kube::Error),
 }
 
 #[cfg(test)]
@@ -114,12 +93,24 @@ mod tests {
     use super::*;
     use jiff::Timestamp;
     use nauthera_proto::v1;
-    use nauthera_shared::catalog::Reason;
+    use nauthera_shared::client::CertificateInfo;
+
+    fn publisher() -> Publisher<'static> {
+        Publisher {
+            leader: "nauthera-reconciler-abc",
+            manager: "nauthera-reconciler",
+            server_address: "s:8443",
+        }
+    }
+
+    fn at(second: i64) -> Timestamp {
+        Timestamp::from_second(second).unwrap()
+    }
 
     #[test]
     fn the_state_carries_what_the_plugin_shows() {
         let probe = ProbeState {
-            checked_at: Some(Timestamp::from_second(1_800_000_000).unwrap()),
+            checked_at: Some(at(1_800_000_000)),
             failure: Some(Reason::Unreachable),
             message: "server s:8443 unreachable: connection refused".into(),
             server: Some(v1::ServerInfo {
@@ -135,25 +126,38 @@ mod tests {
                 }],
                 change_hint: None,
             }),
-            certificate_expiry: Some(Timestamp::from_second(1_900_000_000).unwrap()),
+            last_success: Some(at(1_799_999_940)),
+            certificate: Some(CertificateInfo {
+                identities: vec!["dns:nauthera-operator.nauthera.svc".into()],
+                not_before: at(1_700_000_000),
+                not_after: at(1_900_000_000),
+            }),
         };
-        let data = state_data(
-            &Publisher {
-                leader: "nauthera-reconciler-abc",
-                manager: "nauthera-reconciler",
-                server_address: "s:8443",
-            },
-            &probe,
-        );
-        assert_eq!(data[keys::LEADER], "nauthera-reconciler-abc");
-        assert_eq!(data[keys::PROBE_REASON], "Unreachable");
-        assert_eq!(data[keys::SERVER_BUILD], "nauthera-server 0.14.2");
-        assert_eq!(data[keys::IDENTITY], "dns:nauthera-operator.nauthera.svc");
-        assert_eq!(data[keys::FEATURES], "watch_changes,audit_events");
-        assert_eq!(data[keys::PROBE_TIME], "2027-01-15T08:00:00Z");
-        assert!(data[keys::CERTIFICATE_EXPIRY].starts_with("2030-"));
-        let grants: serde_json::Value = serde_json::from_str(&data[keys::GRANTS]).unwrap();
-        assert_eq!(grants.as_array().unwrap().len(), 1);
-        assert!(data[keys::GRANTS].contains("acme"));
+        let state = control_plane_state(&publisher(), &probe);
+        assert_eq!(state.leader, "nauthera-reconciler-abc");
+        assert_eq!(state.manager, "nauthera-reconciler");
+        assert_eq!(state.probe_reason, Some(Reason::Unreachable));
+        assert!(!state.is_up());
+        assert_eq!(state.server_build, "nauthera-server 0.14.2");
+        assert_eq!(state.identity, "dns:nauthera-operator.nauthera.svc");
+        assert_eq!(state.features, ["watch_changes", "audit_events"]);
+        assert_eq!(state.probe_time, Some(at(1_800_000_000)));
+        assert_eq!(state.last_success_time, Some(at(1_799_999_940)));
+        assert_eq!(state.certificate_not_after, Some(at(1_900_000_000)));
+        assert_eq!(state.grants.len(), 1);
+        assert_eq!(state.grants[0].organizations, ["acme"]);
+    }
+
+    #[test]
+    fn an_answered_probe_is_up_and_a_missing_one_has_no_reason() {
+        let answered = ProbeState {
+            checked_at: Some(at(10)),
+            last_success: Some(at(10)),
+            ..ProbeState::default()
+        };
+        assert!(control_plane_state(&publisher(), &answered).is_up());
+        let never = control_plane_state(&publisher(), &ProbeState::default());
+        assert_eq!(never.probe_reason, None);
+        assert!(!never.is_up());
     }
 }

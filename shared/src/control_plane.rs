@@ -25,11 +25,20 @@ pub struct ControlPlaneState {
     pub leader: String,
     /// The reconciler's own build.
     pub reconciler_version: String,
+    /// The manager name the reconciler writes with (the server's audit log shows it).
+    #[serde(default)]
+    pub manager: String,
     /// The server address the reconciler calls.
     pub server_address: String,
     /// The server build that last answered `GetServerInfo`; empty if none ever did.
     #[serde(default)]
     pub server_build: String,
+    /// The AdminService version the server reported.
+    #[serde(default)]
+    pub api_version: String,
+    /// The optional capabilities the server reported.
+    #[serde(default)]
+    pub features: Vec<String>,
     /// The identity the server saw in the client certificate.
     #[serde(default)]
     pub identity: String,

@@ -19,8 +19,11 @@ pub fn state() -> ControlPlaneState {
     ControlPlaneState {
         leader: "nauthera-reconciler-6d5f7-x2k4p".into(),
         reconciler_version: "0.1.0".into(),
+        manager: "nauthera-reconciler".into(),
         server_address: "https://nauthera-server.nauthera.svc:8443".into(),
         server_build: "nauthera-server 1.4.2".into(),
+        api_version: "nauthera.admin.v1".into(),
+        features: vec!["watch_changes".into()],
         identity: "dns:nauthera-operator.nauthera.svc".into(),
         grants: vec![GrantEntry {
             identity: "dns:nauthera-operator.nauthera.svc".into(),
