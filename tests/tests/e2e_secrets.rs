@@ -82,42 +82,7 @@ stringData:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_secret_write_denied_by_rbac_is_retried_until_the_permission_is_granted() {
-    let stack = Stack::start().await;
-    // The platform team's role without `create` on secrets.
-    let shipped = shipped_cluster_role();
-    let mut reduced = shipped.clone();
-    for rule in reduced["rules"].as_array_mut().unwrap() {
-        if rule["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r == "secrets")
-        {
-            let verbs = rule["verbs"].as_array_mut().unwrap();
-            verbs.retain(|v| v != "create");
-        }
-    }
-    apply_cluster_role(&stack.client(), &reduced).await;
-
-    stack.apply(&generated_client("web")).await;
-    let web = stack.wait_reason("web", Reason::SecretUndeliverable).await;
-    let status = status_of(&web);
-    let message = status.message.as_deref().unwrap();
-    assert!(message.contains("forbidden"), "{message}");
-    assert!(
-        stack.secret("web").await.is_none(),
-        "nothing could be written"
-    );
-    assert_eq!(
-        status.phase,
-        Some(Phase::Pending),
-        "the runbook: Pending while the write is retried (a missing permission): {status:?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_secret_write_denied_by_rbac_is_delivered_once_the_permission_is_granted() {
+async fn a_secret_write_denied_by_rbac_is_pending_then_delivered_once_the_permission_is_granted() {
     let stack = Stack::start().await;
     let shipped = shipped_cluster_role();
     let mut reduced = shipped.clone();
@@ -136,8 +101,21 @@ async fn a_secret_write_denied_by_rbac_is_delivered_once_the_permission_is_grant
     }
     apply_cluster_role(&stack.client(), &reduced).await;
     stack.apply(&generated_client("web")).await;
-    stack.wait_reason("web", Reason::SecretUndeliverable).await;
-    stack.wait_event("web", "SecretUndeliverable").await;
+    let web = stack.wait_reason("web", Reason::SecretUndeliverable).await;
+    let status = status_of(&web);
+    let message = status.message.as_deref().unwrap();
+    assert!(message.contains("forbidden"), "{message}");
+    assert_eq!(
+        status.phase,
+        Some(Phase::Pending),
+        "the runbook: Pending while the write is retried (a missing permission): {status:?}"
+    );
+    assert!(
+        stack.secret("web").await.is_none(),
+        "nothing could be written"
+    );
+    let event = stack.wait_event("web", "SecretUndeliverable").await;
+    assert_eq!(event.type_, "Warning");
     let writes = stack.server.counters().writes_by("nauthera-reconciler");
 
     // The platform team grants the permission again: the minted secret is delivered, no new one.
