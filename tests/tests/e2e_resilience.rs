@@ -126,3 +126,52 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
     assert!(reconciles(&second.metrics().await) >= 1.0);
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
 }
+
+/// A secret minted but not yet delivered lives only in memory; a reconciler that restarts meanwhile
+/// mints a new one, as the SecretUndeliverable runbook says, and the Secret gets the one in force.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_before_delivery_mints_a_new_secret_and_delivers_it() {
+    let mut stack = Stack::start().await;
+    stack
+        .apply(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: web
+stringData:
+  note: the team's own
+",
+        )
+        .await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::SecretUndeliverable).await;
+    let first_hash = stack
+        .server
+        .client_secret_hash(&stack.object_ref("web"))
+        .unwrap();
+
+    // The process stops with the minted secret in memory; a new one starts.
+    stack.reconciler.take().unwrap().stop().await;
+    let next = stack.start_replica("replica-c").await.unwrap();
+    next.wait_ready().await.unwrap();
+    stack.reconciler = Some(next);
+    stack
+        .secrets()
+        .delete("web", &Default::default())
+        .await
+        .unwrap();
+
+    stack.wait_reason("web", Reason::Registered).await;
+    let secret = stack.secret("web").await.unwrap();
+    let value = secret_value(&secret, "clientSecret").unwrap();
+    let hash = stack
+        .server
+        .client_secret_hash(&stack.object_ref("web"))
+        .unwrap();
+    assert_ne!(hash, first_hash, "a new secret was minted");
+    assert_eq!(
+        hash,
+        sha256_hex(value.as_bytes()),
+        "the Secret holds the secret in force"
+    );
+}
