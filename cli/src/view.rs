@@ -253,8 +253,7 @@ pub mod fixtures {
 
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use nauthera_shared::catalog::ConditionType;
-    use nauthera_shared::resources::{Drift, new_condition};
+    use nauthera_shared::resources::{Drift, ready_condition};
 
     pub fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).unwrap()
@@ -271,9 +270,7 @@ pub mod fixtures {
         let phase = reason.phase(false);
         let status = ResourceStatus {
             observed_generation: Some(2),
-            conditions: vec![new_condition(
-                ConditionType::Ready,
-                reason == Reason::Registered,
+            conditions: vec![ready_condition(
                 reason,
                 format!("{reason} message"),
                 Some(2),

@@ -18,8 +18,8 @@ pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use nauthera_shared::catalog::{ConditionType, EventReason, ReadyStatus};
-use nauthera_shared::resources::{ResourceStatus, new_condition, set_condition};
+use nauthera_shared::catalog::EventReason;
+use nauthera_shared::resources::{ResourceStatus, ready_condition, set_condition};
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
 /// would change, so that the caller skips the write (no status writes in a steady state).
@@ -73,22 +73,12 @@ pub fn status_after(
     new.phase = Some(verdict.reason.phase(verdict.retried));
     new.reason = Some(verdict.reason);
     new.message = Some(verdict.message.clone());
-    let ready = match verdict.reason.ready() {
-        ReadyStatus::True => Some(true),
-        ReadyStatus::False => Some(false),
-        ReadyStatus::Unknown => None,
-    };
-    let mut condition = new_condition(
-        ConditionType::Ready,
-        ready.unwrap_or(false),
+    let condition = ready_condition(
         verdict.reason,
         verdict.message.clone(),
         Some(generation),
         Time(now),
     );
-    if ready.is_none() {
-        condition.status = ReadyStatus::Unknown.as_str().to_owned();
-    }
     set_condition(&mut new.conditions, condition);
     (new != old).then_some(new)
 }

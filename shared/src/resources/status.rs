@@ -134,19 +134,18 @@ fn variant_name<T: Serialize>(value: T) -> String {
     }
 }
 
-/// Builds a condition at time `now`. `lastTransitionTime` is `now` here; `set_condition` keeps the
-/// previous one when the status did not change.
-pub fn new_condition(
-    type_: ConditionType,
-    status: bool,
+/// The `Ready` condition for `reason` at time `now`; its status is the one the catalog gives the
+/// reason (`Unknown` while pending). `lastTransitionTime` is `now` here; `set_condition` keeps
+/// the previous one when the status did not change.
+pub fn ready_condition(
     reason: Reason,
     message: impl Into<String>,
     observed_generation: Option<i64>,
     now: Time,
 ) -> Condition {
     Condition {
-        type_: variant_name(type_),
-        status: if status { "True" } else { "False" }.to_owned(),
+        type_: variant_name(ConditionType::Ready),
+        status: reason.ready().as_str().to_owned(),
         reason: variant_name(reason),
         message: message.into(),
         observed_generation,
@@ -183,15 +182,15 @@ mod tests {
         Time(jiff::Timestamp::from_second(seconds).unwrap())
     }
 
-    fn ready(status: bool, reason: Reason, message: &str, now: i64) -> Condition {
-        new_condition(
-            ConditionType::Ready,
-            status,
-            reason,
-            message,
-            Some(1),
-            at(now),
-        )
+    fn ready(reason: Reason, message: &str, now: i64) -> Condition {
+        ready_condition(reason, message, Some(1), at(now))
+    }
+
+    #[test]
+    fn the_status_is_the_catalogs() {
+        assert_eq!(ready(Reason::Registered, "", 1).status, "True");
+        assert_eq!(ready(Reason::Refused, "", 1).status, "False");
+        assert_eq!(ready(Reason::Pending, "", 1).status, "Unknown");
     }
 
     #[test]
@@ -199,7 +198,7 @@ mod tests {
         let mut conditions = Vec::new();
         assert!(set_condition(
             &mut conditions,
-            ready(true, Reason::Registered, "ok", 10)
+            ready(Reason::Registered, "ok", 10)
         ));
         assert_eq!(conditions.len(), 1);
         assert_eq!(conditions[0].type_, "Ready");
@@ -210,10 +209,10 @@ mod tests {
 
     #[test]
     fn a_status_change_moves_the_transition_time() {
-        let mut conditions = vec![ready(true, Reason::Registered, "ok", 10)];
+        let mut conditions = vec![ready(Reason::Registered, "ok", 10)];
         assert!(set_condition(
             &mut conditions,
-            ready(false, Reason::Drifted, "changed", 20)
+            ready(Reason::Drifted, "changed", 20)
         ));
         assert_eq!(conditions.len(), 1);
         assert_eq!(conditions[0].status, "False");
@@ -222,10 +221,10 @@ mod tests {
 
     #[test]
     fn a_reason_or_message_change_keeps_the_transition_time() {
-        let mut conditions = vec![ready(false, Reason::Unreachable, "down", 10)];
+        let mut conditions = vec![ready(Reason::Unreachable, "down", 10)];
         assert!(set_condition(
             &mut conditions,
-            ready(false, Reason::Refused, "no", 20)
+            ready(Reason::Refused, "no", 20)
         ));
         assert_eq!(conditions[0].reason, "Refused");
         assert_eq!(conditions[0].message, "no");
@@ -234,10 +233,10 @@ mod tests {
 
     #[test]
     fn the_same_condition_again_changes_nothing() {
-        let mut conditions = vec![ready(true, Reason::Registered, "ok", 10)];
+        let mut conditions = vec![ready(Reason::Registered, "ok", 10)];
         assert!(!set_condition(
             &mut conditions,
-            ready(true, Reason::Registered, "ok", 30)
+            ready(Reason::Registered, "ok", 30)
         ));
         assert_eq!(conditions[0].last_transition_time, at(10));
     }
