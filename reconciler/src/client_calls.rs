@@ -120,7 +120,7 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
     let fields = held
         .spec
         .as_ref()
-        .map(|spec| diff_client(&declared, &without_secret_when_public(spec)))
+        .map(|spec| diff_client(&declared, spec))
         .unwrap_or_default();
     // Our own older write back in force means the server went back in time (a restore).
     let went_back = last_write.manager == facts.manager
@@ -151,20 +151,6 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
         }
     }
     drifted(&report, facts.written_revision)
-}
-
-/// A client that authenticates without a shared secret (`none`, `private_key_jwt`) has none,
-/// however the server spells that (`generate_secret: false` or no secret at all).
-fn without_secret_when_public(held: &v1::ClientSpec) -> v1::ClientSpec {
-    let mut held = held.clone();
-    if matches!(
-        held.token_endpoint_auth_method.as_str(),
-        "none" | "private_key_jwt"
-    ) && held.secret == Some(v1::client_spec::Secret::GenerateSecret(false))
-    {
-        held.secret = None;
-    }
-    held
 }
 
 /// The newest audit record of a client, if the server keeps an audit log it lets us read.

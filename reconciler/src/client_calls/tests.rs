@@ -348,7 +348,6 @@ async fn a_public_client_is_not_reported_for_its_secret() {
     let spec = edited.spec.as_mut().unwrap();
     *spec = comparable_client_spec(&declared);
     spec.redirect_uris = vec!["https://evil.example.test/cb".into()];
-    spec.secret = Some(v1::client_spec::Secret::GenerateSecret(false));
     *admin.get.lock().unwrap() = Some(Ok(edited));
     let verdict = check_drift(&admin, &facts(&declared)).await;
     let DriftUpdate::Set(drift) = &verdict.fields.drift else {

@@ -644,7 +644,9 @@ impl Core {
                 _ => {}
             }
         }
-        stored_spec.secret = Some(client_spec::Secret::GenerateSecret(secret_generated));
+        // A client without a secret (public, private_key_jwt) is returned with no secret source.
+        stored_spec.secret = rules::uses_secret(&spec)
+            .then_some(client_spec::Secret::GenerateSecret(secret_generated));
         let stored = StoredClient {
             client_id: client_id.clone(),
             spec: stored_spec,
