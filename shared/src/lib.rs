@@ -2,6 +2,7 @@
 //! (and their CRDs), the reason catalog (and its runbooks), conversions between resources and the
 //! AdminService messages, the branding encoder, the grant model and the AdminService client.
 
+pub mod access;
 pub mod branding;
 pub mod catalog;
 pub mod client;

@@ -103,6 +103,23 @@ fn base_renders_the_reconciler_with_its_crds_and_least_privilege_rbac() {
             "no wildcard resources: {rule}"
         );
     }
+    let secrets = rules
+        .iter()
+        .find(|rule| {
+            rule["resources"]
+                .as_array()
+                .is_some_and(|r| r.contains(&Value::from("secrets")))
+        })
+        .expect("a rule for Secrets");
+    for verb in nauthera_shared::access::GENERATED_SECRET_VERBS {
+        assert!(
+            secrets["verbs"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from(verb)),
+            "the reconciler needs {verb} on Secrets: {secrets}"
+        );
+    }
     let service = find(&objects, "Service", "nauthera-reconciler-metrics");
     assert_eq!(service["spec"]["ports"][0]["port"], 8080);
 }

@@ -10,6 +10,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use jiff::Timestamp;
+use nauthera_shared::access;
 use nauthera_shared::catalog::{DiagnoseCheck, Phase, Reason};
 use serde::Serialize;
 
@@ -159,8 +160,8 @@ async fn gather(
     };
     let access = if needed.contains(&DiagnoseCheck::ReconcilerCanI) {
         let verbs: &[&str] = match view.secret {
-            SecretUse::Referenced { .. } => &["get", "list", "watch"],
-            _ => &["get", "list", "watch", "create", "update"],
+            SecretUse::Referenced { .. } => &access::REFERENCED_SECRET_VERBS,
+            _ => &access::GENERATED_SECRET_VERBS,
         };
         let user = format!(
             "system:serviceaccount:{}:{RECONCILER_NAME}",

@@ -24,7 +24,7 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
              without one, by the resource's name) failed. The cause says why:",
             "- `foreign_secret`: a Secret of that name exists and this OIDCClient does not own \
              it. The reconciler never writes over a Secret it does not own.\n\
-             - `forbidden`: the reconciler's RBAC does not allow it to create or update Secrets \
+             - `forbidden`: the reconciler's RBAC does not allow it to create or patch Secrets \
              in the namespace.\n\
              - `transient`: the write failed for another reason; it is retried with backoff \
              and the phase is Pending meanwhile.",
@@ -51,9 +51,9 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::SecretOwner,
             },
             DiagnosisStep {
-                text: "Whether the reconciler's ServiceAccount may create and update Secrets in \
+                text: "Whether the reconciler's ServiceAccount may create and patch Secrets in \
                     the namespace.",
-                command: "kubectl auth can-i create secrets -n <ns> --as=system:serviceaccount:<reconciler-ns>:<reconciler-sa> && kubectl auth can-i update secrets -n <ns> --as=system:serviceaccount:<reconciler-ns>:<reconciler-sa>",
+                command: "kubectl auth can-i create secrets -n <ns> --as=system:serviceaccount:<reconciler-ns>:<reconciler-sa> && kubectl auth can-i patch secrets -n <ns> --as=system:serviceaccount:<reconciler-ns>:<reconciler-sa>",
                 check: DiagnoseCheck::ReconcilerCanI,
             },
             DiagnosisStep {
@@ -74,7 +74,7 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
              SealedSecret produces, name that Secret in `spec.secret.secretRef` instead of \
              setting `generate: true`; the reconciler then reads it and writes nothing.",
             "Missing permission: give the reconciler's ServiceAccount get, list, watch, create \
-             and update on Secrets, as the RBAC under `deploy/` does, in every namespace it \
+             and patch on Secrets, as the RBAC under `deploy/` does, in every namespace it \
              manages.",
             "Once the write succeeds the condition returns to `Registered` and a \
              `SecretDelivered` event is recorded. Restart the workloads that read the Secret only \
