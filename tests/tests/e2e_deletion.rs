@@ -22,13 +22,24 @@ async fn delete_policy_removes_the_client_from_the_server() {
     );
     let event = stack.wait_event("web", "Deleted").await;
     assert_eq!(event.type_, "Normal");
-    let deletes = stack
-        .server
-        .audit_events()
-        .into_iter()
-        .filter(|e| e.action == "client.deleted" && e.manager == "nauthera-reconciler")
+    let events = stack.events_for("OIDCClient", "web").await;
+    assert!(
+        !events.iter().any(|e| e.reason == "DeletionSkippedDrifted"),
+        "a client it deleted itself is not reported as drifted: {events:#?}"
+    );
+    let audit = stack.server.audit_events();
+    let deletes = audit
+        .iter()
+        .filter(|e| {
+            e.action == "client.deleted"
+                && e.manager == "nauthera-reconciler"
+                && e.outcome == nauthera_proto::v1::AuditOutcome::Deleted as i32
+        })
         .count();
-    assert_eq!(deletes, 1, "one delete by the manager in the audit log");
+    assert_eq!(
+        deletes, 1,
+        "one delete by the manager in the audit log: {audit:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
