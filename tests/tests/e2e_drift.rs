@@ -229,4 +229,14 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
         writes,
         "nothing written over"
     );
+    // The plugin calls it what it likely is: a restore, not a person.
+    let run = stack.plugin(&["status", "-o", "json"]).await;
+    assert_eq!(run.code, 1, "{}", run.all());
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["summary"]["drift"]["count"], 3, "{report}");
+    assert_eq!(
+        report["summary"]["drift"]["verdict"], "likelyServerRestore",
+        "{}",
+        report["summary"]
+    );
 }
