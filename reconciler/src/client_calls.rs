@@ -57,9 +57,15 @@ pub async fn delete_client<A: AdminApi>(admin: &A, request: v1::DeleteClientRequ
         Ok(response) => after_delete(&DeleteOutcome::Deleted {
             was_there: response.deleted,
         }),
-        Err(error) if is_conflict(&error) => after_delete(&DeleteOutcome::Conflict {
-            held_revision: error.server().and_then(|s| s.held_revision.clone()),
-        }),
+        Err(error) if is_conflict(&error) => {
+            let held_revision = error.server().and_then(|s| s.held_revision.clone());
+            // A mismatch against no revision at all means the client is gone already (a repeated
+            // delete of an object still cached with its finalizer, say): nothing is left behind.
+            match held_revision.as_deref() {
+                None | Some("") => after_delete(&DeleteOutcome::Deleted { was_there: false }),
+                Some(_) => after_delete(&DeleteOutcome::Conflict { held_revision }),
+            }
+        }
         Err(CallError::Server(error)) if error.code == Code::NotFound => {
             after_delete(&DeleteOutcome::Deleted { was_there: false })
         }

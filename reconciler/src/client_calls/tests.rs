@@ -322,6 +322,15 @@ async fn deletion_honours_the_precondition() {
     let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
     assert_eq!(verdict.reason, Reason::DeletionSkippedDrifted);
     assert!(verdict.message.contains("revision r9"));
+    // A mismatch against no revision: the client is gone already, nothing was left in place.
+    *admin.delete.lock().unwrap() = Some(Err(refusal(
+        Code::FailedPrecondition,
+        "REVISION_MISMATCH",
+        &[("revision", "")],
+    )));
+    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    assert_eq!(verdict.reason, Reason::Deleted);
+    assert!(verdict.message.contains("no longer held"));
     *admin.delete.lock().unwrap() = Some(Err(refusal(Code::Unavailable, "", &[])));
     let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
     assert!(verdict.retried);
