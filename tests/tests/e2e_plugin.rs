@@ -189,13 +189,9 @@ stringData:
         .iter()
         .find(|s| s["check"] == "ReconcilerCanI")
         .expect("a ReconcilerCanI step");
-    assert!(
-        can_i["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| f == "create secrets: yes"),
-        "a real SubjectAccessReview for the shipped role: {can_i}"
+    assert_eq!(
+        can_i["status"], "passed",
+        "a real SubjectAccessReview: the shipped role may write Secrets: {can_i}"
     );
 
     let drifted = stack
@@ -397,39 +393,4 @@ spec:
         rules["status"], "failed",
         "a public client with a secret: {rules}"
     );
-}
-
-/// The reconciler writes a delivered Secret with create and merge patch, which the shipped role
-/// grants; the plugin's can-i step should ask for exactly those.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "plugin bug: diagnose's ReconcilerCanI step requires `update` on secrets, which the reconciler never uses and deploy/base does not grant (it patches), so it always fails against the shipped role"]
-async fn diagnose_can_i_passes_for_the_shipped_role() {
-    let stack = Stack::start().await;
-    stack
-        .apply(
-            "apiVersion: v1
-kind: Secret
-metadata:
-  name: taken
-stringData:
-  note: the team's own
-",
-        )
-        .await;
-    stack.apply(&generated_client("taken")).await;
-    stack
-        .wait_reason("taken", Reason::SecretUndeliverable)
-        .await;
-    let run = stack
-        .plugin(&["diagnose", "oidcclient/taken", "-o", "json"])
-        .await;
-    let report = json(&run);
-    let can_i = report["diagnoses"][0]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["check"] == "ReconcilerCanI")
-        .cloned()
-        .expect("a ReconcilerCanI step");
-    assert_eq!(can_i["status"], "passed", "{can_i}");
 }
