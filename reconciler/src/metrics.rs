@@ -156,7 +156,7 @@ impl Metrics {
         let labels = ResourceLabels {
             kind,
             phase: phase.as_str(),
-            reason: reason.as_str(),
+            reason: reason.entry().metric_label,
         };
         let Ok(mut counted) = self.counted.lock() else {
             return;
@@ -240,14 +240,14 @@ mod tests {
         metrics.resource_state("OIDCClient", "u2", Phase::Registered, Reason::Registered);
         let text = metrics.encode();
         assert!(text.contains(
-            r#"nauthera_operator_resources{kind="OIDCClient",phase="Registered",reason="Registered"} 2"#
+            r#"nauthera_operator_resources{kind="OIDCClient",phase="Registered",reason="registered"} 2"#
         ));
         assert!(text.contains(
-            r#"nauthera_operator_resources{kind="OIDCClient",phase="Pending",reason="Pending"} 0"#
+            r#"nauthera_operator_resources{kind="OIDCClient",phase="Pending",reason="pending"} 0"#
         ));
         metrics.resource_gone("u1");
         assert!(metrics.encode().contains(
-            r#"nauthera_operator_resources{kind="OIDCClient",phase="Registered",reason="Registered"} 1"#
+            r#"nauthera_operator_resources{kind="OIDCClient",phase="Registered",reason="registered"} 1"#
         ));
     }
 }

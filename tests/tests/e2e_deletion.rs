@@ -81,7 +81,6 @@ async fn a_drifted_client_is_left_in_place_when_its_manifest_is_deleted() {
 /// One deletion, one outcome: a client the reconciler removed itself is never reported as a
 /// drifted one left in place. Several deletions in a row make the race likely.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reconciler bug (intermittent): after a successful DeleteClient a second reconcile of the still-cached object sends DeleteClient again with if_revision, gets REVISION_MISMATCH with no held revision, and records a false DeletionSkippedDrifted Warning ('the server holds another revision ... left in place') after Deleted"]
 async fn a_deleted_client_is_not_reported_as_left_in_place() {
     let stack = Stack::start().await;
     let names = ["one", "two", "three", "four", "five"];

@@ -62,7 +62,7 @@ async fn an_edit_on_the_server_is_reported_not_written_over_and_restored_on_requ
         nauthera_tests::e2e::metric_sum(
             &metrics,
             "nauthera_operator_resources",
-            &[("reason", "Drifted")]
+            &[("reason", "drifted")]
         ),
         1.0,
         "{metrics}"
@@ -210,7 +210,7 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
         .reconciler()
         .metric(
             "nauthera_operator_resources",
-            &[("kind", "OIDCClient"), ("reason", "Drifted")],
+            &[("kind", "OIDCClient"), ("reason", "drifted")],
         )
         .await;
     assert_eq!(metric, 3.0, "many drifted at once shows in the metrics");
