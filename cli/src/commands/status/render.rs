@@ -100,11 +100,11 @@ fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
         let _ = writeln!(out, "  {label:<13} {}", grant_line(grant));
     }
     if let Some(probe) = &cp.probe {
-        let reason = probe.reason.map_or("not run", |reason| reason.as_str());
-        let tone = if probe.reason == Some(nauthera_shared::catalog::Reason::Registered) {
-            Tone::Good
-        } else {
-            Tone::Bad
+        // A probe that reached the server carries the healthy reason; people read it as "ok".
+        let (reason, tone) = match probe.reason {
+            Some(nauthera_shared::catalog::Reason::Registered) => ("ok", Tone::Good),
+            Some(reason) => (reason.as_str(), Tone::Bad),
+            None => ("not run", Tone::Bad),
         };
         let mut line = painter.paint(reason, tone);
         if let Some(age) = probe.age_seconds {
