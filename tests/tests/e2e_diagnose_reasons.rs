@@ -1,0 +1,243 @@
+//! `kubectl nauthera diagnose` on every reason of the catalog a live OIDCClient can show, each one
+//! reached by the real reconciler under the shipped RBAC: the report names the reason, links its
+//! runbook, runs exactly the runbook's diagnosis steps, exits 0 only for a healthy resource, and
+//! never prints a generated secret.
+//!
+//! `Deleted`, `Orphaned` and `DeletionSkippedDrifted` are recorded as the object goes away, so no
+//! live resource shows them; `e2e_deletion.rs` asserts their events.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use kube::api::{Patch, PatchParams};
+use nauthera_fake_server::{Actor, Fault, FaultCode, Method};
+use nauthera_shared::catalog::{Reason, runbook_url};
+use nauthera_tests::e2e::{ISSUER, PluginRun, Stack, generated_client, secret_value};
+use serde_json::Value;
+
+/// Runs `diagnose -o json` on one OIDCClient and checks the report against the catalog entry of
+/// `reason`.
+async fn diagnose(stack: &Stack, name: &str, reason: Reason) -> PluginRun {
+    let target = format!("oidcclient/{name}");
+    let run = stack
+        .plugin(&["diagnose", &target, "-n", stack.namespace(), "-o", "json"])
+        .await;
+    let healthy = matches!(reason, Reason::Registered | Reason::Restored);
+    assert_eq!(
+        run.code,
+        if healthy { 0 } else { 1 },
+        "{name} ({reason}): {}",
+        run.all()
+    );
+    let report: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{name}: not JSON ({e}):\n{}", run.all()));
+    let diagnosis = &report["diagnoses"][0];
+    assert_eq!(diagnosis["reason"], reason.as_str(), "{name}: {diagnosis}");
+    assert_eq!(
+        diagnosis["runbook"],
+        runbook_url(reason).as_str(),
+        "{name}: {diagnosis}"
+    );
+    assert_eq!(
+        diagnosis["steps"].as_array().map(Vec::len),
+        Some(reason.entry().runbook.diagnosis.len()),
+        "{name} ({reason}): one step per runbook diagnosis step: {diagnosis}"
+    );
+    run
+}
+
+/// Changes the declared display name, so the reconciler calls the server again.
+async fn edit_manifest(stack: &Stack, name: &str, display_name: &str) {
+    let patch = serde_json::json!({ "spec": { "displayName": display_name } });
+    stack
+        .oidc_clients()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+async fn drift(stack: &Stack, name: &str) {
+    stack
+        .server
+        .edit_client(
+            &stack.object_ref(name),
+            &Actor::dashboard("alice@example.com").because("hotfix"),
+            |spec| spec.display_name = format!("{name} (edited by hand)"),
+        )
+        .unwrap();
+    stack.wait_reason(name, Reason::Drifted).await;
+}
+
+fn secret_ref_client(name: &str, secret: &str) -> String {
+    format!(
+        "apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata:
+  name: {name}
+spec:
+  issuer: {ISSUER}
+  displayName: Reports worker
+  grantTypes: [client_credentials]
+  responseTypes: []
+  scopes: [reports.read]
+  tokenEndpointAuthMethod: client_secret_post
+  secret:
+    secretRef:
+      name: {secret}
+      key: clientSecret
+"
+    )
+}
+
+/// Reasons no live resource shows: the deletion outcomes are recorded as the object goes away
+/// (their events are asserted in `e2e_deletion.rs`), and `Pending` is written only by a replica
+/// that lost the lease, which writes nothing; a retried transient failure shows `Refused` with
+/// phase Pending instead.
+const NOT_ON_A_LIVE_RESOURCE: [Reason; 4] = [
+    Reason::Pending,
+    Reason::Deleted,
+    Reason::Orphaned,
+    Reason::DeletionSkippedDrifted,
+];
+
+/// The resources whose secret the server generates; none of these secrets may be printed.
+const GENERATED: [&str; 7] = [
+    "registered",
+    "drifted",
+    "restored",
+    "deleting",
+    "unreachable",
+    "credential",
+    "trust-anchor",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnose_reports_every_reason_a_live_resource_shows() {
+    let stack = Stack::start().await;
+    stack
+        .apply(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: undeliverable
+stringData:
+  note: the team's own
+",
+        )
+        .await;
+    for name in GENERATED {
+        stack.apply(&generated_client(name)).await;
+    }
+    stack.apply(&generated_client("undeliverable")).await;
+    stack
+        .apply(&generated_client("refused").replace(ISSUER, "https://login.example.com/nobody"))
+        .await;
+    stack
+        .apply(&secret_ref_client("missing-ref", "no-such-secret"))
+        .await;
+    for name in GENERATED {
+        stack.wait_reason(name, Reason::Registered).await;
+    }
+    let mut secrets = Vec::new();
+    for name in GENERATED {
+        let secret = stack.secret(name).await.unwrap();
+        secrets.push(secret_value(&secret, "clientSecret").unwrap());
+    }
+    stack.wait_reason("refused", Reason::Refused).await;
+    stack
+        .wait_reason("undeliverable", Reason::SecretUndeliverable)
+        .await;
+    stack
+        .wait_reason("missing-ref", Reason::SecretRefUnavailable)
+        .await;
+    drift(&stack, "drifted").await;
+    drift(&stack, "restored").await;
+    stack.annotate_restore("restored").await;
+    stack.wait_event("restored", "Restored").await;
+
+    let mut runs = vec![
+        diagnose(&stack, "registered", Reason::Registered).await,
+        diagnose(&stack, "refused", Reason::Refused).await,
+        diagnose(&stack, "undeliverable", Reason::SecretUndeliverable).await,
+        diagnose(&stack, "missing-ref", Reason::SecretRefUnavailable).await,
+        diagnose(&stack, "drifted", Reason::Drifted).await,
+    ];
+    // The restore is written as the resource's reason, not only as an event.
+    stack.wait_reason("restored", Reason::Restored).await;
+    runs.push(diagnose(&stack, "restored", Reason::Restored).await);
+
+    // Deleting: the finalizer holds the object while DeleteClient keeps failing.
+    stack.server.inject_fault(
+        Some(Method::DeleteClient),
+        Fault::always(FaultCode::Unavailable),
+    );
+    stack.delete_oidc_client("deleting").await;
+    stack.wait_reason("deleting", Reason::Deleting).await;
+    runs.push(diagnose(&stack, "deleting", Reason::Deleting).await);
+
+    // The control-plane reasons reach a resource when it is edited while the connection cannot
+    // be made.
+    stack.server.go_unreachable().await;
+    edit_manifest(&stack, "unreachable", "edited while unreachable").await;
+    stack.wait_reason("unreachable", Reason::Unreachable).await;
+    runs.push(diagnose(&stack, "unreachable", Reason::Unreachable).await);
+    stack.server.restart().await.unwrap();
+    stack.reconciler().wait_readyz(200, "ok").await;
+
+    let key = stack.tls_dir.join("tls.key");
+    let saved_key = std::fs::read(&key).unwrap();
+    std::fs::remove_file(&key).unwrap();
+    stack
+        .reconciler()
+        .wait_readyz(503, "CredentialUnavailable")
+        .await;
+    edit_manifest(&stack, "credential", "edited without a key").await;
+    stack
+        .wait_reason("credential", Reason::CredentialUnavailable)
+        .await;
+    runs.push(diagnose(&stack, "credential", Reason::CredentialUnavailable).await);
+    std::fs::write(&key, &saved_key).unwrap();
+    stack.reconciler().wait_readyz(200, "ok").await;
+
+    let ca = stack.tls_dir.join("ca.crt");
+    let saved_ca = std::fs::read(&ca).unwrap();
+    std::fs::remove_file(&ca).unwrap();
+    stack
+        .reconciler()
+        .wait_readyz(503, "TrustAnchorUnavailable")
+        .await;
+    edit_manifest(&stack, "trust-anchor", "edited without a CA").await;
+    stack
+        .wait_reason("trust-anchor", Reason::TrustAnchorUnavailable)
+        .await;
+    runs.push(diagnose(&stack, "trust-anchor", Reason::TrustAnchorUnavailable).await);
+    std::fs::write(&ca, &saved_ca).unwrap();
+
+    let covered = [
+        Reason::Registered,
+        Reason::Refused,
+        Reason::SecretUndeliverable,
+        Reason::SecretRefUnavailable,
+        Reason::Drifted,
+        Reason::Restored,
+        Reason::Deleting,
+        Reason::Unreachable,
+        Reason::CredentialUnavailable,
+        Reason::TrustAnchorUnavailable,
+    ];
+    assert_eq!(runs.len(), covered.len());
+    // A reason added to the catalog needs a case here, or a word on why no live resource shows it.
+    for reason in Reason::ALL {
+        assert!(
+            covered.contains(&reason) || NOT_ON_A_LIVE_RESOURCE.contains(&reason),
+            "{reason} has no diagnose case"
+        );
+    }
+    for secret in &secrets {
+        for run in &runs {
+            assert!(
+                !run.all().contains(secret.as_str()),
+                "a diagnose output holds a generated secret"
+            );
+        }
+    }
+}
