@@ -186,12 +186,8 @@ fn ready_and_phase_follow_the_design() {
             Phase::Registered,
             None,
         ),
-        (
-            Reason::Refused,
-            ReadyStatus::False,
-            Phase::Error,
-            Some(Phase::Pending),
-        ),
+        // Retried codes are Pending, not Refused: a refusal waits for an edit or five minutes.
+        (Reason::Refused, ReadyStatus::False, Phase::Error, None),
         (
             Reason::SecretUndeliverable,
             ReadyStatus::False,
@@ -226,7 +222,7 @@ fn ready_and_phase_follow_the_design() {
         assert_eq!(reason.phase(true), retried.unwrap_or(phase), "{reason}");
     }
     assert_eq!(
-        Reason::Refused.entry().phase_text(),
+        Reason::SecretUndeliverable.entry().phase_text(),
         "Error (Pending while retried)"
     );
     assert_eq!(Reason::Drifted.entry().phase_text(), "Error");

@@ -89,11 +89,8 @@ spec:
 }
 
 /// Reasons no live resource shows: the deletion outcomes are recorded as the object goes away
-/// (their events are asserted in `e2e_deletion.rs`), and `Pending` is written only by a replica
-/// that lost the lease, which writes nothing; a retried transient failure shows `Refused` with
-/// phase Pending instead.
-const NOT_ON_A_LIVE_RESOURCE: [Reason; 4] = [
-    Reason::Pending,
+/// (their events are asserted in `e2e_deletion.rs`).
+const NOT_ON_A_LIVE_RESOURCE: [Reason; 3] = [
     Reason::Deleted,
     Reason::Orphaned,
     Reason::DeletionSkippedDrifted,
@@ -174,6 +171,15 @@ stringData:
     stack.wait_reason("deleting", Reason::Deleting).await;
     runs.push(diagnose(&stack, "deleting", Reason::Deleting).await);
 
+    // Pending: a retried code keeps the write waiting with backoff.
+    stack.server.inject_fault(
+        Some(Method::ApplyClient),
+        Fault::always(FaultCode::Unavailable),
+    );
+    stack.apply(&generated_client("pending")).await;
+    stack.wait_reason("pending", Reason::Pending).await;
+    runs.push(diagnose(&stack, "pending", Reason::Pending).await);
+
     // The control-plane reasons reach a resource when it is edited while the connection cannot
     // be made.
     stack.server.go_unreachable().await;
@@ -220,6 +226,7 @@ stringData:
         Reason::Drifted,
         Reason::Restored,
         Reason::Deleting,
+        Reason::Pending,
         Reason::Unreachable,
         Reason::CredentialUnavailable,
         Reason::TrustAnchorUnavailable,

@@ -259,8 +259,8 @@ pub fn refusal_message(error: &ServerError, method: &str) -> String {
 }
 
 /// The verdict of a failed call: the control-plane reasons for a connection that could not be
-/// made, `Refused` (retried, phase Pending) for retried codes, `Refused` (phase Error, resent on
-/// the next edit or after five minutes) for the rest.
+/// made, `Pending` (retried with backoff) for the codes the catalog retries, `Refused` (phase
+/// Error, resent on the next edit or after five minutes) for the rest.
 pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
     let mut verdict = match error {
         CallError::Connect(connect) => {
@@ -290,7 +290,7 @@ pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
         }
         CallError::Server(server) if server.is_retryable() => {
             let mut verdict = Verdict::new(
-                Reason::Refused,
+                Reason::Pending,
                 Cause::Transient,
                 format!("{}; retried with backoff", refusal_message(server, method)),
             );
@@ -484,7 +484,7 @@ pub fn after_delete(outcome: &DeleteOutcome) -> Verdict {
 /// anything else is reported like any failure (a refusal, an unreachable server).
 pub fn after_delete_failure(error: &CallError) -> Verdict {
     let mut verdict = failure_verdict(error, "DeleteClient");
-    if verdict.reason == Reason::Refused && verdict.retried {
+    if verdict.reason == Reason::Pending {
         verdict.reason = Reason::Deleting;
         verdict.message = format!(
             "deletionPolicy Delete is being carried out: {}",

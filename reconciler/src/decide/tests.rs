@@ -417,7 +417,7 @@ fn failures_map_onto_reasons_causes_and_retries() {
         ),
         (
             CallError::Server(server_error(Code::Unavailable, None, &[])),
-            Reason::Refused,
+            Reason::Pending,
             Cause::Transient,
             true,
             Phase::Pending,
@@ -428,7 +428,7 @@ fn failures_map_onto_reasons_causes_and_retries() {
                 Some("RATE_LIMITED"),
                 &[],
             )),
-            Reason::Refused,
+            Reason::Pending,
             Cause::Transient,
             true,
             Phase::Pending,

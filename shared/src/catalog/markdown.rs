@@ -166,7 +166,7 @@ mod tests {
             ]
         );
         assert!(page.starts_with("# Refused: "));
-        assert!(page.contains("| False | Error (Pending while retried) | `Refused` (Warning) |"));
+        assert!(page.contains("| False | Error | `Refused` (Warning) |"));
         assert!(page.contains(GENERATE_COMMAND));
         assert!(page.contains("dns:nauthera-reconciler.nauthera-system.svc"));
         assert!(!page.contains("<reconciler-ns>"));

@@ -126,7 +126,7 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
     reason: Reason::Refused,
     ready: ReadyStatus::False,
     phase: Phase::Error,
-    phase_while_retried: Some(Phase::Pending),
+    phase_while_retried: None,
     event: EventReason::Refused,
     metric_label: "refused",
     causes: &[
@@ -142,13 +142,12 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
         Cause::Unimplemented,
         Cause::ServerObjection,
         Cause::UnencodableBranding,
-        Cause::Transient,
     ],
     runbook: Runbook {
         title: "The declared state was refused",
         summary: "The server answered and refused the write, or the reconciler refused an \
-            unencodable branding itself; Ready=False, phase Error, or Pending while a retried \
-            code is retried. A refused control-plane probe makes the reconciler unready.",
+            unencodable branding itself; Ready=False, phase Error. A refused control-plane probe \
+            makes the reconciler unready.",
         meaning: &[
             "The condition message carries the gRPC code, every field the server objected to, \
              the server's stable reason in parentheses, its cause in words, and the generation \
@@ -171,9 +170,9 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
              - `unencodable_branding`: `spec.branding` cannot be encoded into the server's \
              format; the reconciler did not call the server.",
             "Calls failing with `Aborted`, `Internal`, `Unknown`, `ResourceExhausted` or \
-             `Unavailable` are retried with exponential backoff and jitter, and the phase is \
-             Pending meanwhile. Any other refusal waits: the declared state is sent again on the \
-             next edit of the manifest, or after five minutes.",
+             `Unavailable` are no refusal: they are retried with exponential backoff and jitter \
+             and show as [Pending](Pending.md). A refusal waits: the declared state is sent \
+             again on the next edit of the manifest, or after five minutes.",
         ],
         impact: &[
             "The team's change is not in force. An object registered before stays at the \
