@@ -40,7 +40,7 @@ pub const RECONCILER_NAMESPACE: &str = "nauthera-system";
 pub const RECONCILER_ACCOUNT: &str = "nauthera-reconciler";
 pub const MANAGER: &str = "nauthera-reconciler";
 /// How long a test waits for a state before it fails.
-pub const WAIT: Duration = Duration::from_secs(60);
+pub const WAIT: Duration = Duration::from_secs(90);
 /// The reconciler's probe and change-poll intervals in the tests, in seconds.
 pub const PROBE_INTERVAL_SECONDS: u64 = 2;
 pub const POLL_INTERVAL_SECONDS: u64 = 1;

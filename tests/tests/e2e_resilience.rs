@@ -150,16 +150,17 @@ stringData:
         .client_secret_hash(&stack.object_ref("web"))
         .unwrap();
 
-    // The process stops with the minted secret in memory; a new one starts.
+    // The process stops with the minted secret in memory; the foreign Secret goes away while no
+    // reconciler runs; a new one starts and can only mint a new secret.
     stack.reconciler.take().unwrap().stop().await;
-    let next = stack.start_replica("replica-c").await.unwrap();
-    next.wait_ready().await.unwrap();
-    stack.reconciler = Some(next);
     stack
         .secrets()
         .delete("web", &Default::default())
         .await
         .unwrap();
+    let next = stack.start_replica("replica-c").await.unwrap();
+    next.wait_ready().await.unwrap();
+    stack.reconciler = Some(next);
 
     stack.wait_reason("web", Reason::Registered).await;
     let secret = stack.secret("web").await.unwrap();
