@@ -681,6 +681,28 @@ pub fn is_registered(client: &OIDCClient) -> bool {
 
 /// A confidential web application's OIDCClient whose secret the server generates, delivered into
 /// the Secret of the same name.
+/// A confidential OIDCClient whose secret comes from the team's Secret `secret`.
+pub fn secret_ref_client(name: &str, secret: &str) -> String {
+    format!(
+        "apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata:
+  name: {name}
+spec:
+  issuer: {ISSUER}
+  displayName: Reports worker
+  grantTypes: [client_credentials]
+  responseTypes: []
+  scopes: [reports.read]
+  tokenEndpointAuthMethod: client_secret_post
+  secret:
+    secretRef:
+      name: {secret}
+      key: clientSecret
+"
+    )
+}
+
 pub fn generated_client(name: &str) -> String {
     generated_client_with(name, "Delete", "")
 }

@@ -11,7 +11,9 @@
 use kube::api::{Patch, PatchParams};
 use nauthera_fake_server::{Actor, Fault, FaultCode, Method};
 use nauthera_shared::catalog::{Reason, runbook_url};
-use nauthera_tests::e2e::{ISSUER, PluginRun, Stack, generated_client, secret_value};
+use nauthera_tests::e2e::{
+    ISSUER, PluginRun, Stack, generated_client, secret_ref_client, secret_value,
+};
 use serde_json::Value;
 
 /// Runs `diagnose -o json` on one OIDCClient and checks the report against the catalog entry of
@@ -65,27 +67,6 @@ async fn drift(stack: &Stack, name: &str) {
         )
         .unwrap();
     stack.wait_reason(name, Reason::Drifted).await;
-}
-
-fn secret_ref_client(name: &str, secret: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  displayName: Reports worker
-  grantTypes: [client_credentials]
-  responseTypes: []
-  scopes: [reports.read]
-  tokenEndpointAuthMethod: client_secret_post
-  secret:
-    secretRef:
-      name: {secret}
-      key: clientSecret
-"
-    )
 }
 
 /// Reasons no live resource shows: the deletion outcomes are recorded as the object goes away

@@ -5,7 +5,7 @@
 
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_tests::e2e::{
-    ISSUER, Stack, apply_cluster_role, generated_client, secret_value, sha256_hex,
+    Stack, apply_cluster_role, generated_client, secret_ref_client, secret_value, sha256_hex,
     shipped_cluster_role, status_of,
 };
 
@@ -133,27 +133,6 @@ async fn a_secret_write_denied_by_rbac_is_pending_then_delivered_once_the_permis
         writes,
         "no new secret was minted"
     );
-}
-
-fn secret_ref_client(name: &str, secret: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  displayName: Reports worker
-  grantTypes: [client_credentials]
-  responseTypes: []
-  scopes: [reports.read]
-  tokenEndpointAuthMethod: client_secret_post
-  secret:
-    secretRef:
-      name: {secret}
-      key: clientSecret
-"
-    )
 }
 
 fn team_secret(name: &str, value: &str) -> String {
