@@ -45,7 +45,8 @@ impl Binary {
         }
     }
 
-    /// The path of the binary, building every workspace binary first (once per process).
+    /// The path of the binary, building every workspace binary first (once per process), in the
+    /// profile this harness was built with: a release benchmark runs release binaries.
     pub fn path(self) -> anyhow::Result<PathBuf> {
         static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
         let dir = BUILT
@@ -63,12 +64,18 @@ pub fn workspace_root() -> &'static Path {
         .expect("tests/ lives inside the workspace")
 }
 
+/// Whether this harness is a release build (then so are the binaries it runs).
+const RELEASE: bool = !cfg!(debug_assertions);
+
 fn build_all() -> anyhow::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace_root())
         .args(["build", "--quiet", "--bins"]);
+    if RELEASE {
+        command.arg("--release");
+    }
     for binary in Binary::ALL {
         command.args(["-p", binary.package()]);
     }
@@ -82,5 +89,5 @@ fn build_all() -> anyhow::Result<PathBuf> {
         Some(dir) => workspace_root().join(dir),
         None => workspace_root().join("target"),
     };
-    Ok(target.join("debug"))
+    Ok(target.join(if RELEASE { "release" } else { "debug" }))
 }

@@ -58,6 +58,8 @@ pub struct StackOptions {
     pub unimplemented: Vec<Method>,
     /// Whether to start the reconciler and wait for `/readyz` (else start none).
     pub start_reconciler: bool,
+    /// Environment that every replica gets on top of (or instead of) the tests' short intervals.
+    pub reconciler_env: Vec<(String, String)>,
 }
 
 impl Default for StackOptions {
@@ -72,6 +74,7 @@ impl Default for StackOptions {
             grants: None,
             unimplemented: Vec::new(),
             start_reconciler: true,
+            reconciler_env: Vec::new(),
         }
     }
 }
@@ -87,6 +90,7 @@ pub struct Stack {
     pub tls_dir: PathBuf,
     /// The kubeconfig of the reconciler's ServiceAccount.
     pub reconciler_kubeconfig: PathBuf,
+    reconciler_env: Vec<(String, String)>,
     home: tempfile::TempDir,
     pub cluster: TestCluster,
 }
@@ -138,7 +142,8 @@ impl Stack {
         }
     }
 
-    async fn try_start(options: StackOptions) -> anyhow::Result<Stack> {
+    /// A stack with chosen server settings, or why it could not start.
+    pub async fn try_start(options: StackOptions) -> anyhow::Result<Stack> {
         // Build the binaries before anything listens, so no timeout runs while cargo works.
         Binary::Reconciler.path()?;
         let cluster = TestCluster::start().await?;
@@ -168,6 +173,7 @@ impl Stack {
             tls_dir,
             reconciler_kubeconfig,
             reconciler: None,
+            reconciler_env: options.reconciler_env,
             home,
         };
         if options.start_reconciler {
@@ -210,6 +216,10 @@ impl Stack {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
+        for (name, value) in &self.reconciler_env {
+            env.retain(|(existing, _)| existing != name);
+            env.push((name.clone(), value.clone()));
+        }
         if self.cluster.emulator().is_none() {
             // A real cluster holds other namespaces the test must not touch.
             env.push((
@@ -599,6 +609,11 @@ impl Reconciler {
         metric_sum(&self.metrics().await, name, labels)
     }
 
+    /// The replica's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(ChildProcess::pid)
+    }
+
     /// The whole log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -793,7 +808,8 @@ pub async fn apply_cluster_role(client: &kube::Client, role: &serde_json::Value)
         .expect("the ClusterRole is applied");
 }
 
-fn kubectl() -> PathBuf {
+/// The kubectl the tests run: the system one, else the first on PATH.
+pub fn kubectl() -> PathBuf {
     let system = PathBuf::from("/usr/bin/kubectl");
     if system.exists() {
         system

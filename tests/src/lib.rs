@@ -2,6 +2,7 @@
 //! where they listen, manifests applied the way a user applies them, and the real-cluster switch
 //! ([`cluster::TestCluster`]). The sandbox binary and the end-to-end tests are built on these.
 
+pub mod bench;
 pub mod binaries;
 pub mod cluster;
 pub mod e2e;

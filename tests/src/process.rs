@@ -128,6 +128,11 @@ impl ChildProcess {
         tail(&self.log)
     }
 
+    /// The child's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub fn log_path(&self) -> &Path {
         &self.log
     }

@@ -18,6 +18,7 @@ mod managed_fields;
 mod objects;
 mod protobuf;
 mod registry;
+mod requests;
 mod schema;
 mod selector;
 mod server;
@@ -37,6 +38,7 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 
 pub use authz::UserInfo;
+pub use requests::RequestKey;
 pub use status::ApiError;
 
 use crate::admission::FieldValidation;
@@ -124,6 +126,7 @@ impl Emulator {
             compactions,
             bookmark_interval: options.bookmark_interval,
             address: address.to_string(),
+            requests: Default::default(),
         });
         seed(&state).map_err(StartError::Seed)?;
         let collector = tokio::spawn(gc::run(store));
@@ -213,6 +216,12 @@ impl Emulator {
     /// first resourceVersion still valid.
     pub fn compact_history(&self) -> u64 {
         self.state.compact().unwrap_or_default()
+    }
+
+    /// How many resource requests were served so far, by user, verb and resource (discovery,
+    /// OpenAPI and health requests are not counted).
+    pub fn request_counts(&self) -> std::collections::BTreeMap<RequestKey, u64> {
+        self.state.requests.snapshot()
     }
 
     /// The current global resourceVersion.

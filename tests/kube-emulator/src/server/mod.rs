@@ -34,6 +34,7 @@ pub struct AppState {
     pub compactions: tokio::sync::watch::Sender<u64>,
     pub bookmark_interval: Duration,
     pub address: String,
+    pub requests: crate::requests::RequestTally,
 }
 
 impl AppState {
@@ -293,6 +294,9 @@ impl Call<'_> {
             return Err(not_found_path());
         }
         let verb = self.verb(&path)?;
+        self.app
+            .requests
+            .record(&user.name, verb, &info.plural, path.subresource.as_deref());
         let attributes = Attributes {
             verb: verb.to_owned(),
             group: info.group.clone(),

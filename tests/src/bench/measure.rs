@@ -1,0 +1,236 @@
+//! Readings the benchmark takes: a process's resident set from `/proc`, the fake server's and the
+//! emulator's counters as differences between two moments, the reconciler's reconcile count, and
+//! a child's CPU time and peak memory through a measuring wrapper process.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nauthera_kube_emulator::{Emulator, RequestKey};
+use serde::{Deserialize, Serialize};
+
+use crate::e2e::{RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, Reconciler, metric_sum};
+
+/// The user the reconciler's requests come from.
+pub fn reconciler_user() -> String {
+    format!("system:serviceaccount:{RECONCILER_NAMESPACE}:{RECONCILER_ACCOUNT}")
+}
+
+/// A process's resident set now and at its peak, in KiB.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Resident {
+    pub rss_kib: u64,
+    pub hwm_kib: u64,
+}
+
+/// Reads `VmRSS` and `VmHWM` of a running process.
+pub fn resident(pid: u32) -> anyhow::Result<Resident> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("cannot read /proc/{pid}/status"))?;
+    let field = |name: &str| -> anyhow::Result<u64> {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .with_context(|| format!("/proc/{pid}/status has no {name}"))
+    };
+    Ok(Resident {
+        rss_kib: field("VmRSS:")?,
+        hwm_kib: field("VmHWM:")?,
+    })
+}
+
+/// Server calls per method (gRPC name).
+pub type Calls = BTreeMap<String, u64>;
+
+/// `after - before`, per key, keeping only keys that moved.
+pub fn difference(after: &Calls, before: &Calls) -> Calls {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
+/// Kubernetes requests of the reconciler's user, keyed `verb resource`.
+pub fn reconciler_requests(emulator: &Emulator) -> Calls {
+    let user = reconciler_user();
+    emulator
+        .request_counts()
+        .into_iter()
+        .filter(|(RequestKey { user: u, .. }, _)| *u == user)
+        .map(|(key, count)| (format!("{} {}", key.verb, key.resource), count))
+        .collect()
+}
+
+/// Kubernetes requests of every user, keyed `verb resource`.
+pub fn all_requests(emulator: &Emulator) -> Calls {
+    let mut all = Calls::new();
+    for (key, count) in emulator.request_counts() {
+        *all.entry(format!("{} {}", key.verb, key.resource))
+            .or_default() += count;
+    }
+    all
+}
+
+const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
+
+/// The writes among requests keyed `verb resource`.
+pub fn writes(requests: &Calls) -> Calls {
+    requests
+        .iter()
+        .filter(|(key, _)| {
+            key.split_once(' ')
+                .is_some_and(|(verb, _)| WRITE_VERBS.contains(&verb))
+        })
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+/// How many reconciles the replica has started, of every kind and outcome (the reconcile timer
+/// counts each one, including those that end without a verdict).
+pub async fn reconciles(reconciler: &Reconciler) -> f64 {
+    metric_sum(
+        &reconciler.metrics().await,
+        "nauthera_operator_reconcile_duration_seconds_count",
+        &[],
+    )
+}
+
+/// What one measured run of a command cost.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Usage {
+    /// User plus system CPU time of the command and everything it ran.
+    pub cpu_seconds: f64,
+    pub wall_seconds: f64,
+    /// The largest resident set of the command (or of what it exec'd), in KiB.
+    pub peak_kib: u64,
+    pub exit_code: i32,
+    pub stdout_bytes: u64,
+}
+
+/// Runs `program` under the measuring wrapper (`bench_exe measure -- program args`), which has no
+/// other child, so its children's resource usage is exactly the command's.
+pub fn measured(
+    bench_exe: &Path,
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+) -> anyhow::Result<Usage> {
+    let output = Command::new(bench_exe)
+        .arg("measure")
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("cannot run {}", bench_exe.display()))?;
+    if !output.status.success() {
+        bail!("the measuring wrapper failed ({})", output.status);
+    }
+    serde_json::from_slice(&output.stdout).context("the measuring wrapper printed no usage")
+}
+
+/// The wrapper's side: runs the command with its output counted and discarded, then prints its
+/// [`Usage`] as one JSON line.
+pub fn measure_child(command: &[String]) -> anyhow::Result<()> {
+    let (program, args) = command
+        .split_first()
+        .context("measure needs a command to run")?;
+    let started = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot run {program}"))?;
+    let mut stdout = child.stdout.take().context("no stdout")?;
+    let stdout_bytes = std::io::copy(&mut stdout, &mut std::io::sink())?;
+    let status = child.wait()?;
+    let wall = started.elapsed();
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .context("getrusage failed")?;
+    let seconds = |t: nix::sys::time::TimeVal| {
+        Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000).as_secs_f64()
+    };
+    let usage = Usage {
+        cpu_seconds: seconds(usage.user_time()) + seconds(usage.system_time()),
+        wall_seconds: wall.as_secs_f64(),
+        peak_kib: usage.max_rss().max(0) as u64,
+        exit_code: status.code().unwrap_or(-1),
+        stdout_bytes,
+    };
+    println!("{}", serde_json::to_string(&usage)?);
+    Ok(())
+}
+
+/// The median of some values (the lower middle one for an even count); 0 for none.
+pub fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    values[(values.len() - 1) / 2]
+}
+
+/// The value at quantile `q` (nearest rank) of sorted values; 0 for none.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_keep_what_moved() {
+        let before = Calls::from([("A".into(), 2), ("B".into(), 5)]);
+        let after = Calls::from([("A".into(), 2), ("B".into(), 9), ("C".into(), 1)]);
+        assert_eq!(
+            difference(&after, &before),
+            Calls::from([("B".into(), 4), ("C".into(), 1)])
+        );
+    }
+
+    #[test]
+    fn writes_are_the_mutating_verbs() {
+        let requests = Calls::from([
+            ("get secrets".into(), 3),
+            ("patch oidcclients/status".into(), 2),
+            ("watch oidcclients".into(), 1),
+            ("create events".into(), 1),
+        ]);
+        assert_eq!(
+            writes(&requests),
+            Calls::from([
+                ("patch oidcclients/status".into(), 2),
+                ("create events".into(), 1)
+            ])
+        );
+    }
+
+    #[test]
+    fn quantiles_use_the_nearest_rank() {
+        let sorted: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert_eq!(quantile(&sorted, 0.5), 10.0);
+        assert_eq!(quantile(&sorted, 0.95), 19.0);
+        assert_eq!(quantile(&sorted, 1.0), 20.0);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn the_own_process_has_a_resident_set() {
+        let own = resident(std::process::id()).unwrap();
+        assert!(own.rss_kib > 0 && own.hwm_kib >= own.rss_kib);
+    }
+}

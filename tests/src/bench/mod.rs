@@ -1,0 +1,64 @@
+//! The benchmark program's parts (`nauthera-bench`): the reconciler and the plugin measured at
+//! several sizes, each figure against a floor measured in the same run. See
+//! `docs/performance.md` for what each figure means and how to reproduce it.
+
+pub mod floor;
+pub mod measure;
+pub mod memory_floor;
+pub mod observer;
+pub mod plugin;
+pub mod report;
+pub mod run;
+pub mod svg;
+pub mod workload;
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use report::Report;
+use run::Settings;
+
+/// Measures every size, then the plugin-only sizes.
+pub async fn run(
+    settings: &Settings,
+    sizes: &[usize],
+    plugin_only: &[usize],
+) -> anyhow::Result<Report> {
+    let mut report = Report {
+        started_at: jiff::Timestamp::now().to_string(),
+        profile: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+        .to_owned(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        reconciler_settings: settings.reconciler_env().into_iter().collect(),
+        ..Report::default()
+    };
+    for &clients in sizes {
+        report.sizes.push(run::size(settings, clients).await?);
+    }
+    for &clients in plugin_only {
+        report
+            .plugin_only
+            .push(run::plugin_only(settings, clients).await?);
+    }
+    Ok(report)
+}
+
+/// Writes the report's JSON and its plot, creating their folders.
+pub fn write(report: &Report, json: &Path, svg_path: &Path) -> anyhow::Result<()> {
+    for path in [json, svg_path] {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+    }
+    std::fs::write(json, serde_json::to_string_pretty(report)? + "\n")
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    std::fs::write(svg_path, svg::plot(report))
+        .with_context(|| format!("cannot write {}", svg_path.display()))?;
+    Ok(())
+}

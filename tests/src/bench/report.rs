@@ -1,0 +1,348 @@
+//! The benchmark's figures: what one size measured against its floors, as JSON and as a table.
+
+use std::collections::BTreeMap;
+
+use comfy_table::{Table, presets::ASCII_MARKDOWN};
+use serde::Serialize;
+
+use super::measure::{Calls, Resident};
+
+/// One run of the program.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// When the run started (RFC 3339).
+    pub started_at: String,
+    /// `release` or `debug`: the profile of the binaries measured.
+    pub profile: String,
+    pub cores: usize,
+    /// The reconciler's settings the run used (its production defaults unless said otherwise).
+    pub reconciler_settings: BTreeMap<String, String>,
+    pub sizes: Vec<SizeReport>,
+    /// The plugin against kubectl on workloads with no reconciler (the largest sizes).
+    pub plugin_only: Vec<PluginReport>,
+}
+
+/// Everything measured at one number of clients.
+#[derive(Debug, Default, Serialize)]
+pub struct SizeReport {
+    pub clients: usize,
+    pub namespaces: usize,
+    /// How long creating the workload took (not measured against anything).
+    pub setup_seconds: f64,
+    pub cold_start: ColdStart,
+    pub steady: Option<Steady>,
+    pub drift: Option<DriftLatency>,
+    pub memory: Memory,
+    pub plugin: Option<PluginReport>,
+    /// Why a part was not measured, or anything else a reader must know.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ColdStart {
+    /// Whether every client was Registered with its Secret before the timeout.
+    pub finished: bool,
+    /// Until the last client was done, or until the timeout.
+    pub seconds: f64,
+    pub timeout_seconds: f64,
+    /// Clients Registered with their Secret at the end.
+    pub complete: usize,
+    pub floor_seconds: f64,
+    /// `seconds / floor_seconds`, when finished.
+    pub ratio: Option<f64>,
+    pub reconciles: f64,
+    pub reconciles_per_object: f64,
+    pub server_calls: Calls,
+    pub floor_server_calls: Calls,
+    /// The reconciler's Kubernetes requests, keyed `verb resource`.
+    pub kube_requests: Calls,
+    pub floor_kube_requests: Calls,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Steady {
+    pub window_seconds: f64,
+    pub server_calls_per_minute: BTreeMap<String, f64>,
+    /// The least a reconciler must call: its control-plane probe.
+    pub floor_server_calls_per_minute: BTreeMap<String, f64>,
+    pub server_writes: u64,
+    /// Kubernetes writes other than Lease renewals, keyed `verb resource`.
+    pub kube_writes: Calls,
+    pub lease_writes: u64,
+    pub reconciles: f64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct DriftLatency {
+    pub edits: usize,
+    /// Edits whose Drifted status was seen before the timeout.
+    pub detected: usize,
+    pub latency_ms: Quantiles,
+    pub floor_latency_ms: Quantiles,
+    /// `latency p95 / floor p95`.
+    pub ratio_p95: Option<f64>,
+    pub reconciles_per_edit: Quantiles,
+    pub server_calls_per_edit: Quantiles,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct Quantiles {
+    pub p50: f64,
+    pub p95: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Memory {
+    /// The reconciler's peak resident set (VmHWM) when the cold start ended.
+    pub cold_start_peak_kib: u64,
+    /// The reconciler idle with every client Registered.
+    pub idle: Option<Resident>,
+    /// A bare kube-rs reflector holding the same OIDCClients and Secrets.
+    pub floor: Option<Resident>,
+    /// `idle.rss / floor.rss`.
+    pub ratio_idle: Option<f64>,
+}
+
+/// `kubectl nauthera status -A` against `kubectl get oidcclients -A`, table and JSON.
+#[derive(Debug, Default, Serialize)]
+pub struct PluginReport {
+    pub clients: usize,
+    pub runs: usize,
+    pub commands: Vec<CommandFigures>,
+    /// Per output format: the plugin's median CPU time and peak memory over kubectl's.
+    pub ratios: Vec<PluginRatio>,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct CommandFigures {
+    pub command: String,
+    pub format: String,
+    pub median_cpu_seconds: f64,
+    pub median_wall_seconds: f64,
+    pub median_peak_kib: u64,
+    pub failed_runs: usize,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct PluginRatio {
+    pub format: String,
+    /// `through kubectl` (what a user runs) or `alone` (the plugin's own process).
+    pub plugin: String,
+    pub cpu: f64,
+    pub peak_memory: f64,
+}
+
+/// `a / b`, when `b` is not zero.
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+fn number(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn optional_ratio(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"))
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn calls(calls: &Calls) -> String {
+    calls
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Report {
+    /// The figures as Markdown tables: one row per measure and size.
+    pub fn table(&self) -> String {
+        let mut table = Table::new();
+        table.load_style(ASCII_MARKDOWN);
+        table.set_header(vec!["N", "measure", "reconciler", "floor", "ratio"]);
+        for size in &self.sizes {
+            let n = size.clients.to_string();
+            let cold = &size.cold_start;
+            let measured = if cold.finished {
+                format!("{} s", number(cold.seconds))
+            } else {
+                format!(
+                    "{} of {} after {} s (timeout)",
+                    cold.complete,
+                    size.clients,
+                    number(cold.seconds)
+                )
+            };
+            table.add_row(vec![
+                n.clone(),
+                "cold start".into(),
+                measured,
+                format!("{} s", number(cold.floor_seconds)),
+                optional_ratio(cold.ratio),
+            ]);
+            table.add_row(vec![
+                n.clone(),
+                "reconciles per object".into(),
+                number(cold.reconciles_per_object),
+                "1".into(),
+                format!("{:.2}x", cold.reconciles_per_object),
+            ]);
+            table.add_row(vec![
+                n.clone(),
+                "cold start server calls".into(),
+                calls(&cold.server_calls),
+                calls(&cold.floor_server_calls),
+                String::new(),
+            ]);
+            table.add_row(vec![
+                n.clone(),
+                "cold start Kubernetes requests".into(),
+                calls(&cold.kube_requests),
+                calls(&cold.floor_kube_requests),
+                String::new(),
+            ]);
+            if let Some(steady) = &size.steady {
+                // `+ 0.0` turns the empty sum's -0.0 into 0.
+                let per_minute: f64 = steady.server_calls_per_minute.values().sum::<f64>() + 0.0;
+                let floor: f64 = steady.floor_server_calls_per_minute.values().sum::<f64>() + 0.0;
+                table.add_row(vec![
+                    n.clone(),
+                    format!(
+                        "steady server calls/min ({} s)",
+                        number(steady.window_seconds)
+                    ),
+                    format!(
+                        "{} ({})",
+                        number(per_minute),
+                        steady
+                            .server_calls_per_minute
+                            .iter()
+                            .map(|(k, v)| format!("{k} {}", number(*v)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    number(floor),
+                    optional_ratio(ratio(per_minute, floor)),
+                ]);
+                table.add_row(vec![
+                    n.clone(),
+                    "steady writes (server; Kubernetes but Leases)".into(),
+                    format!(
+                        "{}; {} ({}), Lease {}",
+                        steady.server_writes,
+                        steady.kube_writes.values().sum::<u64>(),
+                        calls(&steady.kube_writes),
+                        steady.lease_writes
+                    ),
+                    "0; 0".into(),
+                    String::new(),
+                ]);
+            }
+            if let Some(drift) = &size.drift {
+                table.add_row(vec![
+                    n.clone(),
+                    format!("drift latency p50/p95/max ({} edits)", drift.edits),
+                    format!(
+                        "{:.0}/{:.0}/{:.0} ms ({} seen)",
+                        drift.latency_ms.p50,
+                        drift.latency_ms.p95,
+                        drift.latency_ms.max,
+                        drift.detected
+                    ),
+                    format!(
+                        "{:.0}/{:.0}/{:.0} ms",
+                        drift.floor_latency_ms.p50,
+                        drift.floor_latency_ms.p95,
+                        drift.floor_latency_ms.max
+                    ),
+                    optional_ratio(drift.ratio_p95),
+                ]);
+                table.add_row(vec![
+                    n.clone(),
+                    "per edit: reconciles, server calls (p50/max)".into(),
+                    format!(
+                        "{}/{}, {}/{}",
+                        number(drift.reconciles_per_edit.p50),
+                        number(drift.reconciles_per_edit.max),
+                        number(drift.server_calls_per_edit.p50),
+                        number(drift.server_calls_per_edit.max)
+                    ),
+                    "1, 0".into(),
+                    String::new(),
+                ]);
+            }
+            let memory = &size.memory;
+            table.add_row(vec![
+                n.clone(),
+                "memory: cold-start peak; idle RSS".into(),
+                format!(
+                    "{}; {}",
+                    mib(memory.cold_start_peak_kib),
+                    memory.idle.map_or_else(|| "-".into(), |r| mib(r.rss_kib))
+                ),
+                memory
+                    .floor
+                    .map_or_else(|| "-".into(), |r| format!("{} (reflector)", mib(r.rss_kib))),
+                optional_ratio(memory.ratio_idle),
+            ]);
+            if let Some(plugin) = &size.plugin {
+                plugin_rows(&mut table, plugin);
+            }
+        }
+        for plugin in &self.plugin_only {
+            plugin_rows(&mut table, plugin);
+        }
+        let mut text = table.to_string();
+        for size in &self.sizes {
+            for note in &size.notes {
+                text.push_str(&format!("\nN={}: {note}", size.clients));
+            }
+        }
+        text
+    }
+}
+
+fn plugin_rows(table: &mut Table, plugin: &PluginReport) {
+    for ratio in &plugin.ratios {
+        let of = |wanted: fn(&str) -> bool| {
+            plugin
+                .commands
+                .iter()
+                .find(|c| c.format == ratio.format && wanted(&c.command))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let ours = if ratio.plugin == "alone" {
+            of(|c| c.contains("(alone)"))
+        } else {
+            of(|c| c.starts_with("kubectl nauthera"))
+        };
+        let theirs = of(|c| c.starts_with("kubectl get"));
+        table.add_row(vec![
+            plugin.clients.to_string(),
+            format!(
+                "plugin status -A {}, {} (CPU; peak)",
+                ratio.plugin, ratio.format
+            ),
+            format!(
+                "{} s; {}",
+                number(ours.median_cpu_seconds),
+                mib(ours.median_peak_kib)
+            ),
+            format!(
+                "{} s; {} (kubectl get)",
+                number(theirs.median_cpu_seconds),
+                mib(theirs.median_peak_kib)
+            ),
+            format!("{:.2}x; {:.2}x", ratio.cpu, ratio.peak_memory),
+        ]);
+    }
+}

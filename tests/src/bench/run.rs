@@ -1,0 +1,382 @@
+//! One run of the benchmark at one size: the floors on a stack of their own, then the reconciler
+//! on a fresh stack with the same workload: cold start, steady state, drift, memory, the plugin.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, Patch, PatchParams};
+use nauthera_fake_server::Actor;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::resources::{OIDCClient, ResourceStatus, ready_condition};
+
+use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
+use super::observer::Observer;
+use super::report::{ColdStart, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio};
+use super::workload::{Key, Workload};
+use super::{floor, plugin};
+use crate::e2e::{Reconciler, Stack, StackOptions};
+
+/// What a run measures and how long it waits.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub namespaces: usize,
+    /// The reconciler's concurrency, which the cold-start floor uses too.
+    pub concurrency: usize,
+    pub cold_start_timeout: Duration,
+    /// How long the reconciler is left alone after its cold start before the steady window.
+    pub settle: Duration,
+    pub steady_window: Duration,
+    pub drift_edits: usize,
+    pub drift_timeout: Duration,
+    /// How long after a drift is seen its trailing reconciles and calls are still counted.
+    pub drift_settle: Duration,
+    pub plugin_runs: usize,
+    /// The reconciler's probe interval and change-poll interval, in seconds (production defaults).
+    pub probe_interval_seconds: u64,
+    pub probe_retry_seconds: u64,
+    pub change_poll_seconds: u64,
+    /// This program, which also serves as the measuring wrapper and the memory floor.
+    pub bench_exe: PathBuf,
+}
+
+impl Settings {
+    /// The reconciler's environment for the run.
+    pub fn reconciler_env(&self) -> Vec<(String, String)> {
+        [
+            ("NAUTHERA_CONCURRENCY", self.concurrency.to_string()),
+            (
+                "NAUTHERA_PROBE_INTERVAL",
+                self.probe_interval_seconds.to_string(),
+            ),
+            (
+                "NAUTHERA_PROBE_RETRY_INTERVAL",
+                self.probe_retry_seconds.to_string(),
+            ),
+            (
+                "NAUTHERA_CHANGE_POLL_INTERVAL",
+                self.change_poll_seconds.to_string(),
+            ),
+            ("NAUTHERA_LOG_FORMAT", "json".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+}
+
+fn stack_options(settings: &Settings) -> StackOptions {
+    StackOptions {
+        start_reconciler: false,
+        reconciler_env: settings.reconciler_env(),
+        ..StackOptions::default()
+    }
+}
+
+/// Evenly spread keys of the workload for the drift edits.
+fn drift_keys(workload: &Workload, edits: usize) -> Vec<Key> {
+    let keys = workload.keys();
+    let edits = edits.min(keys.len());
+    (0..edits)
+        .map(|i| keys[i * keys.len() / edits].clone())
+        .collect()
+}
+
+fn milliseconds(durations: &[Duration]) -> Quantiles {
+    quantiles(durations.iter().map(|d| d.as_secs_f64() * 1000.0).collect())
+}
+
+fn quantiles(mut values: Vec<f64>) -> Quantiles {
+    values.sort_by(f64::total_cmp);
+    Quantiles {
+        p50: quantile(&values, 0.5),
+        p95: quantile(&values, 0.95),
+        max: values.last().copied().unwrap_or_default(),
+    }
+}
+
+fn log(message: &str) {
+    eprintln!("[nauthera-bench] {message}");
+}
+
+/// Everything at `clients` clients.
+pub async fn size(settings: &Settings, clients: usize) -> anyhow::Result<SizeReport> {
+    let workload = Workload {
+        clients,
+        namespaces: settings.namespaces,
+    };
+    let keys = drift_keys(&workload, settings.drift_edits);
+    let mut report = SizeReport {
+        clients,
+        namespaces: workload.namespace_names().len(),
+        ..SizeReport::default()
+    };
+
+    log(&format!("N={clients}: the floors"));
+    let floor_stack = Stack::try_start(stack_options(settings)).await?;
+    workload.create(&floor_stack.client()).await?;
+    let floor_observer = Observer::start(&floor_stack.client());
+    let cold_floor = floor::cold_start(&floor_stack, settings.concurrency, clients).await?;
+    let drift_floor =
+        floor::drift(&floor_stack, &floor_observer, &keys, settings.drift_timeout).await?;
+    drop(floor_observer);
+    drop(floor_stack);
+
+    log(&format!("N={clients}: the reconciler's cold start"));
+    let stack = Stack::try_start(stack_options(settings)).await?;
+    report.setup_seconds = workload.create(&stack.client()).await?.as_secs_f64();
+    stack.show_deployment_ready(1).await?;
+    let observer = Observer::start(&stack.client());
+    let emulator = stack
+        .cluster
+        .emulator()
+        .context("the benchmark runs on the emulator")?;
+    let calls_before = stack.server.counters().calls;
+    let requests_before = reconciler_requests(emulator);
+    let started = Instant::now();
+    let replica = stack.start_replica("bench").await?;
+    let pid = replica.pid().context("the reconciler has no process id")?;
+    let finished = observer
+        .wait_until(started + settings.cold_start_timeout, |seen| {
+            seen.complete >= clients
+        })
+        .await;
+    let elapsed = finished.map_or_else(|| started.elapsed(), |at| at - started);
+    let reconciles = measure::reconciles(&replica).await;
+    report.cold_start = ColdStart {
+        finished: finished.is_some(),
+        seconds: elapsed.as_secs_f64(),
+        timeout_seconds: settings.cold_start_timeout.as_secs_f64(),
+        complete: observer.complete(),
+        floor_seconds: cold_floor.elapsed.as_secs_f64(),
+        ratio: finished
+            .and_then(|_| ratio(elapsed.as_secs_f64(), cold_floor.elapsed.as_secs_f64())),
+        reconciles,
+        reconciles_per_object: reconciles / clients.max(1) as f64,
+        server_calls: difference(&stack.server.counters().calls, &calls_before),
+        floor_server_calls: cold_floor.server_calls,
+        kube_requests: difference(&reconciler_requests(emulator), &requests_before),
+        floor_kube_requests: cold_floor.kube_requests,
+    };
+    report.memory = Memory {
+        cold_start_peak_kib: resident(pid)?.hwm_kib,
+        ..Memory::default()
+    };
+
+    if finished.is_some() {
+        report.steady = Some(steady(settings, &stack, &replica, emulator).await?);
+        let idle = resident(pid)?;
+        report.memory.idle = Some(idle);
+        report.drift =
+            Some(drift(settings, &stack, &replica, &observer, &keys, &drift_floor).await?);
+        let floor = memory_floor(settings, &stack)?;
+        report.memory.floor = Some(floor);
+        report.memory.ratio_idle = ratio(idle.rss_kib as f64, floor.rss_kib as f64);
+    } else {
+        report.notes.push(format!(
+            "the cold start did not finish within {} s ({} of {clients} Registered with their \
+             Secret, {} Pending, {} Refused), so the steady state, drift latency and idle memory \
+             are not measured at this size",
+            settings.cold_start_timeout.as_secs(),
+            observer.complete(),
+            observer.count(Reason::Pending),
+            observer.count(Reason::Refused),
+        ));
+    }
+    if settings.plugin_runs > 0 {
+        log(&format!("N={clients}: the plugin against kubectl"));
+        report.plugin = Some(plugin_comparison(settings, &stack, clients)?);
+    }
+    replica.stop().await;
+    Ok(report)
+}
+
+async fn steady(
+    settings: &Settings,
+    stack: &Stack,
+    replica: &Reconciler,
+    emulator: &nauthera_kube_emulator::Emulator,
+) -> anyhow::Result<Steady> {
+    log("steady state");
+    tokio::time::sleep(settings.settle).await;
+    let calls_before = stack.server.counters();
+    let requests_before = reconciler_requests(emulator);
+    let reconciles_before = measure::reconciles(replica).await;
+    tokio::time::sleep(settings.steady_window).await;
+    let calls_after = stack.server.counters();
+    let requests = difference(&reconciler_requests(emulator), &requests_before);
+    let minutes = settings.steady_window.as_secs_f64() / 60.0;
+    let kube_writes = measure::writes(&requests);
+    let lease_writes: u64 = kube_writes
+        .iter()
+        .filter(|(key, _)| key.ends_with(" leases"))
+        .map(|(_, v)| v)
+        .sum();
+    Ok(Steady {
+        window_seconds: settings.steady_window.as_secs_f64(),
+        server_calls_per_minute: difference(&calls_after.calls, &calls_before.calls)
+            .into_iter()
+            .map(|(method, n)| (method, n as f64 / minutes))
+            .collect(),
+        floor_server_calls_per_minute: [(
+            "GetServerInfo".to_owned(),
+            60.0 / settings.probe_interval_seconds.max(1) as f64,
+        )]
+        .into(),
+        server_writes: calls_after.total_writes() - calls_before.total_writes(),
+        kube_writes: kube_writes
+            .into_iter()
+            .filter(|(key, _)| !key.ends_with(" leases"))
+            .collect(),
+        lease_writes,
+        reconciles: measure::reconciles(replica).await - reconciles_before,
+    })
+}
+
+async fn drift(
+    settings: &Settings,
+    stack: &Stack,
+    replica: &Reconciler,
+    observer: &Observer,
+    keys: &[Key],
+    floor: &[Duration],
+) -> anyhow::Result<DriftLatency> {
+    log(&format!("drift latency, {} edits", keys.len()));
+    let mut latencies = Vec::new();
+    let mut reconciles = Vec::new();
+    let mut calls = Vec::new();
+    for key in keys {
+        let reconciles_before = measure::reconciles(replica).await;
+        let calls_before = stack.server.counters().calls;
+        let edited = Instant::now();
+        stack
+            .server
+            .edit_client(
+                &key.object_ref(),
+                &Actor::dashboard("bench@example.com"),
+                |spec| spec.display_name.push_str(" (edited)"),
+            )
+            .map_err(|e| anyhow::anyhow!("cannot edit {}: {e}", key.name))?;
+        let seen = observer
+            .wait_until(edited + settings.drift_timeout, |seen| {
+                seen.reason(key) == Some(Reason::Drifted)
+            })
+            .await;
+        if let Some(at) = seen {
+            latencies.push(at - edited);
+        }
+        tokio::time::sleep(settings.drift_settle).await;
+        reconciles.push(measure::reconciles(replica).await - reconciles_before);
+        let moved: Calls = difference(&stack.server.counters().calls, &calls_before);
+        calls.push(moved.values().sum::<u64>() as f64);
+    }
+    let latency_ms = milliseconds(&latencies);
+    let floor_latency_ms = milliseconds(floor);
+    Ok(DriftLatency {
+        edits: keys.len(),
+        detected: latencies.len(),
+        latency_ms,
+        floor_latency_ms,
+        ratio_p95: ratio(latency_ms.p95, floor_latency_ms.p95),
+        reconciles_per_edit: quantiles(reconciles),
+        server_calls_per_edit: quantiles(calls),
+    })
+}
+
+/// Runs the reflector floor as a process of its own and reads what it reports.
+fn memory_floor(settings: &Settings, stack: &Stack) -> anyhow::Result<measure::Resident> {
+    log("memory floor");
+    let output = std::process::Command::new(&settings.bench_exe)
+        .arg("reflector-floor")
+        .arg("--kubeconfig")
+        .arg(stack.cluster.kubeconfig())
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run the reflector floor")?;
+    if !output.status.success() {
+        bail!("the reflector floor failed ({})", output.status);
+    }
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .context("the reflector floor printed no resident set")?;
+    Ok(measure::Resident {
+        rss_kib: value["rss_kib"].as_u64().unwrap_or_default(),
+        hwm_kib: value["hwm_kib"].as_u64().unwrap_or_default(),
+    })
+}
+
+fn plugin_comparison(
+    settings: &Settings,
+    stack: &Stack,
+    clients: usize,
+) -> anyhow::Result<super::report::PluginReport> {
+    let home = tempfile::tempdir()?;
+    plugin::compare(
+        &settings.bench_exe,
+        stack.cluster.kubeconfig(),
+        home.path(),
+        clients,
+        settings.plugin_runs,
+    )
+}
+
+/// The plugin against kubectl at a size too large for a reconciler run: the workload is created
+/// and given a Registered status by the harness, as a reconciler would have left it.
+pub async fn plugin_only(
+    settings: &Settings,
+    clients: usize,
+) -> anyhow::Result<super::report::PluginReport> {
+    log(&format!(
+        "N={clients}: the plugin against kubectl (no reconciler)"
+    ));
+    let workload = Workload {
+        clients,
+        namespaces: settings.namespaces,
+    };
+    let stack = Stack::try_start(stack_options(settings)).await?;
+    workload.create(&stack.client()).await?;
+    register_statuses(&stack, &workload).await?;
+    stack.show_deployment_ready(1).await?;
+    plugin_comparison(settings, &stack, clients)
+}
+
+/// Writes the status a reconciler leaves on a Registered client, for every client.
+async fn register_statuses(stack: &Stack, workload: &Workload) -> anyhow::Result<()> {
+    use futures::{StreamExt, TryStreamExt};
+    futures::stream::iter(workload.keys())
+        .enumerate()
+        .map(|(i, key)| {
+            let api: Api<OIDCClient> = Api::namespaced(stack.client(), &key.namespace);
+            async move {
+                let status = ResourceStatus {
+                    observed_generation: Some(1),
+                    phase: Some(Phase::Registered),
+                    reason: Some(Reason::Registered),
+                    client_id: Some(format!("c-{i:08x}")),
+                    revision: Some(format!("{}", i + 1)),
+                    generation_in_force: Some(1),
+                    conditions: vec![ready_condition(
+                        Reason::Registered,
+                        "generation 1 is in force",
+                        Some(1),
+                        Time(jiff::Timestamp::now()),
+                    )],
+                    ..ResourceStatus::default()
+                };
+                api.patch_status(
+                    &key.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({ "status": status })),
+                )
+                .await
+                .with_context(|| format!("cannot set the status of {}", key.name))?;
+                Ok::<_, anyhow::Error>(())
+            }
+        })
+        .buffer_unordered(32)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! `cargo run --release -p nauthera-tests --bin nauthera-bench`: the reconciler and the plugin
+//! measured against their floors at several sizes. Prints a table, writes the figures as JSON and
+//! a plot as SVG. `docs/performance.md` explains each figure.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use nauthera_tests::bench::{self, run::Settings};
+
+/// Measures cold start, steady state, drift latency, memory and the plugin against their floors.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    #[command(subcommand)]
+    helper: Option<Helper>,
+    /// Numbers of OIDCClients to measure the reconciler at, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    clients: Vec<usize>,
+    /// Numbers of OIDCClients to compare the plugin with kubectl at, with no reconciler run.
+    #[arg(long, value_delimiter = ',', default_value = "100000")]
+    plugin_only: Vec<usize>,
+    /// How many namespaces the clients are spread over.
+    #[arg(long, default_value_t = 10)]
+    namespaces: usize,
+    /// The reconciler's concurrency (the cold-start floor uses the same).
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// How long the cold start may take before it is reported unfinished (e.g. 15m, 90s).
+    #[arg(long, default_value = "15m", value_parser = duration)]
+    cold_start_timeout: Duration,
+    /// How long the reconciler is left alone after its cold start before the steady window.
+    #[arg(long, default_value = "15s", value_parser = duration)]
+    settle: Duration,
+    /// The steady-state window.
+    #[arg(long, default_value = "60s", value_parser = duration)]
+    steady_window: Duration,
+    /// How many out-of-band edits the drift measure makes, one at a time.
+    #[arg(long, default_value_t = 20)]
+    drift_edits: usize,
+    /// How long one edit may take to show as Drifted.
+    #[arg(long, default_value = "60s", value_parser = duration)]
+    drift_timeout: Duration,
+    /// How long after a drift shows its trailing reconciles and calls are still counted.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    drift_settle: Duration,
+    /// How many measured runs of each plugin and kubectl command (0 skips the comparison).
+    #[arg(long, default_value_t = 5)]
+    plugin_runs: usize,
+    /// Where the figures go as JSON.
+    #[arg(long, default_value = "target/nauthera-bench/results.json")]
+    json: PathBuf,
+    /// Where the plot goes as SVG.
+    #[arg(long, default_value = "target/nauthera-bench/cold-start.svg")]
+    svg: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum Helper {
+    /// Runs a command and prints its CPU time and peak memory as JSON (used by the benchmark).
+    #[command(hide = true)]
+    Measure {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Fills a bare reflector's caches and prints its resident set as JSON (the memory floor).
+    #[command(hide = true)]
+    ReflectorFloor {
+        #[arg(long)]
+        kubeconfig: PathBuf,
+    },
+}
+
+/// A duration such as `90s`, `1m30s` or `15m`.
+fn duration(text: &str) -> Result<Duration, String> {
+    let parsed: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration such as 90s, 1m30s or 15m: {e}"))?;
+    Duration::try_from(parsed).map_err(|_| format!("{text:?} is negative"))
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("nauthera-bench: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    match args.helper {
+        Some(Helper::Measure { command }) => return bench::measure::measure_child(&command),
+        Some(Helper::ReflectorFloor { kubeconfig }) => {
+            let resident = bench::memory_floor::reflect(&kubeconfig).await?;
+            println!("{}", serde_json::to_string(&resident)?);
+            return Ok(());
+        }
+        None => {}
+    }
+    let settings = Settings {
+        namespaces: args.namespaces,
+        concurrency: args.concurrency,
+        cold_start_timeout: args.cold_start_timeout,
+        settle: args.settle,
+        steady_window: args.steady_window,
+        drift_edits: args.drift_edits,
+        drift_timeout: args.drift_timeout,
+        drift_settle: args.drift_settle,
+        plugin_runs: args.plugin_runs,
+        probe_interval_seconds: 60,
+        probe_retry_seconds: 15,
+        change_poll_seconds: 10,
+        bench_exe: std::env::current_exe().context("cannot find this program's path")?,
+    };
+    let report = bench::run(&settings, &args.clients, &args.plugin_only).await?;
+    bench::write(&report, &args.json, &args.svg)?;
+    println!("{}", report.table());
+    eprintln!(
+        "[nauthera-bench] figures in {}, plot in {}",
+        args.json.display(),
+        args.svg.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! The benchmark program at a tiny size, so it cannot rot: every part runs and reports, against
+//! the real binaries, the fake server and the emulator. No figure is asserted (they are timings);
+//! only that each was measured.
+
+use std::process::Command;
+
+#[test]
+fn the_benchmark_measures_every_part_at_a_tiny_size() {
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("results.json");
+    let svg = out.path().join("plot.svg");
+    let output = Command::new(env!("CARGO_BIN_EXE_nauthera-bench"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "--clients",
+            "12",
+            "--plugin-only",
+            "30",
+            "--namespaces",
+            "3",
+            "--cold-start-timeout",
+            "2m",
+            "--settle",
+            "1s",
+            "--steady-window",
+            "2s",
+            "--drift-edits",
+            "2",
+            "--drift-settle",
+            "500ms",
+            "--plugin-runs",
+            "1",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .expect("the benchmark runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the benchmark failed:\n{stdout}\n{stderr}"
+    );
+    for measure in [
+        "cold start",
+        "reconciles per object",
+        "steady server calls/min",
+        "drift latency",
+        "memory",
+        "plugin status -A through kubectl, table",
+        "plugin status -A alone, json",
+    ] {
+        assert!(stdout.contains(measure), "no {measure:?} row in:\n{stdout}");
+    }
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let size = &report["sizes"][0];
+    assert_eq!(size["clients"], 12);
+    assert_eq!(size["namespaces"], 3);
+    let cold = &size["cold_start"];
+    assert_eq!(cold["finished"], true, "{cold}");
+    assert_eq!(cold["complete"], 12);
+    assert!(cold["ratio"].as_f64().is_some());
+    assert!(cold["reconciles_per_object"].as_f64().unwrap() >= 1.0);
+    assert_eq!(cold["floor_server_calls"]["ApplyClient"], 12);
+    assert!(cold["server_calls"]["ApplyClient"].as_u64().unwrap() >= 12);
+    assert_eq!(cold["floor_kube_requests"]["create secrets"], 12);
+    assert!(
+        cold["kube_requests"]["patch oidcclients/status"]
+            .as_u64()
+            .unwrap()
+            >= 12
+    );
+    assert!(size["steady"]["window_seconds"].as_f64().unwrap() > 0.0);
+    let drift = &size["drift"];
+    assert_eq!(drift["edits"], 2);
+    assert_eq!(drift["detected"], 2, "every edit shows as Drifted: {drift}");
+    assert!(drift["reconciles_per_edit"]["max"].as_f64().unwrap() >= 1.0);
+    let memory = &size["memory"];
+    assert!(memory["cold_start_peak_kib"].as_u64().unwrap() > 0);
+    assert!(memory["idle"]["rss_kib"].as_u64().unwrap() > 0);
+    assert!(memory["floor"]["rss_kib"].as_u64().unwrap() > 0);
+    for plugin in [&size["plugin"], &report["plugin_only"][0]] {
+        let commands = plugin["commands"].as_array().unwrap();
+        assert_eq!(commands.len(), 6);
+        for command in commands {
+            assert_eq!(command["failed_runs"], 0, "{command}");
+            assert!(
+                command["median_peak_kib"].as_u64().unwrap() > 0,
+                "{command}"
+            );
+        }
+        assert_eq!(plugin["ratios"].as_array().unwrap().len(), 4);
+    }
+    assert_eq!(report["plugin_only"][0]["clients"], 30);
+
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg") && plot.contains("N = 12"));
+}
