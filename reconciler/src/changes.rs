@@ -2,6 +2,11 @@
 //! the server offers it, else polling GetChangeHint; on a move, one ListClientRevisions listing
 //! (never a read per object). Reconciles compare their last written revision with this view and
 //! read a single object only when the two disagree.
+//!
+//! Each change is routed to the one resource it names ([`Route::Resource`]); a write this
+//! reconciler's manager made routes nowhere, and everything is reconciled ([`Route::All`]) only
+//! after a listing that replaced the whole view: at the start and when the server asks for a
+//! resync.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -10,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use nauthera_proto::v1;
 use nauthera_shared::client::CallError;
-use tokio::sync::watch;
+use tokio::sync::broadcast;
 
 use crate::admin::AdminApi;
 use crate::decide::ServerView;
@@ -24,6 +29,55 @@ fn key_of(reference: &v1::ObjectRef) -> RefKey {
         reference.namespace.clone(),
         reference.name.clone(),
     )
+}
+
+/// Where a server change sends the reconciler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Reconcile the one resource of this kind that the change names.
+    Resource {
+        kind: v1::ObjectKind,
+        namespace: String,
+        name: String,
+    },
+    /// Reconcile every resource: a listing replaced the whole view.
+    All,
+}
+
+impl Route {
+    fn client(key: &RefKey) -> Route {
+        Route::Resource {
+            kind: v1::ObjectKind::Client,
+            namespace: key.1.clone(),
+            name: key.2.clone(),
+        }
+    }
+}
+
+/// The route of one change event: the resource it names, unless the write was this reconciler's
+/// own (its manager), which it already recorded when the server answered.
+pub fn route_event(event: &v1::ChangeEvent, manager: &str) -> Option<Route> {
+    if event.resync_required {
+        return Some(Route::All);
+    }
+    let reference = event.r#ref.as_ref()?;
+    if event.written.as_ref().is_some_and(|w| w.manager == manager) {
+        return None;
+    }
+    let kind = v1::ObjectKind::try_from(event.kind).ok()?;
+    Some(Route::Resource {
+        kind,
+        namespace: reference.namespace.clone(),
+        name: reference.name.clone(),
+    })
+}
+
+/// A client whose revision a new listing moved, and the manager its last write named (`None`
+/// when the listing no longer holds it).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Moved {
+    pub key: RefKey,
+    pub manager: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -74,21 +128,47 @@ impl ServerRevisions {
         self.listing.read().ok().and_then(|l| l.hint.clone())
     }
 
-    /// Replaces the view with a complete listing.
-    pub fn replace(&self, hint: Option<v1::ChangeHint>, clients: Vec<v1::ClientRevision>) {
+    /// Replaces the view with a complete listing; returns the clients whose revision it moved.
+    pub fn replace(
+        &self,
+        hint: Option<v1::ChangeHint>,
+        clients: Vec<v1::ClientRevision>,
+    ) -> Vec<Moved> {
         let Ok(mut listing) = self.listing.write() else {
-            return;
+            return Vec::new();
         };
         let previous_epoch = listing.hint.as_ref().map(|h| h.epoch.clone());
         let epoch = hint.as_ref().map(|h| h.epoch.clone());
         listing.history_restarted = listing.history_restarted
             || matches!((&previous_epoch, &epoch), (Some(a), Some(b)) if a != b);
         listing.hint = hint;
-        listing.revisions = clients
-            .into_iter()
-            .filter_map(|c| Some((key_of(c.r#ref.as_ref()?), c.revision)))
-            .collect();
+        let mut moved = Vec::new();
+        let mut revisions = HashMap::with_capacity(clients.len());
+        for client in clients {
+            let Some(key) = client.r#ref.as_ref().map(key_of) else {
+                continue;
+            };
+            if listing.revisions.get(&key) != Some(&client.revision) {
+                moved.push(Moved {
+                    key: key.clone(),
+                    manager: client.last_write.map(|w| w.manager),
+                });
+            }
+            revisions.insert(key, client.revision);
+        }
+        moved.extend(
+            listing
+                .revisions
+                .keys()
+                .filter(|key| !revisions.contains_key(*key))
+                .map(|key| Moved {
+                    key: key.clone(),
+                    manager: None,
+                }),
+        );
+        listing.revisions = revisions;
         listing.complete = true;
+        moved
     }
 
     /// Takes one change event into the view. Returns whether it concerned a client.
@@ -143,21 +223,52 @@ pub async fn list_all<A: AdminApi>(
     }
 }
 
-/// Keeps `view` current and bumps `trigger` whenever it may have changed. Runs until dropped.
+/// Where [`follow_changes`] sends its routes, and whose writes route nowhere.
+#[derive(Debug)]
+pub struct Router<'a> {
+    pub routes: &'a broadcast::Sender<Route>,
+    pub manager: &'a str,
+}
+
+impl Router<'_> {
+    fn send(&self, route: Route) {
+        // No receiver yet (the controllers start alongside) is not an error: they list anyway.
+        let _ = self.routes.send(route);
+    }
+
+    /// After a listing: everything when it replaced the view wholesale, else the clients it
+    /// moved that this reconciler did not write.
+    fn listed(&self, moved: Vec<Moved>, wholesale: bool) {
+        if wholesale {
+            self.send(Route::All);
+            return;
+        }
+        for moved in moved {
+            if moved.manager.as_deref() != Some(self.manager) {
+                self.send(Route::client(&moved.key));
+            }
+        }
+    }
+}
+
+/// Keeps `view` current and routes every change it learns of. Runs until dropped.
 pub async fn follow_changes<A: AdminApi>(
     admin: &A,
     view: &ServerRevisions,
     namespaces: &[String],
     poll_interval: Duration,
-    trigger: &watch::Sender<u64>,
+    router: &Router<'_>,
 ) {
-    let bump = || trigger.send_modify(|n| *n = n.wrapping_add(1));
     let mut stream_supported = true;
+    // The first listing, and one after a resync, replace the view wholesale; a listing after a
+    // broken stream or a moved hint only fills in what was missed.
+    let mut wholesale = true;
     loop {
         match list_all(admin, namespaces).await {
             Ok((hint, clients)) => {
-                view.replace(hint, clients);
-                bump();
+                let moved = view.replace(hint, clients);
+                router.listed(moved, wholesale);
+                wholesale = false;
             }
             Err(error) => {
                 tracing::warn!(error = %error, "listing client revisions failed; trying again");
@@ -170,10 +281,14 @@ pub async fn follow_changes<A: AdminApi>(
                 Ok(mut events) => {
                     while let Some(event) = events.next().await {
                         match event {
-                            Ok(event) if event.resync_required => break,
+                            Ok(event) if event.resync_required => {
+                                wholesale = true;
+                                break;
+                            }
                             Ok(event) => {
-                                if view.apply_event(&event) {
-                                    bump();
+                                view.apply_event(&event);
+                                if let Some(route) = route_event(&event, router.manager) {
+                                    router.send(route);
                                 }
                             }
                             Err(error) => {
@@ -295,13 +410,17 @@ mod tests {
             lists: AtomicU64::new(0),
         };
         let view = ServerRevisions::default();
-        let (trigger, mut triggered) = watch::channel(0u64);
+        let (routes, mut routed) = broadcast::channel(16);
+        let router = Router {
+            routes: &routes,
+            manager: "nauthera-reconciler",
+        };
         let seen = |revision: &str| ServerView::Holds {
             revision: revision.into(),
         };
-        let follow = follow_changes(&server, &view, &[], Duration::from_millis(10), &trigger);
+        let follow = follow_changes(&server, &view, &[], Duration::from_millis(10), &router);
         let check = async {
-            triggered.changed().await.unwrap();
+            assert_eq!(routed.recv().await.unwrap(), Route::All);
             assert_eq!(
                 view.view_of("https://login.example.test/acme", "team-a", "web"),
                 seen("r1")
@@ -311,7 +430,12 @@ mod tests {
             assert_eq!(server.lists.load(Ordering::SeqCst), 1);
             *server.revision.lock().unwrap() = "r2".into();
             server.sequence.store(2, Ordering::SeqCst);
-            triggered.changed().await.unwrap();
+            // The moved hint costs one listing, and only the client it moved is reconciled.
+            assert_eq!(
+                routed.recv().await.unwrap(),
+                Route::client(&key_of(&reference("web")))
+            );
+            assert_eq!(server.lists.load(Ordering::SeqCst), 2);
             assert_eq!(
                 view.view_of("https://login.example.test/acme", "team-a", "web"),
                 seen("r2")
@@ -322,6 +446,72 @@ mod tests {
             () = check => {}
             () = tokio::time::sleep(Duration::from_secs(10)) => panic!("no change seen in time"),
         }
+    }
+
+    fn change(name: &str, manager: &str) -> v1::ChangeEvent {
+        v1::ChangeEvent {
+            hint: Some(hint("e1", 2)),
+            resync_required: false,
+            kind: v1::ObjectKind::Client as i32,
+            r#ref: Some(reference(name)),
+            client_id: "cid".into(),
+            revision: "r2".into(),
+            written: Some(v1::WriteInfo {
+                manager: manager.into(),
+                ..v1::WriteInfo::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn a_change_routes_to_the_resource_it_names_unless_this_reconciler_wrote_it() {
+        let manager = "nauthera-reconciler";
+        assert_eq!(
+            route_event(&change("web", ""), manager),
+            Some(Route::Resource {
+                kind: v1::ObjectKind::Client,
+                namespace: "team-a".into(),
+                name: "web".into(),
+            })
+        );
+        assert!(route_event(&change("web", "terraform"), manager).is_some());
+        assert_eq!(route_event(&change("web", manager), manager), None);
+        let resync = v1::ChangeEvent {
+            resync_required: true,
+            ..v1::ChangeEvent::default()
+        };
+        assert_eq!(route_event(&resync, manager), Some(Route::All));
+    }
+
+    #[test]
+    fn a_listing_reports_what_it_moved_with_the_writer() {
+        let view = ServerRevisions::default();
+        let revision = |name: &str, revision: &str, manager: &str| v1::ClientRevision {
+            r#ref: Some(reference(name)),
+            client_id: "cid".into(),
+            revision: revision.into(),
+            last_write: Some(v1::WriteInfo {
+                manager: manager.into(),
+                ..v1::WriteInfo::default()
+            }),
+        };
+        let first = view.replace(
+            Some(hint("e1", 1)),
+            vec![revision("web", "r1", "m"), revision("api", "r1", "m")],
+        );
+        assert_eq!(first.len(), 2);
+        let second = view.replace(
+            Some(hint("e1", 3)),
+            vec![revision("web", "r2", ""), revision("new", "r1", "m")],
+        );
+        let moved: Vec<(&str, Option<&str>)> = second
+            .iter()
+            .map(|m| (m.key.2.as_str(), m.manager.as_deref()))
+            .collect();
+        assert_eq!(
+            moved,
+            vec![("web", Some("")), ("new", Some("m")), ("api", None)]
+        );
     }
 
     fn reference(name: &str) -> v1::ObjectRef {

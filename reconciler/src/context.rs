@@ -13,6 +13,7 @@ use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER};
 use nauthera_shared::resources::ResourceStatus;
 use tokio::sync::watch;
 
+use crate::caches::DeliveredSecrets;
 use crate::changes::ServerRevisions;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
 use crate::kube_io::{self, Kind};
@@ -54,6 +55,8 @@ pub struct Context<A> {
     pub metrics: Metrics,
     pub memory: Memory,
     pub revisions: Arc<ServerRevisions>,
+    /// The delivered Secrets, from the watches that trigger on them.
+    pub delivered: DeliveredSecrets,
     pub leadership: Leadership,
     pub backoff: Backoff,
     pub clock: fn() -> Timestamp,

@@ -185,26 +185,31 @@ fn owner_of(secret: &Secret) -> Option<String> {
     Some(format!("{}/{}", first.kind, first.name))
 }
 
-/// What the Secret a generated secret goes into holds.
+/// What the Secret a generated secret goes into holds, read from the API server.
 pub async fn secret_state(
     secrets: &Api<Secret>,
     name: &str,
     owner_uid: &str,
 ) -> Result<SecretState, kube::Error> {
-    let Some(secret) = secrets.get_opt(name).await? else {
-        return Ok(SecretState::Absent);
-    };
-    if owned_by(&secret, owner_uid) {
+    Ok(match secrets.get_opt(name).await? {
+        Some(secret) => state_of(&secret, owner_uid),
+        None => SecretState::Absent,
+    })
+}
+
+/// What an existing Secret holds for the resource with `owner_uid`.
+pub fn state_of(secret: &Secret, owner_uid: &str) -> SecretState {
+    if owned_by(secret, owner_uid) {
         let has_value = secret
             .data
             .as_ref()
             .and_then(|d| d.get(CLIENT_SECRET_KEY))
             .is_some_and(|v| !v.0.is_empty());
-        Ok(SecretState::Owned { has_value })
+        SecretState::Owned { has_value }
     } else {
-        Ok(SecretState::Foreign {
-            owner: owner_of(&secret),
-        })
+        SecretState::Foreign {
+            owner: owner_of(secret),
+        }
     }
 }
 

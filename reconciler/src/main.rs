@@ -1,6 +1,7 @@
 //! `nauthera-reconciler`: makes Kubernetes manifests the source of truth for nauthera-server.
 
 mod admin;
+mod caches;
 mod changes;
 mod client_calls;
 mod config;

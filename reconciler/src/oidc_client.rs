@@ -64,8 +64,17 @@ pub async fn reconcile<A: AdminApi>(
     let deleting = client.meta().deletion_timestamp.is_some();
 
     let secret_state = match (&mode, deleting, minted.is_some()) {
+        // The watch cache answers for a Secret this reconciler delivered; anything else (absent,
+        // somebody else's, not seen yet) is read.
         (SecretMode::Generate { secret_name }, false, false) => {
-            kube_io::secret_state(&secrets, secret_name, &uid).await?
+            let cached = ctx
+                .delivered
+                .get(&namespace, secret_name)
+                .map(|secret| kube_io::state_of(&secret, &uid));
+            match cached {
+                Some(owned @ SecretState::Owned { .. }) => owned,
+                _ => kube_io::secret_state(&secrets, secret_name, &uid).await?,
+            }
         }
         _ => SecretState::NotApplicable,
     };

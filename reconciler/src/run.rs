@@ -11,15 +11,19 @@ use kube::api::Api;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use kube_lease_manager::LeaseManagerBuilder;
+use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::resources::OIDCClient;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
+use tokio_stream::wrappers::BroadcastStream;
 
 use crate::admin::{Admin, AdminApi};
-use crate::changes::{ServerRevisions, follow_changes};
+use crate::caches::DeliveredSecrets;
+use crate::changes::{Route, Router, ServerRevisions, follow_changes};
 use crate::config::Config;
 use crate::context::{Context, Leadership, ReconcileError, random_jitter, system_clock};
 use crate::decide::Backoff;
@@ -33,6 +37,8 @@ use crate::{http, oidc_client};
 /// How long a Lease is held without renewal, and the margin before it runs out.
 const LEASE_SECONDS: u64 = 15;
 const LEASE_GRACE_SECONDS: u64 = 5;
+/// How many routes a controller may fall behind before it reconciles everything instead.
+const ROUTE_BUFFER: usize = 4096;
 
 /// Runs until the process is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -179,16 +185,8 @@ fn lead(
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     let revisions = Arc::new(ServerRevisions::default());
-    let (trigger, trigger_receiver) = watch::channel(0u64);
-    {
-        let admin = admin.clone();
-        let revisions = revisions.clone();
-        let namespaces = config.namespaces.clone();
-        let interval = config.change_poll_interval;
-        tasks.spawn(async move {
-            follow_changes(admin.as_ref(), &revisions, &namespaces, interval, &trigger).await;
-        });
-    }
+    // Every controller hears every route and takes those of its kind and scope.
+    let (routes, _) = broadcast::channel::<Route>(ROUTE_BUFFER);
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -196,50 +194,78 @@ fn lead(
             instance: Some(config.identity.clone()),
         },
     );
+    // One controller per scope: every namespace, or each configured one.
+    let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
+        vec![None]
+    } else {
+        config.namespaces.iter().cloned().map(Some).collect()
+    };
+    // The delivered Secrets are watched once per scope: the watch both triggers the owner's
+    // reconcile and fills the cache its reconciles read.
+    let delivered_label = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
+    let mut controllers = Vec::new();
+    let mut stores = Vec::new();
+    for scope in scopes {
+        let (api, secrets): (Api<DeserializeGuard<OIDCClient>>, Api<Secret>) = match &scope {
+            None => (Api::all(client.clone()), Api::all(client.clone())),
+            Some(ns) => (
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+            ),
+        };
+        let (store, writer) = reflector::store::<Secret>();
+        let delivered = reflector::reflector(
+            writer,
+            watcher(
+                secrets.clone(),
+                watcher::Config::default().labels(&delivered_label),
+            ),
+        )
+        .default_backoff()
+        .applied_objects();
+        stores.push(store);
+        controllers.push((scope, api, secrets, delivered));
+    }
     let context = Arc::new(Context {
         client: client.clone(),
-        admin,
+        admin: admin.clone(),
         manager: config.manager.clone(),
         recorder,
         metrics,
         memory: Memory::default(),
-        revisions,
+        revisions: revisions.clone(),
+        delivered: DeliveredSecrets::new(stores),
         leadership,
         backoff: Backoff::default(),
         clock: system_clock,
         jitter: random_jitter,
     });
-    let apis: Vec<(Api<DeserializeGuard<OIDCClient>>, Api<Secret>)> =
-        if config.namespaces.is_empty() {
-            vec![(Api::all(client.clone()), Api::all(client.clone()))]
-        } else {
-            config
-                .namespaces
-                .iter()
-                .map(|ns| {
-                    (
-                        Api::namespaced(client.clone(), ns),
-                        Api::namespaced(client.clone(), ns),
-                    )
-                })
-                .collect()
-        };
-    for (api, secrets) in apis {
+    for (scope, api, referenced, delivered) in controllers {
         let context = context.clone();
-        let triggers =
-            tokio_stream::wrappers::WatchStream::from_changes(trigger_receiver.clone()).map(|_| ());
+        let named = BroadcastStream::new(routes.subscribe()).filter_map(move |route| {
+            std::future::ready(match route {
+                Ok(Route::Resource {
+                    kind: ObjectKind::Client,
+                    namespace,
+                    name,
+                }) if scope.as_ref().is_none_or(|ns| *ns == namespace) => {
+                    Some(ObjectRef::new(&name).within(&namespace))
+                }
+                _ => None,
+            })
+        });
+        // A receiver that fell behind has lost routes: everything is reconciled instead.
+        let everything = BroadcastStream::new(routes.subscribe()).filter_map(|route| {
+            std::future::ready(matches!(route, Ok(Route::All) | Err(_)).then_some(()))
+        });
         let concurrency = config.concurrency;
-        let referenced = secrets.clone();
         tasks.spawn(async move {
             let controller = Controller::new(api, watcher::Config::default().any_semantic());
             let store = controller.store();
             controller
                 .with_config(controller::Config::default().concurrency(concurrency))
                 // A delivered Secret that is deleted or emptied is written again at once.
-                .owns(
-                    secrets,
-                    watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
-                )
+                .owns_stream(delivered)
                 // A Secret that a client's spec.secret.secretRef names: its value is sent again
                 // when the team changes it.
                 .watches(
@@ -247,14 +273,36 @@ fn lead(
                     watcher::Config::default(),
                     move |secret: Secret| clients_referencing(&store, &secret),
                 )
-                .reconcile_all_on(triggers)
+                .reconcile_on(named)
+                .reconcile_all_on(everything)
                 .run(reconcile_oidc_client, error_policy, context)
                 .for_each(|result| async move {
-                    if let Err(error) = result {
-                        tracing::warn!(error = %error, "OIDCClient controller");
+                    match result {
+                        // A server change to a client no manifest declares.
+                        Err(controller::Error::ObjectNotFound(reference)) => {
+                            tracing::debug!(%reference, "a server change names no OIDCClient");
+                        }
+                        Err(error) => tracing::warn!(error = %error, "OIDCClient controller"),
+                        Ok(_) => {}
                     }
                 })
                 .await;
+        });
+    }
+    // Started after every controller subscribed, so none misses the first listing's route.
+    {
+        let admin = admin.clone();
+        let revisions = revisions.clone();
+        let namespaces = config.namespaces.clone();
+        let interval = config.change_poll_interval;
+        let routes = routes.clone();
+        let manager = config.manager.clone();
+        tasks.spawn(async move {
+            let router = Router {
+                routes: &routes,
+                manager: &manager,
+            };
+            follow_changes(admin.as_ref(), &revisions, &namespaces, interval, &router).await;
         });
     }
     {

@@ -19,11 +19,13 @@ use anyhow::Context;
 use report::Report;
 use run::Settings;
 
-/// Measures every size, then the plugin-only sizes.
+/// Measures every size, then the plugin-only sizes; after each one `written` gets the report so
+/// far, so a long run that is stopped keeps what it measured.
 pub async fn run(
     settings: &Settings,
     sizes: &[usize],
     plugin_only: &[usize],
+    written: impl Fn(&Report) -> anyhow::Result<()>,
 ) -> anyhow::Result<Report> {
     let mut report = Report {
         started_at: jiff::Timestamp::now().to_string(),
@@ -37,13 +39,16 @@ pub async fn run(
         reconciler_settings: settings.reconciler_env().into_iter().collect(),
         ..Report::default()
     };
-    for &clients in sizes {
+    // A size of 0 stands for none (`--plugin-only 0` skips the plugin-only sizes).
+    for &clients in sizes.iter().filter(|n| **n > 0) {
         report.sizes.push(run::size(settings, clients).await?);
+        written(&report)?;
     }
-    for &clients in plugin_only {
+    for &clients in plugin_only.iter().filter(|n| **n > 0) {
         report
             .plugin_only
             .push(run::plugin_only(settings, clients).await?);
+        written(&report)?;
     }
     Ok(report)
 }

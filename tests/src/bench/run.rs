@@ -185,11 +185,13 @@ pub async fn size(settings: &Settings, clients: usize) -> anyhow::Result<SizeRep
             observer.count(Reason::Refused),
         ));
     }
+    // The plugin reads what the reconciler left; stopping it first keeps a cold start that did
+    // not finish from competing with the commands measured.
+    replica.stop().await;
     if settings.plugin_runs > 0 {
         log(&format!("N={clients}: the plugin against kubectl"));
         report.plugin = Some(plugin_comparison(settings, &stack, clients)?);
     }
-    replica.stop().await;
     Ok(report)
 }
 

@@ -18,7 +18,8 @@ struct Args {
     /// Numbers of OIDCClients to measure the reconciler at, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
     clients: Vec<usize>,
-    /// Numbers of OIDCClients to compare the plugin with kubectl at, with no reconciler run.
+    /// Numbers of OIDCClients to compare the plugin with kubectl at, with no reconciler run
+    /// (0 for none).
     #[arg(long, value_delimiter = ',', default_value = "100000")]
     plugin_only: Vec<usize>,
     /// How many namespaces the clients are spread over.
@@ -117,8 +118,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         change_poll_seconds: 10,
         bench_exe: std::env::current_exe().context("cannot find this program's path")?,
     };
-    let report = bench::run(&settings, &args.clients, &args.plugin_only).await?;
-    bench::write(&report, &args.json, &args.svg)?;
+    let report = bench::run(&settings, &args.clients, &args.plugin_only, |report| {
+        bench::write(report, &args.json, &args.svg)
+    })
+    .await?;
     println!("{}", report.table());
     eprintln!(
         "[nauthera-bench] figures in {}, plot in {}",
