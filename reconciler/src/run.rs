@@ -219,12 +219,21 @@ fn lead(
             watcher(
                 secrets.clone(),
                 watcher::Config::default().labels(&delivered_label),
-            ),
+            )
+            .modify(forget_managed_fields),
         )
         .default_backoff()
         .applied_objects();
         stores.push(store);
-        controllers.push((scope, api, secrets, delivered));
+        // The controller's own cache of the manifests, kept without their managed fields.
+        let (manifests, manifests_writer) = reflector::store::<DeserializeGuard<OIDCClient>>();
+        let watched = reflector::reflector(
+            manifests_writer,
+            watcher(api, watcher::Config::default().any_semantic()).modify(forget_managed_fields),
+        )
+        .default_backoff()
+        .applied_objects();
+        controllers.push((scope, (watched, manifests), secrets, delivered));
     }
     let context = Arc::new(Context {
         client: client.clone(),
@@ -240,7 +249,7 @@ fn lead(
         clock: system_clock,
         jitter: random_jitter,
     });
-    for (scope, api, referenced, delivered) in controllers {
+    for (scope, (watched, manifests), referenced, delivered) in controllers {
         let context = context.clone();
         let named = BroadcastStream::new(routes.subscribe()).filter_map(move |route| {
             std::future::ready(match route {
@@ -260,7 +269,7 @@ fn lead(
         });
         let concurrency = config.concurrency;
         tasks.spawn(async move {
-            let controller = Controller::new(api, watcher::Config::default().any_semantic());
+            let controller = Controller::for_stream(watched, manifests);
             let store = controller.store();
             controller
                 .with_config(controller::Config::default().concurrency(concurrency))
@@ -315,6 +324,12 @@ fn lead(
         });
     }
     tasks
+}
+
+/// Drops what the reconciler never reads and the API server repeats on every object: each cached
+/// object's managed fields.
+fn forget_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
 }
 
 /// The OIDCClients whose `spec.secret.secretRef` names `secret`.
