@@ -19,7 +19,7 @@ pub fn reconciler_user() -> String {
 }
 
 /// A process's resident set now and at its peak, in KiB.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Resident {
     pub rss_kib: u64,
     pub hwm_kib: u64,

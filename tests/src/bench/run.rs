@@ -301,12 +301,7 @@ fn memory_floor(settings: &Settings, stack: &Stack) -> anyhow::Result<measure::R
     if !output.status.success() {
         bail!("the reflector floor failed ({})", output.status);
     }
-    let value: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .context("the reflector floor printed no resident set")?;
-    Ok(measure::Resident {
-        rss_kib: value["rss_kib"].as_u64().unwrap_or_default(),
-        hwm_kib: value["hwm_kib"].as_u64().unwrap_or_default(),
-    })
+    serde_json::from_slice(&output.stdout).context("the reflector floor printed no resident set")
 }
 
 fn plugin_comparison(

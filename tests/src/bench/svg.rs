@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::report::Report;
+use super::report::{Report, SizeReport};
 
 const PANEL_WIDTH: f64 = 360.0;
 const PANEL_HEIGHT: f64 = 240.0;
@@ -17,54 +17,39 @@ struct Bar {
     at_least: bool,
 }
 
+/// One group of bars a size: the reconciler's figure beside its floor's.
+fn groups(report: &Report, figures: fn(&SizeReport) -> (f64, f64)) -> Vec<(usize, Vec<Bar>)> {
+    report
+        .sizes
+        .iter()
+        .map(|size| {
+            let (reconciler, floor) = figures(size);
+            let bars = vec![
+                Bar {
+                    label: "reconciler",
+                    value: reconciler,
+                    colour: "#c0392b",
+                    at_least: !size.cold_start.finished,
+                },
+                Bar {
+                    label: "floor",
+                    value: floor,
+                    colour: "#7f8c8d",
+                    at_least: false,
+                },
+            ];
+            (size.clients, bars)
+        })
+        .collect()
+}
+
 /// The SVG document for a report.
 pub fn plot(report: &Report) -> String {
-    let cold: Vec<(usize, Vec<Bar>)> = report
-        .sizes
-        .iter()
-        .map(|s| {
-            (
-                s.clients,
-                vec![
-                    Bar {
-                        label: "reconciler",
-                        value: s.cold_start.seconds,
-                        colour: "#c0392b",
-                        at_least: !s.cold_start.finished,
-                    },
-                    Bar {
-                        label: "floor",
-                        value: s.cold_start.floor_seconds,
-                        colour: "#7f8c8d",
-                        at_least: false,
-                    },
-                ],
-            )
-        })
-        .collect();
-    let reconciles: Vec<(usize, Vec<Bar>)> = report
-        .sizes
-        .iter()
-        .map(|s| {
-            (
-                s.clients,
-                vec![
-                    Bar {
-                        label: "reconciler",
-                        value: s.cold_start.reconciles_per_object,
-                        colour: "#c0392b",
-                        at_least: !s.cold_start.finished,
-                    },
-                    Bar {
-                        label: "floor",
-                        value: 1.0,
-                        colour: "#7f8c8d",
-                        at_least: false,
-                    },
-                ],
-            )
-        })
-        .collect();
+    let cold = groups(report, |s| {
+        (s.cold_start.seconds, s.cold_start.floor_seconds)
+    });
+    // The floor reconciles nothing: it does each object's work once.
+    let reconciles = groups(report, |s| (s.cold_start.reconciles_per_object, 1.0));
     let width = 2.0 * (PANEL_WIDTH + MARGIN) + MARGIN;
     let height = PANEL_HEIGHT + 2.0 * MARGIN + 24.0;
     let mut svg = format!(
@@ -176,15 +161,18 @@ fn nice_ceiling(value: f64) -> f64 {
 fn short(value: f64) -> String {
     if value >= 100.0 || value == value.trunc() {
         format!("{value:.0}")
-    } else {
+    } else if value >= 10.0 {
         format!("{value:.1}")
+    } else {
+        // Two decimals at most, without trailing zeros: 3.75, 2.5, 0.96.
+        let text = format!("{value:.2}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::SizeReport;
 
     #[test]
     fn scales_round_up_to_readable_steps() {
@@ -192,6 +180,15 @@ mod tests {
         assert_eq!(nice_ceiling(220.0), 250.0);
         assert_eq!(nice_ceiling(0.9), 1.0);
         assert_eq!(nice_ceiling(39.0), 50.0);
+    }
+
+    #[test]
+    fn labels_are_short() {
+        assert_eq!(short(3.75), "3.75");
+        assert_eq!(short(2.5), "2.5");
+        assert_eq!(short(35.59), "35.6");
+        assert_eq!(short(900.0), "900");
+        assert_eq!(short(229.4), "229");
     }
 
     #[test]
