@@ -240,3 +240,59 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
         report["summary"]
     );
 }
+
+/// The reconciler's reconcile count once it has stopped moving (no reconcile for half a second).
+async fn settled_reconciles(stack: &Stack) -> f64 {
+    const COUNT: &str = "nauthera_operator_reconcile_duration_seconds_count";
+    let mut last = stack.reconciler().metric(COUNT, &[]).await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = stack.reconciler().metric(COUNT, &[]).await;
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_on_the_server_reconciles_only_the_client_it_names() {
+    let stack = Stack::start().await;
+    let names = ["web", "api", "admin-ui", "billing", "reports", "mobile"];
+    for name in names {
+        stack.apply(&generated_client(name)).await;
+    }
+    for name in names {
+        stack.wait_reason(name, Reason::Registered).await;
+    }
+    let before = tokio::time::timeout(Duration::from_secs(60), settled_reconciles(&stack))
+        .await
+        .expect("the reconciler goes quiet once every client is registered");
+
+    stack
+        .server
+        .edit_client(&stack.object_ref("api"), &alice(), |spec| {
+            spec.display_name.push_str(" (edited)");
+        })
+        .unwrap();
+    stack.wait_reason("api", Reason::Drifted).await;
+    let after = tokio::time::timeout(Duration::from_secs(60), settled_reconciles(&stack))
+        .await
+        .expect("the reconciler goes quiet after the drift");
+
+    // The change routed to `api`, and the echo of its own status write: never the other five.
+    let caused = after - before;
+    assert!(
+        (1.0..=2.0).contains(&caused),
+        "one edit caused {caused} reconciles with {} clients",
+        names.len()
+    );
+    for name in names.iter().filter(|n| **n != "api") {
+        let client = stack.oidc_client(name).await.unwrap();
+        assert_eq!(
+            status_of(&client).reason,
+            Some(Reason::Registered),
+            "{name}"
+        );
+    }
+}
