@@ -53,6 +53,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         "--probe-address (NAUTHERA_PROBE_ADDRESS)",
     )
     .await?;
+    // The bound addresses, which differ from the settings when those ask for port 0.
+    tracing::info!(
+        metrics = %metrics_listener.local_addr()?,
+        probes = %probe_listener.local_addr()?,
+        "listening"
+    );
     let client = Client::try_default()
         .await
         .map_err(|error| anyhow::anyhow!("cannot configure the Kubernetes client: {error}"))?;

@@ -46,6 +46,8 @@ pub const PROBE_INTERVAL_SECONDS: u64 = 2;
 pub const POLL_INTERVAL_SECONDS: u64 = 1;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a started reconciler may take to bind its two listeners.
+const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(200);
 
 /// What the stack's server holds and admits.
@@ -187,8 +189,6 @@ impl Stack {
 
     /// Starts one more reconciler replica with this Lease identity (not waiting for `/readyz`).
     pub async fn start_replica(&self, identity: &str) -> anyhow::Result<Reconciler> {
-        let probe = free_loopback_address()?;
-        let metrics = free_loopback_address()?;
         let mut env: Vec<(String, String)> = [
             (
                 "KUBECONFIG",
@@ -200,8 +200,9 @@ impl Stack {
             ("NAUTHERA_TLS_DIR", self.tls_dir.display().to_string()),
             ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_owned()),
             ("NAUTHERA_IDENTITY", identity.to_owned()),
-            ("NAUTHERA_PROBE_ADDRESS", probe.clone()),
-            ("NAUTHERA_METRICS_ADDRESS", metrics.clone()),
+            // Port 0, then the addresses it logs: no port is picked here for another to take.
+            ("NAUTHERA_PROBE_ADDRESS", "127.0.0.1:0".to_owned()),
+            ("NAUTHERA_METRICS_ADDRESS", "127.0.0.1:0".to_owned()),
             (
                 "NAUTHERA_PROBE_INTERVAL",
                 PROBE_INTERVAL_SECONDS.to_string(),
@@ -227,20 +228,21 @@ impl Stack {
                 self.namespace().to_owned(),
             ));
         }
-        let process = ChildProcess::start_silent(
+        let process = ChildProcess::start_logging(
             &format!("reconciler-{identity}"),
             &Binary::Reconciler.path()?,
-            &[],
             &env,
             self.cluster.dir(),
-            serde_json::json!({ "probe_address": probe, "metrics_address": metrics }),
-        )?;
+            "listening",
+            LISTEN_TIMEOUT,
+        )
+        .await?;
         let log = process.log_path().to_path_buf();
         Ok(Reconciler {
-            process: Some(process),
             identity: identity.to_owned(),
-            probe_address: probe,
-            metrics_address: metrics,
+            probe_address: process.announced("probes")?,
+            metrics_address: process.announced("metrics")?,
+            process: Some(process),
             log,
         })
     }
@@ -870,9 +872,4 @@ async fn write_service_account_kubeconfig(
     std::fs::write(path, serde_json::to_string(&kubeconfig)?)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
-}
-
-fn free_loopback_address() -> anyhow::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free loopback port")?;
-    Ok(listener.local_addr()?.to_string())
 }

@@ -109,6 +109,22 @@ impl ChildProcess {
         })
     }
 
+    /// Starts a child that logs JSON lines and takes `message`'s record (its first log line with
+    /// that message) as its announcement: how a reconciler told to listen on port 0 says where.
+    pub async fn start_logging(
+        name: &str,
+        program: &Path,
+        env: &[(String, String)],
+        log_dir: &Path,
+        message: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<ChildProcess> {
+        let mut process =
+            ChildProcess::start_silent(name, program, &[], env, log_dir, serde_json::Value::Null)?;
+        process.announcement = process.logged(message, timeout).await?;
+        Ok(process)
+    }
+
     /// A string field of the announcement.
     pub fn announced(&self, field: &str) -> anyhow::Result<String> {
         self.announcement
@@ -121,6 +137,41 @@ impl ChildProcess {
                     self.name, self.announcement
                 )
             })
+    }
+
+    /// Waits up to `timeout` for the first JSON log line whose `message` is `message` and returns
+    /// it; fails at once when the child ends first.
+    pub async fn logged(
+        &mut self,
+        message: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<serde_json::Value> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(record) = text
+                .lines()
+                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                .find(|record| record["message"] == message)
+            {
+                return Ok(record);
+            }
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "{} ended ({status}) before it logged {message:?}; its log:\n{}",
+                    self.name,
+                    self.log_tail()
+                );
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!(
+                    "{} did not log {message:?} within {timeout:?}; its log:\n{}",
+                    self.name,
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// The last lines of the child's log.

@@ -156,8 +156,6 @@ async fn start_reconciler(
     kubeconfig: &Path,
     server: &ChildProcess,
 ) -> anyhow::Result<ChildProcess> {
-    let probe = free_loopback_address()?;
-    let metrics = free_loopback_address()?;
     let env = [
         ("KUBECONFIG", kubeconfig.display().to_string()),
         ("NAUTHERA_SERVER_ADDRESS", server.announced("grpc_address")?),
@@ -165,19 +163,21 @@ async fn start_reconciler(
         ("NAUTHERA_TLS_DIR", server.announced("client_tls_dir")?),
         ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_string()),
         ("NAUTHERA_IDENTITY", "sandbox-reconciler".to_string()),
-        ("NAUTHERA_PROBE_ADDRESS", probe.clone()),
-        ("NAUTHERA_METRICS_ADDRESS", metrics.clone()),
+        // Port 0, then the addresses it logs: nothing else can take them in between.
+        ("NAUTHERA_PROBE_ADDRESS", "127.0.0.1:0".to_string()),
+        ("NAUTHERA_METRICS_ADDRESS", "127.0.0.1:0".to_string()),
     ]
     .map(|(k, v)| (k.to_string(), v));
-    let reconciler = ChildProcess::start_silent(
+    let reconciler = ChildProcess::start_logging(
         "reconciler",
         &Binary::Reconciler.path()?,
-        &[],
         &env,
         dir,
-        serde_json::json!({ "probe_address": probe, "metrics_address": metrics }),
-    )?;
-    wait_until_ready(&probe, &reconciler).await?;
+        "listening",
+        START_TIMEOUT,
+    )
+    .await?;
+    wait_until_ready(&reconciler.announced("probes")?, &reconciler).await?;
     Ok(reconciler)
 }
 
@@ -196,11 +196,6 @@ async fn wait_until_ready(probe: &str, reconciler: &ChildProcess) -> anyhow::Res
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-fn free_loopback_address() -> anyhow::Result<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free loopback port")?;
-    Ok(listener.local_addr()?.to_string())
 }
 
 fn print_summary(
@@ -226,8 +221,8 @@ fn print_summary(
         api = emulator.announced("listening")?,
         grpc = server.announced("grpc_address")?,
         control = server.announced("control_address")?,
-        probe = reconciler.announced("probe_address")?,
-        metrics = reconciler.announced("metrics_address")?,
+        probe = reconciler.announced("probes")?,
+        metrics = reconciler.announced("metrics")?,
         dir = dir.display(),
         kubeconfig = kubeconfig.display(),
         plugin = plugin_dir.display(),
