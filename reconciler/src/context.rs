@@ -7,7 +7,6 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::events::Recorder;
 use kube::{Resource, ResourceExt};
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER};
 use nauthera_shared::resources::ResourceStatus;
@@ -16,6 +15,7 @@ use tokio::sync::watch;
 use crate::caches::DeliveredSecrets;
 use crate::changes::ServerRevisions;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
+use crate::events::EventRecorder;
 use crate::kube_io::{self, Kind};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
@@ -51,7 +51,7 @@ pub struct Context<A> {
     pub client: kube::Client,
     pub admin: Arc<A>,
     pub manager: String,
-    pub recorder: Recorder,
+    pub recorder: EventRecorder,
     pub metrics: Metrics,
     pub memory: Memory,
     pub revisions: Arc<ServerRevisions>,
@@ -99,7 +99,7 @@ impl<A> Context<A> {
             self.memory.remember_status(&uid, new_status);
         }
         for event in events_for(status, verdict) {
-            kube_io::record_event(&self.recorder, resource, &event).await;
+            kube_io::record_event(&self.recorder, resource, &event, now).await;
         }
         self.metrics.reconciled(kind, verdict.reason, verdict.cause);
         let phase = verdict.reason.phase(verdict.retried);

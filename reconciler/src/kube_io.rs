@@ -4,19 +4,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
+use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
 use kube::{Resource, ResourceExt};
-use nauthera_shared::catalog::EventType;
 use nauthera_shared::resources::ResourceStatus;
 use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::decide::{EventNote, SecretRefProblem, SecretState, SecretWriteFailure};
+use crate::events::EventRecorder;
 use crate::memory::SecretValue;
 
 /// The key of a delivered Secret that holds the client secret.
@@ -141,25 +141,16 @@ pub async fn write_status<K: Kind>(
     .map(|_| ())
 }
 
-/// Records one event on the resource. A failure is logged, not returned: an event that cannot be
-/// written must not hold up the reconcile.
-pub async fn record_event<K: Kind>(recorder: &Recorder, resource: &K, event: &EventNote) {
-    let type_ = match event.reason.event_type() {
-        EventType::Normal => KubeEventType::Normal,
-        EventType::Warning => KubeEventType::Warning,
-    };
-    let note: String = event.note.chars().take(1000).collect();
+/// Records one event on the resource, observed at `now`. A failure is logged, not returned: an
+/// event that cannot be written must not hold up the reconcile.
+pub async fn record_event<K: Kind>(
+    recorder: &EventRecorder,
+    resource: &K,
+    event: &EventNote,
+    now: Timestamp,
+) {
     let result = recorder
-        .publish(
-            &Event {
-                type_,
-                reason: event.reason.as_str().to_owned(),
-                note: Some(note),
-                action: "Reconcile".to_owned(),
-                secondary: None,
-            },
-            &resource.object_ref(&()),
-        )
+        .publish(&resource.object_ref(&()), event.reason, &event.note, now)
         .await;
     if let Err(error) = result {
         tracing::warn!(

@@ -7,6 +7,7 @@ mod client_calls;
 mod config;
 mod context;
 mod decide;
+mod events;
 mod http;
 mod kube_io;
 mod logging;

@@ -10,7 +10,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -27,6 +26,7 @@ use crate::changes::{Route, Router, ServerRevisions, follow_changes};
 use crate::config::Config;
 use crate::context::{Context, Leadership, ReconcileError, random_jitter, system_clock};
 use crate::decide::Backoff;
+use crate::events::{EventRecorder, Reporter};
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
@@ -193,11 +193,11 @@ fn lead(
     let revisions = Arc::new(ServerRevisions::default());
     // Every controller hears every route and takes those of its kind and scope.
     let (routes, _) = broadcast::channel::<Route>(ROUTE_BUFFER);
-    let recorder = Recorder::new(
+    let recorder = EventRecorder::new(
         client.clone(),
         Reporter {
             controller: config.manager.clone(),
-            instance: Some(config.identity.clone()),
+            instance: config.identity.clone(),
         },
     );
     // One controller per scope: every namespace, or each configured one.

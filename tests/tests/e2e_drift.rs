@@ -296,3 +296,60 @@ async fn an_edit_on_the_server_reconciles_only_the_client_it_names() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_drift_by_another_person_is_a_new_event_with_its_own_note() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+
+    let alices = stack
+        .server
+        .edit_client(&stack.object_ref("web"), &alice(), |spec| {
+            spec.display_name.push_str(" (alice)");
+        })
+        .unwrap();
+    stack.wait_reason("web", Reason::Drifted).await;
+    stack.wait_event("web", "Drifted").await;
+
+    stack.annotate_restore("web").await;
+    stack.wait_event("web", "Restored").await;
+    stack
+        .wait_for("web", "restored and registered", |c| {
+            c.status.as_ref().and_then(|s| s.phase) == Some(Phase::Registered)
+        })
+        .await;
+
+    let bob = Actor::dashboard("bob@example.com").because("rename");
+    let bobs = stack
+        .server
+        .edit_client(&stack.object_ref("web"), &bob, |spec| {
+            spec.display_name.push_str(" (bob)");
+        })
+        .unwrap();
+    stack.wait_reason("web", Reason::Drifted).await;
+
+    // Both facts are on the object: bob's drift did not fold into alice's event.
+    let mut drifts = Vec::new();
+    stack
+        .eventually("two Drifted events", async || {
+            drifts = stack
+                .events_for("OIDCClient", "web")
+                .await
+                .into_iter()
+                .filter(|e| e.reason == "Drifted")
+                .collect();
+            drifts.len() >= 2
+        })
+        .await;
+    assert_eq!(drifts.len(), 2, "{drifts:#?}");
+    let by = |actor: &str, revision: &str| {
+        drifts
+            .iter()
+            .filter(|e| e.message.contains(actor) && e.message.contains(revision))
+            .count()
+    };
+    assert_eq!(by("user:alice@example.com", &alices), 1, "{drifts:#?}");
+    assert_eq!(by("user:bob@example.com", &bobs), 1, "{drifts:#?}");
+    assert!(drifts.iter().all(|e| e.type_ == "Warning"), "{drifts:#?}");
+}

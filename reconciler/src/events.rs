@@ -1,0 +1,353 @@
+//! Kubernetes events that tell the current facts. An `events.k8s.io/v1` Event is written for
+//! every distinct fact; only an identical repeat (same object, type, reason, action, reporter and
+//! note) within the series window folds into the existing event as a series, the way kube's
+//! recorder folds repeats. kube's recorder keys a series without the note, so a second drift by
+//! another person only bumped the count of the first event and `kubectl describe` kept showing
+//! the first, stale note.
+//!
+//! The decision (new event or repeat of which event) is [`RecentEvents`], a plain bounded cache
+//! driven by a passed-in clock; [`EventRecorder`] only writes what it decides.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use nauthera_shared::catalog::{EventReason, EventType};
+
+/// The action of every event: what the reconciler was doing.
+pub const ACTION: &str = "Reconcile";
+/// The longest note written, in characters.
+pub const NOTE_CHARS: usize = 1000;
+/// The API server's limit on a note, in bytes.
+const NOTE_BYTES: usize = 1024;
+/// How long after its last occurrence an identical event still counts as a repeat (kube's
+/// recorder uses the same window).
+pub const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
+/// How many recent series are remembered; the least recently seen is forgotten first.
+pub const SERIES_CAPACITY: usize = 4096;
+/// The longest object name (a DNS subdomain).
+const NAME_LIMIT: usize = 253;
+
+/// Who writes the events: the manager's name and this replica's identity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Reporter {
+    pub controller: String,
+    pub instance: String,
+}
+
+/// The object an event is about, as far as it tells one object from another.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Regarding {
+    api_version: Option<String>,
+    kind: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    uid: Option<String>,
+}
+
+impl From<&ObjectReference> for Regarding {
+    fn from(reference: &ObjectReference) -> Regarding {
+        Regarding {
+            api_version: reference.api_version.clone(),
+            kind: reference.kind.clone(),
+            namespace: reference.namespace.clone(),
+            name: reference.name.clone(),
+            uid: reference.uid.clone(),
+        }
+    }
+}
+
+/// What makes two events the same fact: equal keys fold into one series.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SeriesKey {
+    regarding: Regarding,
+    type_: EventType,
+    reason: EventReason,
+    action: &'static str,
+    reporter: Arc<Reporter>,
+    /// The note as written (capped).
+    note: String,
+}
+
+impl SeriesKey {
+    pub fn new(
+        reporter: Arc<Reporter>,
+        regarding: &ObjectReference,
+        reason: EventReason,
+        note: &str,
+    ) -> SeriesKey {
+        SeriesKey {
+            regarding: Regarding::from(regarding),
+            type_: reason.event_type(),
+            reason,
+            action: ACTION,
+            reporter,
+            note: capped_note(note),
+        }
+    }
+}
+
+/// What to write for an event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// A new event with this name.
+    Create { name: String },
+    /// Another occurrence of the event with this name: its series count becomes `count`.
+    Repeat { name: String, count: i32 },
+}
+
+/// One remembered series.
+#[derive(Debug)]
+struct Series {
+    name: String,
+    count: i32,
+    last_observed: Timestamp,
+    /// Its place in the order of use.
+    tick: u64,
+}
+
+/// The recently written events, by series key: bounded in number, and forgotten once the
+/// series window has passed since their last occurrence.
+#[derive(Debug)]
+pub struct RecentEvents {
+    capacity: usize,
+    window: SignedDuration,
+    series: HashMap<Arc<SeriesKey>, Series>,
+    /// The keys in the order they were last seen, oldest first.
+    by_use: BTreeMap<u64, Arc<SeriesKey>>,
+    next_tick: u64,
+}
+
+impl Default for RecentEvents {
+    fn default() -> RecentEvents {
+        RecentEvents::new(SERIES_CAPACITY, SERIES_WINDOW)
+    }
+}
+
+impl RecentEvents {
+    pub fn new(capacity: usize, window: SignedDuration) -> RecentEvents {
+        RecentEvents {
+            capacity: capacity.max(1),
+            window,
+            series: HashMap::new(),
+            by_use: BTreeMap::new(),
+            next_tick: 0,
+        }
+    }
+
+    /// How many series are remembered.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    /// Decides what an event observed at `now` writes, and remembers it: a repeat of a series
+    /// seen within the window, otherwise a new event named by `new_name`.
+    pub fn observe(
+        &mut self,
+        key: SeriesKey,
+        now: Timestamp,
+        new_name: impl FnOnce() -> String,
+    ) -> Write {
+        self.expire(now);
+        let tick = self.next_tick;
+        self.next_tick += 1;
+        if let Some(series) = self.series.get_mut(&key)
+            && series.last_observed + self.window > now
+        {
+            series.count = series.count.saturating_add(1);
+            series.last_observed = now;
+            if let Some(key) = self.by_use.remove(&series.tick) {
+                self.by_use.insert(tick, key);
+            }
+            series.tick = tick;
+            return Write::Repeat {
+                name: series.name.clone(),
+                count: series.count,
+            };
+        }
+        self.forget(&key);
+        let name = new_name();
+        let key = Arc::new(key);
+        self.by_use.insert(tick, key.clone());
+        self.series.insert(
+            key,
+            Series {
+                name: name.clone(),
+                count: 1,
+                last_observed: now,
+                tick,
+            },
+        );
+        while self.series.len() > self.capacity {
+            let Some((_, oldest)) = self.by_use.pop_first() else {
+                break;
+            };
+            self.series.remove(&oldest);
+        }
+        Write::Create { name }
+    }
+
+    /// Forgets a series, so that the next identical event is a new one (its event could not be
+    /// written, or is gone).
+    pub fn forget(&mut self, key: &SeriesKey) {
+        if let Some(series) = self.series.remove(key) {
+            self.by_use.remove(&series.tick);
+        }
+    }
+
+    /// Forgets the series whose last occurrence is a window or more before `now`. The oldest
+    /// come first; a clock that stepped back only leaves a few for later.
+    fn expire(&mut self, now: Timestamp) {
+        while let Some(entry) = self.by_use.first_entry() {
+            let expired = self
+                .series
+                .get(entry.get())
+                .is_none_or(|series| series.last_observed + self.window <= now);
+            if !expired {
+                break;
+            }
+            let key = entry.remove();
+            self.series.remove(&key);
+        }
+    }
+}
+
+/// The note as written: at most [`NOTE_CHARS`] characters and the API server's byte limit.
+pub fn capped_note(note: &str) -> String {
+    let mut bytes = 0;
+    note.chars()
+        .take(NOTE_CHARS)
+        .take_while(|c| {
+            bytes += c.len_utf8();
+            bytes <= NOTE_BYTES
+        })
+        .collect()
+}
+
+/// A new event's name: `<object name>.<hex>`, the hex from the time and a random salt so that
+/// two events of one object never collide; shortened to a valid object name.
+pub fn event_name(object: &str, now: Timestamp, salt: u16) -> String {
+    let suffix = format!(".{:x}{salt:04x}", now.as_nanosecond());
+    let room = NAME_LIMIT.saturating_sub(suffix.len());
+    let prefix: String = object.chars().take(room).collect();
+    let prefix = prefix.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    format!("{prefix}{suffix}")
+}
+
+/// A new event, as kube's recorder writes it, with this name.
+pub fn new_event(
+    reporter: &Reporter,
+    regarding: &ObjectReference,
+    key: &SeriesKey,
+    name: String,
+    now: Timestamp,
+) -> Event {
+    let type_ = match key.type_ {
+        EventType::Normal => "Normal",
+        EventType::Warning => "Warning",
+    };
+    Event {
+        metadata: ObjectMeta {
+            name: Some(name),
+            namespace: regarding.namespace.clone(),
+            ..ObjectMeta::default()
+        },
+        action: Some(key.action.to_owned()),
+        reason: Some(key.reason.as_str().to_owned()),
+        note: Some(key.note.clone()),
+        type_: Some(type_.to_owned()),
+        event_time: Some(MicroTime(now)),
+        regarding: Some(regarding.clone()),
+        reporting_controller: Some(reporter.controller.clone()),
+        reporting_instance: Some(reporter.instance.clone()),
+        ..Event::default()
+    }
+}
+
+/// The patch that records another occurrence of an event.
+pub fn repeat_patch(count: i32, now: Timestamp) -> serde_json::Value {
+    serde_json::json!({
+        "series": EventSeries {
+            count,
+            last_observed_time: MicroTime(now),
+        }
+    })
+}
+
+/// Writes events through `events.k8s.io/v1`. Clones share the recent series.
+#[derive(Clone)]
+pub struct EventRecorder {
+    client: kube::Client,
+    reporter: Arc<Reporter>,
+    recent: Arc<Mutex<RecentEvents>>,
+}
+
+impl EventRecorder {
+    pub fn new(client: kube::Client, reporter: Reporter) -> EventRecorder {
+        EventRecorder {
+            client,
+            reporter: Arc::new(reporter),
+            recent: Arc::default(),
+        }
+    }
+
+    /// Writes an event about `regarding` observed at `now`: a new event, or the next count of an
+    /// identical one. An identical event that is gone from the cluster starts a new one.
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        reason: EventReason,
+        note: &str,
+        now: Timestamp,
+    ) -> Result<(), kube::Error> {
+        let key = SeriesKey::new(self.reporter.clone(), regarding, reason, note);
+        let namespace = regarding.namespace.as_deref().unwrap_or("default");
+        let events: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        let object = regarding
+            .name
+            .as_deref()
+            .unwrap_or(&self.reporter.controller);
+        // At most twice: a repeat of an event that is gone is written again as a new one.
+        for _ in 0..2 {
+            let write = self.recent().observe(key.clone(), now, || {
+                event_name(object, now, rand::random::<u16>())
+            });
+            match write {
+                Write::Create { name } => {
+                    let event = new_event(&self.reporter, regarding, &key, name, now);
+                    let created = events.create(&PostParams::default(), &event).await;
+                    if created.is_err() {
+                        self.recent().forget(&key);
+                    }
+                    return created.map(|_| ());
+                }
+                Write::Repeat { name, count } => {
+                    let patch = repeat_patch(count, now);
+                    match events
+                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        Err(kube::Error::Api(status)) if status.code == 404 => {
+                            self.recent().forget(&key);
+                        }
+                        result => return result.map(|_| ()),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, RecentEvents> {
+        // The cache holds no invariant a panic elsewhere could break.
+        self.recent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests;
