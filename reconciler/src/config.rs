@@ -9,6 +9,8 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use nauthera_shared::client::{ConnectSettings, TlsFiles};
 
+use crate::leader::LeaseTiming;
+
 /// Where a pod finds its own namespace.
 pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
     "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -69,6 +71,31 @@ pub struct Args {
         value_name = "NAME"
     )]
     pub lease_name: String,
+    /// How long the Lease is held without renewal before another replica may take it, in seconds.
+    #[arg(
+        long,
+        env = "NAUTHERA_LEASE_DURATION",
+        default_value_t = 15,
+        value_name = "SECONDS"
+    )]
+    pub lease_duration: u64,
+    /// How long the leader keeps writing without renewing the Lease, in seconds; shorter than
+    /// the lease duration, so that it has stopped before another replica may take over.
+    #[arg(
+        long,
+        env = "NAUTHERA_LEASE_RENEW_DEADLINE",
+        default_value_t = 10,
+        value_name = "SECONDS"
+    )]
+    pub lease_renew_deadline: u64,
+    /// How often the leader renews the Lease and the other replicas try it, in seconds.
+    #[arg(
+        long,
+        env = "NAUTHERA_LEASE_RETRY_PERIOD",
+        default_value_t = 2,
+        value_name = "SECONDS"
+    )]
+    pub lease_retry_period: u64,
     /// The namespace of the Lease and of the published state; the pod's own namespace when not
     /// set (`POD_NAMESPACE`, or the service account's namespace file).
     #[arg(long, env = "NAUTHERA_LEASE_NAMESPACE", value_name = "NS")]
@@ -167,6 +194,7 @@ pub struct Config {
     pub namespaces: Vec<String>,
     pub leader_election: bool,
     pub lease_name: String,
+    pub lease_timing: LeaseTiming,
     /// The namespace of the Lease and of the published state.
     pub own_namespace: String,
     pub identity: String,
@@ -305,12 +333,47 @@ impl Args {
                 Ok(Duration::from_secs(value))
             }
         };
+        let lease_timing = LeaseTiming {
+            duration: seconds(
+                "--lease-duration (NAUTHERA_LEASE_DURATION)",
+                self.lease_duration,
+            )?,
+            renew_deadline: seconds(
+                "--lease-renew-deadline (NAUTHERA_LEASE_RENEW_DEADLINE)",
+                self.lease_renew_deadline,
+            )?,
+            retry_period: seconds(
+                "--lease-retry-period (NAUTHERA_LEASE_RETRY_PERIOD)",
+                self.lease_retry_period,
+            )?,
+        };
+        if lease_timing.renew_deadline >= lease_timing.duration {
+            return Err(invalid(
+                "--lease-renew-deadline (NAUTHERA_LEASE_RENEW_DEADLINE)",
+                format!(
+                    "{}s is not shorter than --lease-duration ({}s): a leader that cannot renew \
+                     must stop writing before another replica may take over",
+                    self.lease_renew_deadline, self.lease_duration
+                ),
+            ));
+        }
+        if lease_timing.retry_period >= lease_timing.renew_deadline {
+            return Err(invalid(
+                "--lease-retry-period (NAUTHERA_LEASE_RETRY_PERIOD)",
+                format!(
+                    "{}s is not shorter than --lease-renew-deadline ({}s): the leader must try \
+                     to renew more than once before it stops",
+                    self.lease_retry_period, self.lease_renew_deadline
+                ),
+            ));
+        }
         Ok(Config {
             connect,
             manager: self.manager.trim().to_owned(),
             namespaces,
             leader_election: self.leader_election,
             lease_name: self.lease_name,
+            lease_timing,
             own_namespace,
             identity,
             metrics_address,
@@ -496,6 +559,7 @@ mod tests {
         assert_eq!(config.log_format, LogFormat::Json);
         assert_eq!(config.probe_interval, Duration::from_secs(60));
         assert_eq!(config.probe_retry_interval, Duration::from_secs(15));
+        assert_eq!(config.lease_timing, LeaseTiming::default());
         assert_eq!(config.connect.tls, TlsFiles::in_dir("/tls"));
         assert_eq!(config.connect.server_name, None);
     }
@@ -539,6 +603,15 @@ mod tests {
             (&["--manager", " "], "--manager"),
             (&["--probe-interval", "0"], "--probe-interval"),
             (&["--log-format", "xml"], "--log-format"),
+            (
+                &["--lease-renew-deadline", "15"],
+                "not shorter than --lease-duration",
+            ),
+            (
+                &["--lease-retry-period", "10"],
+                "not shorter than --lease-renew-deadline",
+            ),
+            (&["--lease-duration", "0"], "--lease-duration"),
         ];
         for (argv, expected) in cases {
             let error = parse(argv).unwrap_err();

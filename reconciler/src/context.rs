@@ -10,13 +10,13 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER};
 use nauthera_shared::resources::ResourceStatus;
-use tokio::sync::watch;
 
 use crate::caches::DeliveredSecrets;
 use crate::changes::ServerRevisions;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
 use crate::events::EventRecorder;
 use crate::kube_io::{self, Kind};
+use crate::leader::Leadership;
 use crate::memory::Memory;
 use crate::metrics::Metrics;
 
@@ -29,21 +29,6 @@ pub enum ReconcileError {
     Convert(#[from] nauthera_shared::convert::ConvertError),
     #[error("the resource has no metadata.{0}")]
     MissingMetadata(&'static str),
-}
-
-/// Whether this replica may write. Only the leader reconciles; a lost lease flips this at once,
-/// and every write checks it.
-#[derive(Clone, Debug)]
-pub struct Leadership(watch::Receiver<bool>);
-
-impl Leadership {
-    pub fn new(receiver: watch::Receiver<bool>) -> Leadership {
-        Leadership(receiver)
-    }
-
-    pub fn is_leader(&self) -> bool {
-        *self.0.borrow()
-    }
 }
 
 /// Everything a reconcile needs.

@@ -12,6 +12,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::leader::{LeaseSettings, Standing};
 use crate::metrics::Metrics;
 use crate::probe::ProbeState;
 
@@ -44,26 +45,25 @@ async fn metrics_text(State(metrics): State<Metrics>) -> impl IntoResponse {
 /// A stopped task is not coming back, so the kubelet should restart the container.
 pub type Liveness = watch::Receiver<Option<String>>;
 
+/// What `/healthz` and `/readyz` answer from.
 #[derive(Clone)]
-struct ProbeRoutes {
-    probe: watch::Receiver<ProbeState>,
-    liveness: Liveness,
+pub struct ProbeSources {
+    pub probe: watch::Receiver<ProbeState>,
+    pub standing: watch::Receiver<Standing>,
+    pub lease: LeaseSettings,
+    pub liveness: Liveness,
 }
 
 /// Serves `/healthz` and `/readyz`.
-pub async fn serve_probes(
-    listener: TcpListener,
-    probe: watch::Receiver<ProbeState>,
-    liveness: Liveness,
-) -> std::io::Result<()> {
+pub async fn serve_probes(listener: TcpListener, sources: ProbeSources) -> std::io::Result<()> {
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(ProbeRoutes { probe, liveness });
+        .with_state(sources);
     axum::serve(listener, app).await
 }
 
-async fn healthz(State(routes): State<ProbeRoutes>) -> impl IntoResponse {
+async fn healthz(State(routes): State<ProbeSources>) -> impl IntoResponse {
     match routes.liveness.borrow().clone() {
         None => (StatusCode::OK, "ok\n".to_owned()),
         Some(stopped) => (
@@ -73,14 +73,18 @@ async fn healthz(State(routes): State<ProbeRoutes>) -> impl IntoResponse {
     }
 }
 
-async fn readyz(State(routes): State<ProbeRoutes>) -> impl IntoResponse {
-    let state = routes.probe.borrow().clone();
-    let status = if state.ready() {
+/// Ready when the control plane answers and the replica knows where it stands in the election:
+/// a leader that stepped down because it could not renew is not.
+async fn readyz(State(sources): State<ProbeSources>) -> impl IntoResponse {
+    let probe = sources.probe.borrow().clone();
+    let standing = sources.standing.borrow().clone();
+    let status = if probe.ready() && standing.ready() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, state.readiness_text())
+    let text = probe.readiness_text() + &standing.readiness_text(&sources.lease);
+    (status, text)
 }
 
 #[cfg(test)]
@@ -110,7 +114,24 @@ mod tests {
         let address = listener.local_addr().unwrap();
         let (sender, receiver) = watch::channel(ProbeState::default());
         let (alive, liveness) = watch::channel(None);
-        tokio::spawn(serve_probes(listener, receiver, liveness));
+        let (standing_sender, standing) = watch::channel(Standing::Following {
+            holder: "replica-b".into(),
+        });
+        let lease = LeaseSettings {
+            name: "nauthera-reconciler".into(),
+            namespace: "nauthera-system".into(),
+            identity: "replica-a".into(),
+            timing: crate::leader::LeaseTiming::default(),
+        };
+        tokio::spawn(serve_probes(
+            listener,
+            ProbeSources {
+                probe: receiver,
+                standing,
+                lease,
+                liveness,
+            },
+        ));
 
         let text = get_text(address, "/readyz").await;
         assert!(text.starts_with("HTTP/1.1 503"), "{text}");
@@ -136,11 +157,17 @@ mod tests {
             checked_at: Some(jiff::Timestamp::UNIX_EPOCH),
             ..ProbeState::default()
         });
-        assert!(
-            get_text(address, "/readyz")
-                .await
-                .starts_with("HTTP/1.1 200")
-        );
+        let text = get_text(address, "/readyz").await;
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(text.contains("following replica-b"), "{text}");
+        // A leader that could not renew its Lease says so and is not ready.
+        standing_sender.send_replace(Standing::Unsure {
+            error: "no answer within 2s".into(),
+            stepped_down: true,
+        });
+        let text = get_text(address, "/readyz").await;
+        assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+        assert!(text.contains("leader election: stepped down"), "{text}");
         // Liveness fails only when a task the process needs has stopped.
         alive.send_replace(Some("the control-plane probe".into()));
         let text = get_text(address, "/healthz").await;

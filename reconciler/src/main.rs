@@ -10,6 +10,7 @@ mod decide;
 mod events;
 mod http;
 mod kube_io;
+mod leader;
 mod logging;
 mod memory;
 mod metrics;

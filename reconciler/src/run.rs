@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 use kube::core::DeserializeGuard;
@@ -13,7 +14,6 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use kube_lease_manager::LeaseManagerBuilder;
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::resources::OIDCClient;
 use tokio::sync::{broadcast, watch};
@@ -24,19 +24,17 @@ use crate::admin::{Admin, AdminApi};
 use crate::caches::DeliveredSecrets;
 use crate::changes::{Route, Router, ServerRevisions, follow_changes};
 use crate::config::Config;
-use crate::context::{Context, Leadership, ReconcileError, random_jitter, system_clock};
+use crate::context::{Context, ReconcileError, random_jitter, system_clock};
 use crate::decide::Backoff;
 use crate::events::{EventRecorder, Reporter};
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::leader::{self, Leadership, LeaseSettings, Standing};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::probe::{self, ProbeState};
 use crate::state::{self, Publisher};
 use crate::{http, oidc_client};
 
-/// How long a Lease is held without renewal, and the margin before it runs out.
-const LEASE_SECONDS: u64 = 15;
-const LEASE_GRACE_SECONDS: u64 = 5;
 /// How many routes a controller may fall behind before it reconciles everything instead.
 const ROUTE_BUFFER: usize = 4096;
 
@@ -65,6 +63,20 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let admin = Arc::new(Admin::new(config.connect.clone(), metrics.clone()));
     let (probe_sender, probe_receiver) = watch::channel(ProbeState::default());
     let (alive, liveness) = watch::channel(None::<String>);
+    let lease = LeaseSettings {
+        name: config.lease_name.clone(),
+        namespace: config.own_namespace.clone(),
+        identity: config.identity.clone(),
+        timing: config.lease_timing,
+    };
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &config.own_namespace);
+    let (standing_sender, mut standing) = watch::channel(if config.leader_election {
+        Standing::Starting
+    } else {
+        Standing::Leading {
+            until: leader::far_future(),
+        }
+    });
 
     // The tasks every replica runs; none of them ends while the process works.
     let mut always = JoinSet::new();
@@ -74,7 +86,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     ));
     always.spawn(log_end(
         "probe server",
-        http::serve_probes(probe_listener, probe_receiver.clone(), liveness),
+        http::serve_probes(
+            probe_listener,
+            http::ProbeSources {
+                probe: probe_receiver.clone(),
+                standing: standing.clone(),
+                lease: lease.clone(),
+                liveness,
+            },
+        ),
     ));
     {
         let admin = admin.clone();
@@ -94,46 +114,29 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         });
     }
 
-    let mut leader = if config.leader_election {
-        let manager = LeaseManagerBuilder::new(client.clone(), &config.lease_name)
-            .with_namespace(&config.own_namespace)
-            .with_identity(&config.identity)
-            .with_duration(LEASE_SECONDS)
-            .with_grace(LEASE_GRACE_SECONDS)
-            .with_field_manager(&config.manager)
-            .build()
-            .await
-            .map_err(|error| {
-                anyhow::anyhow!(
-                    "leader election on Lease {}/{}: {error}",
-                    config.own_namespace,
-                    config.lease_name
-                )
-            })?;
-        let (receiver, _task) = manager.watch().await;
-        receiver
-    } else {
-        let (sender, receiver) = watch::channel(true);
-        // Kept alive for the process's lifetime, so the receiver never sees a closed channel.
-        std::mem::forget(sender);
-        receiver
-    };
+    if config.leader_election {
+        always.spawn(leader::elect(
+            leases.clone(),
+            lease.clone(),
+            standing_sender.clone(),
+        ));
+    }
+    const ALWAYS: &str = "the probe, metrics or probe server, or leader election";
 
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
         // Wait to lead.
-        while !*leader.borrow_and_update() {
-            tracing::info!(identity = %config.identity, "waiting to lead");
+        while !standing.borrow_and_update().leads() {
             tokio::select! {
-                changed = leader.changed() => if changed.is_err() {
+                changed = standing.changed() => if changed.is_err() {
                     alive.send_replace(Some("leader election".to_owned()));
                     anyhow::bail!("leader election stopped");
                 },
                 () = &mut shutdown => return Ok(()),
                 Some(_) = always.join_next() => {
-                    alive.send_replace(Some("a probe, metrics or server task".to_owned()));
-                    anyhow::bail!("a probe, metrics or server task stopped");
+                    alive.send_replace(Some(ALWAYS.to_owned()));
+                    anyhow::bail!("{ALWAYS} stopped");
                 }
             }
         }
@@ -143,20 +146,29 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             client.clone(),
             admin.clone(),
             metrics.clone(),
-            Leadership::new(leader.clone()),
+            Leadership::new(standing.clone()),
             probe_receiver.clone(),
         );
-        // Lead until the lease is lost or the process stops.
+        // Lead until the term ends without a renewal, or the process stops.
         let stop = loop {
+            let term_end = match &*standing.borrow() {
+                Standing::Leading { until } => *until,
+                _ => tokio::time::Instant::now(),
+            };
             tokio::select! {
-                changed = leader.changed() => {
-                    if changed.is_err() || !*leader.borrow_and_update() {
+                changed = standing.changed() => {
+                    if changed.is_err() || !standing.borrow_and_update().leads() {
+                        break false;
+                    }
+                }
+                () = tokio::time::sleep_until(term_end) => {
+                    if !standing.borrow().leads() {
                         break false;
                     }
                 }
                 () = &mut shutdown => break true,
                 Some(_) = always.join_next() => {
-                    alive.send_replace(Some("a probe, metrics or server task".to_owned()));
+                    alive.send_replace(Some(ALWAYS.to_owned()));
                     break true;
                 }
                 Some(ended) = leading.join_next() => {
@@ -173,10 +185,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         leading.abort_all();
         while leading.join_next().await.is_some() {}
         if stop {
+            if config.leader_election {
+                leader::release(&leases, &lease).await;
+            }
             tracing::info!("stopping");
             return Ok(());
         }
-        tracing::warn!(identity = %config.identity, "lost the lease: stopped writing");
+        tracing::warn!(identity = %config.identity, "no longer leading: stopped writing");
     }
 }
 

@@ -189,11 +189,36 @@ impl Stack {
 
     /// Starts one more reconciler replica with this Lease identity (not waiting for `/readyz`).
     pub async fn start_replica(&self, identity: &str) -> anyhow::Result<Reconciler> {
+        self.start_replica_with(identity, &self.reconciler_kubeconfig)
+            .await
+    }
+
+    /// Starts a replica that reaches the Kubernetes API only through `proxy`, so that a test can
+    /// cut it off.
+    pub async fn start_replica_through(
+        &self,
+        identity: &str,
+        proxy: &crate::proxy::CuttableProxy,
+    ) -> anyhow::Result<Reconciler> {
+        let mut kubeconfig = kube::config::Kubeconfig::read_from(&self.reconciler_kubeconfig)?;
+        for cluster in &mut kubeconfig.clusters {
+            if let Some(cluster) = cluster.cluster.as_mut() {
+                cluster.server = Some(format!("https://{}", proxy.address()));
+            }
+        }
+        let path = self.cluster.dir().join(format!("{identity}.kubeconfig"));
+        std::fs::write(&path, serde_json::to_string(&kubeconfig)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        self.start_replica_with(identity, &path).await
+    }
+
+    async fn start_replica_with(
+        &self,
+        identity: &str,
+        kubeconfig: &Path,
+    ) -> anyhow::Result<Reconciler> {
         let mut env: Vec<(String, String)> = [
-            (
-                "KUBECONFIG",
-                self.reconciler_kubeconfig.display().to_string(),
-            ),
+            ("KUBECONFIG", kubeconfig.display().to_string()),
             ("HOME", self.home.path().display().to_string()),
             ("NAUTHERA_SERVER_ADDRESS", self.server.address().to_string()),
             ("NAUTHERA_TLS_SERVER_NAME", self.pki.server_name.clone()),
@@ -636,6 +661,13 @@ impl Reconciler {
     pub async fn stop(mut self) {
         if let Some(process) = self.process.take() {
             process.stop(Duration::from_secs(5)).await;
+        }
+    }
+
+    /// Kills the replica at once (SIGKILL): nothing of its memory survives, nothing is released.
+    pub async fn kill(mut self) {
+        if let Some(process) = self.process.take() {
+            process.kill().await;
         }
     }
 }

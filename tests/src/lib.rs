@@ -8,3 +8,4 @@ pub mod cluster;
 pub mod e2e;
 pub mod manifests;
 pub mod process;
+pub mod proxy;

@@ -188,6 +188,11 @@ impl ChildProcess {
         &self.log
     }
 
+    /// Kills the child (SIGKILL) and waits for it.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+
     /// Asks the child to stop (SIGTERM through `kill`), then kills it after `grace`.
     pub async fn stop(mut self, grace: Duration) {
         if let Some(pid) = self.child.id() {

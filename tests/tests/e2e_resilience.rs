@@ -1,6 +1,7 @@
 //! Resilience end to end: transient faults on every AdminService method converge to `Registered`
-//! with no duplicate client and no lost secret; two replicas elect one writer, and the other takes
-//! over when it stops.
+//! with no duplicate client and no lost secret; two replicas elect one writer, the other takes
+//! over when it stops, and a leader cut off from the Kubernetes API stops writing before the
+//! other may take over.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,8 +10,10 @@ use kube::api::Api;
 use nauthera_fake_server::{Fault, FaultCode, Method};
 use nauthera_shared::catalog::Reason;
 use nauthera_tests::e2e::{
-    MANAGER, RECONCILER_NAMESPACE, Stack, generated_client, secret_value, sha256_hex, status_of,
+    MANAGER, RECONCILER_NAMESPACE, Stack, StackOptions, generated_client, secret_value, sha256_hex,
+    status_of,
 };
+use nauthera_tests::proxy::CuttableProxy;
 
 const NAMES: [&str; 3] = ["alpha", "beta", "gamma"];
 
@@ -125,6 +128,120 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
     stack.wait_reason("beta", Reason::Registered).await;
     assert!(reconciles(&second.metrics().await) >= 1.0);
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
+}
+
+/// The leader loses the Kubernetes API but still reaches the server, while its writes to the
+/// server fail and are retried: it stops writing once it cannot renew within the renew deadline,
+/// which is before the other replica may take the Lease, and says so in `/readyz`. The other
+/// replica then registers every client once; the old leader never calls the server again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_from_the_kubernetes_api_stops_writing_before_another_takes_over() {
+    const CLIENTS: [&str; 4] = ["one", "two", "three", "four"];
+    let mut stack = Stack::start_with(StackOptions {
+        start_reconciler: false,
+        // A lease of 8 s that its leader stops using after 4 s without a renewal.
+        reconciler_env: [
+            ("NAUTHERA_LEASE_DURATION", "8"),
+            ("NAUTHERA_LEASE_RENEW_DEADLINE", "4"),
+            ("NAUTHERA_LEASE_RETRY_PERIOD", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .to_vec(),
+        ..StackOptions::default()
+    })
+    .await;
+    let Some(emulator) = stack.cluster.emulator() else {
+        eprintln!("skipped: a real cluster's API cannot be cut off by the test");
+        return;
+    };
+    let proxy = CuttableProxy::start(emulator.address()).await.unwrap();
+    let first = stack
+        .start_replica_through("replica-a", &proxy)
+        .await
+        .unwrap();
+    first.wait_ready().await.unwrap();
+    stack
+        .eventually("replica-a holds the lease", async || {
+            lease_holder(&stack).await.as_deref() == Some("replica-a")
+        })
+        .await;
+    let second = stack.start_replica("replica-b").await.unwrap();
+    second.wait_readyz(200, "following replica-a").await;
+
+    // Every write fails and is retried by the leader.
+    stack.server.inject_fault(
+        Some(Method::ApplyClient),
+        Fault::always(FaultCode::Unavailable),
+    );
+    for name in CLIENTS {
+        stack.apply(&generated_client(name)).await;
+    }
+    let apply_calls = async |replica: &nauthera_tests::e2e::Reconciler| {
+        replica
+            .metric(
+                "nauthera_operator_server_calls_total",
+                &[("method", "ApplyClient")],
+            )
+            .await
+    };
+    stack
+        .eventually("the leader retries every client", async || {
+            apply_calls(&first).await >= CLIENTS.len() as f64
+        })
+        .await;
+
+    proxy.cut();
+    let body = first
+        .wait_readyz(503, "leader election: stepped down")
+        .await;
+    assert!(body.contains("renew deadline"), "{body}");
+    // Stepped down while the Lease still names it: nobody else could lead yet.
+    assert_eq!(
+        lease_holder(&stack).await.as_deref(),
+        Some("replica-a"),
+        "the old leader stepped down before its Lease ran out"
+    );
+    let calls_when_stepped_down = apply_calls(&first).await;
+    let reconciles = |text: &str| {
+        nauthera_tests::e2e::metric_sum(text, "nauthera_operator_reconciles_total", &[])
+    };
+    let reconciles_when_stepped_down = reconciles(&first.metrics().await);
+
+    stack
+        .eventually("replica-b holds the lease", async || {
+            lease_holder(&stack).await.as_deref() == Some("replica-b")
+        })
+        .await;
+    stack
+        .eventually("the new leader retries too", async || {
+            apply_calls(&second).await >= 1.0
+        })
+        .await;
+    stack.server.clear_faults();
+    for name in CLIENTS {
+        stack.wait_reason(name, Reason::Registered).await;
+    }
+    assert_eq!(
+        stack.server.counters().writes_by(MANAGER),
+        CLIENTS.len() as u64,
+        "one write per client, by the new leader"
+    );
+    assert_eq!(
+        apply_calls(&first).await,
+        calls_when_stepped_down,
+        "the old leader called the server after it stepped down"
+    );
+
+    // Back on the network, it follows the new leader and still writes nothing.
+    proxy.heal();
+    first.wait_readyz(200, "following replica-b").await;
+    assert_eq!(apply_calls(&first).await, calls_when_stepped_down);
+    assert_eq!(
+        reconciles(&first.metrics().await),
+        reconciles_when_stepped_down,
+        "the old leader recorded nothing after it stepped down"
+    );
+    stack.reconciler = Some(second);
 }
 
 /// A secret minted but not yet delivered lives only in memory; a reconciler that restarts meanwhile
