@@ -10,7 +10,7 @@ use tonic::Code;
 
 use crate::admin::AdminApi;
 use crate::decide::{
-    Applied, DeleteOutcome, DriftReport, Verdict, after_apply_failure, after_delete,
+    Applied, DeleteOutcome, DriftReport, Verdict, adopted, after_apply_failure, after_delete,
     after_delete_failure, after_drift_check_failure, drifted, is_conflict, no_drift,
 };
 use crate::memory::SecretValue;
@@ -129,10 +129,22 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
         .map(|spec| diff_client(&declared, spec))
         .unwrap_or_default();
     // Our own older write back in force means the server went back in time (a restore).
-    let went_back = last_write.manager == facts.manager
+    let own_write = last_write.manager == facts.manager;
+    let went_back = own_write
         && facts
             .generation_in_force
             .is_some_and(|g| held.generation_in_force < g);
+    if own_write && !went_back && !facts.history_restarted {
+        let applied = Applied {
+            client_id: held.client_id.clone(),
+            revision: held.revision.clone(),
+            generation_in_force: held.generation_in_force,
+            created: false,
+        };
+        let mut verdict = adopted(&applied, facts.generation, fields.is_empty());
+        verdict.fields.slug = Some(held.organization.clone()).filter(|s| !s.is_empty());
+        return verdict;
+    }
     let mut report = DriftReport {
         server_revision: held.revision.clone(),
         removed: false,

@@ -265,7 +265,7 @@ async fn apply<A: AdminApi>(
             if restore {
                 kube_io::clear_restore_annotation(api, client).await?;
             }
-            let mut verdict = after_apply(&applied, secret_name, delivery, restore);
+            let mut verdict = after_apply(&applied, secret_name, delivery, restore, rotate_secret);
             verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
             Ok(verdict)
         }

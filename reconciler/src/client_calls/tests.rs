@@ -226,6 +226,64 @@ async fn a_write_over_another_revision_is_a_conflict_and_a_grant_refusal_is_refu
 }
 
 #[tokio::test]
+async fn an_own_write_the_status_does_not_record_is_adopted_never_drift() {
+    let declared = declared();
+    let own = |revision: &str, redirect: &str| {
+        held(
+            revision,
+            redirect,
+            "nauthera-reconciler",
+            "dns:nauthera-reconciler",
+        )
+    };
+    // The write of generation 2 took effect but its answer was lost: the status names r1.
+    let admin = FakeAdmin::default();
+    *admin.get.lock().unwrap() = Some(Ok(own("r3", "https://app.example.test/cb")));
+    let mut lost = facts(&declared);
+    lost.written_revision = Some("r1");
+    lost.generation_in_force = Some(1);
+    let verdict = check_drift(&admin, &lost).await;
+    assert_eq!(verdict.reason, Reason::Registered, "{}", verdict.message);
+    assert_eq!(verdict.fields.revision.as_deref(), Some("r3"));
+    assert_eq!(verdict.fields.generation_in_force, Some(2));
+    assert_eq!(verdict.fields.drift, DriftUpdate::Clear);
+    assert!(
+        verdict
+            .events
+            .iter()
+            .any(|e| e.note.contains("adopted revision r3")),
+        "{:?}",
+        verdict.events
+    );
+
+    // A write of another state (an earlier generation, or before the manifest was declared
+    // again): taken as this resource's revision, and written over rather than called in force.
+    *admin.get.lock().unwrap() = Some(Ok(own("r3", "https://old.example.test/cb")));
+    let mut redeclared = facts(&declared);
+    redeclared.written_revision = None;
+    redeclared.generation_in_force = None;
+    let verdict = check_drift(&admin, &redeclared).await;
+    assert_eq!(verdict.reason, Reason::Pending, "{}", verdict.message);
+    assert!(verdict.retried);
+    assert_eq!(verdict.fields.revision.as_deref(), Some("r3"));
+    assert_eq!(verdict.fields.generation_in_force, None);
+    assert!(
+        verdict.message.contains("written over it"),
+        "{}",
+        verdict.message
+    );
+
+    // The same write by another manager is a drift.
+    *admin.get.lock().unwrap() = Some(Ok(held(
+        "r3",
+        "https://app.example.test/cb",
+        "dashboard",
+        "user:alice@example.com",
+    )));
+    assert_eq!(check_drift(&admin, &lost).await.reason, Reason::Drifted);
+}
+
+#[tokio::test]
 async fn a_drift_names_revision_time_author_and_fields() {
     let declared = declared();
     let admin = FakeAdmin {

@@ -9,7 +9,7 @@ mod step;
 
 pub use backoff::Backoff;
 pub use outcome::{
-    Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretWriteFailure, Verdict,
+    Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretWriteFailure, Verdict, adopted,
     after_apply, after_apply_failure, after_delete, after_delete_failure,
     after_drift_check_failure, after_secret_failure, drifted, is_conflict, no_drift, not_leader,
     refusal_message, released, secret_delivered, secret_ref_unavailable,

@@ -75,12 +75,14 @@ pub enum SecretWriteFailure {
 }
 
 /// The outcome of a write of the declared state, with the delivery of a minted secret when one
-/// came back (`delivery: None` when there was nothing to deliver).
+/// came back (`delivery: None` when there was nothing to deliver). `reminted`: the write minted
+/// a new secret because the one minted before was lost undelivered.
 pub fn after_apply(
     applied: &Applied,
     secret_name: Option<&str>,
     delivery: Option<Result<(), SecretWriteFailure>>,
     restore: bool,
+    reminted: bool,
 ) -> Verdict {
     let applied_note = format!(
         "{} generation {} as revision {} (client id {})",
@@ -96,11 +98,16 @@ pub fn after_apply(
     let mut verdict = match (delivery, secret_name) {
         (Some(Err(failure)), Some(name)) => after_secret_failure(&failure, name),
         (Some(Ok(())), Some(name)) => {
-            in_force(applied.generation_in_force, &applied.revision, restore)
-                .event(
-                    EventReason::SecretDelivered,
-                    format!("wrote the client secret into Secret {name}"),
+            let note = if reminted {
+                format!(
+                    "minted a new client secret and wrote it into Secret {name}: the one minted \
+                     before was lost undelivered (a restart, or an answer lost on its way back)"
                 )
+            } else {
+                format!("wrote the client secret into Secret {name}")
+            };
+            in_force(applied.generation_in_force, &applied.revision, restore)
+                .event(EventReason::SecretDelivered, note)
                 .with_secret_ref(name)
         }
         _ => in_force(applied.generation_in_force, &applied.revision, restore),
@@ -433,6 +440,42 @@ pub fn drifted(report: &DriftReport, written_revision: Option<&str>) -> Verdict 
         fields: report.fields.iter().take(64).cloned().collect(),
         detected_at: None,
     });
+    verdict
+}
+
+/// The server holds a write by this reconciler's own manager that its status does not record:
+/// the answer was lost on the way back, or the process stopped before recording it, or the
+/// manifest was deleted with `Orphan` and declared again. Never drift: it is taken as this
+/// resource's own write, in force when it holds the declared generation and state, and written
+/// over on the next apply otherwise.
+pub fn adopted(held: &Applied, generation: i64, matches_declared: bool) -> Verdict {
+    let mut verdict = if matches_declared && held.generation_in_force == generation {
+        let mut verdict = in_force(generation, &held.revision, false);
+        verdict.fields.generation_in_force = Some(generation);
+        verdict.event(
+            EventReason::Applied,
+            format!(
+                "adopted revision {} (generation {generation}, client id {}): this reconciler \
+                 wrote it, but its answer never arrived",
+                held.revision, held.client_id
+            ),
+        )
+    } else {
+        let mut verdict = Verdict::new(
+            Reason::Pending,
+            Cause::None,
+            format!(
+                "revision {} on the server is this reconciler's own earlier write (generation \
+                 {}); generation {generation} is written over it",
+                held.revision, held.generation_in_force
+            ),
+        );
+        verdict.retried = true;
+        verdict
+    };
+    verdict.fields.client_id = Some(held.client_id.clone());
+    verdict.fields.revision = Some(held.revision.clone());
+    verdict.fields.drift = DriftUpdate::Clear;
     verdict
 }
 

@@ -535,7 +535,7 @@ fn the_transition_time_moves_only_on_a_real_change() {
     };
     let next = status_after(
         Some(&status),
-        &after_apply(&applied, None, None, false),
+        &after_apply(&applied, None, None, false, false),
         2,
         at(50),
     )
@@ -619,7 +619,7 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
         generation_in_force: 1,
         created: true,
     };
-    let delivered = after_apply(&applied, Some("app-secret"), Some(Ok(())), false);
+    let delivered = after_apply(&applied, Some("app-secret"), Some(Ok(())), false, false);
     assert_eq!(delivered.reason, Reason::Registered);
     let reasons: Vec<EventReason> = events_for(None, &delivered)
         .into_iter()
@@ -642,6 +642,7 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
         Some(Err(SecretWriteFailure::Foreign {
             owner: Some("Deployment/web".into()),
         })),
+        false,
         false,
     );
     assert_eq!(foreign.reason, Reason::SecretUndeliverable);
@@ -695,7 +696,7 @@ fn a_restore_records_restored_and_clears_the_drift() {
         generation_in_force: 1,
         created: false,
     };
-    let verdict = after_apply(&applied, None, None, true);
+    let verdict = after_apply(&applied, None, None, true, false);
     assert_eq!(verdict.reason, Reason::Restored);
     let next = status_after(Some(&status), &verdict, 1, at(5)).unwrap();
     assert_eq!(next.drift, None);

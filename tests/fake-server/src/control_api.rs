@@ -106,6 +106,10 @@ struct FaultRequest {
     probability: Option<f64>,
     #[serde(default)]
     message: Option<String>,
+    #[serde(default)]
+    lose_answer: bool,
+    #[serde(default)]
+    answer_delay_ms: Option<u64>,
 }
 
 async fn add_fault(
@@ -124,6 +128,8 @@ async fn add_fault(
             count: request.count,
             probability: request.probability,
             message: request.message,
+            lose_answer: request.lose_answer,
+            answer_delay_ms: request.answer_delay_ms,
         },
     );
     Ok(StatusCode::NO_CONTENT)

@@ -44,6 +44,30 @@ pub struct Fault {
     /// The status message; a default names the fault.
     #[serde(default)]
     pub message: Option<String>,
+    /// The call takes effect first and then this fault answers instead of its result: a write
+    /// the server committed whose answer was lost on the way back.
+    #[serde(default)]
+    pub lose_answer: bool,
+    /// With `lose_answer`: how long the server holds the answer before it fails, in
+    /// milliseconds (a server that hangs after committing; the caller may give up first).
+    #[serde(default)]
+    pub answer_delay_ms: Option<u64>,
+}
+
+/// A fault that acts on a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injected {
+    pub code: Code,
+    pub message: String,
+    /// How long to hold the answer first.
+    pub delay: Option<Duration>,
+}
+
+/// When a fault acts: before the call takes effect, or after it (the answer is lost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    BeforeEffect,
+    AfterEffect,
 }
 
 impl Fault {
@@ -54,6 +78,25 @@ impl Fault {
             count: Some(count),
             probability: None,
             message: None,
+            lose_answer: false,
+            answer_delay_ms: None,
+        }
+    }
+
+    /// The next `count` calls take effect and then answer this fault: their answers are lost.
+    pub fn losing_answers(code: FaultCode, count: u32) -> Fault {
+        Fault {
+            lose_answer: true,
+            ..Fault::times(code, count)
+        }
+    }
+
+    /// The next `count` calls take effect and then hang for `delay` before answering this
+    /// fault: a server that commits and then stops answering.
+    pub fn hanging_after_effect(code: FaultCode, count: u32, delay: Duration) -> Fault {
+        Fault {
+            answer_delay_ms: Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)),
+            ..Fault::losing_answers(code, count)
         }
     }
 
@@ -64,6 +107,8 @@ impl Fault {
             count: None,
             probability: None,
             message: None,
+            lose_answer: false,
+            answer_delay_ms: None,
         }
     }
 
@@ -74,6 +119,8 @@ impl Fault {
             count: None,
             probability: Some(probability),
             message: None,
+            lose_answer: false,
+            answer_delay_ms: None,
         }
     }
 }
@@ -127,9 +174,9 @@ impl Controls {
             .copied()
     }
 
-    /// Takes a fault for a call, if one applies; counts down counted faults. `draw` is a random
-    /// number in [0, 1) for probabilistic ones.
-    pub fn take_fault(&mut self, method: Method, draw: f64) -> Option<(Code, String)> {
+    /// Takes a fault for a call at this stage, if one applies; counts down counted faults.
+    /// `draw` is a random number in [0, 1) for probabilistic ones.
+    pub fn take_fault(&mut self, method: Method, draw: f64, stage: Stage) -> Option<Injected> {
         let key = if self.faults.contains_key(&Some(method)) {
             Some(method)
         } else if self.faults.contains_key(&None) {
@@ -138,18 +185,26 @@ impl Controls {
             return None;
         };
         let fault = self.faults.get_mut(&key)?;
+        if fault.lose_answer != (stage == Stage::AfterEffect) {
+            return None;
+        }
         if let Some(probability) = fault.probability
             && draw >= probability
         {
             return None;
         }
-        let answer = (
-            fault.code.code(),
-            fault
-                .message
-                .clone()
-                .unwrap_or_else(|| format!("injected fault {:?} on {method}", fault.code)),
-        );
+        let answer = Injected {
+            code: fault.code.code(),
+            message: fault.message.clone().unwrap_or_else(|| match stage {
+                Stage::BeforeEffect => format!("injected fault {:?} on {method}", fault.code),
+                Stage::AfterEffect => format!(
+                    "injected fault {:?} on {method}: the answer was lost after the call took \
+                     effect",
+                    fault.code
+                ),
+            }),
+            delay: fault.answer_delay_ms.map(Duration::from_millis),
+        };
         if let Some(count) = fault.count.as_mut() {
             *count = count.saturating_sub(1);
             if *count == 0 {
@@ -177,13 +232,55 @@ mod tests {
             Fault::times(FaultCode::Aborted, 2),
         );
         assert_eq!(
-            controls.take_fault(Method::ApplyClient, 0.0).map(|f| f.0),
+            controls
+                .take_fault(Method::ApplyClient, 0.0, Stage::BeforeEffect)
+                .map(|f| f.code),
             Some(Code::Aborted)
         );
-        assert!(controls.take_fault(Method::GetClient, 0.0).is_none());
-        assert!(controls.take_fault(Method::ApplyClient, 0.0).is_some());
-        assert!(controls.take_fault(Method::ApplyClient, 0.0).is_none());
+        assert!(
+            controls
+                .take_fault(Method::GetClient, 0.0, Stage::BeforeEffect)
+                .is_none()
+        );
+        assert!(
+            controls
+                .take_fault(Method::ApplyClient, 0.0, Stage::BeforeEffect)
+                .is_some()
+        );
+        assert!(
+            controls
+                .take_fault(Method::ApplyClient, 0.0, Stage::BeforeEffect)
+                .is_none()
+        );
         assert_eq!(controls.counters.faults.get("ApplyClient"), Some(&2));
+    }
+
+    #[test]
+    fn a_lost_answer_acts_only_after_the_call_took_effect() {
+        let mut controls = Controls::default();
+        controls.faults.insert(
+            Some(Method::ApplyClient),
+            Fault::losing_answers(FaultCode::Unavailable, 1),
+        );
+        assert!(
+            controls
+                .take_fault(Method::ApplyClient, 0.0, Stage::BeforeEffect)
+                .is_none()
+        );
+        let injected = controls
+            .take_fault(Method::ApplyClient, 0.0, Stage::AfterEffect)
+            .unwrap();
+        assert_eq!(injected.code, Code::Unavailable);
+        assert!(
+            injected.message.contains("answer was lost"),
+            "{}",
+            injected.message
+        );
+        assert!(
+            controls
+                .take_fault(Method::ApplyClient, 0.0, Stage::AfterEffect)
+                .is_none()
+        );
     }
 
     #[test]
@@ -193,8 +290,16 @@ mod tests {
             None,
             Fault::with_probability(FaultCode::ResourceExhausted, 0.25),
         );
-        assert!(controls.take_fault(Method::GetClient, 0.1).is_some());
-        assert!(controls.take_fault(Method::GetClient, 0.5).is_none());
+        assert!(
+            controls
+                .take_fault(Method::GetClient, 0.1, Stage::BeforeEffect)
+                .is_some()
+        );
+        assert!(
+            controls
+                .take_fault(Method::GetClient, 0.5, Stage::BeforeEffect)
+                .is_none()
+        );
     }
 
     #[test]

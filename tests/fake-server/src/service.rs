@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::controls::Controls;
+use crate::controls::{Controls, Stage};
 use crate::core::{Caller, Core};
 use crate::method::Method;
 use crate::refusal::Refusal;
@@ -78,15 +78,18 @@ impl Service {
                     "{method} is not implemented by this server version"
                 )));
             }
-            if let Some((code, message)) = controls.take_fault(method, random_unit()) {
+            if let Some(fault) = controls.take_fault(method, random_unit(), Stage::BeforeEffect) {
                 // The real server explains its rate limit; the other faults come bare, the way
                 // a proxy or a crashing handler would answer.
-                if code == tonic::Code::ResourceExhausted {
-                    return Err(
-                        Refusal::new(code, v1::ErrorReason::RateLimited, message).to_status()
-                    );
+                if fault.code == tonic::Code::ResourceExhausted {
+                    return Err(Refusal::new(
+                        fault.code,
+                        v1::ErrorReason::RateLimited,
+                        fault.message,
+                    )
+                    .to_status());
                 }
-                return Err(Status::new(code, message));
+                return Err(Status::new(fault.code, fault.message));
             }
         }
         let identities = request
@@ -115,6 +118,32 @@ impl Service {
                 Err(refusal.to_status())
             }
         }
+    }
+
+    /// Counts a write that took effect; a lost-answer fault then answers instead of the result,
+    /// as when a response is lost on its way back after the server committed the write.
+    async fn answer_write<T>(
+        &self,
+        method: Method,
+        manager: &str,
+        took_effect: bool,
+        result: Result<T, Refusal>,
+    ) -> Result<Response<T>, Status> {
+        if took_effect {
+            self.count_write(manager);
+        }
+        let lost = result.is_ok().then(|| {
+            self.shared
+                .controls()
+                .take_fault(method, random_unit(), Stage::AfterEffect)
+        });
+        if let Some(Some(fault)) = lost {
+            if let Some(delay) = fault.delay {
+                tokio::time::sleep(delay).await;
+            }
+            return Err(Status::new(fault.code, fault.message));
+        }
+        self.answer(result)
     }
 
     fn count_write(&self, manager: &str) {
@@ -202,10 +231,9 @@ impl AdminService for Service {
         let request = request.into_inner();
         let manager = request.manager.clone();
         let result = self.shared.core().apply_client(&caller, request);
-        if result.is_ok() {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.is_ok();
+        self.answer_write(Method::ApplyClient, &manager, took_effect, result)
+            .await
     }
 
     async fn get_client(
@@ -226,10 +254,9 @@ impl AdminService for Service {
         let request = request.into_inner();
         let manager = request.manager.clone();
         let result = self.shared.core().delete_client(&caller, request);
-        if result.as_ref().is_ok_and(|response| response.deleted) {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
+        self.answer_write(Method::DeleteClient, &manager, took_effect, result)
+            .await
     }
 
     async fn list_client_revisions(
@@ -252,10 +279,9 @@ impl AdminService for Service {
         let request = request.into_inner();
         let manager = request.manager.clone();
         let result = self.shared.core().apply_branding(&caller, request);
-        if result.is_ok() {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.is_ok();
+        self.answer_write(Method::ApplyBranding, &manager, took_effect, result)
+            .await
     }
 
     async fn get_branding(
@@ -276,10 +302,9 @@ impl AdminService for Service {
         let request = request.into_inner();
         let manager = request.manager.clone();
         let result = self.shared.core().delete_branding(&caller, request);
-        if result.as_ref().is_ok_and(|response| response.deleted) {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
+        self.answer_write(Method::DeleteBranding, &manager, took_effect, result)
+            .await
     }
 
     async fn apply_identity_provider(
@@ -290,10 +315,9 @@ impl AdminService for Service {
         let request = request.into_inner();
         let manager = request.manager.clone();
         let result = self.shared.core().apply_identity_provider(&caller, request);
-        if result.is_ok() {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.is_ok();
+        self.answer_write(Method::ApplyIdentityProvider, &manager, took_effect, result)
+            .await
     }
 
     async fn get_identity_provider(
@@ -320,10 +344,14 @@ impl AdminService for Service {
             .shared
             .core()
             .delete_identity_provider(&caller, request);
-        if result.as_ref().is_ok_and(|response| response.deleted) {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
+        self.answer_write(
+            Method::DeleteIdentityProvider,
+            &manager,
+            took_effect,
+            result,
+        )
+        .await
     }
 
     async fn apply_organization(
@@ -334,10 +362,9 @@ impl AdminService for Service {
         let request = request.into_inner();
         let manager = request.manager.clone();
         let result = self.shared.core().apply_organization(&caller, request);
-        if result.is_ok() {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.is_ok();
+        self.answer_write(Method::ApplyOrganization, &manager, took_effect, result)
+            .await
     }
 
     async fn get_organization(
@@ -358,10 +385,9 @@ impl AdminService for Service {
         let request = request.into_inner();
         let manager = request.manager.clone();
         let result = self.shared.core().delete_organization(&caller, request);
-        if result.as_ref().is_ok_and(|response| response.deleted) {
-            self.count_write(&manager);
-        }
-        self.answer(result)
+        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
+        self.answer_write(Method::DeleteOrganization, &manager, took_effect, result)
+            .await
     }
 
     async fn list_audit_events(

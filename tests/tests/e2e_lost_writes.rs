@@ -1,0 +1,101 @@
+//! Writes whose answer never arrived: the server committed them, but the reconciler did not hear
+//! so (a lost answer, a process killed right after the write). Each ends `Registered` with its
+//! Secret delivered and is never reported as drift: the reconciler adopts its own write and mints
+//! the secret that was lost with the answer again.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use nauthera_fake_server::{Fault, FaultCode, Method};
+use nauthera_shared::catalog::Reason;
+use nauthera_tests::e2e::{
+    MANAGER, Stack, StackOptions, generated_client, secret_value, sha256_hex, status_of,
+};
+
+/// The client ends registered with the secret the server holds in its Secret, and no event ever
+/// called it drifted.
+async fn registered_with_its_secret_and_never_drifted(stack: &Stack, name: &str) {
+    let client = stack.wait_reason(name, Reason::Registered).await;
+    let held = stack.server.client(&stack.object_ref(name)).unwrap();
+    assert_eq!(
+        status_of(&client).revision.as_deref(),
+        Some(held.revision.as_str())
+    );
+    let secret = stack.secret(name).await.expect("the Secret is delivered");
+    let value = secret_value(&secret, "clientSecret").unwrap();
+    assert_eq!(
+        stack.server.client_secret_hash(&stack.object_ref(name)),
+        Some(sha256_hex(value.as_bytes())),
+        "the Secret holds the secret in force"
+    );
+    let events = stack.events_for("OIDCClient", name).await;
+    assert!(
+        !events.iter().any(|e| e.reason == "Drifted"),
+        "the reconciler's own write was reported as drift: {events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason == "SecretDelivered"
+                && e.message.contains("minted a new client secret")),
+        "an event says the secret was minted again: {events:?}"
+    );
+    assert!(
+        events.iter().all(|e| !e.message.contains(&value)),
+        "no event shows the secret"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_answer_is_lost_is_adopted_and_its_secret_minted_again() {
+    let stack = Stack::start().await;
+    stack.server.inject_fault(
+        Some(Method::ApplyClient),
+        Fault::losing_answers(FaultCode::Unavailable, 1),
+    );
+    stack.apply(&generated_client("web")).await;
+    registered_with_its_secret_and_never_drifted(&stack, "web").await;
+    let events = stack.events_for("OIDCClient", "web").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason == "Applied" && e.message.contains("adopted revision")),
+        "an event says the lost write was adopted: {events:?}"
+    );
+    // The creation, then the new secret: nothing written twice for nothing.
+    assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconciler_killed_right_after_a_write_is_followed_without_drift() {
+    let mut stack = Stack::start_with(StackOptions {
+        // A killed leader releases nothing: a short lease lets the next one take over soon.
+        reconciler_env: [
+            ("NAUTHERA_LEASE_DURATION", "4"),
+            ("NAUTHERA_LEASE_RENEW_DEADLINE", "3"),
+            ("NAUTHERA_LEASE_RETRY_PERIOD", "1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .to_vec(),
+        ..StackOptions::default()
+    })
+    .await;
+    // The server commits the write and then hangs: the process dies before any answer.
+    stack.server.inject_fault(
+        Some(Method::ApplyClient),
+        Fault::hanging_after_effect(FaultCode::Unavailable, 1, Duration::from_secs(600)),
+    );
+    stack.apply(&generated_client("web")).await;
+    stack
+        .eventually("the server holds the client", async || {
+            stack.server.client(&stack.object_ref("web")).is_some()
+        })
+        .await;
+    stack.reconciler.take().unwrap().kill().await;
+
+    let next = stack.start_replica("replica-b").await.unwrap();
+    next.wait_ready().await.unwrap();
+    stack.reconciler = Some(next);
+    registered_with_its_secret_and_never_drifted(&stack, "web").await;
+}
