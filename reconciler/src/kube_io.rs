@@ -214,89 +214,104 @@ pub struct Delivery<'a> {
 }
 
 /// Writes a minted secret into a Secret owned by `owner`; never over a Secret it does not own.
+/// A new Secret is created at once; `cached` (the watch cache's copy, if any) saves a read
+/// before updating one this resource owns.
 pub async fn deliver_secret<K: Kind>(
     secrets: &Api<Secret>,
     owner: &K,
     delivery: Delivery<'_>,
+    cached: Option<&Secret>,
 ) -> Result<(), SecretWriteFailure> {
-    let Delivery {
-        secret_name,
-        client_id,
-        issuer,
-        value,
-    } = delivery;
     let owner_uid = owner.uid().unwrap_or_default();
-    let existing = secrets.get_opt(secret_name).await.map_err(write_failure)?;
-    let data = BTreeMap::from([
-        (
-            CLIENT_SECRET_KEY.to_owned(),
-            ByteString(value.expose().as_bytes().to_vec()),
-        ),
-        (
-            CLIENT_ID_KEY.to_owned(),
-            ByteString(client_id.as_bytes().to_vec()),
-        ),
-        (
-            ISSUER_KEY.to_owned(),
-            ByteString(issuer.as_bytes().to_vec()),
-        ),
+    let data = secret_data(&delivery);
+    let name = delivery.secret_name;
+    let existing = match cached.filter(|secret| owned_by(secret, &owner_uid)) {
+        Some(secret) => secret.clone(),
+        None => match secrets
+            .create(&PostParams::default(), &new_secret(owner, name, &data)?)
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                match secrets.get_opt(name).await.map_err(write_failure)? {
+                    Some(secret) => secret,
+                    // Gone again in between: written on the next attempt.
+                    None => {
+                        return Err(SecretWriteFailure::Other {
+                            message: format!("Secret {name} was deleted while it was written"),
+                        });
+                    }
+                }
+            }
+            Err(error) => return Err(write_failure(error)),
+        },
+    };
+    if !owned_by(&existing, &owner_uid) {
+        return Err(SecretWriteFailure::Foreign {
+            owner: owner_of(&existing),
+        });
+    }
+    // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
+    // `update`, and the resourceVersion keeps it from racing another writer (a stale cached
+    // copy fails and is retried).
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": existing.metadata.resource_version,
+            "labels": { MANAGED_BY_LABEL: MANAGED_BY },
+        },
+        "data": data,
+    });
+    secrets
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+        .map_err(write_failure)
+}
+
+/// What a delivered Secret holds.
+fn secret_data(delivery: &Delivery<'_>) -> BTreeMap<String, ByteString> {
+    let bytes = |text: &str| ByteString(text.as_bytes().to_vec());
+    BTreeMap::from([
+        (CLIENT_SECRET_KEY.to_owned(), bytes(delivery.value.expose())),
+        (CLIENT_ID_KEY.to_owned(), bytes(delivery.client_id)),
+        (ISSUER_KEY.to_owned(), bytes(delivery.issuer)),
         (
             DISCOVERY_URL_KEY.to_owned(),
-            ByteString(discovery_url(issuer).into_bytes()),
+            bytes(&discovery_url(delivery.issuer)),
         ),
-    ]);
-    match existing {
-        Some(secret) if !owned_by(&secret, &owner_uid) => Err(SecretWriteFailure::Foreign {
-            owner: owner_of(&secret),
-        }),
-        // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
-        // `update`, and the resourceVersion keeps it from racing another writer.
-        Some(secret) => {
-            let patch = serde_json::json!({
-                "metadata": {
-                    "resourceVersion": secret.metadata.resource_version,
-                    "labels": { MANAGED_BY_LABEL: MANAGED_BY },
-                },
-                "data": data,
-            });
-            secrets
-                .patch(secret_name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map(|_| ())
-                .map_err(write_failure)
-        }
-        None => {
-            let owner_reference =
-                owner
-                    .controller_owner_ref(&())
-                    .ok_or_else(|| SecretWriteFailure::Other {
-                        message: "the resource has no uid yet".to_owned(),
-                    })?;
-            let secret = Secret {
-                metadata: ObjectMeta {
-                    name: Some(secret_name.to_owned()),
-                    namespace: owner.namespace(),
-                    owner_references: Some(vec![OwnerReference {
-                        block_owner_deletion: Some(true),
-                        ..owner_reference
-                    }]),
-                    labels: Some(BTreeMap::from([(
-                        MANAGED_BY_LABEL.to_owned(),
-                        MANAGED_BY.to_owned(),
-                    )])),
-                    ..ObjectMeta::default()
-                },
-                type_: Some("Opaque".to_owned()),
-                data: Some(data),
-                ..Secret::default()
-            };
-            secrets
-                .create(&PostParams::default(), &secret)
-                .await
-                .map(|_| ())
-                .map_err(write_failure)
-        }
-    }
+    ])
+}
+
+/// A new Secret owned (as its controller) by `owner`, labelled as delivered by the reconciler.
+fn new_secret<K: Kind>(
+    owner: &K,
+    name: &str,
+    data: &BTreeMap<String, ByteString>,
+) -> Result<Secret, SecretWriteFailure> {
+    let owner_reference =
+        owner
+            .controller_owner_ref(&())
+            .ok_or_else(|| SecretWriteFailure::Other {
+                message: "the resource has no uid yet".to_owned(),
+            })?;
+    Ok(Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: owner.namespace(),
+            owner_references: Some(vec![OwnerReference {
+                block_owner_deletion: Some(true),
+                ..owner_reference
+            }]),
+            labels: Some(BTreeMap::from([(
+                MANAGED_BY_LABEL.to_owned(),
+                MANAGED_BY.to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        data: Some(data.clone()),
+        ..Secret::default()
+    })
 }
 
 fn write_failure(error: kube::Error) -> SecretWriteFailure {

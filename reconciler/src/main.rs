@@ -3,20 +3,22 @@
 mod admin;
 mod caches;
 mod changes;
-mod client_calls;
 mod config;
 mod context;
 mod decide;
 mod events;
 mod http;
+mod kinds;
 mod kube_io;
 mod leader;
 mod logging;
+mod managed;
 mod memory;
 mod metrics;
-mod oidc_client;
+mod pipeline;
 mod probe;
 mod run;
+mod server_calls;
 mod state;
 
 use std::process::ExitCode;

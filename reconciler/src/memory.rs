@@ -53,9 +53,9 @@ struct Retry {
 pub struct Memory {
     minted: Mutex<HashMap<String, Minted>>,
     retries: Mutex<HashMap<String, Retry>>,
-    /// The status this leader last wrote. The watch cache can lag behind a write, and a
-    /// reconcile that read the old status would repeat a call it has just made; the status
-    /// belongs to the reconciler alone, so what it wrote last is the truth.
+    /// The status this leader last wrote, until the watch cache shows it. The cache can lag
+    /// behind a write, and a reconcile that read the old status would repeat a call it has just
+    /// made; the status belongs to the reconciler alone, so what it wrote last is the truth.
     statuses: Mutex<HashMap<String, ResourceStatus>>,
     /// A fingerprint of the provided secret last sent (or found in force after a start), to
     /// notice when the team changes it. Never the value itself.
@@ -134,16 +134,28 @@ impl Memory {
         }
     }
 
-    /// The status last written, or the one read when nothing was written since.
+    /// The status last written, or the one read when nothing was written since. Once the read
+    /// one shows what was written, the watch cache has caught up and the copy is dropped.
     pub fn status_or(&self, uid: &str, read: Option<&ResourceStatus>) -> Option<ResourceStatus> {
-        self.statuses
-            .lock()
-            .ok()
-            .and_then(|map| map.get(uid).cloned())
-            .or_else(|| read.cloned())
+        let Ok(mut map) = self.statuses.lock() else {
+            return read.cloned();
+        };
+        match map.get(uid) {
+            Some(written) if Some(written) == read => {
+                map.remove(uid);
+                read.cloned()
+            }
+            Some(written) => Some(written.clone()),
+            None => read.cloned(),
+        }
     }
 
+    /// Keeps a written status until the watch cache shows it, as the API server returns it
+    /// (times to the second), so the two compare equal.
     pub fn remember_status(&self, uid: &str, status: ResourceStatus) {
+        let status = serde_json::to_value(&status)
+            .and_then(serde_json::from_value)
+            .unwrap_or(status);
         if let Ok(mut map) = self.statuses.lock() {
             map.insert(uid.to_owned(), status);
         }
@@ -215,7 +227,11 @@ mod tests {
             ..ResourceStatus::default()
         };
         memory.remember_status("u", written.clone());
-        assert_eq!(memory.status_or("u", Some(&read)), Some(written));
+        assert_eq!(memory.status_or("u", Some(&read)), Some(written.clone()));
+        // The cache caught up: the copy is dropped, and a later read is taken as it is.
+        assert_eq!(memory.status_or("u", Some(&written)), Some(written));
+        assert_eq!(memory.status_or("u", Some(&read)), Some(read));
+        memory.remember_status("u", ResourceStatus::default());
         memory.forget("u");
         assert_eq!(memory.status_or("u", None), None);
     }

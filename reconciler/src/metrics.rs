@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use nauthera_shared::catalog::{Cause, Phase, Reason};
+use nauthera_shared::resources::ResourceStatus;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -170,6 +171,14 @@ impl Metrics {
             None => {
                 self.resources.get_or_create(&labels).inc();
             }
+        }
+    }
+
+    /// Counts a resource under the phase and reason its status shows (a resource found in the
+    /// cache, with nothing to do).
+    pub fn resource_from_status(&self, kind: &'static str, uid: &str, status: &ResourceStatus) {
+        if let (Some(phase), Some(reason)) = (status.phase, status.reason) {
+            self.resource_state(kind, uid, phase, reason);
         }
     }
 

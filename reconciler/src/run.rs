@@ -33,7 +33,7 @@ use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::probe::{self, ProbeState};
 use crate::state::{self, Publisher};
-use crate::{http, oidc_client};
+use crate::{http, pipeline};
 
 /// How many routes a controller may fall behind before it reconciles everything instead.
 const ROUTE_BUFFER: usize = 4096;
@@ -384,7 +384,7 @@ async fn reconcile_oidc_client<A: AdminApi>(
     context: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
     match &guard.0 {
-        Ok(client) => oidc_client::reconcile(Arc::new(client.clone()), context).await,
+        Ok(client) => pipeline::reconcile(Arc::new(client.clone()), context).await,
         Err(invalid) => {
             tracing::warn!(
                 kind = "OIDCClient",

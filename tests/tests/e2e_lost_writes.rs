@@ -16,12 +16,15 @@ use nauthera_tests::e2e::{
 /// The client ends registered with the secret the server holds in its Secret, and no event ever
 /// called it drifted.
 async fn registered_with_its_secret_and_never_drifted(stack: &Stack, name: &str) {
-    let client = stack.wait_reason(name, Reason::Registered).await;
-    let held = stack.server.client(&stack.object_ref(name)).unwrap();
-    assert_eq!(
-        status_of(&client).revision.as_deref(),
-        Some(held.revision.as_str())
-    );
+    // Registered first with the adopted revision, then again once the new secret is written.
+    stack
+        .eventually("the client is registered with its Secret", async || {
+            let client = stack.wait_reason(name, Reason::Registered).await;
+            let held = stack.server.client(&stack.object_ref(name)).unwrap();
+            status_of(&client).revision.as_deref() == Some(held.revision.as_str())
+                && status_of(&client).secret_ref.is_some()
+        })
+        .await;
     let secret = stack.secret(name).await.expect("the Secret is delivered");
     let value = secret_value(&secret, "clientSecret").unwrap();
     assert_eq!(

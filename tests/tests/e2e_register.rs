@@ -19,7 +19,13 @@ async fn registers_with_a_generated_secret_then_writes_nothing_in_a_steady_state
     let stack = Stack::start().await;
     let reconciler = stack.reconciler();
     let (code, body) = reconciler.readyz().await;
-    assert_eq!((code, body.as_str()), (200, "control plane: ok\n"));
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            200,
+            "control plane: ok\nleader election: leading (Lease nauthera-system/nauthera-reconciler)\n"
+        )
+    );
 
     stack.apply(&generated_client("web")).await;
     let web = stack.wait_reason("web", Reason::Registered).await;

@@ -84,8 +84,8 @@ pub fn after_apply(
     restore: bool,
     reminted: bool,
 ) -> Verdict {
-    let applied_note = format!(
-        "{} generation {} as revision {} (client id {})",
+    let mut applied_note = format!(
+        "{} generation {} as revision {}",
         if applied.created {
             "registered"
         } else {
@@ -93,8 +93,10 @@ pub fn after_apply(
         },
         applied.generation_in_force,
         applied.revision,
-        applied.client_id
     );
+    if !applied.client_id.is_empty() {
+        applied_note.push_str(&format!(" (client id {})", applied.client_id));
+    }
     let mut verdict = match (delivery, secret_name) {
         (Some(Err(failure)), Some(name)) => after_secret_failure(&failure, name),
         (Some(Ok(())), Some(name)) => {
@@ -112,7 +114,7 @@ pub fn after_apply(
         }
         _ => in_force(applied.generation_in_force, &applied.revision, restore),
     };
-    verdict.fields.client_id = Some(applied.client_id.clone());
+    verdict.fields.client_id = Some(applied.client_id.clone()).filter(|id| !id.is_empty());
     verdict.fields.revision = Some(applied.revision.clone());
     verdict.fields.generation_in_force = Some(applied.generation_in_force);
     verdict.fields.drift = DriftUpdate::Clear;
@@ -452,12 +454,17 @@ pub fn adopted(held: &Applied, generation: i64, matches_declared: bool) -> Verdi
     let mut verdict = if matches_declared && held.generation_in_force == generation {
         let mut verdict = in_force(generation, &held.revision, false);
         verdict.fields.generation_in_force = Some(generation);
+        let client_id = if held.client_id.is_empty() {
+            String::new()
+        } else {
+            format!(", client id {}", held.client_id)
+        };
         verdict.event(
             EventReason::Applied,
             format!(
-                "adopted revision {} (generation {generation}, client id {}): this reconciler \
-                 wrote it, but its answer never arrived",
-                held.revision, held.client_id
+                "adopted revision {} (generation {generation}{client_id}): this reconciler wrote \
+                 it, but its answer never arrived",
+                held.revision
             ),
         )
     } else {
@@ -473,7 +480,7 @@ pub fn adopted(held: &Applied, generation: i64, matches_declared: bool) -> Verdi
         verdict.retried = true;
         verdict
     };
-    verdict.fields.client_id = Some(held.client_id.clone());
+    verdict.fields.client_id = Some(held.client_id.clone()).filter(|id| !id.is_empty());
     verdict.fields.revision = Some(held.revision.clone());
     verdict.fields.drift = DriftUpdate::Clear;
     verdict
@@ -525,8 +532,8 @@ pub fn after_delete(outcome: &DeleteOutcome) -> Verdict {
 
 /// A delete that failed: a retried code keeps the resource `Deleting` (retried with backoff),
 /// anything else is reported like any failure (a refusal, an unreachable server).
-pub fn after_delete_failure(error: &CallError) -> Verdict {
-    let mut verdict = failure_verdict(error, "DeleteClient");
+pub fn after_delete_failure(error: &CallError, method: &str) -> Verdict {
+    let mut verdict = failure_verdict(error, method);
     if verdict.reason == Reason::Pending {
         verdict.reason = Reason::Deleting;
         verdict.message = format!(

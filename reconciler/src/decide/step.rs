@@ -22,6 +22,8 @@ pub enum SecretMode {
 pub enum SecretState {
     /// Not read (the manifest does not generate a secret).
     NotApplicable,
+    /// Not read yet: read only when the next step depends on it.
+    Unknown,
     /// No Secret of that name.
     Absent,
     /// A Secret this resource owns; `has_value` when it holds the client secret.
@@ -80,6 +82,9 @@ pub enum Step {
     },
     /// Write the minted secret held in memory into its Secret.
     DeliverSecret,
+    /// The next step depends on the Secret a generated secret goes into: read it, then decide
+    /// again.
+    ReadSecret,
     /// The listing disagrees with the revision last written: read the object to confirm and
     /// describe the drift (or find the listing was stale).
     CheckDrift,
@@ -189,6 +194,7 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
     }
     if let SecretMode::Generate { .. } = observed.secret_mode {
         match observed.secret_state {
+            SecretState::Unknown => return Step::ReadSecret,
             // Minted before a restart and lost with it: mint a new one.
             SecretState::Absent | SecretState::Owned { has_value: false } => {
                 return Step::Apply {

@@ -255,6 +255,27 @@ fn the_next_step_follows_the_resource() {
             },
         ),
         (
+            "the Secret of a generated secret is read only once the client is in force",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.secret_mode = SecretMode::Generate {
+                    secret_name: "app".into(),
+                };
+                o.secret_state = SecretState::Unknown;
+            }),
+            Step::ReadSecret,
+        ),
+        (
+            "a new client with a generated secret is written without reading its Secret",
+            Box::new(|o| {
+                o.secret_mode = SecretMode::Generate {
+                    secret_name: "app".into(),
+                };
+                o.secret_state = SecretState::Unknown;
+            }),
+            apply(None),
+        ),
+        (
             "a changed secret the team holds is sent again",
             Box::new(|o| {
                 o.status = Some(&in_force_1);

@@ -134,7 +134,7 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         secret_state(&secrets, "web", &uid).await.unwrap(),
         SecretState::Absent
     );
-    deliver_secret(&secrets, &web, delivery("web", &value))
+    deliver_secret(&secrets, &web, delivery("web", &value), None)
         .await
         .unwrap();
     assert_eq!(
@@ -155,14 +155,27 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         data[DISCOVERY_URL_KEY].0,
         b"https://login.example.test/acme/.well-known/openid-configuration"
     );
-    // Delivered again (a rotation): the owned Secret is replaced.
+    // Delivered again (a rotation): the owned Secret is replaced, found by a read or from the
+    // cached copy; a stale cached copy fails rather than writing over a newer version.
     let rotated = SecretValue::new("second-secret-value".into());
-    deliver_secret(&secrets, &web, delivery("web", &rotated))
+    deliver_secret(&secrets, &web, delivery("web", &rotated), None)
         .await
         .unwrap();
     assert_eq!(
         secrets.get("web").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
         b"second-secret-value"
+    );
+    let third = SecretValue::new("third-secret-value".into());
+    let current = secrets.get("web").await.unwrap();
+    deliver_secret(&secrets, &web, delivery("web", &third), Some(&written))
+        .await
+        .unwrap_err();
+    deliver_secret(&secrets, &web, delivery("web", &third), Some(&current))
+        .await
+        .unwrap();
+    assert_eq!(
+        secrets.get("web").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
+        b"third-secret-value"
     );
 
     // A Secret someone else made is never written over.
@@ -176,7 +189,7 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         .await
         .unwrap();
     assert_eq!(
-        deliver_secret(&secrets, &web, delivery("taken", &value)).await,
+        deliver_secret(&secrets, &web, delivery("taken", &value), None).await,
         Err(SecretWriteFailure::Foreign { owner: None })
     );
     assert_eq!(

@@ -6,7 +6,9 @@ use std::sync::Mutex;
 use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::client::{ConnectError, ServerError};
-use nauthera_shared::resources::Drift;
+use nauthera_shared::convert::comparable_client_spec;
+use nauthera_shared::resources::{Drift, OIDCClient, OIDCClientSpec};
+use tonic::Code;
 
 use super::*;
 use crate::admin::ChangeEvents;
@@ -125,10 +127,24 @@ fn reference() -> v1::ObjectRef {
     }
 }
 
-fn facts(declared: &OIDCClientSpec) -> DriftFacts<'_> {
+fn client_of(declared: &OIDCClientSpec) -> OIDCClient {
+    let mut client = OIDCClient::new("web", declared.clone());
+    client.metadata.namespace = Some("team-a".into());
+    client.metadata.generation = Some(2);
+    client
+}
+
+fn write_request() -> WriteRequest<'static> {
+    WriteRequest {
+        manager: "nauthera-reconciler",
+        if_revision: None,
+        rotate_secret: false,
+        provided: None,
+    }
+}
+
+fn facts() -> DriftFacts<'static> {
     DriftFacts {
-        declared,
-        reference: reference(),
         generation: 2,
         written_revision: Some("r2"),
         generation_in_force: Some(2),
@@ -175,7 +191,9 @@ async fn a_write_returns_the_minted_secret_once_and_never_shows_it() {
         created: true,
         secret: "minted-s3cret".into(),
     }));
-    let result = write_client(&admin, v1::ApplyClientRequest::default()).await;
+    let result = write(&client_of(&declared()), &admin, write_request())
+        .await
+        .unwrap();
     let text = format!("{result:?}");
     assert!(!text.contains("minted-s3cret"), "{text}");
     match result {
@@ -202,7 +220,9 @@ async fn a_write_over_another_revision_is_a_conflict_and_a_grant_refusal_is_refu
         &[("revision", "r9")],
     )));
     assert!(matches!(
-        write_client(&admin, v1::ApplyClientRequest::default()).await,
+        write(&client_of(&declared()), &admin, write_request())
+            .await
+            .unwrap(),
         WriteResult::Conflict
     ));
     *admin.apply.lock().unwrap() = Some(Err(refusal(
@@ -210,7 +230,10 @@ async fn a_write_over_another_revision_is_a_conflict_and_a_grant_refusal_is_refu
         "OUTSIDE_GRANT",
         &[("cause", "namespace team-a is outside the grant")],
     )));
-    match write_client(&admin, v1::ApplyClientRequest::default()).await {
+    match write(&client_of(&declared()), &admin, write_request())
+        .await
+        .unwrap()
+    {
         WriteResult::Failed(verdict) => {
             assert_eq!(verdict.reason, Reason::Refused);
             assert_eq!(verdict.cause, Cause::OutsideGrant);
@@ -239,10 +262,12 @@ async fn an_own_write_the_status_does_not_record_is_adopted_never_drift() {
     // The write of generation 2 took effect but its answer was lost: the status names r1.
     let admin = FakeAdmin::default();
     *admin.get.lock().unwrap() = Some(Ok(own("r3", "https://app.example.test/cb")));
-    let mut lost = facts(&declared);
+    let mut lost = facts();
     lost.written_revision = Some("r1");
     lost.generation_in_force = Some(1);
-    let verdict = check_drift(&admin, &lost).await;
+    let verdict = check_drift(&client_of(&declared), &admin, &lost)
+        .await
+        .unwrap();
     assert_eq!(verdict.reason, Reason::Registered, "{}", verdict.message);
     assert_eq!(verdict.fields.revision.as_deref(), Some("r3"));
     assert_eq!(verdict.fields.generation_in_force, Some(2));
@@ -259,10 +284,12 @@ async fn an_own_write_the_status_does_not_record_is_adopted_never_drift() {
     // A write of another state (an earlier generation, or before the manifest was declared
     // again): taken as this resource's revision, and written over rather than called in force.
     *admin.get.lock().unwrap() = Some(Ok(own("r3", "https://old.example.test/cb")));
-    let mut redeclared = facts(&declared);
+    let mut redeclared = facts();
     redeclared.written_revision = None;
     redeclared.generation_in_force = None;
-    let verdict = check_drift(&admin, &redeclared).await;
+    let verdict = check_drift(&client_of(&declared), &admin, &redeclared)
+        .await
+        .unwrap();
     assert_eq!(verdict.reason, Reason::Pending, "{}", verdict.message);
     assert!(verdict.retried);
     assert_eq!(verdict.fields.revision.as_deref(), Some("r3"));
@@ -280,7 +307,13 @@ async fn an_own_write_the_status_does_not_record_is_adopted_never_drift() {
         "dashboard",
         "user:alice@example.com",
     )));
-    assert_eq!(check_drift(&admin, &lost).await.reason, Reason::Drifted);
+    assert_eq!(
+        check_drift(&client_of(&declared), &admin, &lost)
+            .await
+            .unwrap()
+            .reason,
+        Reason::Drifted
+    );
 }
 
 #[tokio::test]
@@ -302,7 +335,9 @@ async fn a_drift_names_revision_time_author_and_fields() {
         "",
         "dns:dashboard",
     )));
-    let verdict = check_drift(&admin, &facts(&declared)).await;
+    let verdict = check_drift(&client_of(&declared), &admin, &facts())
+        .await
+        .unwrap();
     assert_eq!(verdict.reason, Reason::Drifted);
     assert_eq!(verdict.cause, Cause::Edited);
     let DriftUpdate::Set(Drift {
@@ -336,12 +371,16 @@ async fn a_stale_listing_is_no_drift_and_a_missing_client_is_removed() {
         "nauthera-reconciler",
         "dns:op",
     )));
-    let verdict = check_drift(&admin, &facts(&declared)).await;
+    let verdict = check_drift(&client_of(&declared), &admin, &facts())
+        .await
+        .unwrap();
     assert_eq!(verdict.reason, Reason::Registered);
     assert_eq!(verdict.fields.drift, DriftUpdate::Clear);
 
     *admin.get.lock().unwrap() = Some(Err(refusal(Code::NotFound, "OBJECT_NOT_FOUND", &[])));
-    let verdict = check_drift(&admin, &facts(&declared)).await;
+    let verdict = check_drift(&client_of(&declared), &admin, &facts())
+        .await
+        .unwrap();
     assert_eq!(verdict.reason, Reason::Drifted);
     assert_eq!(verdict.cause, Cause::Removed);
 }
@@ -358,7 +397,9 @@ async fn our_own_older_write_back_in_force_is_a_backup_restore() {
     );
     old.generation_in_force = 1;
     *admin.get.lock().unwrap() = Some(Ok(old));
-    let verdict = check_drift(&admin, &facts(&declared)).await;
+    let verdict = check_drift(&client_of(&declared), &admin, &facts())
+        .await
+        .unwrap();
     assert_eq!(verdict.cause, Cause::BackupRestore);
 }
 
@@ -367,8 +408,9 @@ async fn deletion_honours_the_precondition() {
     let admin = FakeAdmin::default();
     *admin.delete.lock().unwrap() = Some(Ok(v1::DeleteClientResponse { deleted: true }));
     assert_eq!(
-        delete_client(&admin, v1::DeleteClientRequest::default())
+        delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
             .await
+            .unwrap()
             .reason,
         Reason::Deleted
     );
@@ -377,7 +419,9 @@ async fn deletion_honours_the_precondition() {
         "REVISION_MISMATCH",
         &[("revision", "r9")],
     )));
-    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
+        .await
+        .unwrap();
     assert_eq!(verdict.reason, Reason::DeletionSkippedDrifted);
     assert!(verdict.message.contains("revision r9"));
     // A mismatch against no revision: the client is gone already, nothing was left in place.
@@ -386,11 +430,15 @@ async fn deletion_honours_the_precondition() {
         "REVISION_MISMATCH",
         &[("revision", "")],
     )));
-    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
+        .await
+        .unwrap();
     assert_eq!(verdict.reason, Reason::Deleted);
     assert!(verdict.message.contains("no longer held"));
     *admin.delete.lock().unwrap() = Some(Err(refusal(Code::Unavailable, "", &[])));
-    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
+        .await
+        .unwrap();
     assert!(verdict.retried);
     assert_eq!(verdict.reason, Reason::Deleting);
     *admin.delete.lock().unwrap() = Some(Err(refusal(
@@ -398,7 +446,9 @@ async fn deletion_honours_the_precondition() {
         "OPERATION_NOT_GRANTED",
         &[("operation", "clients")],
     )));
-    let verdict = delete_client(&admin, v1::DeleteClientRequest::default()).await;
+    let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
+        .await
+        .unwrap();
     assert_eq!(
         (verdict.reason, verdict.cause),
         (Reason::Refused, Cause::OperationNotGranted)
@@ -416,7 +466,9 @@ async fn a_public_client_is_not_reported_for_its_secret() {
     *spec = comparable_client_spec(&declared);
     spec.redirect_uris = vec!["https://evil.example.test/cb".into()];
     *admin.get.lock().unwrap() = Some(Ok(edited));
-    let verdict = check_drift(&admin, &facts(&declared)).await;
+    let verdict = check_drift(&client_of(&declared), &admin, &facts())
+        .await
+        .unwrap();
     let DriftUpdate::Set(drift) = &verdict.fields.drift else {
         panic!("{:?}", verdict.fields.drift);
     };

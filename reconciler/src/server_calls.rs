@@ -1,18 +1,17 @@
-//! The server side of an OIDCClient's steps: write, delete, and confirm a drift with who changed
-//! what. Each takes the AdminService through [`AdminApi`] and returns plain values, so tests
-//! answer with a fake.
+//! The server side of the steps, for every kind: write, delete, and confirm a drift with who
+//! changed what. Each makes the kind's call through [`Managed`] and returns plain values, so
+//! tests answer with a fake AdminService.
 
 use nauthera_proto::v1;
 use nauthera_shared::client::CallError;
-use nauthera_shared::convert::{comparable_client_spec, diff_client};
-use nauthera_shared::resources::OIDCClientSpec;
-use tonic::Code;
+use nauthera_shared::convert::ConvertError;
 
 use crate::admin::AdminApi;
 use crate::decide::{
     Applied, DeleteOutcome, DriftReport, Verdict, adopted, after_apply_failure, after_delete,
     after_delete_failure, after_drift_check_failure, drifted, is_conflict, no_drift,
 };
+use crate::managed::{Held, Managed, WriteRequest};
 use crate::memory::SecretValue;
 
 /// What a write came to.
@@ -31,59 +30,65 @@ pub enum WriteResult {
 }
 
 /// Writes the declared state.
-pub async fn write_client<A: AdminApi>(admin: &A, request: v1::ApplyClientRequest) -> WriteResult {
-    match admin.apply_client(request).await {
-        Ok(response) => {
-            let client = response.client.unwrap_or_default();
-            WriteResult::Written {
-                applied: Applied {
-                    client_id: client.client_id,
-                    revision: client.revision,
-                    generation_in_force: client.generation_in_force,
-                    created: response.created,
-                },
-                organization: client.organization,
-                minted: (!response.secret.is_empty()).then(|| SecretValue::new(response.secret)),
-            }
-        }
+pub async fn write<K: Managed, A: AdminApi>(
+    resource: &K,
+    admin: &A,
+    request: WriteRequest<'_>,
+) -> Result<WriteResult, ConvertError> {
+    Ok(match resource.apply(admin, request).await? {
+        Ok(written) => WriteResult::Written {
+            applied: applied(&written.held, written.created),
+            organization: written.held.organization,
+            minted: written.minted,
+        },
         Err(error) if is_conflict(&error) => WriteResult::Conflict,
-        Err(error) => WriteResult::Failed(Box::new(after_apply_failure(&error, "ApplyClient"))),
+        Err(error) => WriteResult::Failed(Box::new(after_apply_failure(&error, K::APPLY_METHOD))),
+    })
+}
+
+fn applied(held: &Held, created: bool) -> Applied {
+    Applied {
+        client_id: held.client_id.clone(),
+        revision: held.revision.clone(),
+        generation_in_force: held.generation_in_force,
+        created,
     }
 }
 
-/// Deletes the client only while the server holds the revision last written.
-pub async fn delete_client<A: AdminApi>(admin: &A, request: v1::DeleteClientRequest) -> Verdict {
-    match admin.delete_client(request).await {
-        Ok(response) => after_delete(&DeleteOutcome::Deleted {
-            was_there: response.deleted,
-        }),
+/// Deletes the object only while the server holds the revision last written.
+pub async fn delete<K: Managed, A: AdminApi>(
+    resource: &K,
+    admin: &A,
+    manager: &str,
+    if_revision: &str,
+) -> Result<Verdict, ConvertError> {
+    Ok(match resource.delete(admin, manager, if_revision).await? {
+        Ok(was_there) => after_delete(&DeleteOutcome::Deleted { was_there }),
         Err(error) if is_conflict(&error) => {
             let held_revision = error.server().and_then(|s| s.held_revision.clone());
-            // A mismatch against no revision at all means the client is gone already (a repeated
+            // A mismatch against no revision at all means the object is gone already (a repeated
             // delete of an object still cached with its finalizer, say): nothing is left behind.
             match held_revision.as_deref() {
                 None | Some("") => after_delete(&DeleteOutcome::Deleted { was_there: false }),
                 Some(_) => after_delete(&DeleteOutcome::Conflict { held_revision }),
             }
         }
-        Err(CallError::Server(error)) if error.code == Code::NotFound => {
+        Err(CallError::Server(error)) if error.code == tonic::Code::NotFound => {
             after_delete(&DeleteOutcome::Deleted { was_there: false })
         }
-        Err(error) => after_delete_failure(&error),
-    }
+        Err(error) => after_delete_failure(&error, K::DELETE_METHOD),
+    })
 }
 
 /// What the drift check knows besides the server.
 #[derive(Clone, Debug)]
 pub struct DriftFacts<'a> {
-    pub declared: &'a OIDCClientSpec,
-    pub reference: v1::ObjectRef,
     pub generation: i64,
     /// The revision this resource last wrote.
     pub written_revision: Option<&'a str>,
     /// The generation the server kept in force after the last write.
     pub generation_in_force: Option<i64>,
-    /// The organization slug, when known (for the audit log of a removed client).
+    /// The organization slug, when known (for the audit log of a removed object).
     pub organization: Option<&'a str>,
     pub client_id: Option<&'a str>,
     /// The reconciler's own manager name.
@@ -92,13 +97,17 @@ pub struct DriftFacts<'a> {
     pub history_restarted: bool,
 }
 
-/// Reads the client to confirm a suspected drift, and describes it: the revision the server
-/// holds, when and by whom it changed (from the audit log), and which fields differ.
-pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verdict {
-    let held = match admin.get_client(facts.reference.clone()).await {
-        Ok(held) => Some(held),
-        Err(CallError::Server(error)) if error.code == Code::NotFound => None,
-        Err(error) => return after_drift_check_failure(&error, "GetClient"),
+/// Reads the object to confirm a suspected drift, and describes it: the revision the server
+/// holds, when and by whom it changed (from the audit log), and which fields differ. A write of
+/// this reconciler's own manager that the status does not record is adopted instead.
+pub async fn check_drift<K: Managed, A: AdminApi>(
+    resource: &K,
+    admin: &A,
+    facts: &DriftFacts<'_>,
+) -> Result<Verdict, ConvertError> {
+    let held = match resource.get(admin).await? {
+        Ok(held) => held,
+        Err(error) => return Ok(after_drift_check_failure(&error, K::GET_METHOD)),
     };
     let Some(held) = held else {
         let mut report = DriftReport {
@@ -106,28 +115,26 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
             backup_restore: facts.history_restarted,
             ..DriftReport::default()
         };
-        if let (Some(organization), Some(client_id)) = (facts.organization, facts.client_id)
-            && let Some(event) = last_audit_event(admin, organization, client_id).await
+        if let Some(organization) = facts.organization
+            && let Some(event) = last_audit_event(
+                admin,
+                resource.audit_request(organization, facts.client_id.unwrap_or_default()),
+            )
+            .await
         {
             report.changed_at = event.time.and_then(timestamp);
             report.manager = Some(event.manager);
             report.actor = Some(event.actor);
         }
-        return drifted(&report, facts.written_revision);
+        return Ok(drifted(&report, facts.written_revision));
     };
     if facts.written_revision == Some(held.revision.as_str()) {
-        return no_drift(
+        return Ok(no_drift(
             facts.generation_in_force.unwrap_or(facts.generation),
             &held.revision,
-        );
+        ));
     }
-    let last_write = held.last_write.clone().unwrap_or_default();
-    let declared = comparable_client_spec(facts.declared);
-    let fields = held
-        .spec
-        .as_ref()
-        .map(|spec| diff_client(&declared, spec))
-        .unwrap_or_default();
+    let last_write = &held.last_write;
     // Our own older write back in force means the server went back in time (a restore).
     let own_write = last_write.manager == facts.manager;
     let went_back = own_write
@@ -135,15 +142,13 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
             .generation_in_force
             .is_some_and(|g| held.generation_in_force < g);
     if own_write && !went_back && !facts.history_restarted {
-        let applied = Applied {
-            client_id: held.client_id.clone(),
-            revision: held.revision.clone(),
-            generation_in_force: held.generation_in_force,
-            created: false,
-        };
-        let mut verdict = adopted(&applied, facts.generation, fields.is_empty());
+        let mut verdict = adopted(
+            &applied(&held, false),
+            facts.generation,
+            held.differs.is_empty(),
+        );
         verdict.fields.slug = Some(held.organization.clone()).filter(|s| !s.is_empty());
-        return verdict;
+        return Ok(verdict);
     }
     let mut report = DriftReport {
         server_revision: held.revision.clone(),
@@ -151,10 +156,14 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
         changed_at: last_write.time.and_then(timestamp),
         manager: Some(last_write.manager.clone()),
         actor: Some(last_write.actor.clone()).filter(|a| !a.is_empty()),
-        fields,
+        fields: held.differs.clone(),
         backup_restore: facts.history_restarted || went_back,
     };
-    if let Some(event) = last_audit_event(admin, &held.organization, &held.client_id).await
+    if let Some(event) = last_audit_event(
+        admin,
+        resource.audit_request(&held.organization, &held.client_id),
+    )
+    .await
         && (event.revision == held.revision || event.revision.is_empty())
     {
         // The audit record of the change says who made it and when; the held write's own
@@ -168,25 +177,15 @@ pub async fn check_drift<A: AdminApi>(admin: &A, facts: &DriftFacts<'_>) -> Verd
             report.backup_restore = true;
         }
     }
-    drifted(&report, facts.written_revision)
+    Ok(drifted(&report, facts.written_revision))
 }
 
-/// The newest audit record of a client, if the server keeps an audit log it lets us read.
+/// The newest audit record the request finds, if the server keeps an audit log we may read.
 async fn last_audit_event<A: AdminApi>(
     admin: &A,
-    organization: &str,
-    client_id: &str,
+    request: v1::ListAuditEventsRequest,
 ) -> Option<v1::AuditEvent> {
-    let response = admin
-        .list_audit_events(v1::ListAuditEventsRequest {
-            organization: organization.to_owned(),
-            client_id: client_id.to_owned(),
-            kind: v1::ObjectKind::Client as i32,
-            page_size: 5,
-            ..v1::ListAuditEventsRequest::default()
-        })
-        .await
-        .ok()?;
+    let response = admin.list_audit_events(request).await.ok()?;
     response
         .events
         .into_iter()

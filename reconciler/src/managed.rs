@@ -1,0 +1,117 @@
+//! What differs per kind. The pipeline ([`crate::pipeline`]) is written once; a kind tells it
+//! where its status and deletion policy are, how a secret goes with it, and makes its three
+//! AdminService calls (apply, get, delete), answering in the terms below.
+
+use std::future::Future;
+
+use nauthera_proto::v1;
+use nauthera_shared::client::CallError;
+use nauthera_shared::convert::ConvertError;
+use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef};
+
+use crate::admin::AdminApi;
+use crate::changes::ServerRevisions;
+use crate::decide::{SecretMode, ServerView};
+use crate::kube_io::Kind;
+use crate::memory::SecretValue;
+
+/// What the server holds of one object.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Held {
+    /// The organization's slug.
+    pub organization: String,
+    /// The OAuth client id the server assigned; empty for the other kinds.
+    pub client_id: String,
+    pub revision: String,
+    pub generation_in_force: i64,
+    pub last_write: v1::WriteInfo,
+    /// The fields that differ from the declared state, in the manifest's naming.
+    pub differs: Vec<String>,
+}
+
+/// What a write came back with.
+#[derive(Debug)]
+pub struct Written {
+    pub held: Held,
+    /// The write created the object.
+    pub created: bool,
+    /// A secret the server minted (on creation or rotation), exactly once.
+    pub minted: Option<SecretValue>,
+}
+
+/// One write of the declared state.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteRequest<'a> {
+    pub manager: &'a str,
+    /// The revision the server must hold; `None`: it must hold nothing.
+    pub if_revision: Option<&'a str>,
+    /// Mint a new generated secret.
+    pub rotate_secret: bool,
+    /// The value of the Secret the manifest references, sent with the declared state.
+    pub provided: Option<&'a SecretValue>,
+}
+
+/// A call's outcome: the outer error means the manifest cannot be put into a request (reported
+/// by the error policy), the inner one is the server's answer.
+pub type Call<T> = Result<Result<T, CallError>, ConvertError>;
+
+/// A kind the pipeline reconciles.
+pub trait Managed: Kind {
+    /// The kind's name in logs, metrics and events.
+    const KIND: &'static str;
+    /// The AdminService methods, as messages name them.
+    const APPLY_METHOD: &'static str;
+    const GET_METHOD: &'static str;
+    const DELETE_METHOD: &'static str;
+    /// The kind as the server's audit log and change events name it.
+    const OBJECT_KIND: v1::ObjectKind;
+
+    fn status(&self) -> Option<&ResourceStatus>;
+    fn deletion_policy(&self) -> DeletionPolicy;
+    /// The issuer URL the object is declared under.
+    fn issuer(&self) -> &str;
+
+    /// How a secret goes with the object.
+    fn secret_mode(&self) -> SecretMode {
+        SecretMode::None
+    }
+
+    /// The Secret and key whose value is sent with the declared state.
+    fn provided_secret(&self) -> Option<&SecretKeyRef> {
+        None
+    }
+
+    /// What the server's revision listing says about the object, for kinds it lists.
+    fn server_view(&self, _revisions: &ServerRevisions) -> ServerView {
+        ServerView::Unknown
+    }
+
+    /// The audit records that name the object.
+    fn audit_request(&self, organization: &str, client_id: &str) -> v1::ListAuditEventsRequest {
+        v1::ListAuditEventsRequest {
+            organization: organization.to_owned(),
+            client_id: client_id.to_owned(),
+            kind: Self::OBJECT_KIND as i32,
+            page_size: 5,
+            ..v1::ListAuditEventsRequest::default()
+        }
+    }
+
+    /// Writes the declared state.
+    fn apply<A: AdminApi>(
+        &self,
+        admin: &A,
+        write: WriteRequest<'_>,
+    ) -> impl Future<Output = Call<Written>> + Send;
+
+    /// Reads what the server holds; `None` when it holds nothing.
+    fn get<A: AdminApi>(&self, admin: &A) -> impl Future<Output = Call<Option<Held>>> + Send;
+
+    /// Deletes the object while the server holds `if_revision`; whether it was there.
+    fn delete<A: AdminApi>(
+        &self,
+        admin: &A,
+        manager: &str,
+        if_revision: &str,
+    ) -> impl Future<Output = Call<bool>> + Send;
+}

@@ -1,0 +1,366 @@
+//! The one reconcile pipeline, for every kind: observe → decide the next step → carry it out →
+//! record the verdict. The finalizer, the deletion policy, the restore annotation, drift, the
+//! refusal resend, backoff and the leadership gate are here, once; what differs per kind comes
+//! through [`Managed`].
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use nauthera_shared::FINALIZER;
+use nauthera_shared::resources::ResourceStatus;
+
+use crate::admin::AdminApi;
+use crate::context::{Context, ReconcileError};
+use crate::decide::{
+    Observed, SecretMode, SecretState, Step, Verdict, after_apply, after_secret_failure, released,
+    secret_delivered, secret_ref_unavailable,
+};
+use crate::kube_io;
+use crate::managed::{Managed, WriteRequest};
+use crate::memory::Minted;
+use crate::server_calls::{DriftFacts, WriteResult, check_drift, delete, write};
+
+/// The edges one reconcile works with.
+struct Edges<'a, K: Managed, A> {
+    ctx: &'a Context<A>,
+    resource: &'a K,
+    api: Api<K>,
+    secrets: Api<Secret>,
+    uid: String,
+    namespace: String,
+}
+
+/// One reconcile of one resource.
+pub async fn reconcile<K: Managed, A: AdminApi>(
+    resource: Arc<K>,
+    ctx: Arc<Context<A>>,
+) -> Result<Action, ReconcileError> {
+    let _timer = ctx.metrics.reconcile_timer(K::KIND);
+    // Only the leader reconciles; a replica that lost the lease stops here.
+    if !ctx.leadership.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let namespace = resource
+        .namespace()
+        .ok_or(ReconcileError::MissingMetadata("namespace"))?;
+    let edges = Edges {
+        ctx: ctx.as_ref(),
+        resource: resource.as_ref(),
+        api: Api::namespaced(ctx.client.clone(), &namespace),
+        secrets: Api::namespaced(ctx.client.clone(), &namespace),
+        uid: resource
+            .uid()
+            .ok_or(ReconcileError::MissingMetadata("uid"))?,
+        namespace,
+    };
+    let remembered = ctx.memory.status_or(&edges.uid, resource.status());
+    let status = remembered.as_ref();
+    let minted = ctx.memory.minted(&edges.uid);
+    let mut observed = observe(&edges, status, minted.is_some()).await?;
+
+    // Steps that only add a fact or the finalizer go straight on to the next decision.
+    let step = loop {
+        let step = crate::decide::next_step(&observed);
+        tracing::debug!(kind = K::KIND, namespace = %edges.namespace, name = %resource.name_any(), ?step, "next step");
+        match step {
+            Step::AddFinalizer => {
+                kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
+                observed.has_finalizer = true;
+            }
+            Step::ReadSecret => observed.secret_state = generated_secret_state(&edges).await?,
+            step => break step,
+        }
+    };
+
+    let verdict = match step {
+        Step::AddFinalizer | Step::ReadSecret => unreachable!("taken in the loop above"),
+        Step::Wait { after } => {
+            // The gauge of resources by reason is filled from the cache too, not only after a
+            // write: a restarted reconciler counts what it found.
+            if let Some(status) = status {
+                ctx.metrics
+                    .resource_from_status(K::KIND, &edges.uid, status);
+            }
+            return Ok(after.map_or_else(Action::await_change, Action::requeue));
+        }
+        Step::ClearRestoreAnnotation => {
+            kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
+            return Ok(Action::await_change());
+        }
+        Step::Apply {
+            if_revision,
+            rotate_secret,
+            restore,
+        } => {
+            apply(
+                &edges,
+                status,
+                if_revision.as_deref(),
+                rotate_secret,
+                restore,
+            )
+            .await?
+        }
+        Step::DeliverSecret => match minted {
+            Some(minted) => deliver(&edges, status, &minted).await,
+            None => return Ok(Action::await_change()),
+        },
+        Step::CheckDrift => {
+            check_drift(
+                edges.resource,
+                ctx.admin.as_ref(),
+                &drift_facts(&edges, status),
+            )
+            .await?
+        }
+        Step::Delete { if_revision } => {
+            let verdict = delete(
+                edges.resource,
+                ctx.admin.as_ref(),
+                &ctx.manager,
+                &if_revision,
+            )
+            .await?;
+            return finish_deletion(&edges, status, &verdict).await;
+        }
+        Step::Release { reason } => {
+            return finish_deletion(&edges, status, &released(reason)).await;
+        }
+    };
+    ctx.record(K::KIND, &edges.api, edges.resource, status, &verdict, true)
+        .await
+}
+
+/// Everything the first decision depends on. The Secret of a generated secret is read later,
+/// only if a decision depends on it.
+async fn observe<'s, K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&'s ResourceStatus>,
+    secret_pending: bool,
+) -> Result<Observed<'s>, ReconcileError> {
+    let resource = edges.resource;
+    let ctx = edges.ctx;
+    let deleting = resource.meta().deletion_timestamp.is_some();
+    let secret_mode = resource.secret_mode();
+    let generation = resource.meta().generation.unwrap_or(0);
+    let secret_state = match (&secret_mode, deleting, secret_pending) {
+        (SecretMode::Generate { .. }, false, false) => SecretState::Unknown,
+        _ => SecretState::NotApplicable,
+    };
+    Ok(Observed {
+        generation,
+        deleting,
+        has_finalizer: resource.finalizers().iter().any(|f| f == FINALIZER),
+        restore_requested: kube_io::restore_requested(resource),
+        deletion_policy: resource.deletion_policy(),
+        status,
+        provided_secret_changed: provided_secret_changed(edges, status, &secret_mode, deleting)
+            .await?,
+        secret_mode,
+        secret_pending,
+        secret_state,
+        server: resource.server_view(&ctx.revisions),
+        retry_not_before: ctx.memory.retry_not_before(&edges.uid, generation),
+        now: (ctx.clock)(),
+    })
+}
+
+/// Whether the secret the team holds changed since it was sent; read only once something was
+/// written.
+async fn provided_secret_changed<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    mode: &SecretMode,
+    deleting: bool,
+) -> Result<bool, ReconcileError> {
+    let written = status.is_some_and(|s| s.revision.is_some());
+    let Some(reference) = edges.resource.provided_secret() else {
+        return Ok(false);
+    };
+    if *mode != SecretMode::Provided || deleting || !written {
+        return Ok(false);
+    }
+    Ok(
+        match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
+            Ok(value) => edges.ctx.memory.provided_changed(&edges.uid, &value),
+            // Reported when it is next sent.
+            Err(_) => false,
+        },
+    )
+}
+
+/// The Secret a generated secret goes into: from the watch cache when it holds one this
+/// resource delivered, else read (absent, somebody else's, or not in the cache yet).
+async fn generated_secret_state<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+) -> Result<SecretState, ReconcileError> {
+    let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
+        return Ok(SecretState::NotApplicable);
+    };
+    let cached = edges
+        .ctx
+        .delivered
+        .get(&edges.namespace, &secret_name)
+        .map(|secret| kube_io::state_of(&secret, &edges.uid));
+    Ok(match cached {
+        Some(owned @ SecretState::Owned { .. }) => owned,
+        _ => kube_io::secret_state(&edges.secrets, &secret_name, &edges.uid).await?,
+    })
+}
+
+fn drift_facts<'a, K: Managed, A>(
+    edges: &'a Edges<'_, K, A>,
+    status: Option<&'a ResourceStatus>,
+) -> DriftFacts<'a> {
+    DriftFacts {
+        generation: edges.resource.meta().generation.unwrap_or(0),
+        written_revision: status.and_then(|s| s.revision.as_deref()),
+        generation_in_force: status.and_then(|s| s.generation_in_force),
+        organization: status.and_then(|s| s.slug.as_deref()),
+        client_id: status.and_then(|s| s.client_id.as_deref()),
+        manager: &edges.ctx.manager,
+        history_restarted: edges.ctx.revisions.history_restarted(),
+    }
+}
+
+async fn apply<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    if_revision: Option<&str>,
+    rotate_secret: bool,
+    restore: bool,
+) -> Result<Verdict, ReconcileError> {
+    let ctx = edges.ctx;
+    let resource = edges.resource;
+    let mode = resource.secret_mode();
+    let provided = match (&mode, resource.provided_secret()) {
+        (SecretMode::Provided, Some(reference)) => {
+            match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
+                Ok(value) => Some(value),
+                Err(problem) => {
+                    return Ok(secret_ref_unavailable(
+                        &reference.name,
+                        &reference.key,
+                        problem,
+                    ));
+                }
+            }
+        }
+        _ => None,
+    };
+    if !ctx.leadership.is_leader() {
+        return Ok(crate::decide::not_leader());
+    }
+    let request = WriteRequest {
+        manager: &ctx.manager,
+        if_revision,
+        rotate_secret,
+        provided: provided.as_ref(),
+    };
+    match write(resource, ctx.admin.as_ref(), request).await? {
+        WriteResult::Written {
+            applied,
+            organization,
+            minted,
+        } => {
+            let (secret_name, delivery) = match (&mode, minted) {
+                (SecretMode::Generate { secret_name }, Some(value)) => {
+                    let minted = Minted {
+                        value,
+                        client_id: applied.client_id.clone(),
+                        secret_name: secret_name.clone(),
+                    };
+                    // Kept in memory until the Secret is written, so a failed write is retried
+                    // without minting again.
+                    ctx.memory.remember_minted(&edges.uid, minted.clone());
+                    let result = deliver_minted(edges, &minted).await;
+                    (Some(secret_name.as_str()), Some(result))
+                }
+                _ => (None, None),
+            };
+            if let Some(value) = &provided {
+                ctx.memory.provided_sent(&edges.uid, value);
+            }
+            if restore {
+                kube_io::clear_restore_annotation(&edges.api, resource).await?;
+            }
+            let mut verdict = after_apply(&applied, secret_name, delivery, restore, rotate_secret);
+            verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
+            Ok(verdict)
+        }
+        WriteResult::Conflict => {
+            Ok(check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await?)
+        }
+        WriteResult::Failed(verdict) => Ok(*verdict),
+    }
+}
+
+/// Writes a minted secret into its Secret; forgets it once written.
+async fn deliver_minted<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    minted: &Minted,
+) -> Result<(), crate::decide::SecretWriteFailure> {
+    let cached = edges
+        .ctx
+        .delivered
+        .get(&edges.namespace, &minted.secret_name);
+    let result = kube_io::deliver_secret(
+        &edges.secrets,
+        edges.resource,
+        kube_io::Delivery {
+            secret_name: &minted.secret_name,
+            client_id: &minted.client_id,
+            issuer: edges.resource.issuer(),
+            value: &minted.value,
+        },
+        cached.as_deref(),
+    )
+    .await;
+    if result.is_ok() {
+        edges.ctx.memory.forget_minted(&edges.uid);
+    }
+    result
+}
+
+/// Writes the minted secret held in memory (a delivery that failed before).
+async fn deliver<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    minted: &Minted,
+) -> Verdict {
+    match deliver_minted(edges, minted).await {
+        Ok(()) => secret_delivered(
+            status
+                .and_then(|s| s.generation_in_force)
+                .unwrap_or_default(),
+            status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
+            &minted.secret_name,
+        ),
+        Err(failure) => after_secret_failure(&failure, &minted.secret_name),
+    }
+}
+
+/// Records a deletion outcome and lets the manifest go; a retried failure keeps the finalizer.
+async fn finish_deletion<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    verdict: &Verdict,
+) -> Result<Action, ReconcileError> {
+    let ctx = edges.ctx;
+    if !verdict.reason.is_deletion_outcome() {
+        return ctx
+            .record(K::KIND, &edges.api, edges.resource, status, verdict, true)
+            .await;
+    }
+    let action = ctx
+        .record(K::KIND, &edges.api, edges.resource, status, verdict, false)
+        .await?;
+    if ctx.leadership.is_leader() {
+        kube_io::set_finalizer(&edges.api, edges.resource, false).await?;
+        ctx.memory.forget(&edges.uid);
+    }
+    Ok(action)
+}
