@@ -22,7 +22,7 @@ impl<'a> ReportedGrants<'a> {
         if state.identity.is_empty() {
             return Err("the server has not reported the reconciler's identity yet".to_owned());
         }
-        if state.grants.is_empty() && state.last_success_time.is_none() {
+        if state.grants.is_empty() && !state.is_up() && state.last_success_time.is_none() {
             return Err("the server has never answered the reconciler's probe".to_owned());
         }
         Ok(ReportedGrants {
@@ -231,5 +231,12 @@ mod tests {
             ..ControlPlaneState::default()
         };
         assert!(ReportedGrants::from_state(Some(&never_answered)).is_err());
+        // A server that answers and grants nothing: the state carries no last success while up.
+        let answering = ControlPlaneState {
+            probe_reason: Some(nauthera_shared::catalog::Reason::Registered),
+            ..never_answered
+        };
+        let grants = ReportedGrants::from_state(Some(&answering)).unwrap();
+        assert!(grants.entries.is_empty());
     }
 }

@@ -11,7 +11,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -27,10 +29,10 @@ const SECRET_VALUE: &str = "planted-client-secret-9f8e7d";
 const ISSUER: &str = "https://id.example.com/acme";
 
 struct Cluster {
-    _emulator: Emulator,
+    emulator: Emulator,
     client: Client,
     kubeconfig: PathBuf,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 struct Run {
@@ -60,10 +62,10 @@ async fn start() -> Cluster {
     .unwrap();
     let client = Client::try_from(config).unwrap();
     let cluster = Cluster {
-        _emulator: emulator,
+        emulator,
         client,
         kubeconfig,
-        _dir: dir,
+        dir,
     };
     install_crds(&cluster.client).await;
     for namespace in ["nauthera-system", "team-a", "team-b", "ops"] {
@@ -173,8 +175,9 @@ fn client_manifest(name: &str, namespace: &str, secret: Value) -> Value {
     })
 }
 
-/// The control plane as a healthy leader publishes it, a ready Deployment, an Organization, and
-/// resources in every interesting state.
+/// The control plane as a healthy leader published it (in the form of an older reconciler: a
+/// probe time, `updatedAt` and no Lease, which this plugin still reads), a ready Deployment, an
+/// Organization, and resources in every interesting state.
 async fn populate(cluster: &Cluster) {
     let client = &cluster.client;
     let state = json!({
@@ -924,4 +927,186 @@ async fn diagnose_every_reason_of_the_catalog() {
             "{name}"
         );
     }
+}
+
+/// A state as the leader publishes it now: since-when times and the Lease it renews.
+async fn publish_with_lease(client: &Client, renewed_seconds_ago: i64) {
+    let state = json!({
+        "leader": "nauthera-reconciler-0",
+        "reconcilerVersion": "0.1.0",
+        "serverAddress": "https://nauthera-server:8443",
+        "serverBuild": "nauthera-server 1.4.2",
+        "identity": "dns:nauthera-operator.nauthera.svc",
+        "grants": [{
+            "identity": "dns:nauthera-operator.nauthera.svc",
+            "operations": ["clients"],
+            "organizations": ["*"],
+            "namespaces": ["*"]
+        }],
+        "probeReason": "Registered",
+        "probeSince": ago(3 * 3600),
+        "certificateNotAfter": (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * 60)).to_string(),
+        "leaseName": "nauthera-reconciler",
+        "changedAt": ago(3 * 3600),
+    });
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "nauthera-system");
+    config_maps
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "nauthera-reconciler-state"},
+                "data": {"state.json": state.to_string()}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "nauthera-system");
+    deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(deployment("nauthera-reconciler", "tls")).unwrap(),
+        )
+        .await
+        .unwrap();
+    deployments
+        .patch_status(
+            "nauthera-reconciler",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 1, "readyReplicas": 1}})),
+        )
+        .await
+        .unwrap();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "nauthera-system");
+    leases
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "nauthera-reconciler"},
+                "spec": {
+                    "holderIdentity": "nauthera-reconciler-0",
+                    "leaseDurationSeconds": 15,
+                    "acquireTime": ago(86_400),
+                    "renewTime": ago(renewed_seconds_ago),
+                }
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+/// The state written hours ago is current as of the Lease its leader renews; a Lease nobody
+/// renews makes it stale (exit 1); a user who may not read Leases is told that freshness is
+/// unknown, and the command still works (exit 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_lease_says_how_fresh_the_state_is() {
+    let cluster = start().await;
+    publish_with_lease(&cluster.client, 1).await;
+
+    let current = plugin(&cluster, &["status", "-o", "json"], None).await;
+    assert_eq!(current.code, 0, "{}", current.all());
+    let report: Value = serde_json::from_str(&current.stdout).unwrap();
+    let control = &report["controlPlane"];
+    assert_eq!(control["freshness"]["status"], "current", "{control}");
+    assert_eq!(control["findings"], json!([]), "{control}");
+    assert!(control["probe"]["sinceSeconds"].as_i64().unwrap() >= 3 * 3600);
+    assert!(control["probe"]["ageSeconds"].as_i64().unwrap() < 60);
+    let table = plugin(&cluster, &["status"], None).await;
+    assert!(
+        table
+            .stdout
+            .contains("Probe:        ok since 3h ago (as of "),
+        "{}",
+        table.stdout
+    );
+
+    // A user who may read the state, the Deployment and the resources, but not Leases.
+    for (namespace, rules) in [
+        (
+            "nauthera-system",
+            json!([
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+                {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]},
+            ]),
+        ),
+        (
+            "team-a",
+            json!([{"apiGroups": ["nauthera.io"], "resources": ["*"], "verbs": ["get", "list"]}]),
+        ),
+    ] {
+        let roles: Api<Role> = Api::namespaced(cluster.client.clone(), namespace);
+        let role = json!({"metadata": {"name": "viewer"}, "rules": rules});
+        roles
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(role).unwrap(),
+            )
+            .await
+            .unwrap();
+        let bindings: Api<RoleBinding> = Api::namespaced(cluster.client.clone(), namespace);
+        let binding = json!({
+            "metadata": {"name": "viewer"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "viewer"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}],
+        });
+        bindings
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(binding).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let viewer_config = cluster.dir.path().join("viewer.kubeconfig");
+    let emulator = &cluster.emulator;
+    emulator
+        .write_kubeconfig(
+            &viewer_config,
+            &emulator.token_for_user("viewer", &[]),
+            "team-a",
+        )
+        .unwrap();
+    let mut command = tokio::process::Command::new(PLUGIN);
+    command
+        .args(["status", "-o", "json"])
+        .env("KUBECONFIG", &viewer_config)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let viewer = run(command, None).await;
+    assert_eq!(viewer.code, 0, "{}", viewer.all());
+    let report: Value = serde_json::from_str(&viewer.stdout).unwrap();
+    let control = &report["controlPlane"];
+    assert_eq!(control["stateFound"], true, "{control}");
+    assert_eq!(control["freshness"]["status"], "unknown", "{control}");
+    assert!(
+        control["freshness"]["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("you may not read Lease nauthera-system/nauthera-reconciler"),
+        "{control}"
+    );
+
+    // The leader stops renewing: the state is stale, whatever its content says.
+    let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "nauthera-system");
+    leases
+        .patch(
+            "nauthera-reconciler",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"renewTime": ago(600)}})),
+        )
+        .await
+        .unwrap();
+    let stale = plugin(&cluster, &["status"], None).await;
+    assert_eq!(stale.code, 1, "{}", stale.all());
+    assert!(
+        stale.stdout.contains(
+            "the published state is 10m old: no leader is publishing it (its leader \
+             nauthera-reconciler-0 last renewed Lease nauthera-system/nauthera-reconciler 10m ago"
+        ),
+        "{}",
+        stale.stdout
+    );
 }

@@ -20,6 +20,9 @@ use crate::metrics::Metrics;
 pub struct ProbeState {
     /// When the probe last ran; `None` before the first probe.
     pub checked_at: Option<Timestamp>,
+    /// Since when the probe finds its current outcome: the first of the probes in a row that
+    /// found the server answering, or failing with the same reason.
+    pub since: Option<Timestamp>,
     /// `None` while the server answers; else `Unreachable`, `Refused`, `CredentialUnavailable`
     /// or `TrustAnchorUnavailable`.
     pub failure: Option<Reason>,
@@ -80,8 +83,14 @@ pub fn after_probe(
             (Some(reason), message, previous.server.clone())
         }
     };
+    // The outcome goes on while the reason stays; a new message alone does not restart it.
+    let since = match previous.since {
+        Some(since) if previous.checked_at.is_some() && previous.failure == failure => since,
+        _ => now,
+    };
     ProbeState {
         checked_at: Some(now),
+        since: Some(since),
         failure,
         message,
         server,
@@ -225,5 +234,44 @@ mod tests {
                 Duration::from_secs(15)
             );
         }
+    }
+
+    #[test]
+    fn the_outcome_holds_since_its_first_probe_and_the_last_answer_stays_while_failing() {
+        let unreachable = || {
+            CallError::Connect(ConnectError::Unreachable {
+                address: "server:8443".into(),
+                cause: "connection refused".into(),
+            })
+        };
+        let first = after_probe(&ProbeState::default(), Ok(info()), None, at(0));
+        assert_eq!(first.since, Some(at(0)));
+        let again = after_probe(&first, Ok(info()), None, at(60));
+        assert_eq!(again.since, Some(at(0)));
+        assert_eq!(again.last_success, Some(at(60)));
+
+        let failing = after_probe(&again, Err(unreachable()), None, at(120));
+        assert_eq!(failing.since, Some(at(120)));
+        assert_eq!(failing.last_success, Some(at(60)));
+        let still = after_probe(&failing, Err(unreachable()), None, at(135));
+        assert_eq!(still.since, Some(at(120)));
+        assert_eq!(still.last_success, Some(at(60)));
+        let refused = after_probe(
+            &still,
+            Err(CallError::Server(ServerError::from_status(
+                &tonic::Status::permission_denied("identity not allowed"),
+            ))),
+            None,
+            at(150),
+        );
+        assert_eq!(
+            refused.since,
+            Some(at(150)),
+            "another reason is another outcome"
+        );
+
+        let back = after_probe(&refused, Ok(info()), None, at(165));
+        assert_eq!(back.since, Some(at(165)));
+        assert_eq!(back.last_success, Some(at(165)));
     }
 }

@@ -340,8 +340,16 @@ fn lead(
         let leader = config.identity.clone();
         let manager = config.manager.clone();
         let address = config.connect.address.clone();
+        // The Lease that says how fresh the state is; none is renewed without leader election.
+        let lease = config.leader_election.then(|| config.lease_name.clone());
         tasks.spawn(async move {
-            publish_state(&configmaps, &leader, &manager, &address, probe).await;
+            let publisher = Publisher {
+                leader: &leader,
+                manager: &manager,
+                server_address: &address,
+                lease: lease.as_deref(),
+            };
+            publish_state(&configmaps, &publisher, probe).await;
         });
     }
     tasks
@@ -415,25 +423,21 @@ fn error_policy<A: AdminApi>(
     Action::requeue(context.requeue_after_error(&uid, generation))
 }
 
-/// Publishes the control-plane state whenever the probe changes it.
+/// Publishes the control-plane state when its content changes (once when the term starts): a
+/// probe with the same outcome writes nothing, since the Lease renewals say the state is current.
 async fn publish_state(
     configmaps: &Api<ConfigMap>,
-    leader: &str,
-    manager: &str,
-    server_address: &str,
+    publisher: &Publisher<'_>,
     mut probe: watch::Receiver<ProbeState>,
 ) {
-    let publisher = Publisher {
-        leader,
-        manager,
-        server_address,
-    };
     let mut published = None;
     loop {
-        let current = state::control_plane_state(&publisher, &probe.borrow_and_update().clone());
-        if published.as_ref() != Some(&current) {
-            match state::publish(configmaps, manager, &current).await {
-                Ok(()) => published = Some(current),
+        let current = state::control_plane_state(publisher, &probe.borrow_and_update().clone());
+        if let Some(next) =
+            state::next_publication(published.as_ref(), current, jiff::Timestamp::now())
+        {
+            match state::publish(configmaps, publisher.manager, &next).await {
+                Ok(()) => published = Some(next),
                 Err(error) => {
                     tracing::warn!(error = %error, "publishing the control-plane state failed");
                     tokio::time::sleep(Duration::from_secs(5)).await;

@@ -1,8 +1,10 @@
 //! The control-plane state the leader publishes for `kubectl nauthera status`: the JSON of
 //! [`ControlPlaneState`] in the ConfigMap `nauthera-reconciler-state` of the reconciler's
 //! namespace, so the plugin needs no server credentials. Written by server-side apply, and only
-//! when its content changes.
+//! when its content changes: a steady state writes nothing. Its freshness is the leader Lease's
+//! (named in the state), which the leader renews anyway.
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use nauthera_shared::catalog::Reason;
@@ -17,9 +19,13 @@ pub struct Publisher<'a> {
     pub leader: &'a str,
     pub manager: &'a str,
     pub server_address: &'a str,
+    /// The leader Lease (in the state's namespace); `None` without leader election.
+    pub lease: Option<&'a str>,
 }
 
-/// The state to publish: what the probe found, as of its last run.
+/// The content to publish: what the probe found, with since-when times only, so that another
+/// probe with the same outcome gives the same content. `changed_at` is left for
+/// [`next_publication`].
 pub fn control_plane_state(publisher: &Publisher<'_>, probe: &ProbeState) -> ControlPlaneState {
     let server = probe.server.as_ref();
     ControlPlaneState {
@@ -39,16 +45,35 @@ pub fn control_plane_state(publisher: &Publisher<'_>, probe: &ProbeState) -> Con
             .checked_at
             .map(|_| probe.failure.unwrap_or(Reason::Registered)),
         probe_message: probe.message.clone(),
-        probe_time: probe.checked_at,
-        last_success_time: probe.last_success,
+        probe_since: probe.since,
+        // While the server answers, the last success is the last probe: it would change the
+        // content at every probe, and says nothing `probe_since` does not.
+        last_success_time: probe.failure.and(probe.last_success),
         certificate_not_after: probe.certificate.as_ref().map(|c| c.not_after),
         certificate_identities: probe
             .certificate
             .as_ref()
             .map(|c| c.identities.clone())
             .unwrap_or_default(),
-        updated_at: probe.checked_at,
+        lease_name: publisher.lease.map(str::to_owned),
+        changed_at: None,
     }
+}
+
+/// What to write after `published`: `current` stamped with `now` when a reader would see something
+/// new in it, `None` when its content is what was published.
+pub fn next_publication(
+    published: Option<&ControlPlaneState>,
+    current: ControlPlaneState,
+    now: Timestamp,
+) -> Option<ControlPlaneState> {
+    if published.is_some_and(|published| published.same_content(&current)) {
+        return None;
+    }
+    Some(ControlPlaneState {
+        changed_at: Some(now),
+        ..current
+    })
 }
 
 /// Writes the ConfigMap by server-side apply.
@@ -91,7 +116,6 @@ pub enum PublishError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jiff::Timestamp;
     use nauthera_proto::v1;
     use nauthera_shared::client::CertificateInfo;
 
@@ -100,6 +124,7 @@ mod tests {
             leader: "nauthera-reconciler-abc",
             manager: "nauthera-reconciler",
             server_address: "s:8443",
+            lease: Some("nauthera-reconciler"),
         }
     }
 
@@ -111,6 +136,7 @@ mod tests {
     fn the_state_carries_what_the_plugin_shows() {
         let probe = ProbeState {
             checked_at: Some(at(1_800_000_000)),
+            since: Some(at(1_799_999_970)),
             failure: Some(Reason::Unreachable),
             message: "server s:8443 unreachable: connection refused".into(),
             server: Some(v1::ServerInfo {
@@ -141,8 +167,10 @@ mod tests {
         assert_eq!(state.server_build, "nauthera-server 0.14.2");
         assert_eq!(state.identity, "dns:nauthera-operator.nauthera.svc");
         assert_eq!(state.features, ["watch_changes", "audit_events"]);
-        assert_eq!(state.probe_time, Some(at(1_800_000_000)));
+        assert_eq!(state.probe_since, Some(at(1_799_999_970)));
         assert_eq!(state.last_success_time, Some(at(1_799_999_940)));
+        assert_eq!(state.lease_name.as_deref(), Some("nauthera-reconciler"));
+        assert_eq!(state.changed_at, None, "stamped when published");
         assert_eq!(state.certificate_not_after, Some(at(1_900_000_000)));
         assert_eq!(state.grants.len(), 1);
         assert_eq!(state.grants[0].organizations, ["acme"]);
@@ -152,12 +180,109 @@ mod tests {
     fn an_answered_probe_is_up_and_a_missing_one_has_no_reason() {
         let answered = ProbeState {
             checked_at: Some(at(10)),
+            since: Some(at(10)),
             last_success: Some(at(10)),
             ..ProbeState::default()
         };
-        assert!(control_plane_state(&publisher(), &answered).is_up());
+        let up = control_plane_state(&publisher(), &answered);
+        assert!(up.is_up());
+        assert_eq!(up.probe_since, Some(at(10)));
+        assert_eq!(
+            up.last_success_time, None,
+            "it answers every probe since probeSince"
+        );
         let never = control_plane_state(&publisher(), &ProbeState::default());
         assert_eq!(never.probe_reason, None);
         assert!(!never.is_up());
+    }
+
+    fn up_since(since: i64, checked: i64) -> ProbeState {
+        ProbeState {
+            checked_at: Some(at(checked)),
+            since: Some(at(since)),
+            last_success: Some(at(checked)),
+            server: Some(v1::ServerInfo {
+                build: "nauthera-server 0.14.2".into(),
+                ..v1::ServerInfo::default()
+            }),
+            ..ProbeState::default()
+        }
+    }
+
+    #[test]
+    fn a_steady_state_publishes_once_and_a_change_of_outcome_again() {
+        let first = next_publication(
+            None,
+            control_plane_state(&publisher(), &up_since(100, 100)),
+            at(101),
+        )
+        .expect("the first state is published");
+        assert_eq!(first.changed_at, Some(at(101)));
+
+        // Probe after probe with the same outcome: nothing to write.
+        for checked in [160, 220, 280] {
+            let current = control_plane_state(&publisher(), &up_since(100, checked));
+            assert_eq!(next_publication(Some(&first), current, at(checked)), None);
+        }
+
+        // The server goes away: written, with since when and the last answer.
+        let failing = ProbeState {
+            checked_at: Some(at(340)),
+            since: Some(at(340)),
+            failure: Some(Reason::Unreachable),
+            message: "server s:8443 unreachable: connection refused".into(),
+            ..up_since(100, 280)
+        };
+        let down = next_publication(
+            Some(&first),
+            control_plane_state(&publisher(), &failing),
+            at(341),
+        )
+        .expect("a new outcome is published");
+        assert_eq!(down.changed_at, Some(at(341)));
+        assert_eq!(down.probe_since, Some(at(340)));
+        assert_eq!(down.last_success_time, Some(at(280)));
+        let retried = ProbeState {
+            checked_at: Some(at(355)),
+            ..failing.clone()
+        };
+        assert_eq!(
+            next_publication(
+                Some(&down),
+                control_plane_state(&publisher(), &retried),
+                at(356)
+            ),
+            None,
+            "a retry with the same outcome writes nothing"
+        );
+
+        // Another server build, another leader: a reader sees them, so they are written.
+        let upgraded = ProbeState {
+            server: Some(v1::ServerInfo {
+                build: "nauthera-server 0.15.0".into(),
+                ..v1::ServerInfo::default()
+            }),
+            ..up_since(100, 400)
+        };
+        assert!(
+            next_publication(
+                Some(&first),
+                control_plane_state(&publisher(), &upgraded),
+                at(401)
+            )
+            .is_some()
+        );
+        let other = Publisher {
+            leader: "nauthera-reconciler-def",
+            ..publisher()
+        };
+        assert!(
+            next_publication(
+                Some(&first),
+                control_plane_state(&other, &up_since(100, 400)),
+                at(401)
+            )
+            .is_some()
+        );
     }
 }

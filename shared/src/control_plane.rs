@@ -3,6 +3,12 @@
 //! The leader writes it as JSON under [`STATE_KEY`] of the ConfigMap [`STATE_CONFIGMAP`] in its own
 //! namespace, so the plugin can show the server build, the identity and grants the server reported,
 //! the probe's outcome and the certificate's expiry without holding server credentials itself.
+//!
+//! The document changes only when something a reader sees changes (the probe's outcome, the server's
+//! facts, the certificate, the leader), so a steady state writes nothing: its times say since when
+//! things hold, not when they were last looked at. How fresh it is comes from the leader Lease
+//! it names ([`ControlPlaneState::lease_name`]), which the leader renews every few seconds: while
+//! the state's leader holds that Lease and renews it, the state holds as of the last renewal.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -17,7 +23,8 @@ pub const STATE_KEY: &str = "state.json";
 /// The ConfigMap's label, so the plugin can find it in any namespace.
 pub const STATE_LABEL: (&str, &str) = ("app.kubernetes.io/component", "nauthera-reconciler-state");
 
-/// What the leader knows about the control plane, as of `updated_at`.
+/// What the leader knows about the control plane. It holds as of `changed_at`, and as of the last
+/// renewal of the Lease `lease_name` while `leader` holds it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlaneState {
@@ -51,23 +58,45 @@ pub struct ControlPlaneState {
     /// The probe's message for a failure; never secret material.
     #[serde(default)]
     pub probe_message: String,
-    /// When the probe last ran.
-    pub probe_time: Option<Timestamp>,
-    /// When the server last answered.
+    /// Since when the probe finds its current reason: the first probe that found it (the server
+    /// answering, or failing with this reason). Documents of older reconcilers carry `probeTime`,
+    /// the last probe's time, instead.
+    #[serde(alias = "probeTime")]
+    pub probe_since: Option<Timestamp>,
+    /// While the probe fails: when the server last answered, before the failure began (absent if
+    /// it never did). Absent while the server answers: it then answers every probe since
+    /// `probe_since`.
     pub last_success_time: Option<Timestamp>,
     /// When the client certificate (`tls.crt`) expires, as read at the last probe.
     pub certificate_not_after: Option<Timestamp>,
     /// The SAN identities in the client certificate.
     #[serde(default)]
     pub certificate_identities: Vec<String>,
-    /// When this document was written.
-    pub updated_at: Option<Timestamp>,
+    /// The leader Lease, in this ConfigMap's namespace, whose renewals say how fresh this state
+    /// is; absent when the reconciler runs without leader election.
+    #[serde(default)]
+    pub lease_name: Option<String>,
+    /// When the content last changed, which is when this document was written. Documents of
+    /// older reconcilers carry `updatedAt`, the last probe's time, instead.
+    #[serde(alias = "updatedAt")]
+    pub changed_at: Option<Timestamp>,
 }
 
 impl ControlPlaneState {
     /// Whether the last probe reached the server and was accepted.
     pub fn is_up(&self) -> bool {
         self.probe_reason == Some(Reason::Registered)
+    }
+
+    /// Whether the two say the same to a reader: everything but `changed_at` is equal.
+    pub fn same_content(&self, other: &ControlPlaneState) -> bool {
+        ControlPlaneState {
+            changed_at: None,
+            ..self.clone()
+        } == ControlPlaneState {
+            changed_at: None,
+            ..other.clone()
+        }
     }
 }
 
@@ -80,14 +109,73 @@ mod tests {
         let state = ControlPlaneState {
             leader: "nauthera-reconciler-0".into(),
             probe_reason: Some(Reason::Unreachable),
-            probe_time: Some(Timestamp::from_second(1_800_000_000).unwrap()),
+            probe_since: Some(Timestamp::from_second(1_800_000_000).unwrap()),
+            lease_name: Some("nauthera-reconciler".into()),
+            changed_at: Some(Timestamp::from_second(1_800_000_001).unwrap()),
             ..ControlPlaneState::default()
         };
         let json = serde_json::to_value(&state).unwrap();
         assert_eq!(json["probeReason"], "Unreachable");
         assert_eq!(json["leader"], "nauthera-reconciler-0");
+        assert_eq!(json["probeSince"], "2027-01-15T08:00:00Z");
+        assert_eq!(json["leaseName"], "nauthera-reconciler");
+        assert_eq!(json["changedAt"], "2027-01-15T08:00:01Z");
         let back: ControlPlaneState = serde_json::from_value(json).unwrap();
         assert_eq!(back, state);
         assert!(!back.is_up());
+    }
+
+    #[test]
+    fn a_document_of_an_older_reconciler_is_read() {
+        let old = serde_json::json!({
+            "leader": "nauthera-reconciler-0",
+            "reconcilerVersion": "0.1.0",
+            "serverAddress": "s:8443",
+            "probeReason": "Registered",
+            "probeTime": "2027-01-15T08:00:00Z",
+            "lastSuccessTime": "2027-01-15T08:00:00Z",
+            "updatedAt": "2027-01-15T08:00:00Z",
+        });
+        let state: ControlPlaneState = serde_json::from_value(old).unwrap();
+        let at = Some(Timestamp::from_second(1_800_000_000).unwrap());
+        assert_eq!(state.probe_since, at);
+        assert_eq!(state.changed_at, at);
+        assert_eq!(state.lease_name, None);
+        assert!(state.is_up());
+    }
+
+    #[test]
+    fn the_content_is_everything_but_when_it_changed() {
+        let state = ControlPlaneState {
+            leader: "a".into(),
+            probe_reason: Some(Reason::Registered),
+            changed_at: Some(Timestamp::from_second(10).unwrap()),
+            ..ControlPlaneState::default()
+        };
+        let later = ControlPlaneState {
+            changed_at: Some(Timestamp::from_second(70).unwrap()),
+            ..state.clone()
+        };
+        assert!(state.same_content(&later));
+        for other in [
+            ControlPlaneState {
+                leader: "b".into(),
+                ..state.clone()
+            },
+            ControlPlaneState {
+                probe_reason: Some(Reason::Unreachable),
+                ..state.clone()
+            },
+            ControlPlaneState {
+                probe_message: "timeout".into(),
+                ..state.clone()
+            },
+            ControlPlaneState {
+                server_build: "nauthera-server 1.5.0".into(),
+                ..state.clone()
+            },
+        ] {
+            assert!(!state.same_content(&other), "{other:?}");
+        }
     }
 }

@@ -1,11 +1,21 @@
 //! The control-plane probe end to end: `/readyz` fails with each reason of the status page
 //! (`Unreachable`, `Refused`, `CredentialUnavailable`, `TrustAnchorUnavailable`) and recovers,
-//! and a rotated client certificate is picked up without a restart.
+//! a rotated client certificate is picked up without a restart, and the published state is
+//! written only when what it shows changes, while the plugin still finds it current.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use nauthera_fake_server::{ClientCertOptions, grant_everything, pki};
-use nauthera_tests::e2e::{RECONCILER_IDENTITY, Stack};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use nauthera_fake_server::{ClientCertOptions, Method, grant_everything, pki};
+use nauthera_shared::catalog::Reason;
+use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY};
+use nauthera_tests::e2e::{
+    PROBE_INTERVAL_SECONDS, RECONCILER_IDENTITY, RECONCILER_NAMESPACE, Stack,
+};
+use serde_json::Value;
 
 async fn control_plane_up(stack: &Stack) -> f64 {
     stack
@@ -95,4 +105,133 @@ async fn a_rotated_client_certificate_is_used_without_a_restart() {
         .filter(|l| l.contains("\"message\":\"starting\""))
         .count();
     assert_eq!(starts, 1, "the reconciler was not restarted");
+}
+
+/// The state ConfigMap's resourceVersion and the document in it.
+async fn published(stack: &Stack) -> Option<(String, ControlPlaneState)> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(stack.client(), RECONCILER_NAMESPACE);
+    let config_map = config_maps.get_opt(STATE_CONFIGMAP).await.ok()??;
+    let version = config_map.metadata.resource_version.clone()?;
+    let text = config_map.data?.remove(STATE_KEY)?;
+    Some((version, serde_json::from_str(&text).ok()?))
+}
+
+/// Waits until the published state satisfies `check`; returns it with its resourceVersion.
+async fn wait_published(
+    stack: &Stack,
+    what: &str,
+    check: impl Fn(&ControlPlaneState) -> bool,
+) -> (String, ControlPlaneState) {
+    let mut found = None;
+    stack
+        .eventually(what, async || {
+            found = published(stack).await.filter(|(_, state)| check(state));
+            found.is_some()
+        })
+        .await;
+    found.unwrap()
+}
+
+/// `kubectl nauthera status -A -o json`: its exit code and the control plane of its report.
+async fn plugin_control_plane(stack: &Stack) -> (i32, Value) {
+    let run = stack.plugin(&["status", "-A", "-o", "json"]).await;
+    let report: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("not JSON ({error}):\n{}", run.all()));
+    (run.code, report["controlPlane"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_is_written_when_the_probe_outcome_changes_and_not_at_every_probe() {
+    let stack = Stack::start().await;
+    let (version, state) = wait_published(&stack, "the state says the server answers", |state| {
+        state.is_up()
+    })
+    .await;
+    assert_eq!(state.leader, "replica-a");
+    assert_eq!(state.lease_name.as_deref(), Some("nauthera-reconciler"));
+    assert_eq!(state.last_success_time, None, "it answers at every probe");
+    assert!(state.probe_since.is_some() && state.changed_at.is_some());
+
+    // A steady state: several probe intervals, the probe answered each time, nothing written.
+    // (Waiting is the point here: nothing is expected to happen.)
+    let probes = stack.server.counters().calls_of(Method::GetServerInfo);
+    tokio::time::sleep(Duration::from_secs(3 * PROBE_INTERVAL_SECONDS + 1)).await;
+    assert!(
+        stack.server.counters().calls_of(Method::GetServerInfo) >= probes + 2,
+        "the probe kept running: {:?}",
+        stack.server.counters()
+    );
+    let (still, same) = published(&stack).await.unwrap();
+    assert_eq!(still, version, "no write in a steady state: {same:?}");
+    assert_eq!(same, state);
+
+    // The plugin, through kubectl, finds it current as of the Lease, not stale.
+    let (code, control) = plugin_control_plane(&stack).await;
+    assert_eq!(code, 0, "{control}");
+    assert_eq!(control["freshness"]["status"], "current", "{control}");
+    assert_eq!(control["findings"], serde_json::json!([]), "{control}");
+    assert_eq!(control["probe"]["reason"], "Registered");
+    assert!(
+        control["probe"]["ageSeconds"].as_i64().unwrap() <= 15,
+        "as of a recent Lease renewal: {control}"
+    );
+    assert!(
+        control["probe"]["sinceSeconds"].as_i64().unwrap() >= 3 * PROBE_INTERVAL_SECONDS as i64,
+        "{control}"
+    );
+    let table = stack.plugin(&["status", "-A"]).await;
+    assert_eq!(table.code, 0, "{}", table.all());
+    assert!(
+        table.stdout.contains("Probe:        ok since "),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        !table.stdout.contains("no leader is publishing"),
+        "{}",
+        table.stdout
+    );
+
+    // The server goes away: a new outcome, written once, with when the server last answered.
+    stack.server.go_unreachable().await;
+    let (down_version, down) = wait_published(&stack, "the state says Unreachable", |state| {
+        state.probe_reason == Some(Reason::Unreachable)
+    })
+    .await;
+    assert_ne!(down_version, version);
+    assert!(down.probe_since > state.probe_since, "{down:?}");
+    assert!(
+        down.last_success_time
+            .is_some_and(|last| Some(last) <= down.probe_since && Some(last) >= state.probe_since),
+        "{down:?}"
+    );
+    // Retries with the same outcome write nothing either (the retry interval is a second).
+    let failures = || {
+        stack
+            .reconciler()
+            .log()
+            .matches("the control-plane probe failed")
+            .count()
+    };
+    let before = failures();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(failures() >= before + 2, "the probe kept retrying");
+    let (still, same) = published(&stack).await.unwrap();
+    assert_eq!(
+        still, down_version,
+        "no write while the outcome stays: {same:?}"
+    );
+    let (code, control) = plugin_control_plane(&stack).await;
+    assert_eq!(code, 1, "{control}");
+    assert_eq!(control["probe"]["reason"], "Unreachable", "{control}");
+    assert_eq!(control["freshness"]["status"], "current", "{control}");
+
+    // Back: written again.
+    stack.server.restart().await.unwrap();
+    let (_, up) = wait_published(&stack, "the state says the server answers again", |state| {
+        state.is_up()
+    })
+    .await;
+    assert!(up.probe_since > down.probe_since, "{up:?}");
+    assert_eq!(up.last_success_time, None);
 }

@@ -61,7 +61,7 @@ pub enum DiagnoseCheck {
     DriftCount,
     /// The reconciler's log lines about the resource.
     ReconcilerLogs,
-    /// The control-plane probe: its reason, when it last ran, which server build answered.
+    /// The control-plane probe: its reason, since when it holds, which server build answered.
     ProbeState,
     /// The expiry and identity of the reconciler's client certificate.
     CertificateExpiry,
@@ -144,7 +144,7 @@ impl DiagnoseCheck {
             DiagnoseCheck::DriftCount => "counts the drifted resources and when each drifted",
             DiagnoseCheck::ReconcilerLogs => "shows the reconciler's recent lines about it",
             DiagnoseCheck::ProbeState => {
-                "shows the control-plane probe's reason, time and the server build"
+                "shows the control-plane probe's reason, since when it holds and the server build"
             }
             DiagnoseCheck::CertificateExpiry => {
                 "shows the client certificate's identity and expiry"

@@ -641,12 +641,19 @@ fn probe(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
         return (CheckStatus::Warning, report.findings.clone());
     };
     let mut findings = vec![format!(
-        "probe: {}{}{}",
+        "probe: {}{}{}{}",
         probe.reason.map_or("not run", |reason| reason.as_str()),
         probe
-            .age_seconds
-            .map(|age| format!(", {} ago", short_duration(age)))
+            .since_seconds
+            .map(|since| format!(" since {} ago", short_duration(since)))
             .unwrap_or_default(),
+        match (&report.freshness, probe.age_seconds) {
+            (Some(crate::control_plane::Freshness::Unknown { .. }), _) => {
+                " (freshness unknown)".to_owned()
+            }
+            (_, Some(age)) => format!(" (as of {} ago)", short_duration(age)),
+            _ => String::new(),
+        },
         probe
             .message
             .as_ref()

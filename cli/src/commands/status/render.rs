@@ -8,6 +8,7 @@ use nauthera_shared::grants::GrantEntry;
 use super::report::{
     CertificateState, ControlPlaneReport, DriftVerdict, ResourceRow, StatusReport, Summary,
 };
+use crate::control_plane::Freshness;
 use crate::grant_check::{GrantCheck, entry_yaml};
 use crate::output::{Painter, Tone, shorten, table_text};
 use crate::timefmt::short_duration;
@@ -107,8 +108,22 @@ fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
             None => ("not run", Tone::Bad),
         };
         let mut line = painter.paint(reason, tone);
-        if let Some(age) = probe.age_seconds {
-            let _ = write!(line, ", {} ago", short_duration(age));
+        if let Some(since) = probe.since_seconds {
+            let _ = write!(line, " since {} ago", short_duration(since));
+        }
+        // As of when: the Lease renewal while the leader publishes.
+        match (&cp.freshness, probe.age_seconds) {
+            (Some(Freshness::Unknown { why }), _) => {
+                let _ = write!(
+                    line,
+                    " ({})",
+                    painter.paint(&format!("freshness unknown: {why}"), Tone::Dim)
+                );
+            }
+            (_, Some(age)) => {
+                let _ = write!(line, " (as of {} ago)", short_duration(age));
+            }
+            _ => {}
         }
         if let Some(message) = &probe.message {
             let _ = write!(line, ": {message}");

@@ -8,7 +8,7 @@ use nauthera_shared::grants::GrantEntry;
 use nauthera_shared::resources::Drift;
 use serde::Serialize;
 
-use crate::control_plane::{ControlPlaneFacts, Replicas};
+use crate::control_plane::{self, ControlPlaneFacts, Freshness, Replicas};
 use crate::grant_check::{self, GrantCheck, ReportedGrants};
 use crate::kinds::Kind;
 use crate::timefmt::seconds_between;
@@ -16,8 +16,6 @@ use crate::view::{OrganizationDirectory, ResourceView};
 
 /// A client certificate that expires sooner than this is called out.
 pub const CERTIFICATE_WARNING_SECONDS: i64 = 14 * 86_400;
-/// State older than this means no leader is publishing (the probe runs every minute).
-pub const STALE_STATE_SECONDS: i64 = 10 * 60;
 /// Drifts this close together count as one event.
 pub const DRIFT_WINDOW_SECONDS: i64 = 10 * 60;
 /// This many drifts within the window look like a server restored from a backup.
@@ -58,7 +56,10 @@ pub struct ControlPlaneReport {
     pub grants: Vec<GrantEntry>,
     pub probe: Option<ProbeReport>,
     pub certificate: Option<CertificateReport>,
+    /// When the published state's content last changed.
     pub state_updated_at: Option<Timestamp>,
+    /// How fresh the published state is, from the leader Lease; `None` without a state.
+    pub freshness: Option<Freshness>,
     /// What needs attention about the control plane, one sentence each.
     pub findings: Vec<String>,
 }
@@ -68,8 +69,14 @@ pub struct ControlPlaneReport {
 pub struct ProbeReport {
     pub reason: Option<Reason>,
     pub message: Option<String>,
+    /// Since when the probe finds this outcome.
+    pub since: Option<Timestamp>,
+    pub since_seconds: Option<i64>,
+    /// As of when the outcome is known to hold: the leader's last Lease renewal while the state
+    /// is current (the leader republishes on any change), else the state's last change.
     pub time: Option<Timestamp>,
     pub age_seconds: Option<i64>,
+    /// While the probe fails: when the server last answered.
     pub last_success_time: Option<Timestamp>,
 }
 
@@ -201,12 +208,22 @@ pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> Contro
     }
     let state = facts.state.as_ref();
     let non_empty = |text: &str| (!text.is_empty()).then(|| text.to_owned());
-    let probe = state.map(|state| ProbeReport {
-        reason: state.probe_reason,
-        message: non_empty(&state.probe_message),
-        time: state.probe_time,
-        age_seconds: state.probe_time.map(|time| seconds_between(time, now)),
-        last_success_time: state.last_success_time,
+    let freshness =
+        state.map(|state| control_plane::freshness(state, &facts.namespace, &facts.lease, now));
+    let probe = state.map(|state| {
+        let as_of = freshness
+            .as_ref()
+            .and_then(Freshness::as_of)
+            .or(state.changed_at);
+        ProbeReport {
+            reason: state.probe_reason,
+            message: non_empty(&state.probe_message),
+            since: state.probe_since,
+            since_seconds: state.probe_since.map(|since| seconds_between(since, now)),
+            time: as_of,
+            age_seconds: as_of.map(|time| seconds_between(time, now)),
+            last_success_time: state.last_success_time,
+        }
     });
     if let Some(state) = state {
         match state.probe_reason {
@@ -220,13 +237,8 @@ pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> Contro
             )),
             None => findings.push("the control-plane probe has not run yet".to_owned()),
         }
-        if let Some(updated) = state.updated_at
-            && seconds_between(updated, now) > STALE_STATE_SECONDS
-        {
-            findings.push(format!(
-                "the published state is {} old: no leader is publishing it",
-                crate::timefmt::short_duration(seconds_between(updated, now))
-            ));
+        if let Some(finding) = freshness.as_ref().and_then(|f| f.finding(now)) {
+            findings.push(finding);
         }
     }
     let certificate = state.and_then(|state| {
@@ -273,7 +285,8 @@ pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> Contro
         grants: state.map(|state| state.grants.clone()).unwrap_or_default(),
         probe,
         certificate,
-        state_updated_at: state.and_then(|state| state.updated_at),
+        state_updated_at: state.and_then(|state| state.changed_at),
+        freshness,
         findings,
     }
 }

@@ -6,7 +6,7 @@ use nauthera_shared::grants::{GrantEntry, Operation};
 
 use super::render::render;
 use super::report::{self, StatusReport};
-use crate::control_plane::{ControlPlaneFacts, Replicas};
+use crate::control_plane::{ControlPlaneFacts, LeaseFacts, LeaseRead, Replicas};
 use crate::kinds::Kind;
 use crate::output::Painter;
 use crate::snapshot::assert_snapshot;
@@ -33,12 +33,23 @@ pub fn state() -> ControlPlaneState {
         }],
         probe_reason: Some(Reason::Registered),
         probe_message: String::new(),
-        probe_time: Some(at(NOW - 40)),
-        last_success_time: Some(at(NOW - 40)),
+        probe_since: Some(at(NOW - 3 * 3600)),
+        last_success_time: None,
         certificate_not_after: Some(at(NOW + 5 * 86_400)),
         certificate_identities: vec!["dns:nauthera-operator.nauthera.svc".into()],
-        updated_at: Some(at(NOW - 40)),
+        lease_name: Some("nauthera-reconciler".into()),
+        changed_at: Some(at(NOW - 3 * 3600)),
     }
+}
+
+/// The Lease as the state's leader renews it: last renewed `renewed` seconds before now.
+pub fn lease(holder: &str, renewed: i64) -> LeaseRead {
+    LeaseRead::Found(LeaseFacts {
+        holder: Some(holder.into()),
+        acquire_time: Some(at(NOW - 86_400)),
+        renew_time: Some(at(NOW - renewed)),
+        duration_seconds: Some(15),
+    })
 }
 
 pub fn facts() -> ControlPlaneFacts {
@@ -51,6 +62,7 @@ pub fn facts() -> ControlPlaneFacts {
             ready: 2,
         }),
         replicas_problem: None,
+        lease: lease("nauthera-reconciler-6d5f7-x2k4p", 2),
     }
 }
 
@@ -167,6 +179,122 @@ fn all_registered_and_covered_needs_no_attention() {
         at(NOW),
     );
     assert!(!report.attention, "{:?}", report.control_plane.findings);
+}
+
+fn control_plane_of(facts: &ControlPlaneFacts) -> report::ControlPlaneReport {
+    report::control_plane_report(facts, at(NOW))
+}
+
+#[test]
+fn a_steady_state_written_hours_ago_is_current_as_of_the_lease() {
+    let mut state = state();
+    state.certificate_not_after = Some(at(NOW + 90 * 86_400));
+    let facts = ControlPlaneFacts {
+        state: Some(state),
+        ..facts()
+    };
+    let report = control_plane_of(&facts);
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    let probe = report.probe.as_ref().unwrap();
+    assert_eq!(probe.since, Some(at(NOW - 3 * 3600)));
+    assert_eq!(probe.time, Some(at(NOW - 2)), "as of the Lease renewal");
+    assert_eq!(probe.age_seconds, Some(2));
+    assert_eq!(report.state_updated_at, Some(at(NOW - 3 * 3600)));
+    let text = render(
+        &report::build(
+            &facts,
+            &[],
+            &OrganizationDirectory::default(),
+            Vec::new(),
+            "*".into(),
+            at(NOW),
+        ),
+        false,
+        Painter::PLAIN,
+    );
+    assert!(
+        text.contains("Probe:        ok since 3h ago (as of 2s ago)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_lease_nobody_renews_makes_the_state_stale() {
+    for (lease, why) in [
+        (
+            lease("nauthera-reconciler-6d5f7-x2k4p", 600),
+            "its leader nauthera-reconciler-6d5f7-x2k4p last renewed",
+        ),
+        (
+            lease("nauthera-reconciler-6d5f7-y7z8q", 2),
+            "is held by nauthera-reconciler-6d5f7-y7z8q, which has not published",
+        ),
+        (LeaseRead::NotFound, "does not exist"),
+    ] {
+        let facts = ControlPlaneFacts { lease, ..facts() };
+        let report = control_plane_of(&facts);
+        let stale: Vec<&String> = report
+            .findings
+            .iter()
+            .filter(|finding| finding.contains("no leader is publishing it"))
+            .collect();
+        assert_eq!(stale.len(), 1, "{:?}", report.findings);
+        assert!(stale[0].contains(why), "{}", stale[0]);
+    }
+}
+
+#[test]
+fn a_lease_the_user_may_not_read_leaves_freshness_unknown_without_a_finding() {
+    let mut state = state();
+    state.certificate_not_after = Some(at(NOW + 90 * 86_400));
+    let facts = ControlPlaneFacts {
+        state: Some(state),
+        lease: LeaseRead::Forbidden("leases.coordination.k8s.io is forbidden (403)".into()),
+        ..facts()
+    };
+    let report = control_plane_of(&facts);
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+    assert!(matches!(
+        report.freshness,
+        Some(crate::control_plane::Freshness::Unknown { .. })
+    ));
+    let probe = report.probe.as_ref().unwrap();
+    assert_eq!(
+        probe.time,
+        Some(at(NOW - 3 * 3600)),
+        "as of its last change"
+    );
+}
+
+#[test]
+fn a_failing_probe_says_since_when_and_the_last_answer() {
+    let mut state = state();
+    state.probe_reason = Some(Reason::Unreachable);
+    state.probe_message = "server s:8443 unreachable: connection refused".into();
+    state.probe_since = Some(at(NOW - 300));
+    state.last_success_time = Some(at(NOW - 320));
+    state.changed_at = Some(at(NOW - 300));
+    let facts = ControlPlaneFacts {
+        state: Some(state),
+        ..facts()
+    };
+    let report = report::build(
+        &facts,
+        &[],
+        &OrganizationDirectory::default(),
+        Vec::new(),
+        "*".into(),
+        at(NOW),
+    );
+    let probe = report.control_plane.probe.as_ref().unwrap();
+    assert_eq!(probe.last_success_time, Some(at(NOW - 320)));
+    let text = render(&report, false, Painter::PLAIN);
+    assert!(
+        text.contains(
+            "Probe:        Unreachable since 5m ago (as of 2s ago): server s:8443 unreachable"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -59,8 +59,8 @@ pub(in crate::catalog) static UNREACHABLE: ReasonEntry = ReasonEntry {
         impact: IMPACT,
         diagnosis: &[
             DiagnosisStep {
-                text: "The probe's reason and message, when it last ran, and the last server \
-                    build that answered.",
+                text: "The probe's reason and message, since when it holds, and the last \
+                    server build that answered.",
                 command: STATUS,
                 check: DiagnoseCheck::ProbeState,
             },
