@@ -10,12 +10,13 @@
 
 use std::collections::HashMap;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
 use nauthera_proto::v1;
 use nauthera_shared::client::CallError;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::admin::AdminApi;
 use crate::decide::ServerView;
@@ -223,11 +224,47 @@ pub async fn list_all<A: AdminApi>(
     }
 }
 
+/// Holds the controllers back until the server's first listing is in, so that their first
+/// reconciles already compare against it and need no second round; after `wait` runs out (the
+/// server does not answer) they start anyway, and the listing, once in, reconciles everything.
+#[derive(Debug)]
+pub struct StartGate {
+    listed: watch::Sender<bool>,
+    started: AtomicBool,
+    wait: Duration,
+}
+
+impl StartGate {
+    pub fn new(wait: Duration) -> StartGate {
+        StartGate {
+            listed: watch::channel(false).0,
+            started: AtomicBool::new(false),
+            wait,
+        }
+    }
+
+    /// Returns once the first listing is in, or the wait ran out.
+    pub async fn wait(&self) {
+        let mut listed = self.listed.subscribe();
+        let _ = tokio::time::timeout(self.wait, listed.wait_for(|listed| *listed)).await;
+        self.started.store(true, Ordering::SeqCst);
+    }
+
+    /// A wholesale listing replaced the view: whether controllers already run on an older one
+    /// (then everything is reconciled).
+    fn listed(&self) -> bool {
+        let started = self.started.load(Ordering::SeqCst);
+        self.listed.send_replace(true);
+        started
+    }
+}
+
 /// Where [`follow_changes`] sends its routes, and whose writes route nowhere.
 #[derive(Debug)]
 pub struct Router<'a> {
     pub routes: &'a broadcast::Sender<Route>,
     pub manager: &'a str,
+    pub gate: &'a StartGate,
 }
 
 impl Router<'_> {
@@ -236,11 +273,13 @@ impl Router<'_> {
         let _ = self.routes.send(route);
     }
 
-    /// After a listing: everything when it replaced the view wholesale, else the clients it
-    /// moved that this reconciler did not write.
+    /// After a listing: everything when it replaced the view wholesale under running
+    /// controllers, else the clients it moved that this reconciler did not write.
     fn listed(&self, moved: Vec<Moved>, wholesale: bool) {
         if wholesale {
-            self.send(Route::All);
+            if self.gate.listed() {
+                self.send(Route::All);
+            }
             return;
         }
         for moved in moved {
@@ -411,9 +450,13 @@ mod tests {
         };
         let view = ServerRevisions::default();
         let (routes, mut routed) = broadcast::channel(16);
+        // The controllers started before the first listing came in (their wait ran out).
+        let gate = StartGate::new(Duration::ZERO);
+        gate.wait().await;
         let router = Router {
             routes: &routes,
             manager: "nauthera-reconciler",
+            gate: &gate,
         };
         let seen = |revision: &str| ServerView::Holds {
             revision: revision.into(),
@@ -446,6 +489,32 @@ mod tests {
             () = check => {}
             () = tokio::time::sleep(Duration::from_secs(10)) => panic!("no change seen in time"),
         }
+    }
+
+    #[tokio::test]
+    async fn controllers_wait_for_the_first_listing_which_then_reconciles_nothing_more() {
+        let gate = StartGate::new(Duration::from_secs(3600));
+        let (routes, mut routed) = broadcast::channel(16);
+        let router = Router {
+            routes: &routes,
+            manager: "nauthera-reconciler",
+            gate: &gate,
+        };
+        let waiting = gate.wait();
+        tokio::pin!(waiting);
+        assert!(
+            futures::poll!(waiting.as_mut()).is_pending(),
+            "no controller starts before the listing"
+        );
+        router.listed(Vec::new(), true);
+        waiting.await;
+        assert!(
+            routed.try_recv().is_err(),
+            "the first reconciles see the listing: nothing to reconcile again"
+        );
+        // A later wholesale listing (a resync) reconciles everything.
+        router.listed(Vec::new(), true);
+        assert_eq!(routed.try_recv().unwrap(), Route::All);
     }
 
     fn change(name: &str, manager: &str) -> v1::ChangeEvent {

@@ -14,7 +14,7 @@ use nauthera_shared::resources::ResourceStatus;
 use crate::caches::DeliveredSecrets;
 use crate::changes::ServerRevisions;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
-use crate::events::EventRecorder;
+use crate::events::EventQueue;
 use crate::kube_io::{self, Kind};
 use crate::leader::Leadership;
 use crate::memory::Memory;
@@ -36,7 +36,7 @@ pub struct Context<A> {
     pub client: kube::Client,
     pub admin: Arc<A>,
     pub manager: String,
-    pub recorder: EventRecorder,
+    pub events: EventQueue,
     pub metrics: Metrics,
     pub memory: Memory,
     pub revisions: Arc<ServerRevisions>,
@@ -84,7 +84,7 @@ impl<A> Context<A> {
             self.memory.remember_status(&uid, new_status);
         }
         for event in events_for(status, verdict) {
-            kube_io::record_event(&self.recorder, resource, &event, now).await;
+            kube_io::record_event(&self.events, resource, &event, now).await;
         }
         self.metrics.reconciled(kind, verdict.reason, verdict.cause);
         let phase = verdict.reason.phase(verdict.retried);

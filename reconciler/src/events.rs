@@ -17,6 +17,8 @@ use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use nauthera_shared::catalog::{EventReason, EventType};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 /// The action of every event: what the reconciler was doing.
 pub const ACTION: &str = "Reconcile";
@@ -346,6 +348,77 @@ impl EventRecorder {
     fn recent(&self) -> std::sync::MutexGuard<'_, RecentEvents> {
         // The cache holds no invariant a panic elsewhere could break.
         self.recent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One event waiting to be written.
+#[derive(Debug)]
+struct QueuedEvent {
+    regarding: ObjectReference,
+    reason: EventReason,
+    note: String,
+    now: Timestamp,
+}
+
+/// Events on their way out, so that a reconcile does not wait for its events: a few workers
+/// write them in the order they came. A full queue makes the sender wait, so memory stays
+/// bounded and no event is dropped; a failed write is logged and not retried.
+#[derive(Clone, Debug)]
+pub struct EventQueue {
+    sender: mpsc::Sender<QueuedEvent>,
+}
+
+impl EventQueue {
+    /// Starts `workers` writers on `tasks` (stopped with them) behind a queue of `capacity`.
+    pub fn start(
+        recorder: EventRecorder,
+        tasks: &mut JoinSet<()>,
+        workers: usize,
+        capacity: usize,
+    ) -> EventQueue {
+        let (sender, receiver) = mpsc::channel::<QueuedEvent>(capacity);
+        let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
+        for _ in 0..workers.max(1) {
+            let receiver = receiver.clone();
+            let recorder = recorder.clone();
+            tasks.spawn(async move {
+                loop {
+                    let Some(event) = receiver.lock().await.recv().await else {
+                        return;
+                    };
+                    let written = recorder
+                        .publish(&event.regarding, event.reason, &event.note, event.now)
+                        .await;
+                    if let Err(error) = written {
+                        tracing::warn!(
+                            reason = event.reason.as_str(),
+                            resource = event.regarding.name.as_deref().unwrap_or_default(),
+                            error = %error,
+                            "recording an event failed"
+                        );
+                    }
+                }
+            });
+        }
+        EventQueue { sender }
+    }
+
+    /// Queues an event about `regarding`, observed at `now`.
+    pub async fn send(
+        &self,
+        regarding: ObjectReference,
+        reason: EventReason,
+        note: &str,
+        now: Timestamp,
+    ) {
+        let event = QueuedEvent {
+            regarding,
+            reason,
+            note: note.to_owned(),
+            now,
+        };
+        // Closed only while the leader's tasks stop; the event goes with them.
+        let _ = self.sender.send(event).await;
     }
 }
 

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::decide::{EventNote, SecretRefProblem, SecretState, SecretWriteFailure};
-use crate::events::EventRecorder;
+use crate::events::EventQueue;
 use crate::memory::SecretValue;
 
 /// The key of a delivered Secret that holds the client secret.
@@ -141,25 +141,17 @@ pub async fn write_status<K: Kind>(
     .map(|_| ())
 }
 
-/// Records one event on the resource, observed at `now`. A failure is logged, not returned: an
-/// event that cannot be written must not hold up the reconcile.
+/// Queues one event on the resource, observed at `now`; it is written in the background, and
+/// a failure is logged, never returned: an event must not hold up the reconcile.
 pub async fn record_event<K: Kind>(
-    recorder: &EventRecorder,
+    events: &EventQueue,
     resource: &K,
     event: &EventNote,
     now: Timestamp,
 ) {
-    let result = recorder
-        .publish(&resource.object_ref(&()), event.reason, &event.note, now)
+    events
+        .send(resource.object_ref(&()), event.reason, &event.note, now)
         .await;
-    if let Err(error) = result {
-        tracing::warn!(
-            reason = event.reason.as_str(),
-            resource = %resource.name_any(),
-            error = %error,
-            "recording an event failed"
-        );
-    }
 }
 
 fn owned_by(secret: &Secret, uid: &str) -> bool {

@@ -5,6 +5,7 @@ mod caches;
 mod changes;
 mod config;
 mod context;
+mod controllers;
 mod decide;
 mod events;
 mod http;

@@ -5,38 +5,36 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
 use kube::api::Api;
-use kube::core::DeserializeGuard;
-use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
-use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::resources::OIDCClient;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
-use tokio_stream::wrappers::BroadcastStream;
 
-use crate::admin::{Admin, AdminApi};
+use crate::admin::Admin;
 use crate::caches::DeliveredSecrets;
-use crate::changes::{Route, Router, ServerRevisions, follow_changes};
+use crate::changes::{Route, Router, ServerRevisions, StartGate, follow_changes};
 use crate::config::Config;
-use crate::context::{Context, ReconcileError, random_jitter, system_clock};
+use crate::context::{Context, random_jitter, system_clock};
+use crate::controllers::{self, SecretReferences, Wiring};
 use crate::decide::Backoff;
-use crate::events::{EventRecorder, Reporter};
-use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::events::{EventQueue, EventRecorder, Reporter};
+use crate::http;
 use crate::leader::{self, Leadership, LeaseSettings, Standing};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::probe::{self, ProbeState};
 use crate::state::{self, Publisher};
-use crate::{http, pipeline};
 
 /// How many routes a controller may fall behind before it reconciles everything instead.
 const ROUTE_BUFFER: usize = 4096;
+/// How many events may wait to be written, and how many are written at once.
+const EVENT_QUEUE: usize = 4096;
+const EVENT_WRITERS: usize = 2;
+/// How long controllers wait for the server's first listing before they start without it.
+const FIRST_LISTING_WAIT: Duration = Duration::from_secs(30);
 
 /// Runs until the process is told to stop.
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -215,52 +213,32 @@ fn lead(
             instance: config.identity.clone(),
         },
     );
-    // One controller per scope: every namespace, or each configured one.
+    let events = EventQueue::start(recorder, &mut tasks, EVENT_WRITERS, EVENT_QUEUE);
+    // One controller per kind and scope: every namespace, or each configured one.
     let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
         vec![None]
     } else {
         config.namespaces.iter().cloned().map(Some).collect()
     };
+    let gate = Arc::new(StartGate::new(FIRST_LISTING_WAIT));
+    let wiring = Wiring {
+        client: client.clone(),
+        routes: routes.clone(),
+        references: Arc::new(SecretReferences::default()),
+        gate: gate.clone(),
+        concurrency: config.concurrency,
+    };
     // The delivered Secrets are watched once per scope: the watch both triggers the owner's
     // reconcile and fills the cache its reconciles read.
-    let delivered_label = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
-    let mut controllers = Vec::new();
-    let mut stores = Vec::new();
-    for scope in scopes {
-        let (api, secrets): (Api<DeserializeGuard<OIDCClient>>, Api<Secret>) = match &scope {
-            None => (Api::all(client.clone()), Api::all(client.clone())),
-            Some(ns) => (
-                Api::namespaced(client.clone(), ns),
-                Api::namespaced(client.clone(), ns),
-            ),
-        };
-        let (store, writer) = reflector::store::<Secret>();
-        let delivered = reflector::reflector(
-            writer,
-            watcher(
-                secrets.clone(),
-                watcher::Config::default().labels(&delivered_label),
-            )
-            .modify(forget_managed_fields),
-        )
-        .default_backoff()
-        .applied_objects();
-        stores.push(store);
-        // The controller's own cache of the manifests, kept without their managed fields.
-        let (manifests, manifests_writer) = reflector::store::<DeserializeGuard<OIDCClient>>();
-        let watched = reflector::reflector(
-            manifests_writer,
-            watcher(api, watcher::Config::default().any_semantic()).modify(forget_managed_fields),
-        )
-        .default_backoff()
-        .applied_objects();
-        controllers.push((scope, (watched, manifests), secrets, delivered));
-    }
+    let (stores, delivered): (Vec<_>, Vec<_>) = scopes
+        .iter()
+        .map(|scope| controllers::delivered_secrets(&client, scope.as_deref()))
+        .unzip();
     let context = Arc::new(Context {
         client: client.clone(),
         admin: admin.clone(),
         manager: config.manager.clone(),
-        recorder,
+        events,
         metrics,
         memory: Memory::default(),
         revisions: revisions.clone(),
@@ -270,54 +248,18 @@ fn lead(
         clock: system_clock,
         jitter: random_jitter,
     });
-    for (scope, (watched, manifests), referenced, delivered) in controllers {
-        let context = context.clone();
-        let named = BroadcastStream::new(routes.subscribe()).filter_map(move |route| {
-            std::future::ready(match route {
-                Ok(Route::Resource {
-                    kind: ObjectKind::Client,
-                    namespace,
-                    name,
-                }) if scope.as_ref().is_none_or(|ns| *ns == namespace) => {
-                    Some(ObjectRef::new(&name).within(&namespace))
-                }
-                _ => None,
-            })
-        });
-        // A receiver that fell behind has lost routes: everything is reconciled instead.
-        let everything = BroadcastStream::new(routes.subscribe()).filter_map(|route| {
-            std::future::ready(matches!(route, Ok(Route::All) | Err(_)).then_some(()))
-        });
-        let concurrency = config.concurrency;
-        tasks.spawn(async move {
-            let controller = Controller::for_stream(watched, manifests);
-            let store = controller.store();
-            controller
-                .with_config(controller::Config::default().concurrency(concurrency))
-                // A delivered Secret that is deleted or emptied is written again at once.
-                .owns_stream(delivered)
-                // A Secret that a client's spec.secret.secretRef names: its value is sent again
-                // when the team changes it.
-                .watches(
-                    referenced,
-                    watcher::Config::default(),
-                    move |secret: Secret| clients_referencing(&store, &secret),
-                )
-                .reconcile_on(named)
-                .reconcile_all_on(everything)
-                .run(reconcile_oidc_client, error_policy, context)
-                .for_each(|result| async move {
-                    match result {
-                        // A server change to a client no manifest declares.
-                        Err(controller::Error::ObjectNotFound(reference)) => {
-                            tracing::debug!(%reference, "a server change names no OIDCClient");
-                        }
-                        Err(error) => tracing::warn!(error = %error, "OIDCClient controller"),
-                        Ok(_) => {}
-                    }
-                })
-                .await;
-        });
+    for (scope, delivered) in scopes.into_iter().zip(delivered) {
+        controllers::spawn::<OIDCClient, _>(
+            &mut tasks,
+            &wiring,
+            scope.clone(),
+            context.clone(),
+            Some(delivered),
+        );
+        tasks.spawn(controllers::follow_referenced_secrets(
+            wiring.clone(),
+            scope,
+        ));
     }
     // Started after every controller subscribed, so none misses the first listing's route.
     {
@@ -331,6 +273,7 @@ fn lead(
             let router = Router {
                 routes: &routes,
                 manager: &manager,
+                gate: &gate,
             };
             follow_changes(admin.as_ref(), &revisions, &namespaces, interval, &router).await;
         });
@@ -353,74 +296,6 @@ fn lead(
         });
     }
     tasks
-}
-
-/// Drops what the reconciler never reads and the API server repeats on every object: each cached
-/// object's managed fields.
-fn forget_managed_fields<K: Resource>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
-}
-
-/// The OIDCClients whose `spec.secret.secretRef` names `secret`.
-fn clients_referencing(
-    store: &kube::runtime::reflector::Store<DeserializeGuard<OIDCClient>>,
-    secret: &Secret,
-) -> Vec<kube::runtime::reflector::ObjectRef<DeserializeGuard<OIDCClient>>> {
-    let namespace = secret.metadata.namespace.as_deref();
-    let name = secret.metadata.name.as_deref();
-    store
-        .state()
-        .iter()
-        .filter(|guard| {
-            guard.0.as_ref().is_ok_and(|client| {
-                client.metadata.namespace.as_deref() == namespace
-                    && client
-                        .spec
-                        .secret
-                        .as_ref()
-                        .and_then(|s| s.secret_ref.as_ref())
-                        .is_some_and(|r| Some(r.name.as_str()) == name)
-            })
-        })
-        .map(|guard| kube::runtime::reflector::ObjectRef::from_obj(guard.as_ref()))
-        .collect()
-}
-
-/// One malformed object must not break the watch: it is logged and waits for a change.
-async fn reconcile_oidc_client<A: AdminApi>(
-    guard: Arc<DeserializeGuard<OIDCClient>>,
-    context: Arc<Context<A>>,
-) -> Result<Action, ReconcileError> {
-    match &guard.0 {
-        Ok(client) => pipeline::reconcile(Arc::new(client.clone()), context).await,
-        Err(invalid) => {
-            tracing::warn!(
-                kind = "OIDCClient",
-                namespace = invalid.metadata.namespace.as_deref().unwrap_or_default(),
-                name = invalid.metadata.name.as_deref().unwrap_or_default(),
-                error = %invalid,
-                "cannot read the manifest; waiting for it to change"
-            );
-            Ok(Action::await_change())
-        }
-    }
-}
-
-fn error_policy<A: AdminApi>(
-    client: Arc<DeserializeGuard<OIDCClient>>,
-    error: &ReconcileError,
-    context: Arc<Context<A>>,
-) -> Action {
-    tracing::warn!(
-        kind = "OIDCClient",
-        namespace = client.namespace().unwrap_or_default(),
-        name = client.name_any(),
-        error = %error,
-        "reconcile failed; retried with backoff"
-    );
-    let uid = client.uid().unwrap_or_default();
-    let generation = client.meta().generation.unwrap_or(0);
-    Action::requeue(context.requeue_after_error(&uid, generation))
 }
 
 /// Publishes the control-plane state when its content changes (once when the term starts): a

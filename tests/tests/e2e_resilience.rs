@@ -124,6 +124,19 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
             lease_holder(&stack).await.as_deref() == Some("replica-b")
         })
         .await;
+    // The new leader counts what it found in its cache, with nothing written.
+    stack
+        .eventually("replica-b counts alpha as Registered", async || {
+            second
+                .metric(
+                    "nauthera_operator_resources",
+                    &[("kind", "OIDCClient"), ("phase", "Registered")],
+                )
+                .await
+                == 1.0
+        })
+        .await;
+    assert_eq!(reconciles(&second.metrics().await), 0.0);
     stack.apply(&generated_client("beta")).await;
     stack.wait_reason("beta", Reason::Registered).await;
     assert!(reconciles(&second.metrics().await) >= 1.0);

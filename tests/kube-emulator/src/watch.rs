@@ -43,10 +43,20 @@ pub struct Encoding {
     pub info: ResourceInfo,
     pub version: String,
     pub table: Option<IncludeObject>,
+    /// `Accept: …;as=PartialObjectMetadata[List]`: each object as its metadata only.
+    pub metadata_only: bool,
 }
 
 impl Encoding {
     pub fn object_bytes(&self, stored: &Stored) -> Bytes {
+        if self.metadata_only {
+            let partial = json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": stored.value["metadata"],
+            });
+            return Bytes::from(serde_json::to_vec(&partial).unwrap_or_default());
+        }
         if let Some(include) = self.table {
             let table = json!({
                 "kind": "Table",

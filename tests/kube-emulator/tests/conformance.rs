@@ -1434,3 +1434,43 @@ async fn resources_of_crd_kind_resource_trait() {
     assert_eq!(resource.api_version, "g.example.com/v1");
     assert_eq!(<ConfigMap as Resource>::plural(&()), "configmaps");
 }
+
+#[tokio::test]
+async fn metadata_only_lists_and_watches_carry_no_data() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("metadata").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    maps.create(
+        &PostParams::default(),
+        &config_map("one", json!({"secret-ish": "value"})),
+    )
+    .await
+    .unwrap();
+    let listed = maps.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].metadata.name.as_deref(), Some("one"));
+    let one = maps.get_metadata("one").await.unwrap();
+    assert_eq!(one.types.as_ref().unwrap().kind, "PartialObjectMetadata");
+
+    let mut watch = maps
+        .watch_metadata(
+            &WatchParams::default(),
+            &listed.metadata.resource_version.unwrap(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    maps.create(
+        &PostParams::default(),
+        &config_map("two", json!({"k": "v"})),
+    )
+    .await
+    .unwrap();
+    match watch.try_next().await.unwrap().unwrap() {
+        WatchEvent::Added(partial) => {
+            assert_eq!(partial.metadata.name.as_deref(), Some("two"));
+            assert_eq!(partial.types.unwrap().kind, "PartialObjectMetadata");
+        }
+        other => panic!("{other:?}"),
+    }
+}

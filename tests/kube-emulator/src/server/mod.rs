@@ -352,6 +352,9 @@ impl Call<'_> {
             info: info.clone(),
             version: path.version.clone(),
             table: self.table_request(),
+            metadata_only: self
+                .header(header::ACCEPT)
+                .contains("as=PartialObjectMetadata"),
         }
     }
 

@@ -94,7 +94,11 @@ impl Call<'_> {
         if let Some(token) = &next {
             metadata["continue"] = json!(token);
         }
-        let head = json!({"kind": info.list_kind, "apiVersion": info.api_version(&path.version), "metadata": metadata});
+        let head = if encoding.metadata_only {
+            json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata})
+        } else {
+            json!({"kind": info.list_kind, "apiVersion": info.api_version(&path.version), "metadata": metadata})
+        };
         let head = serde_json::to_vec(&head).unwrap_or_default();
         let size: usize = items.iter().map(|s| s.json.len() + 1).sum();
         let mut body = BytesMut::with_capacity(head.len() + size + 16);

@@ -46,6 +46,7 @@ impl Call<'_> {
             info: info.clone(),
             version: path.version.clone(),
             table: None,
+            metadata_only: false,
         };
         let mut response = json_response(status, encoding.object_bytes(&written.object));
         for warning in &written.warnings {

@@ -1,0 +1,459 @@
+//! The controllers, one per kind and scope (every namespace, or each configured one). Each is fed
+//! by its manifests' watch cache, by the server changes routed to it, by the Secrets it delivers
+//! (kinds that deliver one) and by changes to the Secrets its manifests reference.
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::core::DeserializeGuard;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use nauthera_proto::v1::ObjectKind;
+use tokio::sync::{broadcast, watch};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio_stream::wrappers::BroadcastStream;
+
+use crate::admin::AdminApi;
+use crate::changes::{Route, StartGate};
+use crate::context::{Context, ReconcileError};
+use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::managed::Managed;
+use crate::pipeline;
+
+/// A watch stream of the Secrets this reconciler delivered, for the controller that owns them.
+pub type DeliveredStream = BoxStream<'static, Result<Secret, watcher::Error>>;
+
+/// What every controller is wired to.
+#[derive(Clone)]
+pub struct Wiring {
+    pub client: Client,
+    pub routes: broadcast::Sender<Route>,
+    pub references: Arc<SecretReferences>,
+    pub gate: Arc<StartGate>,
+    pub concurrency: u16,
+}
+
+/// Which manifests reference which Secret (`spec.secret.secretRef`, an identity provider's
+/// `secretRef`), kept from the manifests' watches so that a changed Secret finds them without a
+/// scan.
+#[derive(Debug)]
+pub struct SecretReferences {
+    index: RwLock<References>,
+    /// The namespaces where some manifest references a Secret: the only ones whose Secrets are
+    /// watched.
+    namespaces: watch::Sender<BTreeSet<String>>,
+}
+
+impl Default for SecretReferences {
+    fn default() -> SecretReferences {
+        SecretReferences {
+            index: RwLock::default(),
+            namespaces: watch::channel(BTreeSet::new()).0,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct References {
+    /// (namespace, Secret) → the manifests that reference it.
+    by_secret: HashMap<(String, String), BTreeSet<(ObjectKind, String)>>,
+    /// (kind, namespace, manifest) → the Secret it references.
+    by_manifest: HashMap<(ObjectKind, String, String), String>,
+    /// namespace → how many manifests in it reference a Secret.
+    per_namespace: HashMap<String, usize>,
+}
+
+impl SecretReferences {
+    /// Records the Secret a manifest references now (or none).
+    pub fn record(&self, kind: ObjectKind, namespace: &str, name: &str, secret: Option<&str>) {
+        let Ok(mut index) = self.index.write() else {
+            return;
+        };
+        let manifest = (kind, namespace.to_owned(), name.to_owned());
+        if index.by_manifest.get(&manifest).map(String::as_str) == secret {
+            return;
+        }
+        if let Some(previous) = index.by_manifest.remove(&manifest) {
+            let key = (namespace.to_owned(), previous);
+            if let Some(set) = index.by_secret.get_mut(&key) {
+                set.remove(&(kind, name.to_owned()));
+                if set.is_empty() {
+                    index.by_secret.remove(&key);
+                }
+            }
+            if let Some(count) = index.per_namespace.get_mut(namespace) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    index.per_namespace.remove(namespace);
+                }
+            }
+        }
+        if let Some(secret) = secret {
+            index
+                .by_secret
+                .entry((namespace.to_owned(), secret.to_owned()))
+                .or_default()
+                .insert((kind, name.to_owned()));
+            index.by_manifest.insert(manifest, secret.to_owned());
+            *index.per_namespace.entry(namespace.to_owned()).or_default() += 1;
+        }
+        let referenced = index.per_namespace.contains_key(namespace);
+        self.namespaces.send_if_modified(|namespaces| {
+            if referenced {
+                namespaces.insert(namespace.to_owned())
+            } else {
+                namespaces.remove(namespace)
+            }
+        });
+    }
+
+    /// The namespaces where some manifest references a Secret, as they change.
+    pub fn namespaces(&self) -> watch::Receiver<BTreeSet<String>> {
+        self.namespaces.subscribe()
+    }
+
+    /// The manifests that reference a Secret.
+    pub fn referencing(&self, namespace: &str, secret: &str) -> Vec<(ObjectKind, String)> {
+        self.index
+            .read()
+            .ok()
+            .and_then(|index| {
+                index
+                    .by_secret
+                    .get(&(namespace.to_owned(), secret.to_owned()))
+                    .map(|set| set.iter().cloned().collect())
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn api_in<K>(client: &Client, scope: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match scope {
+        None => Api::all(client.clone()),
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+    }
+}
+
+/// The delivered Secrets of one scope, by their label: a cache reconciles read, and a stream
+/// that triggers the owner when one is deleted or emptied.
+pub fn delivered_secrets(
+    client: &Client,
+    scope: Option<&str>,
+) -> (reflector::Store<Secret>, DeliveredStream) {
+    let label = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
+    let (store, writer) = reflector::store::<Secret>();
+    let stream = reflector::reflector(
+        writer,
+        watcher(
+            api_in(client, scope),
+            watcher::Config::default().labels(&label),
+        )
+        .modify(slim_secret),
+    )
+    .default_backoff()
+    .applied_objects()
+    .boxed();
+    (store, stream)
+}
+
+/// Routes a change to a Secret that manifests reference to those manifests. Secrets are watched
+/// only in the namespaces (of the scope) where a manifest references one, metadata only and
+/// without those this reconciler delivered: the value is read when the manifest is reconciled.
+pub async fn follow_referenced_secrets(wiring: Wiring, scope: Option<String>) {
+    let mut namespaces = wiring.references.namespaces();
+    let mut watches: HashMap<String, AbortHandle> = HashMap::new();
+    let mut tasks = JoinSet::new();
+    loop {
+        let wanted: BTreeSet<String> = namespaces
+            .borrow_and_update()
+            .iter()
+            .filter(|ns| scope.as_ref().is_none_or(|scope| scope == *ns))
+            .cloned()
+            .collect();
+        watches.retain(|namespace, watch| {
+            let keep = wanted.contains(namespace);
+            if !keep {
+                watch.abort();
+            }
+            keep
+        });
+        for namespace in wanted {
+            if let Entry::Vacant(slot) = watches.entry(namespace) {
+                let namespace = slot.key().clone();
+                slot.insert(tasks.spawn(follow_secrets_in(wiring.clone(), namespace)));
+            }
+        }
+        tokio::select! {
+            changed = namespaces.changed() => if changed.is_err() { return },
+            // Reap the aborted watches.
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+}
+
+async fn follow_secrets_in(wiring: Wiring, namespace: String) {
+    let selector = format!("{MANAGED_BY_LABEL}!={MANAGED_BY}");
+    let secrets: Api<PartialObjectMeta<Secret>> = api_in(&wiring.client, Some(&namespace));
+    let mut changes = watcher(secrets, watcher::Config::default().labels(&selector))
+        .default_backoff()
+        .touched_objects()
+        .boxed();
+    while let Some(change) = changes.next().await {
+        let Ok(secret) = change else { continue };
+        let Some(name) = secret.metadata.name else {
+            continue;
+        };
+        for (kind, manifest) in wiring.references.referencing(&namespace, &name) {
+            let _ = wiring.routes.send(Route::Resource {
+                kind,
+                namespace: namespace.clone(),
+                name: manifest,
+            });
+        }
+    }
+}
+
+/// Starts the controller of one kind in one scope. It begins once the server's first listing is
+/// in (or its wait ran out), so that first reconciles already compare against it.
+pub fn spawn<K: Managed, A: AdminApi>(
+    tasks: &mut JoinSet<()>,
+    wiring: &Wiring,
+    scope: Option<String>,
+    context: Arc<Context<A>>,
+    delivered: Option<DeliveredStream>,
+) {
+    let (manifests, writer) = reflector::store::<DeserializeGuard<K>>();
+    let references = wiring.references.clone();
+    let watched = reflector::reflector(
+        writer,
+        watcher(
+            api_in::<DeserializeGuard<K>>(&wiring.client, scope.as_deref()),
+            watcher::Config::default().any_semantic(),
+        )
+        .modify(slim_manifest),
+    )
+    .default_backoff()
+    .inspect(move |event| {
+        let (guard, present) = match event {
+            Ok(watcher::Event::Apply(guard) | watcher::Event::InitApply(guard)) => (guard, true),
+            Ok(watcher::Event::Delete(guard)) => (guard, false),
+            _ => return,
+        };
+        if let Ok(resource) = &guard.0 {
+            references.record(
+                K::OBJECT_KIND,
+                &resource.namespace().unwrap_or_default(),
+                &resource.name_any(),
+                resource
+                    .provided_secret()
+                    .filter(|_| present)
+                    .map(|r| r.name.as_str()),
+            );
+        }
+    })
+    .applied_objects();
+    let in_scope = scope.clone();
+    let named = BroadcastStream::new(wiring.routes.subscribe()).filter_map(move |route| {
+        std::future::ready(match route {
+            Ok(Route::Resource {
+                kind,
+                namespace,
+                name,
+            }) if kind == K::OBJECT_KIND && in_scope.as_ref().is_none_or(|ns| *ns == namespace) => {
+                Some(ObjectRef::new(&name).within(&namespace))
+            }
+            _ => None,
+        })
+    });
+    // A receiver that fell behind has lost routes: everything is reconciled instead.
+    let everything = BroadcastStream::new(wiring.routes.subscribe()).filter_map(|route| {
+        std::future::ready(matches!(route, Ok(Route::All) | Err(_)).then_some(()))
+    });
+    let gate = wiring.gate.clone();
+    let concurrency = wiring.concurrency;
+    tasks.spawn(async move {
+        gate.wait().await;
+        let mut controller = Controller::for_stream(watched, manifests)
+            .with_config(controller::Config::default().concurrency(concurrency));
+        if let Some(delivered) = delivered {
+            // A delivered Secret that is deleted or emptied is written again at once.
+            controller = controller.owns_stream(delivered);
+        }
+        controller
+            .reconcile_on(named)
+            .reconcile_all_on(everything)
+            .run(reconcile_guarded::<K, A>, error_policy::<K, A>, context)
+            .for_each(|result| async move {
+                match result {
+                    // A server change or a Secret naming no manifest of this kind.
+                    Err(controller::Error::ObjectNotFound(reference)) => {
+                        tracing::debug!(kind = K::KIND, %reference, "a change names no manifest");
+                    }
+                    Err(error) => tracing::warn!(kind = K::KIND, error = %error, "controller"),
+                    Ok(_) => {}
+                }
+            })
+            .await;
+    });
+}
+
+/// Drops what the reconciler never reads from a cached manifest: its managed fields, and every
+/// annotation but its own (`kubectl apply` keeps a whole copy of the manifest in one).
+fn slim_manifest<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|key, _| key.starts_with("nauthera.io/"));
+    }
+}
+
+/// Keeps of a delivered Secret what deciding needs: its metadata, and which keys hold a value
+/// (not the values: a write reads nothing back from the cache).
+fn slim_secret(secret: &mut Secret) {
+    secret.metadata.managed_fields = None;
+    secret.metadata.annotations = None;
+    if let Some(data) = secret.data.as_mut() {
+        for value in data.values_mut() {
+            if !value.0.is_empty() {
+                value.0 = vec![1];
+            }
+        }
+    }
+}
+
+/// One malformed object must not break the watch: it is logged and waits for a change.
+async fn reconcile_guarded<K: Managed, A: AdminApi>(
+    guard: Arc<DeserializeGuard<K>>,
+    context: Arc<Context<A>>,
+) -> Result<Action, ReconcileError> {
+    match &guard.0 {
+        Ok(resource) => pipeline::reconcile(Arc::new(resource.clone()), context).await,
+        Err(invalid) => {
+            tracing::warn!(
+                kind = K::KIND,
+                namespace = invalid.metadata.namespace.as_deref().unwrap_or_default(),
+                name = invalid.metadata.name.as_deref().unwrap_or_default(),
+                error = %invalid,
+                "cannot read the manifest; waiting for it to change"
+            );
+            Ok(Action::await_change())
+        }
+    }
+}
+
+fn error_policy<K: Managed, A: AdminApi>(
+    guard: Arc<DeserializeGuard<K>>,
+    error: &ReconcileError,
+    context: Arc<Context<A>>,
+) -> Action {
+    tracing::warn!(
+        kind = K::KIND,
+        namespace = guard.namespace().unwrap_or_default(),
+        name = guard.name_any(),
+        error = %error,
+        "reconcile failed; retried with backoff"
+    );
+    let uid = guard.uid().unwrap_or_default();
+    let generation = guard.meta().generation.unwrap_or(0);
+    Action::requeue(context.requeue_after_error(&uid, generation))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_reference_moves_the_manifest_to_its_new_secret() {
+        let references = SecretReferences::default();
+        references.record(ObjectKind::Client, "team-a", "web", Some("creds"));
+        references.record(ObjectKind::Client, "team-a", "api", Some("creds"));
+        references.record(
+            ObjectKind::IdentityProvider,
+            "team-a",
+            "corp",
+            Some("creds"),
+        );
+        assert_eq!(
+            references.referencing("team-a", "creds"),
+            vec![
+                (ObjectKind::Client, "api".to_owned()),
+                (ObjectKind::Client, "web".to_owned()),
+                (ObjectKind::IdentityProvider, "corp".to_owned()),
+            ]
+        );
+        assert!(references.referencing("team-b", "creds").is_empty());
+
+        let namespaces = references.namespaces();
+        assert_eq!(*namespaces.borrow(), BTreeSet::from(["team-a".to_owned()]));
+        references.record(ObjectKind::Client, "team-a", "web", Some("web-creds"));
+        references.record(ObjectKind::Client, "team-a", "api", None);
+        assert_eq!(
+            references.referencing("team-a", "creds"),
+            vec![(ObjectKind::IdentityProvider, "corp".to_owned())]
+        );
+        assert_eq!(
+            references.referencing("team-a", "web-creds"),
+            vec![(ObjectKind::Client, "web".to_owned())]
+        );
+        // The last reference in a namespace gone: its Secrets are no longer watched.
+        references.record(ObjectKind::Client, "team-a", "web", None);
+        references.record(ObjectKind::IdentityProvider, "team-a", "corp", None);
+        assert!(references.namespaces().borrow().is_empty());
+    }
+
+    #[test]
+    fn cached_objects_keep_only_what_deciding_reads() {
+        let mut secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "web",
+                "annotations": { "note": "x".repeat(1000) },
+                "managedFields": [{ "manager": "m" }],
+            },
+            "data": { "clientSecret": "c2VjcmV0", "empty": "" },
+        }))
+        .unwrap();
+        slim_secret(&mut secret);
+        assert!(secret.metadata.annotations.is_none());
+        assert!(secret.metadata.managed_fields.is_none());
+        let data = secret.data.unwrap();
+        assert_eq!(data["clientSecret"].0, vec![1]);
+        assert!(data["empty"].0.is_empty());
+
+        let mut client: nauthera_shared::resources::OIDCClient =
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "nauthera.io/v1alpha1",
+                "kind": "OIDCClient",
+                "metadata": {
+                    "name": "web",
+                    "annotations": {
+                        "kubectl.kubernetes.io/last-applied-configuration": "{…}",
+                        "nauthera.io/restore": "true",
+                    },
+                },
+                "spec": { "issuer": "https://login.example.test/acme" },
+            }))
+            .unwrap();
+        slim_manifest(&mut client);
+        assert_eq!(
+            client
+                .metadata
+                .annotations
+                .unwrap()
+                .into_keys()
+                .collect::<Vec<_>>(),
+            vec!["nauthera.io/restore".to_owned()]
+        );
+    }
+}
