@@ -5,6 +5,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -27,6 +28,11 @@ use crate::context::{Context, ReconcileError};
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
+
+/// How long a resource's events are left to settle before its reconcile: the echoes of one
+/// reconcile's own writes (finalizer, status, Secret) arrive within milliseconds of each other and
+/// fold into a single next reconcile instead of one each.
+const ECHO_DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// A watch stream of the Secrets this reconciler delivered, for the controller that owns them.
 pub type DeliveredStream = BoxStream<'static, Result<Secret, watcher::Error>>;
@@ -285,8 +291,11 @@ pub fn spawn<K: Managed, A: AdminApi>(
     let concurrency = wiring.concurrency;
     tasks.spawn(async move {
         gate.wait().await;
-        let mut controller = Controller::for_stream(watched, manifests)
-            .with_config(controller::Config::default().concurrency(concurrency));
+        let mut controller = Controller::for_stream(watched, manifests).with_config(
+            controller::Config::default()
+                .concurrency(concurrency)
+                .debounce(ECHO_DEBOUNCE),
+        );
         if let Some(delivered) = delivered {
             // A delivered Secret that is deleted or emptied is written again at once.
             controller = controller.owns_stream(delivered);
