@@ -46,6 +46,9 @@ pub const PROBE_INTERVAL_SECONDS: u64 = 2;
 pub const POLL_INTERVAL_SECONDS: u64 = 1;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// An executable that runs the reconciler instead of the harness running it directly (a
+/// profiler's wrapper script); for profiling only, as the measured process is then the wrapper.
+pub const RECONCILER_WRAPPER: &str = "NAUTHERA_RECONCILER_WRAPPER";
 /// How long a started reconciler may take to bind its two listeners.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(200);
@@ -253,9 +256,14 @@ impl Stack {
                 self.namespace().to_owned(),
             ));
         }
+        // A profiler's wrapper script may stand in for the binary (docs/performance.md).
+        let program = match std::env::var_os(RECONCILER_WRAPPER) {
+            Some(wrapper) => PathBuf::from(wrapper),
+            None => Binary::Reconciler.path()?,
+        };
         let process = ChildProcess::start_logging(
             &format!("reconciler-{identity}"),
-            &Binary::Reconciler.path()?,
+            &program,
             &env,
             self.cluster.dir(),
             "listening",
