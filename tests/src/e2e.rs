@@ -67,6 +67,19 @@ pub struct StackOptions {
     pub reconciler_env: Vec<(String, String)>,
 }
 
+/// The replicas' environment for a Lease of `duration` seconds, a renew deadline of
+/// `renew_deadline` seconds and a retry period of 1 s: a takeover within seconds.
+pub fn short_lease(duration: u64, renew_deadline: u64) -> Vec<(String, String)> {
+    vec![
+        ("NAUTHERA_LEASE_DURATION".to_owned(), duration.to_string()),
+        (
+            "NAUTHERA_LEASE_RENEW_DEADLINE".to_owned(),
+            renew_deadline.to_string(),
+        ),
+        ("NAUTHERA_LEASE_RETRY_PERIOD".to_owned(), "1".to_owned()),
+    ]
+}
+
 impl Default for StackOptions {
     fn default() -> Self {
         StackOptions {

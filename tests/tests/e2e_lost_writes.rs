@@ -10,7 +10,8 @@ use std::time::Duration;
 use nauthera_fake_server::{Fault, FaultCode, Method};
 use nauthera_shared::catalog::Reason;
 use nauthera_tests::e2e::{
-    MANAGER, Stack, StackOptions, generated_client, secret_value, sha256_hex, status_of,
+    MANAGER, Stack, StackOptions, generated_client, secret_value, sha256_hex, short_lease,
+    status_of,
 };
 
 /// The client ends registered with the secret the server holds in its Secret, and no event ever
@@ -74,13 +75,7 @@ async fn a_write_whose_answer_is_lost_is_adopted_and_its_secret_minted_again() {
 async fn a_reconciler_killed_right_after_a_write_is_followed_without_drift() {
     let mut stack = Stack::start_with(StackOptions {
         // A killed leader releases nothing: a short lease lets the next one take over soon.
-        reconciler_env: [
-            ("NAUTHERA_LEASE_DURATION", "4"),
-            ("NAUTHERA_LEASE_RENEW_DEADLINE", "3"),
-            ("NAUTHERA_LEASE_RETRY_PERIOD", "1"),
-        ]
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .to_vec(),
+        reconciler_env: short_lease(4, 3),
         ..StackOptions::default()
     })
     .await;

@@ -11,7 +11,7 @@ use nauthera_fake_server::{Fault, FaultCode, Method};
 use nauthera_shared::catalog::Reason;
 use nauthera_tests::e2e::{
     MANAGER, RECONCILER_NAMESPACE, Stack, StackOptions, generated_client, secret_value, sha256_hex,
-    status_of,
+    short_lease, status_of,
 };
 use nauthera_tests::proxy::CuttableProxy;
 
@@ -153,13 +153,7 @@ async fn a_leader_cut_off_from_the_kubernetes_api_stops_writing_before_another_t
     let mut stack = Stack::start_with(StackOptions {
         start_reconciler: false,
         // A lease of 8 s that its leader stops using after 4 s without a renewal.
-        reconciler_env: [
-            ("NAUTHERA_LEASE_DURATION", "8"),
-            ("NAUTHERA_LEASE_RENEW_DEADLINE", "4"),
-            ("NAUTHERA_LEASE_RETRY_PERIOD", "1"),
-        ]
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .to_vec(),
+        reconciler_env: short_lease(8, 4),
         ..StackOptions::default()
     })
     .await;
