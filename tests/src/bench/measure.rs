@@ -99,6 +99,23 @@ pub async fn reconciles(reconciler: &Reconciler) -> f64 {
     )
 }
 
+/// The replica's reconcile count once it has not moved for a second (or after `at_most`).
+pub async fn quiet_reconciles(reconciler: &Reconciler, at_most: std::time::Duration) -> f64 {
+    const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
+    let deadline = tokio::time::Instant::now() + at_most;
+    let mut count = reconciles(reconciler).await;
+    let mut since = tokio::time::Instant::now();
+    while tokio::time::Instant::now() < deadline && since.elapsed() < QUIET {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = reconciles(reconciler).await;
+        if now != count {
+            count = now;
+            since = tokio::time::Instant::now();
+        }
+    }
+    count
+}
+
 /// What one measured run of a command cost.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Usage {
