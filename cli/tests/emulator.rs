@@ -178,27 +178,9 @@ fn client_manifest(name: &str, namespace: &str, secret: Value) -> Value {
 /// The control plane as a healthy leader published it (in the form of an older reconciler: a
 /// probe time, `updatedAt` and no Lease, which this plugin still reads), a ready Deployment, an
 /// Organization, and resources in every interesting state.
-async fn populate(cluster: &Cluster) {
-    let client = &cluster.client;
-    let state = json!({
-        "leader": "nauthera-reconciler-0",
-        "reconcilerVersion": "0.1.0",
-        "serverAddress": "https://nauthera-server:8443",
-        "serverBuild": "nauthera-server 1.4.2",
-        "identity": "dns:nauthera-operator.nauthera.svc",
-        "grants": [{
-            "identity": "dns:nauthera-operator.nauthera.svc",
-            "operations": ["clients", "organizations"],
-            "organizations": ["acme"],
-            "namespaces": ["team-a", "ops"]
-        }],
-        "probeReason": "Registered",
-        "probeTime": now(),
-        "lastSuccessTime": now(),
-        "certificateNotAfter": (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * 60)).to_string(),
-        "certificateIdentities": ["dns:nauthera-operator.nauthera.svc"],
-        "updatedAt": now(),
-    });
+/// The control-plane state in its ConfigMap, as the leader publishes it, and the reconciler's
+/// Deployment with one ready replica.
+async fn publish_state(client: &Client, state: &Value) {
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "nauthera-system");
     config_maps
         .create(
@@ -228,6 +210,30 @@ async fn populate(cluster: &Cluster) {
         )
         .await
         .unwrap();
+}
+
+async fn populate(cluster: &Cluster) {
+    let client = &cluster.client;
+    let state = json!({
+        "leader": "nauthera-reconciler-0",
+        "reconcilerVersion": "0.1.0",
+        "serverAddress": "https://nauthera-server:8443",
+        "serverBuild": "nauthera-server 1.4.2",
+        "identity": "dns:nauthera-operator.nauthera.svc",
+        "grants": [{
+            "identity": "dns:nauthera-operator.nauthera.svc",
+            "operations": ["clients", "organizations"],
+            "organizations": ["acme"],
+            "namespaces": ["team-a", "ops"]
+        }],
+        "probeReason": "Registered",
+        "probeTime": now(),
+        "lastSuccessTime": now(),
+        "certificateNotAfter": (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * 60)).to_string(),
+        "certificateIdentities": ["dns:nauthera-operator.nauthera.svc"],
+        "updatedAt": now(),
+    });
+    publish_state(client, &state).await;
 
     put(
         client,
@@ -949,34 +955,7 @@ async fn publish_with_lease(client: &Client, renewed_seconds_ago: i64) {
         "leaseName": "nauthera-reconciler",
         "changedAt": ago(3 * 3600),
     });
-    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "nauthera-system");
-    config_maps
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "metadata": {"name": "nauthera-reconciler-state"},
-                "data": {"state.json": state.to_string()}
-            }))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "nauthera-system");
-    deployments
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(deployment("nauthera-reconciler", "tls")).unwrap(),
-        )
-        .await
-        .unwrap();
-    deployments
-        .patch_status(
-            "nauthera-reconciler",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"replicas": 1, "readyReplicas": 1}})),
-        )
-        .await
-        .unwrap();
+    publish_state(client, &state).await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), "nauthera-system");
     leases
         .create(

@@ -21,6 +21,8 @@ mod probe;
 mod run;
 mod server_calls;
 mod state;
+#[cfg(test)]
+mod test_cluster;
 
 use std::process::ExitCode;
 

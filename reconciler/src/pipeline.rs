@@ -20,7 +20,7 @@ use crate::decide::{
 };
 use crate::kube_io;
 use crate::managed::{Managed, WriteRequest};
-use crate::memory::Minted;
+use crate::memory::{Minted, SecretValue};
 use crate::server_calls::{DriftFacts, WriteResult, check_drift, delete, write};
 
 /// The edges one reconcile works with.
@@ -59,7 +59,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
     let remembered = ctx.memory.status_or(&edges.uid, resource.status());
     let status = remembered.as_ref();
     let minted = ctx.memory.minted(&edges.uid);
-    let mut observed = observe(&edges, status, minted.is_some()).await?;
+    let (mut observed, provided) = observe(&edges, status, minted.is_some()).await?;
 
     // Steps that only add a fact or the finalizer go straight on to the next decision.
     let step = loop {
@@ -98,6 +98,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             apply(
                 &edges,
                 status,
+                provided,
                 if_revision.as_deref(),
                 rotate_secret,
                 restore,
@@ -134,13 +135,14 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
         .await
 }
 
-/// Everything the first decision depends on. The Secret of a generated secret is read later,
-/// only if a decision depends on it.
+/// Everything the first decision depends on, and the value of the Secret the team holds when
+/// it was read for that. The Secret of a generated secret is read later, only if a decision
+/// depends on it.
 async fn observe<'s, K: Managed, A>(
     edges: &Edges<'_, K, A>,
     status: Option<&'s ResourceStatus>,
     secret_pending: bool,
-) -> Result<Observed<'s>, ReconcileError> {
+) -> Result<(Observed<'s>, Option<SecretValue>), ReconcileError> {
     let resource = edges.resource;
     let ctx = edges.ctx;
     let deleting = resource.meta().deletion_timestamp.is_some();
@@ -150,45 +152,47 @@ async fn observe<'s, K: Managed, A>(
         (SecretMode::Generate { .. }, false, false) => SecretState::Unknown,
         _ => SecretState::NotApplicable,
     };
-    Ok(Observed {
+    let provided = provided_secret(edges, status, &secret_mode, deleting).await?;
+    let provided_secret_changed = provided
+        .as_ref()
+        .is_some_and(|value| ctx.memory.provided_changed(&edges.uid, value));
+    let observed = Observed {
         generation,
         deleting,
         has_finalizer: resource.finalizers().iter().any(|f| f == FINALIZER),
         restore_requested: kube_io::restore_requested(resource),
         deletion_policy: resource.deletion_policy(),
         status,
-        provided_secret_changed: provided_secret_changed(edges, status, &secret_mode, deleting)
-            .await?,
+        provided_secret_changed,
         secret_mode,
         secret_pending,
         secret_state,
         server: resource.server_view(&ctx.revisions),
         retry_not_before: ctx.memory.retry_not_before(&edges.uid, generation),
         now: (ctx.clock)(),
-    })
+    };
+    Ok((observed, provided))
 }
 
-/// Whether the secret the team holds changed since it was sent; read only once something was
-/// written.
-async fn provided_secret_changed<K: Managed, A>(
+/// The value of the Secret the team holds, read once something was written, to notice when it
+/// changes; a Secret that cannot be read is reported when the value is next sent.
+async fn provided_secret<K: Managed, A>(
     edges: &Edges<'_, K, A>,
     status: Option<&ResourceStatus>,
     mode: &SecretMode,
     deleting: bool,
-) -> Result<bool, ReconcileError> {
+) -> Result<Option<SecretValue>, ReconcileError> {
     let written = status.is_some_and(|s| s.revision.is_some());
     let Some(reference) = edges.resource.provided_secret() else {
-        return Ok(false);
+        return Ok(None);
     };
     if *mode != SecretMode::Provided || deleting || !written {
-        return Ok(false);
+        return Ok(None);
     }
     Ok(
-        match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
-            Ok(value) => edges.ctx.memory.provided_changed(&edges.uid, &value),
-            // Reported when it is next sent.
-            Err(_) => false,
-        },
+        kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key)
+            .await?
+            .ok(),
     )
 }
 
@@ -226,9 +230,11 @@ fn drift_facts<'a, K: Managed, A>(
     }
 }
 
+/// Writes the declared state, with the team's secret (`already_read` when observing read it).
 async fn apply<K: Managed, A: AdminApi>(
     edges: &Edges<'_, K, A>,
     status: Option<&ResourceStatus>,
+    already_read: Option<SecretValue>,
     if_revision: Option<&str>,
     rotate_secret: bool,
     restore: bool,
@@ -237,6 +243,7 @@ async fn apply<K: Managed, A: AdminApi>(
     let resource = edges.resource;
     let mode = resource.secret_mode();
     let provided = match (&mode, resource.provided_secret()) {
+        (SecretMode::Provided, Some(_)) if already_read.is_some() => already_read,
         (SecretMode::Provided, Some(reference)) => {
             match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
                 Ok(value) => Some(value),

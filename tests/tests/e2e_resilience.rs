@@ -119,6 +119,11 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
     // The leader stops; the other replica takes over within the lease duration.
     let first = stack.reconciler.take().unwrap();
     first.stop().await;
+    assert_ne!(
+        lease_holder(&stack).await.as_deref(),
+        Some("replica-a"),
+        "a leader that stops releases its Lease"
+    );
     stack
         .eventually("replica-b holds the lease", async || {
             lease_holder(&stack).await.as_deref() == Some("replica-b")

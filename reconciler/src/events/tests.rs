@@ -1,10 +1,7 @@
 //! The series decision with plain values and a passed-in clock, the event's wire shape, and the
 //! writes against the API emulator on loopback.
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ListParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use nauthera_kube_emulator::Emulator;
 
 use super::*;
 
@@ -342,22 +339,8 @@ fn a_repeat_patches_only_the_series() {
     );
 }
 
-async fn cluster() -> (Emulator, kube::Client) {
-    let emulator = Emulator::start().await.unwrap();
-    let kubeconfig =
-        Kubeconfig::from_yaml(&emulator.kubeconfig(emulator.superuser_token(), NAMESPACE)).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let namespace: Namespace =
-        serde_json::from_value(serde_json::json!({ "metadata": { "name": NAMESPACE } })).unwrap();
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    (emulator, client)
+async fn cluster() -> (nauthera_kube_emulator::Emulator, kube::Client) {
+    crate::test_cluster::cluster(NAMESPACE, crate::test_cluster::Crds::None).await
 }
 
 /// The events on `web`, oldest first, as (note, series count).

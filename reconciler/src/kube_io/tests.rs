@@ -2,13 +2,9 @@
 //! finalizers, the restore annotation, Secret delivery (never over a foreign Secret) and reading
 //! a referenced Secret.
 
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use nauthera_kube_emulator::Emulator;
 use nauthera_shared::catalog::{Phase, Reason};
-use nauthera_shared::resources::{OIDCClient, crds};
+use nauthera_shared::resources::OIDCClient;
 
 use super::*;
 
@@ -24,26 +20,8 @@ fn delivery<'a>(secret_name: &'a str, value: &'a SecretValue) -> Delivery<'a> {
     }
 }
 
-async fn cluster() -> (Emulator, kube::Client) {
-    let emulator = Emulator::start().await.unwrap();
-    let kubeconfig =
-        Kubeconfig::from_yaml(&emulator.kubeconfig(emulator.superuser_token(), NAMESPACE)).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
-    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in crds() {
-        crd_api.create(&PostParams::default(), &crd).await.unwrap();
-    }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let namespace: Namespace =
-        serde_json::from_value(serde_json::json!({ "metadata": { "name": NAMESPACE } })).unwrap();
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await
-        .unwrap();
-    (emulator, client)
+async fn cluster() -> (nauthera_kube_emulator::Emulator, kube::Client) {
+    crate::test_cluster::cluster(NAMESPACE, crate::test_cluster::Crds::Project).await
 }
 
 /// Creates an OIDCClient, retrying while the CRD is being established.
