@@ -423,3 +423,53 @@ fn links_between_pages_point_at_pages_that_exist() {
         }
     }
 }
+
+#[test]
+fn every_cause_is_listed_by_some_reason() {
+    for cause in Cause::ALL {
+        assert!(
+            Reason::ALL
+                .into_iter()
+                .any(|reason| reason.entry().causes.contains(&cause)),
+            "no reason lists {cause}"
+        );
+    }
+}
+
+#[test]
+fn the_waiting_and_deletion_causes_sit_with_their_reasons_and_are_explained() {
+    for (reason, cause, label) in [
+        (
+            Reason::Pending,
+            Cause::ReferenceNotReady,
+            "reference_not_ready",
+        ),
+        (
+            Reason::Deleting,
+            Cause::OrganizationNotEmpty,
+            "organization_not_empty",
+        ),
+    ] {
+        assert_eq!(cause.as_str(), label);
+        let entry = reason.entry();
+        assert!(entry.causes.contains(&cause), "{reason} lacks {cause}");
+        let runbook = &entry.runbook;
+        for (section, paragraphs) in [
+            ("meaning", runbook.meaning),
+            ("impact", runbook.impact),
+            ("mitigation", runbook.mitigation),
+        ] {
+            assert!(
+                paragraphs.iter().any(|p| p.contains(&format!("`{label}`"))),
+                "the {reason} page's {section} never names {label}"
+            );
+        }
+        assert!(
+            runbook
+                .diagnosis
+                .iter()
+                .any(|step| step.text.contains(&format!("`{label}`"))),
+            "no {reason} diagnosis step is about {label}"
+        );
+    }
+}

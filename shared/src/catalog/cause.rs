@@ -34,6 +34,14 @@ pub enum Cause {
     ManagerConflict,
     /// A referenced object does not exist on the server (`REFERENCE_NOT_FOUND`).
     ReferenceNotFound,
+    /// A manifest this one depends on (the Organization manifest that serves its issuer, or the
+    /// Branding its `spec.brandingRef` names) exists in the cluster but is not Registered yet, so
+    /// this resource waits as Pending instead of being sent to the server; it proceeds by itself
+    /// as soon as that manifest registers.
+    ReferenceNotReady,
+    /// The server keeps an organization while it still holds clients, brandings or identity
+    /// providers (`ORGANIZATION_NOT_EMPTY`); its deletion is retried until they are gone.
+    OrganizationNotEmpty,
     /// The server is older than the call (`Unimplemented`).
     Unimplemented,
     /// Any other objection of the server (a code with no stable reason).
@@ -65,7 +73,7 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub const ALL: [Cause; 25] = [
+    pub const ALL: [Cause; 27] = [
         Cause::None,
         Cause::FieldViolation,
         Cause::IdentityNotAllowed,
@@ -77,6 +85,8 @@ impl Cause {
         Cause::RevisionMismatch,
         Cause::ManagerConflict,
         Cause::ReferenceNotFound,
+        Cause::ReferenceNotReady,
+        Cause::OrganizationNotEmpty,
         Cause::Unimplemented,
         Cause::ServerObjection,
         Cause::UnencodableBranding,
@@ -107,6 +117,8 @@ impl Cause {
             Cause::RevisionMismatch => "revision_mismatch",
             Cause::ManagerConflict => "manager_conflict",
             Cause::ReferenceNotFound => "reference_not_found",
+            Cause::ReferenceNotReady => "reference_not_ready",
+            Cause::OrganizationNotEmpty => "organization_not_empty",
             Cause::Unimplemented => "unimplemented",
             Cause::ServerObjection => "server_objection",
             Cause::UnencodableBranding => "unencodable_branding",
@@ -155,6 +167,7 @@ impl Cause {
             ErrorReason::ObjectNotFound => Cause::Removed,
             ErrorReason::ReferenceNotFound => Cause::ReferenceNotFound,
             ErrorReason::RateLimited => Cause::Transient,
+            ErrorReason::OrganizationNotEmpty => Cause::OrganizationNotEmpty,
         })
     }
 
@@ -239,7 +252,7 @@ pub const fn code_label(code: Code) -> &'static str {
 mod tests {
     use super::*;
 
-    const ALL_ERROR_REASONS: [ErrorReason; 13] = [
+    const ALL_ERROR_REASONS: [ErrorReason; 14] = [
         ErrorReason::Unspecified,
         ErrorReason::IdentityNotAllowed,
         ErrorReason::OperationNotGranted,
@@ -253,6 +266,7 @@ mod tests {
         ErrorReason::ObjectNotFound,
         ErrorReason::ReferenceNotFound,
         ErrorReason::RateLimited,
+        ErrorReason::OrganizationNotEmpty,
     ];
 
     #[test]
@@ -331,6 +345,11 @@ mod tests {
                 ErrorReason::RateLimited,
                 Code::ResourceExhausted,
                 Cause::Transient,
+            ),
+            (
+                ErrorReason::OrganizationNotEmpty,
+                Code::FailedPrecondition,
+                Cause::OrganizationNotEmpty,
             ),
             (
                 ErrorReason::Unspecified,

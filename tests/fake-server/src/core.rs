@@ -1285,7 +1285,7 @@ impl Core {
             if holds {
                 return Err(Refusal::new(
                     Code::FailedPrecondition,
-                    ErrorReason::Unspecified,
+                    ErrorReason::OrganizationNotEmpty,
                     format!(
                         "organization {} still holds objects; delete them first",
                         request.slug

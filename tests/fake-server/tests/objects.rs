@@ -560,4 +560,6 @@ async fn brandings_identity_providers_and_organizations_follow_the_same_rules() 
             .unwrap_err(),
     );
     assert_eq!(held.code, tonic::Code::FailedPrecondition);
+    assert_eq!(held.reason, Some(ErrorReason::OrganizationNotEmpty));
+    assert_eq!(held.metadata["organization"], "acme");
 }

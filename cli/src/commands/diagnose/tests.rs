@@ -194,6 +194,38 @@ fn the_stable_reason_is_found_in_the_message() {
 }
 
 #[test]
+fn a_deleting_organization_that_is_not_empty_shows_the_cause_and_the_manifests() {
+    let message = "deletionPolicy Delete waits: DeleteOrganization refused: FailedPrecondition \
+        (ORGANIZATION_NOT_EMPTY): organization acme still holds objects; delete them first; \
+        retried with backoff; manifests that declare objects under its issuer: OIDCClient \
+        team-a/shop";
+    let mut organization = view(
+        Kind::Organization,
+        "platform",
+        "acme",
+        Reason::Deleting,
+        NOW - 60,
+    );
+    if let Some(status) = organization.status.as_mut() {
+        status.message = Some(message.into());
+        status.conditions[0].message = message.into();
+    }
+    let (status, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(organization));
+    assert_eq!(status, CheckStatus::Warning);
+    assert!(
+        findings.iter().any(|line| line
+            == "the server's stable reason: ORGANIZATION_NOT_EMPTY (cause organization_not_empty)"),
+        "{findings:#?}"
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|line| line.contains("OIDCClient team-a/shop")),
+        "{findings:#?}"
+    );
+}
+
+#[test]
 fn checks_judge_their_facts() {
     let mut client = view(
         Kind::OIDCClient,

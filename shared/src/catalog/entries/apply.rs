@@ -61,30 +61,53 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
     phase_while_retried: None,
     event: EventReason::Pending,
     metric_label: "pending",
-    causes: &[Cause::None, Cause::Transient],
+    causes: &[Cause::None, Cause::Transient, Cause::ReferenceNotReady],
     runbook: Runbook {
         title: "Waiting for the server to confirm",
-        summary: "The declared generation is not confirmed yet: the first reconcile is under way \
-            or a transient failure is retried with backoff; Ready=Unknown, phase Pending.",
+        summary: "The declared generation is not confirmed yet: the first reconcile is under way, \
+            a transient failure is retried with backoff, or a manifest it depends on is not \
+            Registered yet; Ready=Unknown, phase Pending.",
         meaning: &[
             "A new manifest, or a new generation of one, has not been confirmed by the server \
-             yet. Either the reconciler has not got to it (start-up, leader election, a long \
-             queue), or its call failed with a code the reconciler retries on its own: \
+             yet. The `cause` metric label says why:",
+            "- `none`: the reconciler has not got to it yet (start-up, leader election, a long \
+             queue).\n\
+             - `transient`: its call failed with a code the reconciler retries on its own: \
              `Aborted`, `Internal`, `Unknown`, `ResourceExhausted` or `Unavailable`. Retries \
              wait with exponential backoff and jitter, so many resources failing together do \
-             not hit the server in step.",
-            "The condition message names the last failure, if there was one.",
+             not hit the server in step.\n\
+             - `reference_not_ready`: a manifest this one depends on (the Organization manifest \
+             that serves its issuer, or the Branding its `spec.brandingRef` names) exists in the \
+             cluster but is not `Registered` yet. The reconciler sends nothing of this resource \
+             to the server until it is, and this resource proceeds by itself within a second of \
+             that manifest registering.",
+            "The condition message names the last failure, if there was one, or the manifest the \
+             resource waits for, by kind and namespace/name (for example `waiting for \
+             Organization platform/acme to be Registered`).",
         ],
         impact: &[
             "The change is not applied yet; the server keeps the last generation in force, or \
              holds nothing for a new manifest. A short spell is normal; one that lasts for \
              minutes means the retries keep failing.",
+            "With `reference_not_ready` the resource waits as long as the manifest it depends on \
+             is not `Registered`: a refused Organization or Branding holds up every resource \
+             that depends on it, however long it stays refused.",
         ],
         diagnosis: &[
             DiagnosisStep {
-                text: "The condition message and the last failure.",
+                text: "The condition message: the last failure, or the manifest the resource \
+                    waits for (kind, namespace/name).",
                 command: DESCRIBE,
                 check: DiagnoseCheck::ConditionMessage,
+            },
+            DiagnosisStep {
+                text: "For `reference_not_ready`: the phase and reason of the Organization \
+                    manifests and of the Brandings in the namespace; find the one the message \
+                    names. For why it is not `Registered`, run `kubectl nauthera diagnose` on \
+                    it: `kubectl nauthera diagnose KIND/NAME -n NAMESPACE` with the kind, name \
+                    and namespace from the message.",
+                command: "kubectl get organizations.nauthera.io -A && kubectl -n <ns> get brandings.nauthera.io",
+                check: DiagnoseCheck::None,
             },
             DiagnosisStep {
                 text: "Whether the reconciler is ready, which replica leads, and whether the \
@@ -113,11 +136,21 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
              connection problems are covered by [Unreachable](Unreachable.md).",
             "No leader in `kubectl nauthera status`: check the reconciler's pods and its Lease \
              with `kubectl -n <reconciler-ns> get pods,leases`.",
+            "`reference_not_ready`: nothing to do on this resource. Look at the manifest the \
+             message names, with `kubectl nauthera diagnose KIND/NAME -n NAMESPACE` (its kind, \
+             name and namespace from the message). Once it is `Registered`, this resource \
+             proceeds within a second, by itself. If it is `Refused`, fix that manifest as its \
+             message says (see [Refused](Refused.md)); if it is Pending too, it waits for one of \
+             the causes on this page. If this resource should not depend on it at all, correct \
+             its `spec.issuer` or `spec.brandingRef`.",
         ],
         escalation: &[
             "When it lasts longer than about fifteen minutes with retried codes, hand it to \
              whoever runs nauthera-server, with the reconciler's `grpc_call` lines for the \
              resource. Those lines never carry secrets and can be shared as they are.",
+            "A resource still `reference_not_ready` a minute after the manifest it names became \
+             `Registered` is a fault of the reconciler: report it with the status of both \
+             resources and the reconciler's lines about them.",
         ],
     },
 };

@@ -24,7 +24,7 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
     phase_while_retried: None,
     event: EventReason::Deleting,
     metric_label: "deleting",
-    causes: &[Cause::None, Cause::Transient],
+    causes: &[Cause::None, Cause::Transient, Cause::OrganizationNotEmpty],
     runbook: Runbook {
         title: "The manifest is being deleted",
         summary: "The manifest is marked for deletion and the reconciler is carrying out its \
@@ -40,15 +40,26 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
             "Either way an event records the outcome, and the server's audit trail records any \
              deletion under the reconciler's manager name. While the server cannot be reached, \
              or a retried code persists, the resource stays here with its finalizer.",
+            "An Organization stays here as well while the server refuses to delete it because \
+             it still holds clients, brandings or identity providers (`ORGANIZATION_NOT_EMPTY`, \
+             cause `organization_not_empty`): the server keeps an organization until it is \
+             empty. The condition message names the manifests in the cluster that still declare \
+             objects under the organization's issuer, and the reconciler retries the deletion \
+             with backoff until the organization is empty.",
         ],
         impact: &[
             "The manifest does not go away until the policy is carried out, and it holds up the \
              deletion of its namespace meanwhile. Until the server's object is removed, end \
              users can still sign in through it.",
+            "With `organization_not_empty` the Organization manifest, and the organization on \
+             the server, stay until every client, branding and identity provider under it is \
+             gone, including objects no manifest declares.",
         ],
         diagnosis: &[
             DiagnosisStep {
-                text: "The message says what the deletion waits for.",
+                text: "The message says what the deletion waits for; for an Organization that \
+                    is not empty (`organization_not_empty`), the manifests that still declare \
+                    objects under its issuer.",
                 command: DESCRIBE,
                 check: DiagnoseCheck::ConditionMessage,
             },
@@ -62,16 +73,44 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
                 command: GRPC_CALL_LOGS,
                 check: DiagnoseCheck::ReconcilerLogs,
             },
+            DiagnosisStep {
+                text: "For `organization_not_empty`: every OIDCClient, Branding and \
+                    IdentityProvider manifest in the cluster under the organization's issuer.",
+                command: r#"kubectl get oidcclients.nauthera.io,brandings.nauthera.io,identityproviders.nauthera.io -A -o custom-columns=KIND:.kind,NAMESPACE:.metadata.namespace,NAME:.metadata.name,PHASE:.status.phase,ISSUER:.spec.issuer | grep -wF "$(kubectl -n <ns> get organizations.nauthera.io <name> -o jsonpath='{.spec.issuer}' | sed 's:/*$::')""#,
+                check: DiagnoseCheck::None,
+            },
+            DiagnosisStep {
+                text: concat!(
+                    "For `organization_not_empty`: what the organization still holds on the \
+                     server, including objects made through the dashboard that no manifest \
+                     declares: a `client.applied`, `branding.applied` or \
+                     `identity_provider.applied` record without a later `*.deleted` record of \
+                     the same object. Page on with `pageToken` for older records.",
+                    audit_how!()
+                ),
+                command: AUDIT_ORGANIZATION,
+                check: DiagnoseCheck::AuditLog,
+            },
         ],
         mitigation: &[
             "Usually nothing: it completes within a reconcile. If the server cannot be reached, \
              fix that first (see [Unreachable](Unreachable.md)); the deletion then continues by \
              itself.",
+            "`organization_not_empty`: empty the organization first. Delete the manifests the \
+             message names: with `deletionPolicy: Delete` their objects go from the server; \
+             with `deletionPolicy: Orphan` (or when the manifest is gone already) delete their \
+             objects on the server through the dashboard or the admin API. Objects no manifest \
+             declares (made through the dashboard) must be removed on the server the same way. \
+             The reconciler retries the organization's deletion by itself and completes it once \
+             the organization is empty; nothing needs to be applied again.",
             r#"To give up on the server's object and release the manifest at once, remove the finalizer: `kubectl -n <ns> patch <kind> <name> --type=json -p '[{"op": "remove", "path": "/metadata/finalizers"}]'`. The object stays on the server as with `Orphan`, but no event records it, so write it down."#,
         ],
         escalation: &[
             "If a deletion hangs while the control plane is healthy, report it with the \
              condition message, the resource's events and the reconciler's lines about it.",
+            "If the server still refuses an organization as not empty when neither the \
+             manifests nor the audit records show anything left under it, report it to the \
+             server's maintainers with the condition message and the audit records.",
         ],
     },
 };
