@@ -177,31 +177,43 @@ pub async fn events(
 ) -> Result<Vec<EventFact>, String> {
     let mut facts = Vec::new();
     let mut problems = Vec::new();
+    // A real API server serves each event through both APIs: the uid tells them apart.
+    let mut seen = std::collections::HashSet::new();
     match cluster
         .namespaced::<NewEvent>(namespace)
         .list(&ListParams::default())
         .await
     {
-        Ok(list) => facts.extend(list.items.iter().filter_map(|event| {
-            let regarding = event.regarding.as_ref()?;
-            (regarding.name.as_deref() == Some(name)
-                && regarding.kind.as_deref() == Some(kind.as_str()))
-            .then(|| EventFact {
-                time: event
-                    .event_time
-                    .as_ref()
-                    .map(|time| time.0)
-                    .or_else(|| event.deprecated_last_timestamp.as_ref().map(|t| t.0))
-                    .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0)),
-                type_: event.type_.clone().unwrap_or_default(),
-                reason: event.reason.clone().unwrap_or_default(),
-                message: event.note.clone().unwrap_or_default(),
-                count: event
-                    .series
-                    .as_ref()
-                    .map_or(event.deprecated_count.unwrap_or(1), |series| series.count),
-            })
-        })),
+        Ok(list) => {
+            for event in &list.items {
+                let Some(regarding) = event.regarding.as_ref() else {
+                    continue;
+                };
+                if regarding.name.as_deref() != Some(name)
+                    || regarding.kind.as_deref() != Some(kind.as_str())
+                {
+                    continue;
+                }
+                if let Some(uid) = &event.metadata.uid {
+                    seen.insert(uid.clone());
+                }
+                facts.push(EventFact {
+                    time: event
+                        .event_time
+                        .as_ref()
+                        .map(|time| time.0)
+                        .or_else(|| event.deprecated_last_timestamp.as_ref().map(|t| t.0))
+                        .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+                    type_: event.type_.clone().unwrap_or_default(),
+                    reason: event.reason.clone().unwrap_or_default(),
+                    message: event.note.clone().unwrap_or_default(),
+                    count: event
+                        .series
+                        .as_ref()
+                        .map_or(event.deprecated_count.unwrap_or(1), |series| series.count),
+                });
+            }
+        }
         Err(error) => problems.push(describe_kube_error(&error).0),
     }
     match cluster
@@ -211,7 +223,13 @@ pub async fn events(
     {
         Ok(list) => facts.extend(list.items.iter().filter_map(|event| {
             let involved = &event.involved_object;
-            (involved.name.as_deref() == Some(name)
+            let already = event
+                .metadata
+                .uid
+                .as_ref()
+                .is_some_and(|uid| seen.contains(uid));
+            (!already
+                && involved.name.as_deref() == Some(name)
                 && involved.kind.as_deref() == Some(kind.as_str()))
             .then(|| EventFact {
                 time: event

@@ -51,6 +51,69 @@ pub trait AdminApi: Send + Sync + 'static {
         &self,
         request: v1::ListAuditEventsRequest,
     ) -> impl Future<Output = Result<v1::ListAuditEventsResponse, CallError>> + Send;
+
+    // The other kinds' calls answer `Unimplemented` unless implemented: a test double of the
+    // client calls needs none of them.
+    fn apply_branding(
+        &self,
+        _request: v1::ApplyBrandingRequest,
+    ) -> impl Future<Output = Result<v1::Branding, CallError>> + Send {
+        async { Err(unimplemented("ApplyBranding")) }
+    }
+    fn get_branding(
+        &self,
+        _reference: v1::ObjectRef,
+    ) -> impl Future<Output = Result<v1::Branding, CallError>> + Send {
+        async { Err(unimplemented("GetBranding")) }
+    }
+    fn delete_branding(
+        &self,
+        _request: v1::DeleteBrandingRequest,
+    ) -> impl Future<Output = Result<v1::DeleteObjectResponse, CallError>> + Send {
+        async { Err(unimplemented("DeleteBranding")) }
+    }
+    fn apply_identity_provider(
+        &self,
+        _request: v1::ApplyIdentityProviderRequest,
+    ) -> impl Future<Output = Result<v1::IdentityProvider, CallError>> + Send {
+        async { Err(unimplemented("ApplyIdentityProvider")) }
+    }
+    fn get_identity_provider(
+        &self,
+        _reference: v1::ObjectRef,
+    ) -> impl Future<Output = Result<v1::IdentityProvider, CallError>> + Send {
+        async { Err(unimplemented("GetIdentityProvider")) }
+    }
+    fn delete_identity_provider(
+        &self,
+        _request: v1::DeleteIdentityProviderRequest,
+    ) -> impl Future<Output = Result<v1::DeleteObjectResponse, CallError>> + Send {
+        async { Err(unimplemented("DeleteIdentityProvider")) }
+    }
+    fn apply_organization(
+        &self,
+        _request: v1::ApplyOrganizationRequest,
+    ) -> impl Future<Output = Result<v1::Organization, CallError>> + Send {
+        async { Err(unimplemented("ApplyOrganization")) }
+    }
+    fn get_organization(
+        &self,
+        _slug: String,
+    ) -> impl Future<Output = Result<v1::Organization, CallError>> + Send {
+        async { Err(unimplemented("GetOrganization")) }
+    }
+    fn delete_organization(
+        &self,
+        _request: v1::DeleteOrganizationRequest,
+    ) -> impl Future<Output = Result<v1::DeleteObjectResponse, CallError>> + Send {
+        async { Err(unimplemented("DeleteOrganization")) }
+    }
+}
+
+fn unimplemented(method: &str) -> CallError {
+    CallError::Server(nauthera_shared::client::ServerError::from_status(
+        &tonic::Status::unimplemented(format!("{method} is not implemented here")),
+    ))
 }
 
 /// The real AdminService. Connects on first use and again after a connection failure, reading
@@ -215,6 +278,91 @@ impl AdminApi for Admin {
     ) -> Result<v1::ListAuditEventsResponse, CallError> {
         self.call("ListAuditEvents", |c| async move {
             c.list_audit_events(request).await
+        })
+        .await
+    }
+
+    async fn apply_branding(
+        &self,
+        request: v1::ApplyBrandingRequest,
+    ) -> Result<v1::Branding, CallError> {
+        self.call("ApplyBranding", |c| async move {
+            c.apply_branding(request).await
+        })
+        .await
+    }
+
+    async fn get_branding(&self, reference: v1::ObjectRef) -> Result<v1::Branding, CallError> {
+        self.call(
+            "GetBranding",
+            |c| async move { c.get_branding(reference).await },
+        )
+        .await
+    }
+
+    async fn delete_branding(
+        &self,
+        request: v1::DeleteBrandingRequest,
+    ) -> Result<v1::DeleteObjectResponse, CallError> {
+        self.call("DeleteBranding", |c| async move {
+            c.delete_branding(request).await
+        })
+        .await
+    }
+
+    async fn apply_identity_provider(
+        &self,
+        request: v1::ApplyIdentityProviderRequest,
+    ) -> Result<v1::IdentityProvider, CallError> {
+        self.call("ApplyIdentityProvider", |c| async move {
+            c.apply_identity_provider(request).await
+        })
+        .await
+    }
+
+    async fn get_identity_provider(
+        &self,
+        reference: v1::ObjectRef,
+    ) -> Result<v1::IdentityProvider, CallError> {
+        self.call("GetIdentityProvider", |c| async move {
+            c.get_identity_provider(reference).await
+        })
+        .await
+    }
+
+    async fn delete_identity_provider(
+        &self,
+        request: v1::DeleteIdentityProviderRequest,
+    ) -> Result<v1::DeleteObjectResponse, CallError> {
+        self.call("DeleteIdentityProvider", |c| async move {
+            c.delete_identity_provider(request).await
+        })
+        .await
+    }
+
+    async fn apply_organization(
+        &self,
+        request: v1::ApplyOrganizationRequest,
+    ) -> Result<v1::Organization, CallError> {
+        self.call("ApplyOrganization", |c| async move {
+            c.apply_organization(request).await
+        })
+        .await
+    }
+
+    async fn get_organization(&self, slug: String) -> Result<v1::Organization, CallError> {
+        self.call("GetOrganization", |c| async move {
+            c.get_organization(&slug).await
+        })
+        .await
+    }
+
+    async fn delete_organization(
+        &self,
+        request: v1::DeleteOrganizationRequest,
+    ) -> Result<v1::DeleteObjectResponse, CallError> {
+        self.call("DeleteOrganization", |c| async move {
+            c.delete_organization(request).await
         })
         .await
     }

@@ -96,6 +96,10 @@ struct Listing {
 #[derive(Debug, Default)]
 pub struct ServerRevisions {
     listing: RwLock<Listing>,
+    /// The kinds the server does not list (brandings, identity providers, organizations): the
+    /// revision of each object as its change events and the reconciler's reads told it since the
+    /// start or the last resync (`None`: deleted).
+    objects: RwLock<HashMap<(i32, RefKey), Option<String>>>,
 }
 
 impl ServerRevisions {
@@ -113,6 +117,39 @@ impl ServerRevisions {
                 revision: revision.clone(),
             },
             None => ServerView::Absent,
+        }
+    }
+
+    /// What the server holds for an object of a kind it does not list: unchecked until a change
+    /// event or a read told.
+    pub fn view_of_object(&self, kind: v1::ObjectKind, key: &RefKey) -> ServerView {
+        let Ok(objects) = self.objects.read() else {
+            return ServerView::Unknown;
+        };
+        match objects.get(&(kind as i32, key.clone())) {
+            Some(Some(revision)) => ServerView::Holds {
+                revision: revision.clone(),
+            },
+            Some(None) => ServerView::Absent,
+            None => ServerView::Unchecked,
+        }
+    }
+
+    /// Records what a read or a write found the server holding for an object of a kind it does
+    /// not list.
+    pub fn note(&self, kind: v1::ObjectKind, key: RefKey, revision: Option<String>) {
+        if kind == v1::ObjectKind::Client {
+            return;
+        }
+        if let Ok(mut objects) = self.objects.write() {
+            objects.insert((kind as i32, key), revision);
+        }
+    }
+
+    /// Forgets what changes told of the unlisted kinds: after a resync they are read again.
+    fn forget_objects(&self) {
+        if let Ok(mut objects) = self.objects.write() {
+            objects.clear();
         }
     }
 
@@ -180,13 +217,18 @@ impl ServerRevisions {
         if event.hint.is_some() {
             listing.hint = event.hint.clone();
         }
-        if event.kind != v1::ObjectKind::Client as i32 {
-            return false;
-        }
         let Some(reference) = event.r#ref.as_ref() else {
             return false;
         };
         let key = key_of(reference);
+        if event.kind != v1::ObjectKind::Client as i32 {
+            drop(listing);
+            if let Ok(mut objects) = self.objects.write() {
+                let revision = (!event.revision.is_empty()).then(|| event.revision.clone());
+                objects.insert((event.kind, key), revision);
+            }
+            return false;
+        }
         if event.revision.is_empty() {
             listing.revisions.remove(&key);
         } else {
@@ -305,6 +347,9 @@ pub async fn follow_changes<A: AdminApi>(
     loop {
         match list_all(admin, namespaces).await {
             Ok((hint, clients)) => {
+                if wholesale {
+                    view.forget_objects();
+                }
                 let moved = view.replace(hint, clients);
                 router.listed(moved, wholesale);
                 wholesale = false;

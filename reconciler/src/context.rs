@@ -13,12 +13,14 @@ use nauthera_shared::resources::ResourceStatus;
 
 use crate::caches::DeliveredSecrets;
 use crate::changes::ServerRevisions;
+use crate::controllers::SecretReferences;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
 use crate::events::EventQueue;
 use crate::kube_io::{self, Kind};
 use crate::leader::Leadership;
 use crate::memory::Memory;
 use crate::metrics::Metrics;
+use crate::prerequisites::Prerequisites;
 
 /// Why a reconcile could not finish; retried with backoff by the error policy.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +44,10 @@ pub struct Context<A> {
     pub revisions: Arc<ServerRevisions>,
     /// The delivered Secrets, from the watches that trigger on them.
     pub delivered: DeliveredSecrets,
+    /// The Secrets manifests reference, and the versions the watches saw.
+    pub references: Arc<SecretReferences>,
+    /// The order between manifests.
+    pub prerequisites: Arc<Prerequisites>,
     pub leadership: Leadership,
     pub backoff: Backoff,
     pub clock: fn() -> Timestamp,

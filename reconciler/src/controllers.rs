@@ -18,6 +18,8 @@ use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use nauthera_proto::v1::ObjectKind;
+use nauthera_shared::catalog::ConditionType;
+use nauthera_shared::resources::ResourceStatus;
 use tokio::sync::{broadcast, watch};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_stream::wrappers::BroadcastStream;
@@ -28,6 +30,7 @@ use crate::context::{Context, ReconcileError};
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
+use crate::prerequisites::{Manifest, Prerequisites};
 
 /// How long a resource's events are left to settle before its reconcile: the echoes of one
 /// reconcile's own writes (finalizer, status, Secret) arrive within milliseconds of each other and
@@ -43,6 +46,7 @@ pub struct Wiring {
     pub client: Client,
     pub routes: broadcast::Sender<Route>,
     pub references: Arc<SecretReferences>,
+    pub prerequisites: Arc<Prerequisites>,
     pub gate: Arc<StartGate>,
     pub concurrency: u16,
 }
@@ -75,6 +79,8 @@ struct References {
     by_manifest: HashMap<(ObjectKind, String, String), String>,
     /// namespace → how many manifests in it reference a Secret.
     per_namespace: HashMap<String, usize>,
+    /// (namespace, Secret) → its `resourceVersion`, for the Secrets of the watched namespaces.
+    versions: HashMap<(String, String), String>,
 }
 
 impl SecretReferences {
@@ -124,6 +130,34 @@ impl SecretReferences {
     /// The namespaces where some manifest references a Secret, as they change.
     pub fn namespaces(&self) -> watch::Receiver<BTreeSet<String>> {
         self.namespaces.subscribe()
+    }
+
+    /// The `resourceVersion` of a Secret in a namespace whose Secrets are watched; `None` when
+    /// the watch has not seen it (not there, or not listed yet).
+    pub fn version(&self, namespace: &str, secret: &str) -> Option<String> {
+        self.index
+            .read()
+            .ok()?
+            .versions
+            .get(&(namespace.to_owned(), secret.to_owned()))
+            .cloned()
+    }
+
+    fn seen(&self, namespace: &str, secret: &str, version: Option<String>) {
+        let Ok(mut index) = self.index.write() else {
+            return;
+        };
+        let key = (namespace.to_owned(), secret.to_owned());
+        match version {
+            Some(version) => index.versions.insert(key, version),
+            None => index.versions.remove(&key),
+        };
+    }
+
+    fn forget_namespace(&self, namespace: &str) {
+        if let Ok(mut index) = self.index.write() {
+            index.versions.retain(|(ns, _), _| ns != namespace);
+        }
     }
 
     /// The manifests that reference a Secret.
@@ -192,6 +226,7 @@ pub async fn follow_referenced_secrets(wiring: Wiring, scope: Option<String>) {
             let keep = wanted.contains(namespace);
             if !keep {
                 watch.abort();
+                wiring.references.forget_namespace(namespace);
             }
             keep
         });
@@ -214,13 +249,21 @@ async fn follow_secrets_in(wiring: Wiring, namespace: String) {
     let secrets: Api<PartialObjectMeta<Secret>> = api_in(&wiring.client, Some(&namespace));
     let mut changes = watcher(secrets, watcher::Config::default().labels(&selector))
         .default_backoff()
-        .touched_objects()
         .boxed();
     while let Some(change) = changes.next().await {
-        let Ok(secret) = change else { continue };
+        let (secret, present) = match change {
+            Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => (secret, true),
+            Ok(watcher::Event::Delete(secret)) => (secret, false),
+            _ => continue,
+        };
         let Some(name) = secret.metadata.name else {
             continue;
         };
+        let version = secret.metadata.resource_version.filter(|_| present);
+        if wiring.references.version(&namespace, &name) == version {
+            continue;
+        }
+        wiring.references.seen(&namespace, &name, version);
         for (kind, manifest) in wiring.references.referencing(&namespace, &name) {
             let _ = wiring.routes.send(Route::Resource {
                 kind,
@@ -242,6 +285,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
 ) {
     let (manifests, writer) = reflector::store::<DeserializeGuard<K>>();
     let references = wiring.references.clone();
+    let prerequisites = wiring.prerequisites.clone();
     let watched = reflector::reflector(
         writer,
         watcher(
@@ -258,30 +302,26 @@ pub fn spawn<K: Managed, A: AdminApi>(
             _ => return,
         };
         if let Ok(resource) = &guard.0 {
-            references.record(
-                K::OBJECT_KIND,
-                &resource.namespace().unwrap_or_default(),
-                &resource.name_any(),
-                resource
-                    .provided_secret()
-                    .filter(|_| present)
-                    .map(|r| r.name.as_str()),
-            );
+            record_references(&references, &prerequisites, resource, present);
         }
     })
     .applied_objects();
     let in_scope = scope.clone();
+    let locator = wiring.prerequisites.clone();
     let named = BroadcastStream::new(wiring.routes.subscribe()).filter_map(move |route| {
-        std::future::ready(match route {
+        let target = match route {
             Ok(Route::Resource {
                 kind,
                 namespace,
                 name,
-            }) if kind == K::OBJECT_KIND && in_scope.as_ref().is_none_or(|ns| *ns == namespace) => {
-                Some(ObjectRef::new(&name).within(&namespace))
-            }
+            }) if kind == K::OBJECT_KIND => K::locate(&locator, namespace, name),
             _ => None,
-        })
+        };
+        std::future::ready(
+            target
+                .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
+                .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace)),
+        )
     });
     // A receiver that fell behind has lost routes: everything is reconciled instead.
     let everything = BroadcastStream::new(wiring.routes.subscribe()).filter_map(|route| {
@@ -316,6 +356,50 @@ pub fn spawn<K: Managed, A: AdminApi>(
             })
             .await;
     });
+}
+
+/// Keeps the indexes of what a manifest references up to date: the Secret it reads, the
+/// manifests it needs registered first, what it provides to others.
+fn record_references<K: Managed>(
+    references: &SecretReferences,
+    prerequisites: &Prerequisites,
+    resource: &K,
+    present: bool,
+) {
+    let namespace = resource.namespace().unwrap_or_default();
+    let name = resource.name_any();
+    let secret = resource.provided_secret().filter(|_| present);
+    references.record(
+        K::OBJECT_KIND,
+        &namespace,
+        &name,
+        secret.map(|r| r.name.as_str()),
+    );
+    let manifest = Manifest::new(K::OBJECT_KIND, &namespace, &name);
+    if present {
+        prerequisites.record_needs(&manifest, resource.needs(), true);
+        prerequisites.record_provider(
+            &manifest,
+            resource.provides(),
+            registered_at(resource.status()),
+            resource.slug(),
+        );
+    } else {
+        prerequisites.record_needs(&manifest, Vec::new(), false);
+        prerequisites.record_provider(&manifest, None, None, None);
+    }
+}
+
+/// Since when the server holds what a manifest declared, as far as its status tells: `None`
+/// until something was written; else when its Ready condition last moved.
+fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
+    let status = status?;
+    status.revision.as_ref()?;
+    Some(
+        status
+            .condition(ConditionType::Ready)
+            .map_or(jiff::Timestamp::UNIX_EPOCH, |c| c.last_transition_time.0),
+    )
 }
 
 /// Drops what the reconciler never reads from a cached manifest: its managed fields, and every

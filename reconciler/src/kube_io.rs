@@ -317,13 +317,21 @@ fn write_failure(error: kube::Error) -> SecretWriteFailure {
     }
 }
 
+/// The value of a Secret the team holds, and the version it was read at.
+#[derive(Debug)]
+pub struct ReadSecret {
+    pub value: SecretValue,
+    /// The Secret's `resourceVersion`.
+    pub version: String,
+}
+
 /// Reads the value of a Secret the team holds (`spec.secret.secretRef`); never writes it. The
 /// outer error is a failed read, retried; the inner one a problem the team fixes.
 pub async fn read_secret_ref(
     secrets: &Api<Secret>,
     name: &str,
     key: &str,
-) -> Result<Result<SecretValue, SecretRefProblem>, kube::Error> {
+) -> Result<Result<ReadSecret, SecretRefProblem>, kube::Error> {
     let secret = match secrets.get_opt(name).await {
         Ok(Some(secret)) => secret,
         Ok(None) => return Ok(Err(SecretRefProblem::Missing)),
@@ -345,9 +353,13 @@ pub async fn read_secret_ref(
                 .map(|v| v.clone().into_bytes())
         })
         .filter(|v| !v.is_empty());
+    let version = secret.metadata.resource_version.clone().unwrap_or_default();
     Ok(bytes
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .map(SecretValue::new)
+        .map(|value| ReadSecret {
+            value: SecretValue::new(value),
+            version,
+        })
         .ok_or(SecretRefProblem::NoKey))
 }
 

@@ -9,11 +9,14 @@ use nauthera_shared::client::CallError;
 use nauthera_shared::convert::ConvertError;
 use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef};
 
+use kube::ResourceExt;
+
 use crate::admin::AdminApi;
-use crate::changes::ServerRevisions;
+use crate::changes::{RefKey, ServerRevisions};
 use crate::decide::{SecretMode, ServerView};
 use crate::kube_io::Kind;
 use crate::memory::SecretValue;
+use crate::prerequisites::{Prerequisite, Prerequisites};
 
 /// What the server holds of one object.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -81,17 +84,56 @@ pub trait Managed: Kind {
         None
     }
 
-    /// What the server's revision listing says about the object, for kinds it lists.
-    fn server_view(&self, _revisions: &ServerRevisions) -> ServerView {
-        ServerView::Unknown
+    /// The field that names that Secret, as messages name it.
+    const SECRET_REF_FIELD: &'static str = "spec.secretRef";
+
+    /// Where the server holds the object, as its change events name it: issuer, namespace and
+    /// name.
+    fn server_key(&self) -> RefKey {
+        (
+            self.issuer().to_owned(),
+            self.namespace().unwrap_or_default(),
+            self.name_any(),
+        )
+    }
+
+    /// What the server's changes say about the object.
+    fn server_view(&self, revisions: &ServerRevisions) -> ServerView {
+        revisions.view_of_object(Self::OBJECT_KIND, &self.server_key())
+    }
+
+    /// The manifests that must be registered before this one is sent: by default the
+    /// Organization manifest serving its issuer, if there is one.
+    fn needs(&self) -> Vec<Prerequisite> {
+        vec![Prerequisite::organization(self.issuer())]
+    }
+
+    /// What this manifest provides to others.
+    fn provides(&self) -> Option<Prerequisite> {
+        None
+    }
+
+    /// The organization slug an Organization manifest declares.
+    fn slug(&self) -> Option<&str> {
+        None
+    }
+
+    /// The manifest a server change of this kind names (by namespace and name; an organization
+    /// by its slug).
+    fn locate(
+        _prerequisites: &Prerequisites,
+        namespace: String,
+        name: String,
+    ) -> Option<(String, String)> {
+        Some((namespace, name))
     }
 
     /// The audit records that name the object.
-    fn audit_request(&self, organization: &str, client_id: &str) -> v1::ListAuditEventsRequest {
+    fn audit_request(&self, organization: &str, _client_id: &str) -> v1::ListAuditEventsRequest {
         v1::ListAuditEventsRequest {
             organization: organization.to_owned(),
-            client_id: client_id.to_owned(),
             kind: Self::OBJECT_KIND as i32,
+            name: self.server_key().2,
             page_size: 5,
             ..v1::ListAuditEventsRequest::default()
         }

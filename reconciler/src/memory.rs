@@ -57,17 +57,6 @@ pub struct Memory {
     /// behind a write, and a reconcile that read the old status would repeat a call it has just
     /// made; the status belongs to the reconciler alone, so what it wrote last is the truth.
     statuses: Mutex<HashMap<String, ResourceStatus>>,
-    /// A fingerprint of the provided secret last sent (or found in force after a start), to
-    /// notice when the team changes it. Never the value itself.
-    provided: Mutex<HashMap<String, u64>>,
-}
-
-/// A fingerprint of a secret value, kept in memory only to notice a change.
-fn fingerprint(value: &SecretValue) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    value.expose().hash(&mut hasher);
-    hasher.finish()
 }
 
 impl Memory {
@@ -161,38 +150,11 @@ impl Memory {
         }
     }
 
-    /// Whether `value` differs from the provided secret last sent. A value seen for the first
-    /// time (after a start) is taken as the one in force: sending every secret again on each
-    /// start would write every client.
-    pub fn provided_changed(&self, uid: &str, value: &SecretValue) -> bool {
-        let Ok(mut map) = self.provided.lock() else {
-            return false;
-        };
-        let current = fingerprint(value);
-        match map.get(uid) {
-            Some(sent) => *sent != current,
-            None => {
-                map.insert(uid.to_owned(), current);
-                false
-            }
-        }
-    }
-
-    /// Records the provided secret just sent.
-    pub fn provided_sent(&self, uid: &str, value: &SecretValue) {
-        if let Ok(mut map) = self.provided.lock() {
-            map.insert(uid.to_owned(), fingerprint(value));
-        }
-    }
-
     /// Forgets everything about a resource that is gone.
     pub fn forget(&self, uid: &str) {
         self.forget_minted(uid);
         self.succeeded(uid);
         if let Ok(mut map) = self.statuses.lock() {
-            map.remove(uid);
-        }
-        if let Ok(mut map) = self.provided.lock() {
             map.remove(uid);
         }
     }
@@ -234,18 +196,6 @@ mod tests {
         memory.remember_status("u", ResourceStatus::default());
         memory.forget("u");
         assert_eq!(memory.status_or("u", None), None);
-    }
-
-    #[test]
-    fn a_changed_provided_secret_is_noticed_after_the_first_sight() {
-        let memory = Memory::default();
-        let first = SecretValue::new("one".into());
-        let second = SecretValue::new("two".into());
-        assert!(!memory.provided_changed("u", &first));
-        assert!(!memory.provided_changed("u", &first));
-        assert!(memory.provided_changed("u", &second));
-        memory.provided_sent("u", &second);
-        assert!(!memory.provided_changed("u", &second));
     }
 
     #[test]

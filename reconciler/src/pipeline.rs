@@ -10,17 +10,19 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use nauthera_shared::FINALIZER;
+use nauthera_shared::convert::ConvertError;
 use nauthera_shared::resources::ResourceStatus;
 
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    Observed, SecretMode, SecretState, Step, Verdict, after_apply, after_secret_failure, released,
-    secret_delivered, secret_ref_unavailable,
+    DriftUpdate, Observed, SecretMode, SecretState, Step, Verdict, after_apply,
+    after_secret_failure, awaiting_prerequisite, naming_dependents, released, secret_delivered,
+    secret_ref_unavailable, unencodable_branding,
 };
-use crate::kube_io;
+use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
-use crate::memory::{Minted, SecretValue};
+use crate::memory::Minted;
 use crate::server_calls::{DriftFacts, WriteResult, check_drift, delete, write};
 
 /// The edges one reconcile works with.
@@ -77,6 +79,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
 
     let verdict = match step {
         Step::AddFinalizer | Step::ReadSecret => unreachable!("taken in the loop above"),
+        Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest),
         Step::Wait { after } => {
             // The gauge of resources by reason is filled from the cache too, not only after a
             // write: a restarted reconciler counts what it found.
@@ -110,12 +113,15 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             None => return Ok(Action::await_change()),
         },
         Step::CheckDrift => {
-            check_drift(
+            let checked = check_drift(
                 edges.resource,
                 ctx.admin.as_ref(),
                 &drift_facts(&edges, status),
             )
-            .await?
+            .await;
+            let verdict = refused_if_unencodable(checked)?;
+            note_server_view(&edges, &verdict);
+            verdict
         }
         Step::Delete { if_revision } => {
             let verdict = delete(
@@ -125,6 +131,11 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
                 &if_revision,
             )
             .await?;
+            let dependents = resource
+                .provides()
+                .map(|provided| ctx.prerequisites.dependents(&provided))
+                .unwrap_or_default();
+            let verdict = naming_dependents(verdict, &dependents);
             return finish_deletion(&edges, status, &verdict).await;
         }
         Step::Release { reason } => {
@@ -135,14 +146,13 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
         .await
 }
 
-/// Everything the first decision depends on, and the value of the Secret the team holds when
-/// it was read for that. The Secret of a generated secret is read later, only if a decision
-/// depends on it.
+/// Everything the first decision depends on, and the Secret the team holds when it was read for
+/// that. The Secret of a generated secret is read later, only if a decision depends on it.
 async fn observe<'s, K: Managed, A>(
     edges: &Edges<'_, K, A>,
     status: Option<&'s ResourceStatus>,
     secret_pending: bool,
-) -> Result<(Observed<'s>, Option<SecretValue>), ReconcileError> {
+) -> Result<(Observed<'s>, Option<ReadSecret>), ReconcileError> {
     let resource = edges.resource;
     let ctx = edges.ctx;
     let deleting = resource.meta().deletion_timestamp.is_some();
@@ -152,10 +162,8 @@ async fn observe<'s, K: Managed, A>(
         (SecretMode::Generate { .. }, false, false) => SecretState::Unknown,
         _ => SecretState::NotApplicable,
     };
-    let provided = provided_secret(edges, status, &secret_mode, deleting).await?;
-    let provided_secret_changed = provided
-        .as_ref()
-        .is_some_and(|value| ctx.memory.provided_changed(&edges.uid, value));
+    let (provided_secret_changed, provided) =
+        provided_secret_changed(edges, status, &secret_mode, deleting).await?;
     let observed = Observed {
         generation,
         deleting,
@@ -169,30 +177,43 @@ async fn observe<'s, K: Managed, A>(
         secret_state,
         server: resource.server_view(&ctx.revisions),
         retry_not_before: ctx.memory.retry_not_before(&edges.uid, generation),
+        prerequisites: ctx.prerequisites.standing(&resource.needs()),
         now: (ctx.clock)(),
     };
     Ok((observed, provided))
 }
 
-/// The value of the Secret the team holds, read once something was written, to notice when it
-/// changes; a Secret that cannot be read is reported when the value is next sent.
-async fn provided_secret<K: Managed, A>(
+/// Whether the Secret the team holds changed since its value was sent: its version, from the
+/// watch of referenced Secrets, against the one the status records (so a change made while the
+/// reconciler was down counts too). Read only when the watch has not seen it, and then handed
+/// on, so that a write sends what was read; a Secret that cannot be read is reported when the
+/// value is next sent.
+async fn provided_secret_changed<K: Managed, A>(
     edges: &Edges<'_, K, A>,
     status: Option<&ResourceStatus>,
     mode: &SecretMode,
     deleting: bool,
-) -> Result<Option<SecretValue>, ReconcileError> {
+) -> Result<(bool, Option<ReadSecret>), ReconcileError> {
     let written = status.is_some_and(|s| s.revision.is_some());
     let Some(reference) = edges.resource.provided_secret() else {
-        return Ok(None);
+        return Ok((false, None));
     };
     if *mode != SecretMode::Provided || deleting || !written {
-        return Ok(None);
+        return Ok((false, None));
+    }
+    let sent = status.and_then(|s| s.secret_version.as_deref());
+    if let Some(version) = edges
+        .ctx
+        .references
+        .version(&edges.namespace, &reference.name)
+    {
+        return Ok((sent != Some(version.as_str()), None));
     }
     Ok(
-        kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key)
-            .await?
-            .ok(),
+        match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
+            Ok(read) => (sent != Some(read.version.as_str()), Some(read)),
+            Err(_) => (false, None),
+        },
     )
 }
 
@@ -234,7 +255,7 @@ fn drift_facts<'a, K: Managed, A>(
 async fn apply<K: Managed, A: AdminApi>(
     edges: &Edges<'_, K, A>,
     status: Option<&ResourceStatus>,
-    already_read: Option<SecretValue>,
+    already_read: Option<ReadSecret>,
     if_revision: Option<&str>,
     rotate_secret: bool,
     restore: bool,
@@ -246,9 +267,10 @@ async fn apply<K: Managed, A: AdminApi>(
         (SecretMode::Provided, Some(_)) if already_read.is_some() => already_read,
         (SecretMode::Provided, Some(reference)) => {
             match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
-                Ok(value) => Some(value),
+                Ok(read) => Some(read),
                 Err(problem) => {
                     return Ok(secret_ref_unavailable(
+                        K::SECRET_REF_FIELD,
                         &reference.name,
                         &reference.key,
                         problem,
@@ -265,9 +287,14 @@ async fn apply<K: Managed, A: AdminApi>(
         manager: &ctx.manager,
         if_revision,
         rotate_secret,
-        provided: provided.as_ref(),
+        provided: provided.as_ref().map(|read| &read.value),
     };
-    match write(resource, ctx.admin.as_ref(), request).await? {
+    let written = match write(resource, ctx.admin.as_ref(), request).await {
+        Ok(written) => written,
+        Err(ConvertError::Branding(error)) => return Ok(unencodable_branding(&error)),
+        Err(error) => return Err(error.into()),
+    };
+    match written {
         WriteResult::Written {
             applied,
             organization,
@@ -288,21 +315,53 @@ async fn apply<K: Managed, A: AdminApi>(
                 }
                 _ => (None, None),
             };
-            if let Some(value) = &provided {
-                ctx.memory.provided_sent(&edges.uid, value);
-            }
             if restore {
                 kube_io::clear_restore_annotation(&edges.api, resource).await?;
             }
             let mut verdict = after_apply(&applied, secret_name, delivery, restore, rotate_secret);
             verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
+            verdict.fields.secret_version = provided.map(|read| read.version);
+            note_server_view(edges, &verdict);
             Ok(verdict)
         }
         WriteResult::Conflict => {
-            Ok(check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await?)
+            let checked =
+                check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
+            let verdict = refused_if_unencodable(checked)?;
+            note_server_view(edges, &verdict);
+            Ok(verdict)
         }
         WriteResult::Failed(verdict) => Ok(*verdict),
     }
+}
+
+/// A branding the reconciler cannot encode is refused here, as a verdict; any other conversion
+/// failure is an error of the reconcile.
+fn refused_if_unencodable(
+    checked: Result<Verdict, ConvertError>,
+) -> Result<Verdict, ReconcileError> {
+    match checked {
+        Ok(verdict) => Ok(verdict),
+        Err(ConvertError::Branding(error)) => Ok(unencodable_branding(&error)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Keeps what a write or a read found the server holding, for the kinds the server does not
+/// list: the next reconcile compares against it instead of reading again.
+fn note_server_view<K: Managed, A>(edges: &Edges<'_, K, A>, verdict: &Verdict) {
+    let held = match &verdict.fields.drift {
+        DriftUpdate::Set(drift) if drift.removed => None,
+        DriftUpdate::Set(drift) => Some(drift.server_revision.clone()),
+        _ => match &verdict.fields.revision {
+            Some(revision) => Some(revision.clone()),
+            None => return,
+        },
+    };
+    edges
+        .ctx
+        .revisions
+        .note(K::OBJECT_KIND, edges.resource.server_key(), held);
 }
 
 /// Writes a minted secret into its Secret; forgets it once written.

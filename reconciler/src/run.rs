@@ -9,7 +9,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::Api;
-use nauthera_shared::resources::OIDCClient;
+use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
 
@@ -25,6 +25,7 @@ use crate::http;
 use crate::leader::{self, Leadership, LeaseSettings, Standing};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
+use crate::prerequisites::Prerequisites;
 use crate::probe::{self, ProbeState};
 use crate::state::{self, Publisher};
 
@@ -221,10 +222,13 @@ fn lead(
         config.namespaces.iter().cloned().map(Some).collect()
     };
     let gate = Arc::new(StartGate::new(FIRST_LISTING_WAIT));
+    let references = Arc::new(SecretReferences::default());
+    let prerequisites = Arc::new(Prerequisites::new(routes.clone()));
     let wiring = Wiring {
         client: client.clone(),
         routes: routes.clone(),
-        references: Arc::new(SecretReferences::default()),
+        references: references.clone(),
+        prerequisites: prerequisites.clone(),
         gate: gate.clone(),
         concurrency: config.concurrency,
     };
@@ -243,6 +247,8 @@ fn lead(
         memory: Memory::default(),
         revisions: revisions.clone(),
         delivered: DeliveredSecrets::new(stores),
+        references,
+        prerequisites,
         leadership,
         backoff: Backoff::default(),
         clock: system_clock,
@@ -255,6 +261,27 @@ fn lead(
             scope.clone(),
             context.clone(),
             Some(delivered),
+        );
+        controllers::spawn::<Organization, _>(
+            &mut tasks,
+            &wiring,
+            scope.clone(),
+            context.clone(),
+            None,
+        );
+        controllers::spawn::<Branding, _>(
+            &mut tasks,
+            &wiring,
+            scope.clone(),
+            context.clone(),
+            None,
+        );
+        controllers::spawn::<IdentityProvider, _>(
+            &mut tasks,
+            &wiring,
+            scope.clone(),
+            context.clone(),
+            None,
         );
         tasks.spawn(controllers::follow_referenced_secrets(
             wiring.clone(),

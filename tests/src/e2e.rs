@@ -20,7 +20,9 @@ use nauthera_fake_server::{FakeServer, FakeServerConfig, Method, OrganizationCon
 use nauthera_proto::v1::ObjectRef;
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::grants::GrantEntry;
-use nauthera_shared::resources::{OIDCClient, ResourceStatus};
+use nauthera_shared::resources::{
+    Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus,
+};
 use sha2::Digest;
 use tokio::io::AsyncWriteExt;
 
@@ -96,6 +98,29 @@ impl Default for StackOptions {
         }
     }
 }
+
+/// The four kinds of manifest, as the helpers read them.
+pub trait Declared:
+    kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + serde::Serialize
+{
+    fn declared_status(&self) -> Option<&ResourceStatus>;
+}
+
+macro_rules! declared {
+    ($($kind:ty),*) => {
+        $(impl Declared for $kind {
+            fn declared_status(&self) -> Option<&ResourceStatus> {
+                self.status.as_ref()
+            }
+        })*
+    };
+}
+
+declared!(OIDCClient, Branding, IdentityProvider, Organization);
 
 /// One test's stack.
 pub struct Stack {
@@ -388,40 +413,65 @@ impl Stack {
             .expect("the API answers")
     }
 
-    /// Waits until the OIDCClient satisfies `done`; on timeout fails with its status and the
-    /// reconciler's log.
+    /// Waits until the OIDCClient satisfies `done`; on timeout fails with its status.
     pub async fn wait_for(
         &self,
         name: &str,
         what: &str,
         done: impl Fn(&OIDCClient) -> bool,
     ) -> OIDCClient {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let current = self.oidc_client(name).await;
-            if let Some(client) = &current
-                && done(client)
-            {
-                return client.clone();
-            }
-            if tokio::time::Instant::now() > deadline {
-                let status = current
-                    .as_ref()
-                    .map(|c| serde_json::to_string_pretty(&c.status).unwrap_or_default())
-                    .unwrap_or_else(|| "(the object does not exist)".to_owned());
-                panic!("OIDCClient {name} is not {what} after {WAIT:?}; its status:\n{status}");
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        self.wait_for_kind(name, what, done).await
     }
 
     /// Waits until the OIDCClient's Ready reason is `reason` (for the current generation) and
     /// returns it.
     pub async fn wait_reason(&self, name: &str, reason: Reason) -> OIDCClient {
-        self.wait_for(name, &format!("{reason}"), |client| {
-            let status = client.status.as_ref();
+        self.wait_reason_of(name, reason).await
+    }
+
+    /// A manifest of any kind in the test's namespace, if it exists.
+    pub async fn manifest<K: Declared>(&self, name: &str) -> Option<K> {
+        Api::<K>::namespaced(self.client(), self.namespace())
+            .get_opt(name)
+            .await
+            .expect("the API answers")
+    }
+
+    /// Waits until a manifest of any kind satisfies `done`; on timeout fails with its status.
+    pub async fn wait_for_kind<K: Declared>(
+        &self,
+        name: &str,
+        what: &str,
+        done: impl Fn(&K) -> bool,
+    ) -> K {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let current = self.manifest::<K>(name).await;
+            if let Some(resource) = &current
+                && done(resource)
+            {
+                return resource.clone();
+            }
+            if tokio::time::Instant::now() > deadline {
+                let status = current
+                    .as_ref()
+                    .map(|r| serde_json::to_string_pretty(&r.declared_status()).unwrap_or_default())
+                    .unwrap_or_else(|| "(the object does not exist)".to_owned());
+                panic!(
+                    "{} {name} is not {what} after {WAIT:?}; its status:\n{status}",
+                    K::kind(&())
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Waits until a manifest's Ready reason is `reason` (for its current generation).
+    pub async fn wait_reason_of<K: Declared>(&self, name: &str, reason: Reason) -> K {
+        self.wait_for_kind(name, &format!("{reason}"), |resource: &K| {
+            let status = resource.declared_status();
             status.and_then(|s| s.reason) == Some(reason)
-                && status.and_then(|s| s.observed_generation) == client.metadata.generation
+                && status.and_then(|s| s.observed_generation) == resource.meta().generation
         })
         .await
     }

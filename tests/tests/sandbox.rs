@@ -29,6 +29,21 @@ fn sandbox_starts_everything_and_stops_cleanly() {
         );
     }
     assert!(dir.path().join("sandbox/kubeconfig").exists());
+    // Every example of every kind registers: what depends on the Organization and the Branding
+    // waited for them instead of being refused.
+    for (kind, name) in [
+        ("Organization", "acme"),
+        ("Branding", "acme-sign-in"),
+        ("IdentityProvider", "github"),
+        ("OIDCClient", "billing-web"),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(kind) && l.contains(name) && l.ends_with("Registered")),
+            "{kind} {name} is not shown Registered:\n{stdout}"
+        );
+    }
 
     // Every address the summary announced is closed again: no process was left behind.
     let addresses: Vec<&str> = stdout

@@ -11,8 +11,9 @@ pub use backoff::Backoff;
 pub use outcome::{
     Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretWriteFailure, Verdict, adopted,
     after_apply, after_apply_failure, after_delete, after_delete_failure,
-    after_drift_check_failure, after_secret_failure, drifted, is_conflict, no_drift, not_leader,
-    refusal_message, released, secret_delivered, secret_ref_unavailable,
+    after_drift_check_failure, after_secret_failure, awaiting_prerequisite, drifted, is_conflict,
+    naming_dependents, no_drift, not_leader, refusal_message, released, secret_delivered,
+    secret_ref_unavailable, unencodable_branding,
 };
 pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 
@@ -46,6 +47,9 @@ pub fn status_after(
     }
     if let Some(secret_ref) = &fields.secret_ref {
         new.secret_ref = Some(secret_ref.clone());
+    }
+    if let Some(version) = &fields.secret_version {
+        new.secret_version = Some(version.clone());
     }
     match &fields.drift {
         DriftUpdate::Keep => {}
@@ -91,6 +95,8 @@ pub struct FieldUpdates {
     pub revision: Option<String>,
     pub generation_in_force: Option<i64>,
     pub secret_ref: Option<nauthera_shared::resources::LocalRef>,
+    /// The version of the referenced Secret whose value was sent.
+    pub secret_version: Option<String>,
     pub drift: DriftUpdate,
 }
 

@@ -4,9 +4,12 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_proto::v1::ErrorReason;
 use nauthera_shared::RESTORE_ANNOTATION;
+use nauthera_shared::branding::BrandingError;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::client::{CallError, ConnectError, ServerError};
 use nauthera_shared::resources::{Drift, LocalRef};
+
+use crate::prerequisites::Manifest;
 
 use super::{DriftUpdate, EventNote, FieldUpdates};
 
@@ -208,7 +211,12 @@ pub fn after_secret_failure(failure: &SecretWriteFailure, secret_name: &str) -> 
 }
 
 /// The Secret named by `spec.secret.secretRef` is missing or lacks the key (or may not be read).
-pub fn secret_ref_unavailable(name: &str, key: &str, problem: SecretRefProblem) -> Verdict {
+pub fn secret_ref_unavailable(
+    field: &str,
+    name: &str,
+    key: &str,
+    problem: SecretRefProblem,
+) -> Verdict {
     let (cause, detail) = match problem {
         SecretRefProblem::Missing => (Cause::SecretRefMissing, format!("Secret {name} not found")),
         SecretRefProblem::NoKey => (
@@ -223,7 +231,7 @@ pub fn secret_ref_unavailable(name: &str, key: &str, problem: SecretRefProblem) 
     let mut verdict = Verdict::new(
         Reason::SecretRefUnavailable,
         cause,
-        format!("spec.secret.secretRef: {detail}; nothing was sent to the server"),
+        format!("{field}: {detail}; nothing was sent to the server"),
     );
     verdict.keep_trying = true;
     verdict
@@ -534,6 +542,19 @@ pub fn after_delete(outcome: &DeleteOutcome) -> Verdict {
 /// anything else is reported like any failure (a refusal, an unreachable server).
 pub fn after_delete_failure(error: &CallError, method: &str) -> Verdict {
     let mut verdict = failure_verdict(error, method);
+    // An organization that still holds objects is deleted once they are gone: retried.
+    if verdict.cause == Cause::OrganizationNotEmpty {
+        verdict.reason = Reason::Deleting;
+        verdict.retried = true;
+        verdict.record_attempt = false;
+        verdict.message = format!(
+            "deletionPolicy Delete waits: {}; retried with backoff",
+            error
+                .server()
+                .map_or_else(|| error.to_string(), |s| refusal_message(s, method))
+        );
+        return verdict;
+    }
     if verdict.reason == Reason::Pending {
         verdict.reason = Reason::Deleting;
         verdict.message = format!(
@@ -558,4 +579,61 @@ pub fn released(reason: Reason) -> Verdict {
         _ => Cause::None,
     };
     Verdict::new(reason, cause, message.to_owned())
+}
+
+/// A manifest this one depends on is not registered yet: nothing is sent until it is.
+pub fn awaiting_prerequisite(manifest: &Manifest) -> Verdict {
+    Verdict::new(
+        Reason::Pending,
+        Cause::ReferenceNotReady,
+        format!(
+            "waiting for {} to be Registered; nothing is sent to the server until then",
+            manifest.describe()
+        ),
+    )
+}
+
+/// The branding cannot be encoded into the server's format: refused here, nothing was sent.
+pub fn unencodable_branding(error: &BrandingError) -> Verdict {
+    Verdict::new(
+        Reason::Refused,
+        Cause::UnencodableBranding,
+        format!("{error}; nothing was sent to the server; fix the manifest"),
+    )
+}
+
+/// A deletion outcome of a manifest others depend on, naming them: a branding the server let go
+/// while clients still reference it, an organization that still holds their objects.
+pub fn naming_dependents(mut verdict: Verdict, dependents: &[Manifest]) -> Verdict {
+    if dependents.is_empty() {
+        return verdict;
+    }
+    let names = describe_all(dependents);
+    if verdict.cause == Cause::OrganizationNotEmpty {
+        verdict.message = format!(
+            "{}; manifests that declare objects under its issuer: {names}",
+            verdict.message
+        );
+    } else if verdict.reason == Reason::Deleted {
+        verdict.message = format!(
+            "{}; still referenced by {names}, which keep their reference to an object the \
+             server no longer holds",
+            verdict.message
+        );
+    }
+    verdict
+}
+
+/// Names manifests, at most ten and a count of the rest.
+fn describe_all(manifests: &[Manifest]) -> String {
+    const SHOWN: usize = 10;
+    let mut names: Vec<String> = manifests
+        .iter()
+        .take(SHOWN)
+        .map(Manifest::describe)
+        .collect();
+    if manifests.len() > SHOWN {
+        names.push(format!("and {} more", manifests.len() - SHOWN));
+    }
+    names.join(", ")
 }

@@ -6,6 +6,8 @@ use jiff::Timestamp;
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
 use nauthera_shared::resources::{DeletionPolicy, ResourceStatus};
 
+use crate::prerequisites::{Manifest, Standing};
+
 /// How the manifest wants the client secret made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SecretMode {
@@ -41,6 +43,9 @@ pub enum ServerView {
     Holds { revision: String },
     /// The listing is complete and the object is not in it.
     Absent,
+    /// A kind the server does not list, and no change or read told of it since the start: read
+    /// it once to notice what changed while the reconciler was away.
+    Unchecked,
 }
 
 /// Everything the next step depends on.
@@ -65,6 +70,8 @@ pub struct Observed<'a> {
     pub server: ServerView,
     /// A retried failure asked to wait until then (kept in memory, with the backoff).
     pub retry_not_before: Option<Timestamp>,
+    /// Where the resource stands with the manifests it depends on.
+    pub prerequisites: Standing,
     pub now: Timestamp,
 }
 
@@ -94,12 +101,25 @@ pub enum Step {
     Delete { if_revision: String },
     /// Leave the object on the server and let the manifest go (`Orphan`, or nothing registered).
     Release { reason: Reason },
+    /// A manifest this one depends on is not registered yet: say so, and write nothing.
+    AwaitPrerequisite { manifest: Manifest },
     /// Nothing to do now; look again after the delay, if any.
     Wait { after: Option<Duration> },
 }
 
-/// The next step for a resource.
+/// The next step for a resource. A write waits for the manifests it depends on.
 pub fn next_step(observed: &Observed<'_>) -> Step {
+    match step_ignoring_prerequisites(observed) {
+        Step::Apply { .. } if let Some(manifest) = &observed.prerequisites.waiting_for => {
+            Step::AwaitPrerequisite {
+                manifest: manifest.clone(),
+            }
+        }
+        step => step,
+    }
+}
+
+fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     let status = observed.status;
     let written = status.and_then(|s| s.revision.clone());
     let drift = status.and_then(|s| s.drift.as_ref());
@@ -158,7 +178,7 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
         let moved = match &observed.server {
             ServerView::Holds { revision } => drift.removed || *revision != drift.server_revision,
             ServerView::Absent => !drift.removed,
-            ServerView::Unknown => false,
+            ServerView::Unknown | ServerView::Unchecked => false,
         };
         if moved {
             return Step::CheckDrift;
@@ -209,7 +229,7 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
     }
     match &observed.server {
         ServerView::Holds { revision } if Some(revision) != written.as_ref() => Step::CheckDrift,
-        ServerView::Absent => Step::CheckDrift,
+        ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,
         _ => Step::Wait { after: None },
     }
 }
@@ -229,6 +249,14 @@ fn refusal_stands(observed: &Observed<'_>, generation_seen: bool) -> Option<Step
         return None;
     }
     let attempted = status.last_attempt_time.as_ref()?.0;
+    // A manifest it depends on registered since: the refusal (a missing reference) may be gone.
+    if observed
+        .prerequisites
+        .ready_at
+        .is_some_and(|ready| ready > attempted)
+    {
+        return None;
+    }
     let resend_at = attempted
         .checked_add(jiff::SignedDuration::try_from(REFUSAL_RESEND_AFTER).ok()?)
         .ok()?;

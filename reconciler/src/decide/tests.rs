@@ -6,7 +6,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
-use nauthera_proto::v1::ErrorReason;
+use nauthera_proto::v1::{ErrorReason, ObjectKind};
 use nauthera_shared::catalog::{Cause, EventReason, Phase, Reason};
 use nauthera_shared::client::{CallError, ConnectError, ServerError};
 use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
@@ -14,6 +14,7 @@ use tonic::Code;
 
 use super::outcome::{failure_verdict, in_force};
 use super::*;
+use crate::prerequisites::Manifest;
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + seconds).unwrap()
@@ -42,6 +43,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         provided_secret_changed: false,
         server: ServerView::Unknown,
         retry_not_before: None,
+        prerequisites: crate::prerequisites::Standing::default(),
         now: at(100),
     }
 }
@@ -385,6 +387,104 @@ fn a_refusal_is_sent_again_on_the_next_edit_or_after_five_minutes() {
     o.now = at(60);
     o.generation = 2;
     assert_eq!(next_step(&o), apply(None));
+}
+
+#[test]
+fn a_missing_reference_is_sent_again_once_a_manifest_it_depends_on_registers() {
+    let error = CallError::Server(server_error(
+        Code::FailedPrecondition,
+        Some("REFERENCE_NOT_FOUND"),
+        &[("reference", "portal")],
+    ));
+    let verdict = after_apply_failure(&error, "ApplyClient");
+    assert_eq!(verdict.cause, Cause::ReferenceNotFound);
+    let refused = status_after(None, &verdict, 1, at(0)).unwrap();
+    let mut o = observed(Some(&refused));
+    o.now = at(60);
+    // Registered before the refusal: the refusal stands.
+    o.prerequisites.ready_at = Some(at(-10));
+    assert!(matches!(next_step(&o), Step::Wait { after: Some(_) }));
+    // Registered since: sent again now.
+    o.prerequisites.ready_at = Some(at(30));
+    assert_eq!(next_step(&o), apply(None));
+}
+
+#[test]
+fn nothing_is_written_while_a_manifest_it_depends_on_is_not_registered() {
+    let organization = Manifest::new(ObjectKind::Organization, "platform", "acme");
+    let mut o = observed(None);
+    o.prerequisites.waiting_for = Some(organization.clone());
+    assert_eq!(
+        next_step(&o),
+        Step::AwaitPrerequisite {
+            manifest: organization.clone()
+        }
+    );
+    let verdict = awaiting_prerequisite(&organization);
+    assert_eq!(
+        (verdict.reason, verdict.cause),
+        (Reason::Pending, Cause::ReferenceNotReady)
+    );
+    assert!(
+        verdict.message.contains("Organization platform/acme"),
+        "{}",
+        verdict.message
+    );
+
+    // What needs no write goes on: the finalizer, a registered resource, a deletion.
+    o.has_finalizer = false;
+    assert_eq!(next_step(&o), Step::AddFinalizer);
+    let registered = registered(1, "r1");
+    let mut o = observed(Some(&registered));
+    o.prerequisites.waiting_for = Some(organization.clone());
+    assert_eq!(next_step(&o), Step::Wait { after: None });
+    o.deleting = true;
+    assert_eq!(
+        next_step(&o),
+        Step::Delete {
+            if_revision: "r1".into()
+        }
+    );
+}
+
+#[test]
+fn a_deletion_names_the_manifests_that_still_depend_on_it() {
+    let dependents: Vec<Manifest> = (0..12)
+        .map(|i| Manifest::new(ObjectKind::Client, "team-a", &format!("app-{i:02}")))
+        .collect();
+    let deleted = naming_dependents(
+        after_delete(&DeleteOutcome::Deleted { was_there: true }),
+        &dependents[..1],
+    );
+    assert!(
+        deleted
+            .message
+            .ends_with("still referenced by OIDCClient team-a/app-00, which keep their reference to an object the server no longer holds"),
+        "{}",
+        deleted.message
+    );
+
+    let error = CallError::Server(server_error(
+        Code::FailedPrecondition,
+        Some("ORGANIZATION_NOT_EMPTY"),
+        &[("organization", "acme")],
+    ));
+    let waiting = naming_dependents(
+        after_delete_failure(&error, "DeleteOrganization"),
+        &dependents,
+    );
+    assert_eq!(
+        (waiting.reason, waiting.cause, waiting.retried),
+        (Reason::Deleting, Cause::OrganizationNotEmpty, true)
+    );
+    assert!(
+        waiting
+            .message
+            .contains("OIDCClient team-a/app-09, and 2 more"),
+        "{}",
+        waiting.message
+    );
+    assert!(!waiting.message.contains("app-10"), "{}", waiting.message);
 }
 
 #[test]
@@ -757,7 +857,12 @@ fn deletion_outcomes() {
 
 #[test]
 fn secret_ref_problems_name_the_secret() {
-    let verdict = secret_ref_unavailable("creds", "clientSecret", SecretRefProblem::NoKey);
+    let verdict = secret_ref_unavailable(
+        "spec.secret.secretRef",
+        "creds",
+        "clientSecret",
+        SecretRefProblem::NoKey,
+    );
     assert_eq!(verdict.reason, Reason::SecretRefUnavailable);
     assert!(
         verdict

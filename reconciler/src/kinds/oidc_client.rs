@@ -17,6 +17,7 @@ use crate::changes::ServerRevisions;
 use crate::decide::{SecretMode, ServerView};
 use crate::managed::{Call, Held, Managed, WriteRequest, Written};
 use crate::memory::SecretValue;
+use crate::prerequisites::Prerequisite;
 
 impl Managed for OIDCClient {
     const KIND: &'static str = "OIDCClient";
@@ -24,6 +25,7 @@ impl Managed for OIDCClient {
     const GET_METHOD: &'static str = "GetClient";
     const DELETE_METHOD: &'static str = "DeleteClient";
     const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::Client;
+    const SECRET_REF_FIELD: &'static str = "spec.secret.secretRef";
 
     fn status(&self) -> Option<&ResourceStatus> {
         self.status.as_ref()
@@ -57,12 +59,34 @@ impl Managed for OIDCClient {
         self.spec.secret.as_ref()?.secret_ref.as_ref()
     }
 
+    /// Clients are listed (`ListClientRevisions`), so the view covers every one of them.
     fn server_view(&self, revisions: &ServerRevisions) -> ServerView {
         revisions.view_of(
             &self.spec.issuer,
             self.metadata.namespace.as_deref().unwrap_or_default(),
             &self.name_any(),
         )
+    }
+
+    fn needs(&self) -> Vec<Prerequisite> {
+        let mut needs = vec![Prerequisite::organization(&self.spec.issuer)];
+        if let Some(branding) = &self.spec.branding_ref {
+            needs.push(Prerequisite::Branding {
+                namespace: self.namespace().unwrap_or_default(),
+                name: branding.name.clone(),
+            });
+        }
+        needs
+    }
+
+    fn audit_request(&self, organization: &str, client_id: &str) -> v1::ListAuditEventsRequest {
+        v1::ListAuditEventsRequest {
+            organization: organization.to_owned(),
+            client_id: client_id.to_owned(),
+            kind: Self::OBJECT_KIND as i32,
+            page_size: 5,
+            ..v1::ListAuditEventsRequest::default()
+        }
     }
 
     async fn apply<A: AdminApi>(&self, admin: &A, write: WriteRequest<'_>) -> Call<Written> {

@@ -183,21 +183,28 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     assert_eq!(
         read_secret_ref(&secrets, "missing", "clientSecret")
             .await
-            .unwrap(),
-        Err(SecretRefProblem::Missing)
+            .unwrap()
+            .unwrap_err(),
+        SecretRefProblem::Missing
     );
     assert_eq!(
         read_secret_ref(&secrets, "taken", "other-key")
             .await
-            .unwrap(),
-        Err(SecretRefProblem::NoKey)
-    );
-    assert_eq!(
-        read_secret_ref(&secrets, "taken", "clientSecret")
-            .await
             .unwrap()
-            .unwrap()
-            .expose(),
-        "theirs"
+            .unwrap_err(),
+        SecretRefProblem::NoKey
     );
+    let read = read_secret_ref(&secrets, "taken", "clientSecret")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.value.expose(), "theirs");
+    // The version is the one the cluster reports, so a later change is told apart.
+    let cluster_version = secrets
+        .get("taken")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    assert_eq!(Some(read.version), cluster_version);
 }

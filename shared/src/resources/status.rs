@@ -54,6 +54,11 @@ pub struct ResourceStatus {
     /// The Secret the client secret was delivered into (OIDCClient with `secret.generate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalRef>,
+    /// The `resourceVersion` of the Secret the manifest references (`spec.secret.secretRef`,
+    /// an identity provider's `spec.secretRef`) whose value the server holds: another version is
+    /// sent again, also one written while the reconciler was down. Never the value itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_version: Option<String>,
     /// Set while the object on the server was changed or removed by something else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,

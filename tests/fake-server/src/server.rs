@@ -355,6 +355,18 @@ impl FakeServer {
         core.objects.clients.get(&key)?.secret_hash.clone()
     }
 
+    /// The sha-256 (hex) of an identity provider's upstream client secret, to check which one
+    /// the server holds.
+    pub fn identity_provider_secret_hash(&self, reference: &ObjectRef) -> Option<String> {
+        let core = self.shared.core();
+        let key = core.key_of(reference)?;
+        core.objects
+            .identity_providers
+            .get(&key)?
+            .secret_hash
+            .clone()
+    }
+
     // ----- out-of-band changes --------------------------------------------------------------
 
     fn edit(

@@ -10,13 +10,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use kube::api::{Api, ListParams};
+use nauthera_shared::catalog::Phase;
+use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use nauthera_tests::binaries::{Binary, workspace_root};
 use nauthera_tests::cluster::client_from;
+use nauthera_tests::e2e::Declared;
 use nauthera_tests::manifests;
 use nauthera_tests::process::ChildProcess;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long the examples may take to register before the sandbox reports where they stand.
+const EXAMPLES_TIMEOUT: Duration = Duration::from_secs(60);
 /// The identity the fake server admits and the sandbox's reconciler certificate carries.
 const RECONCILER_IDENTITY: &str = "dns:nauthera-reconciler.nauthera-system.svc";
 const EXAMPLES_NAMESPACE: &str = "nauthera-examples";
@@ -82,6 +88,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     apply_reconciler_namespace(&client).await?;
 
     let reconciler = start_reconciler(&dir, &kubeconfig, &server).await?;
+    let examples = wait_for_examples(&client).await?;
+    println!("\nThe examples:\n{}", examples.lines.join("\n"));
 
     print_summary(
         &dir,
@@ -91,6 +99,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         &emulator,
         &reconciler,
     )?;
+    if args.once && !examples.all_registered {
+        anyhow::bail!("not every example registered within {EXAMPLES_TIMEOUT:?}");
+    }
     if !args.once {
         wait_for_signal().await;
         eprintln!("stopping ...");
@@ -121,11 +132,10 @@ async fn start_fake_server(dir: &Path) -> anyhow::Result<ChildProcess> {
     std::fs::write(
         &config,
         format!(
-            "# The sandbox's nauthera-server: one organization, the reconciler allowed everything.\n\
+            "# The sandbox's nauthera-server: empty (the examples' Organization manifest declares\n\
+             # acme, and everything under its issuer waits for it), the reconciler allowed everything.\n\
              certificate_dir: certs\n\
              client_identity: {RECONCILER_IDENTITY}\n\
-             organizations:\n\
-             - slug: acme\n  issuer: https://login.example.test/acme\n  display_name: Acme\n\
              allowed_clients:\n\
              - identity: {RECONCILER_IDENTITY}\n  operations: [clients, brandings, identity_providers, organizations]\n  organizations: ['*']\n  namespaces: ['*']\n"
         ),
@@ -228,6 +238,63 @@ fn print_summary(
         plugin = plugin_dir.display(),
     );
     Ok(())
+}
+
+/// Where the examples stand once they all registered, or the time ran out.
+struct Examples {
+    lines: Vec<String>,
+    all_registered: bool,
+}
+
+/// Waits until every example manifest is `Registered`, at most [`EXAMPLES_TIMEOUT`]; a line
+/// each, with the reason and message of any that is not.
+async fn wait_for_examples(client: &kube::Client) -> anyhow::Result<Examples> {
+    let deadline = tokio::time::Instant::now() + EXAMPLES_TIMEOUT;
+    loop {
+        let mut lines = Vec::new();
+        lines.extend(example_lines::<Organization>(client).await?);
+        lines.extend(example_lines::<Branding>(client).await?);
+        lines.extend(example_lines::<IdentityProvider>(client).await?);
+        lines.extend(example_lines::<OIDCClient>(client).await?);
+        let all_registered = lines.iter().all(|(registered, _)| *registered);
+        if all_registered || tokio::time::Instant::now() > deadline {
+            return Ok(Examples {
+                lines: lines.into_iter().map(|(_, line)| line).collect(),
+                all_registered,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn example_lines<K: Declared>(client: &kube::Client) -> anyhow::Result<Vec<(bool, String)>> {
+    let listed = Api::<K>::namespaced(client.clone(), EXAMPLES_NAMESPACE)
+        .list(&ListParams::default())
+        .await
+        .with_context(|| format!("cannot list the example {}s", K::kind(&())))?;
+    Ok(listed
+        .items
+        .iter()
+        .map(|resource| {
+            let status = resource.declared_status();
+            let phase = status.and_then(|s| s.phase);
+            let registered = phase == Some(Phase::Registered);
+            let mut line = format!(
+                "  {:<17} {:<22} {}",
+                K::kind(&()),
+                resource.meta().name.as_deref().unwrap_or_default(),
+                phase.map_or("not reconciled yet".to_owned(), |p| p.to_string())
+            );
+            if !registered && let Some(status) = status {
+                line.push_str(&format!(
+                    " ({}: {})",
+                    status.reason.map(|r| r.to_string()).unwrap_or_default(),
+                    status.message.as_deref().unwrap_or_default()
+                ));
+            }
+            (registered, line)
+        })
+        .collect())
 }
 
 async fn wait_for_signal() {

@@ -1,0 +1,121 @@
+//! Organization: a tenant of the server, named by its slug, serving one issuer URL. The other
+//! kinds declared under that issuer wait for it to be registered.
+
+use nauthera_proto::v1;
+use nauthera_shared::client::CallError;
+use nauthera_shared::convert::{
+    apply_organization_request, delete_organization_request, diff_organization,
+    get_organization_request, organization_spec,
+};
+use nauthera_shared::resources::{DeletionPolicy, Organization, ResourceStatus};
+use tonic::Code;
+
+use crate::admin::AdminApi;
+use crate::changes::RefKey;
+use crate::managed::{Call, Held, Managed, WriteRequest, Written};
+use crate::prerequisites::{Prerequisite, Prerequisites};
+
+impl Managed for Organization {
+    const KIND: &'static str = "Organization";
+    const APPLY_METHOD: &'static str = "ApplyOrganization";
+    const GET_METHOD: &'static str = "GetOrganization";
+    const DELETE_METHOD: &'static str = "DeleteOrganization";
+    const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::Organization;
+
+    fn status(&self) -> Option<&ResourceStatus> {
+        self.status.as_ref()
+    }
+
+    fn deletion_policy(&self) -> DeletionPolicy {
+        self.spec.deletion_policy
+    }
+
+    fn issuer(&self) -> &str {
+        &self.spec.issuer
+    }
+
+    /// The server names an organization by its slug alone.
+    fn server_key(&self) -> RefKey {
+        (String::new(), String::new(), self.spec.slug.clone())
+    }
+
+    fn needs(&self) -> Vec<Prerequisite> {
+        Vec::new()
+    }
+
+    fn slug(&self) -> Option<&str> {
+        Some(&self.spec.slug)
+    }
+
+    fn provides(&self) -> Option<Prerequisite> {
+        Some(Prerequisite::organization(&self.spec.issuer))
+    }
+
+    fn locate(
+        prerequisites: &Prerequisites,
+        _namespace: String,
+        slug: String,
+    ) -> Option<(String, String)> {
+        prerequisites
+            .organization(&slug)
+            .map(|manifest| (manifest.namespace, manifest.name))
+    }
+
+    fn audit_request(&self, _organization: &str, _client_id: &str) -> v1::ListAuditEventsRequest {
+        v1::ListAuditEventsRequest {
+            organization: self.spec.slug.clone(),
+            kind: Self::OBJECT_KIND as i32,
+            name: self.spec.slug.clone(),
+            page_size: 5,
+            ..v1::ListAuditEventsRequest::default()
+        }
+    }
+
+    async fn apply<A: AdminApi>(&self, admin: &A, write: WriteRequest<'_>) -> Call<Written> {
+        let request = apply_organization_request(self, write.manager, write.if_revision)?;
+        Ok(admin
+            .apply_organization(request)
+            .await
+            .map(|organization| Written {
+                held: held(organization, Vec::new()),
+                created: write.if_revision.is_none(),
+                minted: None,
+            }))
+    }
+
+    async fn get<A: AdminApi>(&self, admin: &A) -> Call<Option<Held>> {
+        let declared = organization_spec(&self.spec)?;
+        let request = get_organization_request(self);
+        Ok(match admin.get_organization(request.slug).await {
+            Ok(organization) => {
+                let differs = organization
+                    .spec
+                    .as_ref()
+                    .map(|spec| diff_organization(&declared, spec))
+                    .unwrap_or_default();
+                Ok(Some(held(organization, differs)))
+            }
+            Err(CallError::Server(error)) if error.code == Code::NotFound => Ok(None),
+            Err(error) => Err(error),
+        })
+    }
+
+    async fn delete<A: AdminApi>(&self, admin: &A, manager: &str, if_revision: &str) -> Call<bool> {
+        let request = delete_organization_request(self, manager, Some(if_revision))?;
+        Ok(admin
+            .delete_organization(request)
+            .await
+            .map(|response| response.deleted))
+    }
+}
+
+fn held(organization: v1::Organization, differs: Vec<String>) -> Held {
+    Held {
+        organization: organization.slug,
+        client_id: String::new(),
+        revision: organization.revision,
+        generation_in_force: organization.generation_in_force,
+        last_write: organization.last_write.unwrap_or_default(),
+        differs,
+    }
+}

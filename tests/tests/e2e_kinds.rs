@@ -1,0 +1,467 @@
+//! Branding, IdentityProvider and Organization on the reconcile core, and the order between
+//! kinds: what waits for what, what drifts, what a deletion says about those depending on it.
+
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use nauthera_fake_server::{Actor, Fault, FaultCode, Method};
+use nauthera_proto::v1::ObjectRef;
+use nauthera_shared::RESTORE_ANNOTATION;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
+use nauthera_tests::e2e::{Declared, ISSUER, Stack, generated_client_with, sha256_hex};
+
+/// The issuer of an organization the server does not hold until a manifest declares it.
+const GLOBEX_ISSUER: &str = "https://login.example.com/globex";
+
+fn branding(name: &str, title: &str) -> String {
+    format!(
+        "apiVersion: nauthera.io/v1alpha1
+kind: Branding
+metadata:
+  name: {name}
+spec:
+  issuer: {ISSUER}
+  branding:
+    colors:
+      primary: \"#112233\"
+    texts:
+      title: {title}
+"
+    )
+}
+
+fn reference(stack: &Stack, name: &str) -> ObjectRef {
+    stack.object_ref(name)
+}
+
+async fn annotate_restore<K: Declared>(stack: &Stack, name: &str) {
+    let patch =
+        serde_json::json!({ "metadata": { "annotations": { RESTORE_ANNOTATION: "true" } } });
+    Api::<K>::namespaced(stack.client(), stack.namespace())
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("the annotation is set");
+}
+
+async fn delete<K: Declared>(stack: &Stack, name: &str) {
+    Api::<K>::namespaced(stack.client(), stack.namespace())
+        .delete(name, &DeleteParams::default())
+        .await
+        .expect("the delete is accepted");
+}
+
+async fn wait_gone<K: Declared>(stack: &Stack, name: &str) {
+    stack
+        .eventually(&format!("{name} is gone"), async || {
+            stack.manifest::<K>(name).await.is_none()
+        })
+        .await;
+}
+
+fn primary_color(stack: &Stack, name: &str) -> Option<String> {
+    stack
+        .server
+        .branding(&reference(stack, name))
+        .and_then(|b| b.document)
+        .and_then(|d| d.colors.get("primary").cloned())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_on_request() {
+    let stack = Stack::start().await;
+    stack.apply(&branding("sign-in", "Welcome to Acme")).await;
+    let registered = stack
+        .wait_reason_of::<Branding>("sign-in", Reason::Registered)
+        .await;
+    let status = registered.status.as_ref().unwrap();
+    assert_eq!(status.phase, Some(Phase::Registered));
+    assert_eq!(status.slug.as_deref(), Some("acme"));
+    let held = stack
+        .server
+        .branding(&reference(&stack, "sign-in"))
+        .expect("the server holds the branding");
+    assert_eq!(status.revision.as_deref(), Some(held.revision.as_str()));
+    assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#112233"));
+
+    stack
+        .server
+        .edit_branding(
+            &reference(&stack, "sign-in"),
+            &Actor::dashboard("alice@example.com"),
+            |document| {
+                document.colors.insert("primary".into(), "#ff0000".into());
+            },
+        )
+        .unwrap();
+    let drifted = stack
+        .wait_reason_of::<Branding>("sign-in", Reason::Drifted)
+        .await;
+    let drift = drifted
+        .status
+        .unwrap()
+        .drift
+        .expect("the drift is described");
+    assert_eq!(drift.actor.as_deref(), Some("user:alice@example.com"));
+    assert!(
+        drift
+            .fields
+            .iter()
+            .any(|f| f == "spec.branding.colors.primary"),
+        "{:?}",
+        drift.fields
+    );
+    // Not written over.
+    assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#ff0000"));
+
+    annotate_restore::<Branding>(&stack, "sign-in").await;
+    stack
+        .wait_for_kind("sign-in", "restored", |b: &Branding| {
+            // The reason is `Restored` until the next change; the phase is back.
+            b.status
+                .as_ref()
+                .is_some_and(|s| s.phase == Some(Phase::Registered) && s.drift.is_none())
+                && !b
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(RESTORE_ANNOTATION))
+        })
+        .await;
+    assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#112233"));
+    let events = stack.events_for("Branding", "sign-in").await;
+    assert!(events.iter().any(|e| e.reason == "Restored"), "{events:#?}");
+
+    // The plugin diagnoses a Branding with its live facts, each event once (a real API server
+    // serves every event through two APIs).
+    let diagnosis = stack.plugin(&["diagnose", "branding/sign-in"]).await;
+    assert_eq!(diagnosis.code, 0, "{}", diagnosis.all());
+    let applied = diagnosis
+        .stdout
+        .lines()
+        .filter(|line| line.contains("Normal  Applied  registered generation 1"))
+        .count();
+    assert_eq!(applied, 1, "{}", diagnosis.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unencodable_branding_is_refused_here_and_a_client_waiting_for_it_proceeds_once_it_registers()
+ {
+    let stack = Stack::start().await;
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: Branding
+metadata:
+  name: portal
+spec:
+  issuer: {ISSUER}
+  branding:
+    logo:
+      data: \"not base64 at all!\"
+      mediaType: image/png
+"
+        ))
+        .await;
+    let refused = stack
+        .wait_reason_of::<Branding>("portal", Reason::Refused)
+        .await;
+    let message = refused.status.unwrap().message.unwrap();
+    assert!(
+        message.contains("spec.branding.logo.data") && message.contains("nothing was sent"),
+        "{message}"
+    );
+    assert_eq!(
+        stack.server.counters().calls_of(Method::ApplyBranding),
+        0,
+        "an unencodable branding never reaches the server"
+    );
+
+    stack
+        .apply(&generated_client_with(
+            "web",
+            "Delete",
+            "  brandingRef:\n    name: portal\n",
+        ))
+        .await;
+    let waiting = stack
+        .wait_for("web", "waiting for its Branding", |client| {
+            client.status.as_ref().is_some_and(|s| {
+                s.reason == Some(Reason::Pending)
+                    && s.message.as_deref().is_some_and(|m| {
+                        m.contains(&format!("Branding {}/portal", stack.namespace()))
+                    })
+            })
+        })
+        .await;
+    assert_eq!(
+        waiting.status.unwrap().revision,
+        None,
+        "nothing was written"
+    );
+
+    stack.apply(&branding("portal", "Portal")).await;
+    stack
+        .wait_reason_of::<Branding>("portal", Reason::Registered)
+        .await;
+    let registered_seen = Instant::now();
+    stack.wait_reason("web", Reason::Registered).await;
+    // Proceeding is driven by the Branding's registration, not by a periodic resend.
+    assert!(
+        registered_seen.elapsed() < Duration::from_secs(10),
+        "the client took {:?} after its Branding registered",
+        registered_seen.elapsed()
+    );
+    let events = stack.events_for("OIDCClient", "web").await;
+    assert!(
+        !events.iter().any(|e| e.reason == "Refused"),
+        "the client was never refused: {events:#?}"
+    );
+    assert!(stack.server.client(&reference(&stack, "web")).is_some());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_organization_goes_first_and_is_not_deleted_while_it_holds_objects() {
+    let stack = Stack::start().await;
+    // The first writes of the organization fail and are retried, so what depends on it waits.
+    stack.server.inject_fault(
+        Some(Method::ApplyOrganization),
+        Fault::times(FaultCode::Unavailable, 3),
+    );
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: Organization
+metadata:
+  name: globex
+spec:
+  slug: globex
+  issuer: {GLOBEX_ISSUER}
+  displayName: Globex
+  deletionPolicy: Delete
+"
+        ))
+        .await;
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata:
+  name: app
+spec:
+  issuer: {GLOBEX_ISSUER}
+  displayName: Globex app
+  redirectUris: [https://app.globex.test/callback]
+  grantTypes: [authorization_code]
+  responseTypes: [code]
+  scopes: [openid]
+  tokenEndpointAuthMethod: client_secret_basic
+  secret:
+    generate: true
+"
+        ))
+        .await;
+    stack
+        .wait_for("app", "waiting for its Organization", |client| {
+            client.status.as_ref().is_some_and(|s| {
+                s.reason == Some(Reason::Pending)
+                    && s.message.as_deref().is_some_and(|m| {
+                        m.contains(&format!("Organization {}/globex", stack.namespace()))
+                    })
+            })
+        })
+        .await;
+    let organization = stack
+        .wait_reason_of::<Organization>("globex", Reason::Registered)
+        .await;
+    assert_eq!(organization.status.unwrap().slug.as_deref(), Some("globex"));
+    stack.wait_reason("app", Reason::Registered).await;
+    assert!(stack.server.organization("globex").is_some());
+    let events = stack.events_for("OIDCClient", "app").await;
+    assert!(!events.iter().any(|e| e.reason == "Refused"), "{events:#?}");
+
+    // The server keeps an organization that still holds objects; the reason names them.
+    delete::<Organization>(&stack, "globex").await;
+    stack
+        .wait_for_kind("globex", "waiting for its objects", |o: &Organization| {
+            o.status.as_ref().is_some_and(|s| {
+                s.reason == Some(Reason::Deleting)
+                    && s.message.as_deref().is_some_and(|m| {
+                        m.contains("ORGANIZATION_NOT_EMPTY")
+                            && m.contains(&format!("OIDCClient {}/app", stack.namespace()))
+                    })
+            })
+        })
+        .await;
+    assert!(stack.server.organization("globex").is_some());
+
+    delete::<OIDCClient>(&stack, "app").await;
+    wait_gone::<OIDCClient>(&stack, "app").await;
+    wait_gone::<Organization>(&stack, "globex").await;
+    assert!(stack.server.organization("globex").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_identity_provider_sends_its_upstream_secret_again_when_it_changes_also_while_the_reconciler_is_down()
+ {
+    let mut stack = Stack::start().await;
+    let upstream_secret = |value: &str| {
+        format!(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: corp-idp
+stringData:
+  clientSecret: {value}
+"
+        )
+    };
+    stack.apply(&upstream_secret("first-upstream-value")).await;
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: IdentityProvider
+metadata:
+  name: corp
+spec:
+  issuer: {ISSUER}
+  kind: oidc
+  displayName: Corp SSO
+  upstreamUrl: https://sso.corp.example.test
+  clientId: nauthera
+  secretRef:
+    name: corp-idp
+    key: clientSecret
+  scopes: [openid, email]
+"
+        ))
+        .await;
+    let registered = stack
+        .wait_reason_of::<IdentityProvider>("corp", Reason::Registered)
+        .await;
+    let server = stack.server.clone();
+    let corp = reference(&stack, "corp");
+    let held_secret = || server.identity_provider_secret_hash(&corp);
+    assert_eq!(held_secret(), Some(sha256_hex(b"first-upstream-value")));
+    let status = serde_json::to_string(&registered.status).unwrap();
+    assert!(!status.contains("first-upstream-value"), "{status}");
+
+    stack.apply(&upstream_secret("second-upstream-value")).await;
+    stack
+        .eventually("the changed secret is sent", async || {
+            held_secret() == Some(sha256_hex(b"second-upstream-value"))
+        })
+        .await;
+
+    // Changed while no reconciler runs: sent by the next one.
+    stack.reconciler.take().unwrap().stop().await;
+    stack.apply(&upstream_secret("third-upstream-value")).await;
+    let next = stack.start_replica("replica-b").await.unwrap();
+    next.wait_ready().await.unwrap();
+    stack.reconciler = Some(next);
+    stack
+        .eventually("the secret changed while down is sent", async || {
+            held_secret() == Some(sha256_hex(b"third-upstream-value"))
+        })
+        .await;
+    let provider = stack
+        .wait_reason_of::<IdentityProvider>("corp", Reason::Registered)
+        .await;
+    let status = serde_json::to_string(&provider.status).unwrap();
+    assert!(!status.contains("upstream-value"), "{status}");
+    assert!(!stack.logs().contains("upstream-value"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn brandings_changed_on_the_server_while_the_reconciler_was_down_are_drifted_not_written_over()
+ {
+    let mut stack = Stack::start().await;
+    stack.apply(&branding("kept", "Kept")).await;
+    stack.apply(&branding("edited", "Edited")).await;
+    for name in ["kept", "edited"] {
+        stack
+            .wait_reason_of::<Branding>(name, Reason::Registered)
+            .await;
+    }
+    stack.reconciler.take().unwrap().stop().await;
+    let bob = Actor::dashboard("bob@example.com");
+    for name in ["kept", "edited"] {
+        stack
+            .server
+            .edit_branding(&reference(&stack, name), &bob, |document| {
+                document.texts.insert("title".into(), "Bob's".into());
+            })
+            .unwrap();
+    }
+    // A new generation of one of them: its write names the revision it last wrote, which the
+    // server no longer holds.
+    stack.apply(&branding("edited", "Edited again")).await;
+    let next = stack.start_replica("replica-b").await.unwrap();
+    next.wait_ready().await.unwrap();
+    stack.reconciler = Some(next);
+    for name in ["kept", "edited"] {
+        let drifted = stack
+            .wait_reason_of::<Branding>(name, Reason::Drifted)
+            .await;
+        let drift = drifted.status.unwrap().drift.unwrap();
+        assert_eq!(
+            drift.actor.as_deref(),
+            Some("user:bob@example.com"),
+            "{name}"
+        );
+        let title = stack
+            .server
+            .branding(&reference(&stack, name))
+            .and_then(|b| b.document)
+            .and_then(|d| d.texts.get("title").cloned());
+        assert_eq!(title.as_deref(), Some("Bob's"), "{name} was written over");
+    }
+    assert!(
+        stack
+            .server
+            .counters()
+            .refusals
+            .contains_key("REVISION_MISMATCH"),
+        "the edited one met the server's revision check: {:?}",
+        stack.server.counters().refusals
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_branding_that_clients_reference_says_which() {
+    let stack = Stack::start().await;
+    stack.apply(&branding("shared", "Shared")).await;
+    stack
+        .apply(&generated_client_with(
+            "one",
+            "Delete",
+            "  brandingRef:\n    name: shared\n",
+        ))
+        .await;
+    stack
+        .wait_reason_of::<Branding>("shared", Reason::Registered)
+        .await;
+    stack.wait_reason("one", Reason::Registered).await;
+
+    delete::<Branding>(&stack, "shared").await;
+    wait_gone::<Branding>(&stack, "shared").await;
+    assert!(
+        stack
+            .server
+            .branding(&reference(&stack, "shared"))
+            .is_none()
+    );
+    let deleted = stack
+        .events_for("Branding", "shared")
+        .await
+        .into_iter()
+        .find(|e| e.reason == "Deleted")
+        .expect("a Deleted event");
+    assert!(
+        deleted
+            .message
+            .contains(&format!("OIDCClient {}/one", stack.namespace())),
+        "{}",
+        deleted.message
+    );
+}
