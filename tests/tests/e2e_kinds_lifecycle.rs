@@ -1,0 +1,263 @@
+//! The life of a Branding, an IdentityProvider and an Organization, each through the same steps:
+//! registered; changed on the server (drifted, not written over) and restored on request;
+//! refused while the grant lacks the kind's operation; deleted with `Orphan` (left on the server)
+//! and with `Delete` (removed from it).
+
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use nauthera_fake_server::{Actor, grant_everything};
+use nauthera_proto::v1::ObjectRef;
+use nauthera_shared::RESTORE_ANNOTATION;
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::grants::Operation;
+use nauthera_shared::resources::{Branding, IdentityProvider, Organization};
+use nauthera_tests::e2e::{Declared, ISSUER, RECONCILER_IDENTITY, Stack};
+
+/// What differs per kind in the steps below.
+struct Case {
+    operation: Operation,
+    /// The manifest (and what it needs, such as a Secret) with a deletion policy.
+    manifest: fn(name: &str, deletion_policy: &str) -> String,
+    /// The revision the server holds for the manifest of this name.
+    held: fn(&Stack, &str) -> Option<String>,
+    /// Changes the object on the server as a person in the dashboard would.
+    edit: fn(&Stack, &str, &Actor),
+}
+
+fn reference(stack: &Stack, name: &str) -> ObjectRef {
+    stack.object_ref(name)
+}
+
+async fn lifecycle<K: Declared>(case: Case) {
+    let stack = Stack::start().await;
+    let api = Api::<K>::namespaced(stack.client(), stack.namespace());
+    let revision = |resource: &K| resource.declared_status().and_then(|s| s.revision.clone());
+
+    // Registered: the server holds the revision the status records.
+    stack.apply(&(case.manifest)("kept", "Delete")).await;
+    let registered = stack.wait_reason_of::<K>("kept", Reason::Registered).await;
+    assert_eq!(revision(&registered), (case.held)(&stack, "kept"));
+
+    // Changed on the server: drifted and left as it is, until a person asks for the restore.
+    (case.edit)(&stack, "kept", &Actor::dashboard("carol@example.com"));
+    let drifted = stack.wait_reason_of::<K>("kept", Reason::Drifted).await;
+    let drift = drifted.declared_status().unwrap().drift.clone().unwrap();
+    assert_eq!(drift.actor.as_deref(), Some("user:carol@example.com"));
+    assert_eq!(
+        Some(drift.server_revision.clone()),
+        (case.held)(&stack, "kept")
+    );
+    let patch =
+        serde_json::json!({ "metadata": { "annotations": { RESTORE_ANNOTATION: "true" } } });
+    api.patch("kept", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let restored = stack
+        .wait_for_kind("kept", "restored", |resource: &K| {
+            resource
+                .declared_status()
+                .is_some_and(|s| s.phase == Some(Phase::Registered) && s.drift.is_none())
+        })
+        .await;
+    assert_ne!(revision(&restored), Some(drift.server_revision));
+    assert_eq!(revision(&restored), (case.held)(&stack, "kept"));
+
+    // Refused while the grant lacks the operation; nothing is written.
+    let mut narrow = grant_everything(RECONCILER_IDENTITY);
+    narrow
+        .operations
+        .retain(|operation| *operation != case.operation);
+    stack.server.set_allowed_clients(vec![narrow]);
+    stack.apply(&(case.manifest)("denied", "Delete")).await;
+    let refused = stack.wait_reason_of::<K>("denied", Reason::Refused).await;
+    let message = refused.declared_status().unwrap().message.clone().unwrap();
+    assert!(message.contains("OPERATION_NOT_GRANTED"), "{message}");
+    assert_eq!((case.held)(&stack, "denied"), None);
+    stack
+        .server
+        .set_allowed_clients(vec![grant_everything(RECONCILER_IDENTITY)]);
+    api.delete("denied", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone::<K>(&stack, "denied").await;
+
+    // Orphan: the manifest goes, the object stays on the server.
+    stack.apply(&(case.manifest)("orphaned", "Orphan")).await;
+    stack
+        .wait_reason_of::<K>("orphaned", Reason::Registered)
+        .await;
+    api.delete("orphaned", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone::<K>(&stack, "orphaned").await;
+    assert!((case.held)(&stack, "orphaned").is_some());
+
+    // Delete: removed from the server as well.
+    api.delete("kept", &DeleteParams::default()).await.unwrap();
+    wait_gone::<K>(&stack, "kept").await;
+    assert_eq!((case.held)(&stack, "kept"), None);
+    let events = stack.events_for(K::kind(&()).as_ref(), "kept").await;
+    for expected in ["Registered", "Drifted", "Restored", "Deleted"] {
+        assert!(
+            events.iter().any(|e| e.reason == expected),
+            "no {expected} event: {events:#?}"
+        );
+    }
+}
+
+async fn wait_gone<K: Declared>(stack: &Stack, name: &str) {
+    stack
+        .eventually(&format!("{name} is gone"), async || {
+            stack.manifest::<K>(name).await.is_none()
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_branding_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies() {
+    lifecycle::<Branding>(Case {
+        operation: Operation::Brandings,
+        manifest: |name, deletion_policy| {
+            format!(
+                "apiVersion: nauthera.io/v1alpha1
+kind: Branding
+metadata:
+  name: {name}
+spec:
+  issuer: {ISSUER}
+  branding:
+    colors:
+      primary: \"#123456\"
+    texts:
+      title: {name}
+  deletionPolicy: {deletion_policy}
+"
+            )
+        },
+        held: |stack, name| {
+            stack
+                .server
+                .branding(&reference(stack, name))
+                .map(|b| b.revision)
+        },
+        edit: |stack, name, by| {
+            stack
+                .server
+                .edit_branding(&reference(stack, name), by, |document| {
+                    document.colors.insert("primary".into(), "#654321".into());
+                })
+                .unwrap();
+        },
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_identity_provider_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies()
+ {
+    lifecycle::<IdentityProvider>(Case {
+        operation: Operation::IdentityProviders,
+        manifest: |name, deletion_policy| {
+            format!(
+                "apiVersion: v1
+kind: Secret
+metadata:
+  name: {name}-upstream
+stringData:
+  clientSecret: upstream-value-of-{name}
+---
+apiVersion: nauthera.io/v1alpha1
+kind: IdentityProvider
+metadata:
+  name: {name}
+spec:
+  issuer: {ISSUER}
+  kind: oidc
+  displayName: {name}
+  upstreamUrl: https://sso.example.test/{name}
+  clientId: nauthera-{name}
+  secretRef:
+    name: {name}-upstream
+    key: clientSecret
+  deletionPolicy: {deletion_policy}
+"
+            )
+        },
+        held: |stack, name| {
+            stack
+                .server
+                .identity_provider(&reference(stack, name))
+                .map(|p| p.revision)
+        },
+        edit: |stack, name, by| {
+            stack
+                .server
+                .edit_identity_provider(&reference(stack, name), by, |spec| {
+                    spec.display_name = "Changed in the dashboard".into();
+                })
+                .unwrap();
+        },
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_organization_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies() {
+    lifecycle::<Organization>(Case {
+        operation: Operation::Organizations,
+        manifest: |name, deletion_policy| {
+            format!(
+                "apiVersion: nauthera.io/v1alpha1
+kind: Organization
+metadata:
+  name: {name}
+spec:
+  slug: lifecycle-{name}
+  issuer: https://login.example.com/lifecycle-{name}
+  displayName: {name}
+  deletionPolicy: {deletion_policy}
+"
+            )
+        },
+        held: |stack, name| {
+            stack
+                .server
+                .organization(&format!("lifecycle-{name}"))
+                .map(|o| o.revision)
+        },
+        edit: |stack, name, by| {
+            stack
+                .server
+                .edit_organization(&format!("lifecycle-{name}"), by, |spec| {
+                    spec.display_name = "Changed in the dashboard".into();
+                })
+                .unwrap();
+        },
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_organization_whose_issuer_another_serves_is_refused_naming_the_field() {
+    let stack = Stack::start().await;
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: Organization
+metadata:
+  name: twin
+spec:
+  slug: twin
+  issuer: {ISSUER}
+"
+        ))
+        .await;
+    let refused = stack
+        .wait_reason_of::<Organization>("twin", Reason::Refused)
+        .await;
+    let message = refused.status.unwrap().message.unwrap();
+    assert!(
+        message.contains("INVALID_FIELD") && message.contains("spec.issuer"),
+        "{message}"
+    );
+    assert!(stack.server.organization("twin").is_none());
+}
