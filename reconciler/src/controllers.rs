@@ -286,6 +286,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
     let (manifests, writer) = reflector::store::<DeserializeGuard<K>>();
     let references = wiring.references.clone();
     let prerequisites = wiring.prerequisites.clone();
+    prerequisites.find_dependents_with(dependents_in(manifests.clone()));
     let watched = reflector::reflector(
         writer,
         watcher(
@@ -377,7 +378,6 @@ fn record_references<K: Managed>(
     );
     let manifest = Manifest::new(K::OBJECT_KIND, &namespace, &name);
     if present {
-        prerequisites.record_needs(&manifest, resource.needs(), true);
         prerequisites.record_provider(
             &manifest,
             resource.provides(),
@@ -385,9 +385,30 @@ fn record_references<K: Managed>(
             resource.slug(),
         );
     } else {
-        prerequisites.record_needs(&manifest, Vec::new(), false);
+        prerequisites.dependent_gone(&resource.needs());
         prerequisites.record_provider(&manifest, None, None, None);
     }
+}
+
+/// Searches one kind's watch cache for the manifests that need a prerequisite.
+fn dependents_in<K: Managed>(
+    manifests: reflector::Store<DeserializeGuard<K>>,
+) -> crate::prerequisites::DependentsOf {
+    Box::new(move |prerequisite| {
+        manifests
+            .state()
+            .iter()
+            .filter_map(|guard| guard.0.as_ref().ok())
+            .filter(|resource| resource.needs().contains(prerequisite))
+            .map(|resource| {
+                Manifest::new(
+                    K::OBJECT_KIND,
+                    &resource.namespace().unwrap_or_default(),
+                    &resource.name_any(),
+                )
+            })
+            .collect()
+    })
 }
 
 /// Since when the server holds what a manifest declared, as far as its status tells: `None`

@@ -1,10 +1,11 @@
 //! The order between manifests: a resource is sent to the server only once the manifests it
 //! depends on are registered (the Organization manifest that serves its issuer, the Branding its
-//! `brandingRef` names). Kept from the manifests' watches: who provides what, whether it is
-//! registered, and who waits on it, so that a provider registering reconciles exactly the
-//! resources waiting on it, and a deletion can name the resources that still depend on it.
+//! `brandingRef` names). Kept from the manifests' watches: who provides what and whether it is
+//! registered. Who depends on a provider is found in the watch caches when asked (a provider
+//! registering, a deletion naming what still depends on it): nothing is kept per dependent, so
+//! ten thousand clients cost no memory here.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::RwLock;
 
 use jiff::Timestamp;
@@ -87,18 +88,27 @@ pub struct Standing {
 struct Index {
     providers: HashMap<Prerequisite, Provider>,
     provided_by: HashMap<Manifest, Prerequisite>,
-    needs: HashMap<Manifest, Vec<Prerequisite>>,
-    waiting: HashMap<Prerequisite, BTreeSet<Manifest>>,
     /// Organization slug → its manifest, since the server's changes name an organization by
     /// slug.
     slugs: HashMap<String, Manifest>,
 }
 
+/// Finds, in one kind's watch cache, the manifests that need a prerequisite.
+pub type DependentsOf = Box<dyn Fn(&Prerequisite) -> Vec<Manifest> + Send + Sync>;
+
 /// The prerequisites of every watched manifest.
-#[derive(Debug)]
 pub struct Prerequisites {
     index: RwLock<Index>,
+    dependents_of: RwLock<Vec<DependentsOf>>,
     routes: broadcast::Sender<Route>,
+}
+
+impl std::fmt::Debug for Prerequisites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prerequisites")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Prerequisites {
@@ -106,7 +116,15 @@ impl Prerequisites {
     pub fn new(routes: broadcast::Sender<Route>) -> Prerequisites {
         Prerequisites {
             index: RwLock::default(),
+            dependents_of: RwLock::default(),
             routes,
+        }
+    }
+
+    /// Adds the search of one kind's watch cache for the manifests that need a prerequisite.
+    pub fn find_dependents_with(&self, search: DependentsOf) {
+        if let Ok(mut searches) = self.dependents_of.write() {
+            searches.push(search);
         }
     }
 
@@ -119,7 +137,7 @@ impl Prerequisites {
         registered_at: Option<Timestamp>,
         slug: Option<&str>,
     ) {
-        let mut routed = Vec::new();
+        let mut moved = Vec::new();
         {
             let Ok(mut index) = self.index.write() else {
                 return;
@@ -138,7 +156,7 @@ impl Prerequisites {
                     .is_some_and(|p| p.manifest == *manifest)
                 {
                     index.providers.remove(&gone);
-                    routed.extend(index.waiting.get(&gone).cloned().unwrap_or_default());
+                    moved.push(gone);
                 }
             }
             if let Some(prerequisite) = provides {
@@ -148,55 +166,31 @@ impl Prerequisites {
                 };
                 let before = index.providers.insert(prerequisite.clone(), provider);
                 // First sight routes nothing: every manifest is reconciled at the start anyway.
-                let moved = before.is_some_and(|b| b.registered_at != registered_at);
-                if moved {
-                    routed.extend(
-                        index
-                            .waiting
-                            .get(&prerequisite)
-                            .cloned()
-                            .unwrap_or_default(),
-                    );
+                if before.is_some_and(|b| b.registered_at != registered_at) {
+                    moved.push(prerequisite.clone());
                 }
                 index.provided_by.insert(manifest.clone(), prerequisite);
             }
         }
-        self.route(routed);
+        for prerequisite in moved {
+            self.route(self.dependents(&prerequisite));
+        }
     }
 
-    /// Records what a manifest needs now (empty once it is gone). A manifest that goes routes
-    /// the providers it needed: a deletion waiting for its dependents to go (an organization that
-    /// still holds objects) is tried again.
-    pub fn record_needs(&self, manifest: &Manifest, needs: Vec<Prerequisite>, present: bool) {
-        let mut routed = Vec::new();
-        {
-            let Ok(mut index) = self.index.write() else {
+    /// A manifest that needed `needs` is gone: its providers are routed, so that a deletion
+    /// waiting for its dependents to go (an organization that still holds objects) is tried
+    /// again.
+    pub fn dependent_gone(&self, needs: &[Prerequisite]) {
+        let providers: Vec<Manifest> = {
+            let Ok(index) = self.index.read() else {
                 return;
             };
-            let previous = index.needs.remove(manifest).unwrap_or_default();
-            for prerequisite in &previous {
-                if let Some(set) = index.waiting.get_mut(prerequisite) {
-                    set.remove(manifest);
-                    if set.is_empty() {
-                        index.waiting.remove(prerequisite);
-                    }
-                }
-                if !present && let Some(provider) = index.providers.get(prerequisite) {
-                    routed.push(provider.manifest.clone());
-                }
-            }
-            if present {
-                for prerequisite in &needs {
-                    index
-                        .waiting
-                        .entry(prerequisite.clone())
-                        .or_default()
-                        .insert(manifest.clone());
-                }
-                index.needs.insert(manifest.clone(), needs);
-            }
-        }
-        self.route(routed);
+            needs
+                .iter()
+                .filter_map(|p| index.providers.get(p).map(|p| p.manifest.clone()))
+                .collect()
+        };
+        self.route(providers);
     }
 
     /// Where a resource that needs `needs` stands.
@@ -221,14 +215,17 @@ impl Prerequisites {
         standing
     }
 
-    /// The manifests that depend on a prerequisite.
+    /// The manifests that depend on a prerequisite, from the watch caches.
     pub fn dependents(&self, prerequisite: &Prerequisite) -> Vec<Manifest> {
-        self.index
-            .read()
-            .ok()
-            .and_then(|index| index.waiting.get(prerequisite).cloned())
-            .map(|set| set.into_iter().collect())
-            .unwrap_or_default()
+        let Ok(searches) = self.dependents_of.read() else {
+            return Vec::new();
+        };
+        let mut found: Vec<Manifest> = searches
+            .iter()
+            .flat_map(|search| search(prerequisite))
+            .collect();
+        found.sort();
+        found
     }
 
     /// The Organization manifest that declares this slug.
@@ -259,22 +256,30 @@ mod tests {
         std::iter::from_fn(|| receiver.try_recv().ok()).collect()
     }
 
+    fn route(manifest: &Manifest) -> Route {
+        Route::Resource {
+            kind: manifest.kind,
+            namespace: manifest.namespace.clone(),
+            name: manifest.name.clone(),
+        }
+    }
+
     #[test]
     fn a_provider_that_registers_routes_exactly_the_manifests_waiting_on_it() {
         let (sender, mut receiver) = broadcast::channel(16);
         let index = Prerequisites::new(sender);
         let organization = Manifest::new(ObjectKind::Organization, "platform", "acme");
         let web = Manifest::new(ObjectKind::Client, "team-a", "web");
-        let other = Manifest::new(ObjectKind::Client, "team-b", "other");
+        // One kind's cache: `web` needs the organization, nothing else needs anything.
+        let cached = web.clone();
+        index.find_dependents_with(Box::new(move |p| {
+            if *p == issuer() {
+                vec![cached.clone()]
+            } else {
+                Vec::new()
+            }
+        }));
         index.record_provider(&organization, Some(issuer()), None, Some("acme"));
-        index.record_needs(&web, vec![issuer()], true);
-        index.record_needs(
-            &other,
-            vec![Prerequisite::organization(
-                "https://login.example.test/other",
-            )],
-            true,
-        );
         assert!(
             routed(&mut receiver).is_empty(),
             "first sight routes nothing"
@@ -287,14 +292,7 @@ mod tests {
 
         let at = Timestamp::from_second(1_000).unwrap();
         index.record_provider(&organization, Some(issuer()), Some(at), Some("acme"));
-        assert_eq!(
-            routed(&mut receiver),
-            vec![Route::Resource {
-                kind: ObjectKind::Client,
-                namespace: "team-a".into(),
-                name: "web".into(),
-            }]
-        );
+        assert_eq!(routed(&mut receiver), vec![route(&web)]);
         assert_eq!(
             index.standing(&[issuer()]),
             Standing {
@@ -308,16 +306,14 @@ mod tests {
         assert_eq!(index.dependents(&issuer()), vec![web.clone()]);
 
         // A dependent that goes routes its provider (a deletion waiting on it).
-        index.record_needs(&web, Vec::new(), false);
-        assert_eq!(
-            routed(&mut receiver),
-            vec![Route::Resource {
-                kind: ObjectKind::Organization,
-                namespace: "platform".into(),
-                name: "acme".into(),
-            }]
-        );
-        assert!(index.dependents(&issuer()).is_empty());
+        index.dependent_gone(&[issuer()]);
+        assert_eq!(routed(&mut receiver), vec![route(&organization)]);
+
+        // A provider that goes routes what waited on it: nothing to wait for any more.
+        index.record_provider(&organization, None, None, None);
+        assert_eq!(routed(&mut receiver), vec![route(&web)]);
+        assert_eq!(index.standing(&[issuer()]), Standing::default());
+        assert_eq!(index.organization("acme"), None);
     }
 
     #[test]
@@ -325,10 +321,6 @@ mod tests {
         let (sender, _receiver) = broadcast::channel(16);
         let index = Prerequisites::new(sender);
         assert_eq!(index.standing(&[issuer()]), Standing::default());
-        let organization = Manifest::new(ObjectKind::Organization, "platform", "acme");
-        index.record_provider(&organization, Some(issuer()), None, Some("acme"));
-        index.record_provider(&organization, None, None, None);
-        assert_eq!(index.standing(&[issuer()]), Standing::default());
-        assert_eq!(index.organization("acme"), None);
+        assert!(index.dependents(&issuer()).is_empty());
     }
 }
