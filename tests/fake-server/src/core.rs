@@ -1,24 +1,26 @@
 //! The rules of every AdminService call, on the in-memory state, without I/O: access control,
-//! issuers, field rules, preconditions and managers, revisions, change hints and audit records.
+//! issuers, preconditions and managers, revisions, change hints and audit records. The write path
+//! is written once for every kind of object; what differs between kinds is in `kinds`.
+
+use std::collections::BTreeSet;
 
 use nauthera_proto::v1::{
-    self, ApplyBrandingRequest, ApplyClientRequest, ApplyClientResponse,
-    ApplyIdentityProviderRequest, ApplyOrganizationRequest, AuditOutcome, ChangeEvent, ChangeHint,
-    ClientRevision, DeleteBrandingRequest, DeleteClientRequest, DeleteClientResponse,
-    DeleteIdentityProviderRequest, DeleteObjectResponse, DeleteOrganizationRequest,
-    ErrorMetadataKey, ErrorReason, FapiMode, ListAuditEventsRequest, ListAuditEventsResponse,
-    ListClientRevisionsRequest, ListClientRevisionsResponse, ObjectKind, ObjectRef, Precondition,
-    ServerInfo, WriteInfo, client_spec, precondition,
+    self, AuditOutcome, ChangeEvent, ChangeHint, ClientRevision, ErrorMetadataKey, ErrorReason,
+    ListAuditEventsRequest, ListAuditEventsResponse, ListClientRevisionsRequest,
+    ListClientRevisionsResponse, ObjectKind, ObjectRef, Precondition, ServerInfo, WriteInfo,
+    precondition,
 };
 use nauthera_shared::grants::{self, GrantDecision, GrantEntry, Operation};
 use tokio::sync::broadcast;
 use tonic::Code;
 
+use crate::kinds::{
+    StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
+};
 use crate::refusal::{Refusal, violation};
-use crate::rules;
 use crate::state::{
-    AuditLog, AuditRecord, Backup, History, Meta, ObjectKey, Objects, StoredBranding, StoredClient,
-    StoredIdentityProvider, StoredOrganization, now, random_hex, secret_hash,
+    AuditLog, AuditRecord, Backup, History, Meta, ObjectKey, Objects, now, organization_key,
+    organization_ref,
 };
 
 /// Who calls: the identities of the client certificate and the one the server goes by.
@@ -66,6 +68,54 @@ pub struct Core {
     changes: broadcast::Sender<ChangeEvent>,
 }
 
+/// What a call names: an object by issuer, namespace and name, or an organization by slug.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Object(ObjectRef),
+    Organization {
+        slug: String,
+        /// The namespace of the declaring object, checked against the grant when not empty.
+        namespace: String,
+    },
+}
+
+impl Target {
+    pub fn organization(slug: &str, namespace: &str) -> Target {
+        Target::Organization {
+            slug: slug.to_owned(),
+            namespace: namespace.to_owned(),
+        }
+    }
+
+    /// The object of `kind` that `reference` names; for an organization, `reference.name` is its
+    /// slug.
+    pub fn named(kind: ObjectKind, reference: &ObjectRef) -> Target {
+        match kind {
+            ObjectKind::Organization => Target::organization(&reference.name, ""),
+            _ => Target::Object(reference.clone()),
+        }
+    }
+}
+
+/// What every apply and delete request carries.
+#[derive(Clone, Debug)]
+pub struct Write {
+    pub target: Target,
+    pub manager: String,
+    /// The declared generation; 0 for a delete.
+    pub generation: i64,
+    pub if_revision: Option<Precondition>,
+}
+
+/// An apply that took effect.
+#[derive(Clone, Debug)]
+pub struct Applied<M> {
+    pub message: M,
+    pub created: bool,
+    /// A generated secret, returned this once; empty when none was generated.
+    pub secret: String,
+}
+
 /// Facts about a write, gathered as the call is checked, for its audit record.
 #[derive(Clone, Debug, Default)]
 struct WriteContext {
@@ -81,35 +131,21 @@ struct WriteContext {
 }
 
 impl WriteContext {
-    fn new(
-        kind: ObjectKind,
-        action: &str,
-        manager: &str,
-        caller: &Caller,
-        generation: i64,
-    ) -> Self {
+    /// A write of kind `K` by `caller`; `action` is `applied` or `deleted`.
+    fn new<K: StoredKind>(action: &str, write: &Write, caller: &Caller) -> Self {
         WriteContext {
-            kind,
-            action: action.to_owned(),
-            manager: manager.to_owned(),
+            kind: K::KIND,
+            action: format!("{}.{action}", K::NAME),
+            manager: write.manager.clone(),
             actor: caller.identity.clone(),
-            generation,
+            generation: write.generation,
             ..Default::default()
         }
     }
 
-    fn found(&mut self, meta: &Meta) {
-        self.generation_in_force = Some(meta.generation);
-    }
-}
-
-fn kind_name(kind: ObjectKind) -> &'static str {
-    match kind {
-        ObjectKind::Client => "client",
-        ObjectKind::Branding => "branding",
-        ObjectKind::IdentityProvider => "identity_provider",
-        ObjectKind::Organization => "organization",
-        ObjectKind::Unspecified => "object",
+    fn found<K: StoredKind>(&mut self, held: &K) {
+        self.client_id = held.client_id().to_owned();
+        self.generation_in_force = Some(held.meta().generation);
     }
 }
 
@@ -254,25 +290,21 @@ impl Core {
 
     /// Seeds an organization from the configuration (manager `config`, actor `system:config`).
     pub fn seed_organization(&mut self, slug: &str, spec: v1::OrganizationSpec) {
-        let revision = self.history.next_revision();
-        let written = WriteInfo {
+        let context = WriteContext {
             manager: "config".to_owned(),
             actor: "system:config".to_owned(),
-            time: Some(now()),
-            generation: 0,
+            ..Default::default()
         };
-        self.objects.organizations.insert(
-            slug.to_owned(),
-            StoredOrganization {
-                spec,
-                namespace: String::new(),
-                meta: Meta {
-                    revision: revision.clone(),
-                    generation: 0,
-                    last_write: written.clone(),
-                },
-            },
-        );
+        let meta = self.next_meta(&context);
+        let (revision, written) = (meta.revision.clone(), meta.last_write.clone());
+        let stored = StoredOrganization {
+            spec,
+            namespace: String::new(),
+            meta,
+        };
+        self.objects
+            .organizations
+            .insert(organization_key(slug), stored);
         self.publish(
             ObjectKind::Organization,
             organization_ref(slug),
@@ -351,26 +383,59 @@ impl Core {
             })
     }
 
-    /// Checks access to an object named by `reference` and returns its key.
+    /// Checks access to what `target` names and returns its key. With a context, fills in the
+    /// reference and organization its audit record names, as far as they are known.
     fn resolve(
         &self,
         caller: &Caller,
         operation: Operation,
-        reference: &ObjectRef,
-        context: Option<&mut WriteContext>,
+        target: &Target,
+        mut context: Option<&mut WriteContext>,
     ) -> Result<ObjectKey, Refusal> {
-        self.require_operation(caller, operation)?;
-        validate_ref(reference)?;
-        let organization = self.organization_for(&reference.issuer)?;
-        if let Some(context) = context {
-            context.organization = organization.clone();
+        match target {
+            Target::Object(reference) => {
+                if let Some(context) = context.as_deref_mut() {
+                    context.reference = reference.clone();
+                }
+                self.require_operation(caller, operation)?;
+                validate_ref(reference)?;
+                let organization = self.organization_for(&reference.issuer)?;
+                if let Some(context) = context {
+                    context.organization = organization.clone();
+                }
+                self.authorize(caller, operation, &organization, Some(&reference.namespace))?;
+                Ok((
+                    organization,
+                    reference.namespace.clone(),
+                    reference.name.clone(),
+                ))
+            }
+            Target::Organization { slug, namespace } => {
+                if let Some(context) = context {
+                    context.reference = organization_ref(slug);
+                    context.organization = slug.clone();
+                }
+                self.require_operation(caller, operation)?;
+                let namespace = (!namespace.is_empty()).then_some(namespace.as_str());
+                self.authorize(caller, operation, slug, namespace)?;
+                Ok(organization_key(slug))
+            }
         }
-        self.authorize(caller, operation, &organization, Some(&reference.namespace))?;
-        Ok((
-            organization,
-            reference.namespace.clone(),
-            reference.name.clone(),
-        ))
+    }
+
+    /// The key of what `target` names, without access checks.
+    fn key_of(&self, target: &Target) -> Option<ObjectKey> {
+        match target {
+            Target::Object(reference) => {
+                let organization = self.objects.organization_for_issuer(&reference.issuer)?;
+                Some((
+                    organization.to_owned(),
+                    reference.namespace.clone(),
+                    reference.name.clone(),
+                ))
+            }
+            Target::Organization { slug, .. } => Some(organization_key(slug)),
+        }
     }
 
     // ----- hints, changes, audit ------------------------------------------------------------
@@ -466,6 +531,36 @@ impl Core {
         }
     }
 
+    /// Moves the change hint: the revision and write information of a write in `context`.
+    fn next_meta(&mut self, context: &WriteContext) -> Meta {
+        Meta {
+            revision: self.history.next_revision(),
+            generation: context.generation,
+            last_write: self.write_info(context),
+        }
+    }
+
+    /// Publishes a write of kind `K` that took effect and records it in the audit log.
+    fn announce<K: StoredKind>(
+        &mut self,
+        key: &ObjectKey,
+        context: &WriteContext,
+        outcome: AuditOutcome,
+        revision: &str,
+        written: WriteInfo,
+        cause: &str,
+    ) {
+        let reference = K::reference(&self.objects, key);
+        self.publish(
+            K::KIND,
+            reference,
+            context.client_id.clone(),
+            revision.to_owned(),
+            written,
+        );
+        self.record_write(context, outcome, revision, cause);
+    }
+
     // ----- server information and hints -----------------------------------------------------
 
     pub fn server_info(
@@ -510,256 +605,128 @@ impl Core {
         Ok((first, self.changes.subscribe()))
     }
 
-    // ----- clients --------------------------------------------------------------------------
+    // ----- objects of every kind ------------------------------------------------------------
 
-    pub fn apply_client(
+    /// Applies a request of kind `K`: access, the kind's rules, then the precondition (or the
+    /// manager check); then stores the object under a new revision, publishes the change and
+    /// records it. A refusal is recorded too.
+    pub fn apply<K: StoredKind>(
         &mut self,
         caller: &Caller,
-        request: ApplyClientRequest,
-    ) -> Result<ApplyClientResponse, Refusal> {
-        let mut context = WriteContext::new(
-            ObjectKind::Client,
-            "client.applied",
-            &request.manager,
-            caller,
-            request.generation,
-        );
-        let result = self.try_apply_client(caller, request, &mut context);
-        self.finish(&context, result)
-    }
-
-    fn try_apply_client(
-        &mut self,
-        caller: &Caller,
-        request: ApplyClientRequest,
-        context: &mut WriteContext,
-    ) -> Result<ApplyClientResponse, Refusal> {
-        let reference = request.r#ref.clone().unwrap_or_default();
-        context.reference = reference.clone();
-        let key = self.resolve(caller, Operation::Clients, &reference, Some(context))?;
-        let existing = self.objects.clients.get(&key).cloned();
-        if let Some(existing) = &existing {
-            context.client_id = existing.client_id.clone();
-            context.found(&existing.meta);
-        }
-        if rules::is_reserved_client_name(&reference.name) {
-            return Err(Refusal::new(
-                Code::InvalidArgument,
-                ErrorReason::ReservedName,
-                format!(
-                    "the client name {} is reserved by the server",
-                    reference.name
-                ),
-            )
-            .with(ErrorMetadataKey::Name, &reference.name)
-            .with_violations(vec![violation("ref.name", "reserved by the server")]));
-        }
-        let spec = request.spec.clone().unwrap_or_default();
-        let mut violations = rules::client_violations(&spec);
-        let generates = matches!(spec.secret, Some(client_spec::Secret::GenerateSecret(true)));
-        if request.rotate_secret
-            && !(generates && existing.as_ref().is_some_and(|c| c.secret_generated))
-        {
-            violations.push(violation(
-                "rotate_secret",
-                "only an existing client with a generated secret can rotate it",
-            ));
-        }
-        if !violations.is_empty() {
-            return Err(Refusal::invalid_fields(violations));
-        }
-        let fapi_mode = self
-            .objects
-            .organizations
-            .get(&key.0)
-            .map(|org| FapiMode::try_from(org.spec.fapi_mode).unwrap_or_default())
-            .unwrap_or_default();
-        let fapi = rules::fapi_violations(&spec, fapi_mode);
-        if !fapi.is_empty() {
-            return Err(Refusal::new(
-                Code::FailedPrecondition,
-                ErrorReason::FapiRequirements,
-                format!(
-                    "organization {} runs {}; the client does not meet it",
-                    key.0,
-                    fapi_mode.as_str_name()
-                ),
-            )
-            .with(ErrorMetadataKey::FapiMode, fapi_mode.as_str_name())
-            .with(ErrorMetadataKey::Organization, &key.0)
-            .with_violations(fapi));
-        }
-        if !spec.branding_ref.is_empty() {
-            let branding_key = (key.0.clone(), key.1.clone(), spec.branding_ref.clone());
-            if !self.objects.brandings.contains_key(&branding_key) {
-                return Err(Refusal::new(
-                    Code::FailedPrecondition,
-                    ErrorReason::ReferenceNotFound,
-                    format!("no branding {} in namespace {}", spec.branding_ref, key.1),
-                )
-                .with(ErrorMetadataKey::Reference, &spec.branding_ref));
+        request: K::Apply,
+    ) -> Result<Applied<K::Message>, Refusal> {
+        let write = K::apply_write(&request);
+        let mut context = WriteContext::new::<K>("applied", &write, caller);
+        let result = (|| {
+            let key = self.resolve(caller, K::OPERATION, &write.target, Some(&mut context))?;
+            let held = K::map(&self.objects).get(&key);
+            if let Some(held) = held {
+                context.found(held);
             }
-        }
-        check_write(
-            existing.as_ref().map(|c| &c.meta),
-            request.if_revision.as_ref(),
-            &context.manager,
-            &context.actor,
-        )?;
-
-        // The write.
-        let revision = self.history.next_revision();
-        let written = self.write_info(context);
-        let client_id = existing.as_ref().map_or_else(
-            || format!("{}-{}", reference.name, random_hex(6)),
-            |c| c.client_id.clone(),
-        );
-        context.client_id = client_id.clone();
-        let mut secret = String::new();
-        let mut stored_spec = spec.clone();
-        let (mut secret_hash_kept, mut secret_set_at, mut secret_generated) = existing
-            .as_ref()
-            .map(|c| (c.secret_hash.clone(), c.secret_set_at, c.secret_generated))
-            .unwrap_or((None, None, false));
-        if !rules::uses_secret(&spec) {
-            (secret_hash_kept, secret_set_at, secret_generated) = (None, None, false);
-        } else {
-            match &spec.secret {
-                Some(client_spec::Secret::GenerateSecret(true))
-                    if !secret_generated || request.rotate_secret || secret_hash_kept.is_none() =>
-                {
-                    secret = random_hex(32);
-                    secret_hash_kept = Some(secret_hash(&secret));
-                    secret_set_at = Some(now());
-                    secret_generated = true;
-                }
-                Some(client_spec::Secret::ProvidedSecret(provided)) => {
-                    let hash = secret_hash(provided);
-                    if secret_hash_kept.as_deref() != Some(hash.as_str()) {
-                        secret_set_at = Some(now());
-                    }
-                    secret_hash_kept = Some(hash);
-                    secret_generated = false;
-                }
-                _ => {}
-            }
-        }
-        // A client without a secret (public, private_key_jwt) is returned with no secret source.
-        stored_spec.secret = rules::uses_secret(&spec)
-            .then_some(client_spec::Secret::GenerateSecret(secret_generated));
-        let stored = StoredClient {
-            client_id: client_id.clone(),
-            spec: stored_spec,
-            secret_hash: secret_hash_kept,
-            secret_generated,
-            secret_set_at,
-            meta: Meta {
-                revision: revision.clone(),
-                generation: request.generation,
-                last_write: written.clone(),
-            },
-        };
-        self.objects.clients.insert(key.clone(), stored);
-        let reference = self.objects.reference(&key);
-        self.publish(
-            ObjectKind::Client,
-            reference,
-            client_id,
-            revision.clone(),
+            K::check_apply(&self.objects, &key, &request, held)?;
+            check_write(
+                held.map(K::meta),
+                write.if_revision.as_ref(),
+                &context.manager,
+                &context.actor,
+            )?;
+            Ok(key)
+        })();
+        let key = self.finish(&context, result)?;
+        let meta = self.next_meta(&context);
+        let (revision, written) = (meta.revision.clone(), meta.last_write.clone());
+        let held = K::map_mut(&mut self.objects).remove(&key);
+        let (stored, secret) = K::store(request, held.as_ref(), &key, meta);
+        context.client_id = stored.client_id().to_owned();
+        let message = stored.message(&self.objects, &key);
+        K::map_mut(&mut self.objects).insert(key.clone(), stored);
+        self.announce::<K>(
+            &key,
+            &context,
+            AuditOutcome::Applied,
+            &revision,
             written,
+            "",
         );
-        self.record_write(context, AuditOutcome::Applied, &revision, "");
-        Ok(ApplyClientResponse {
-            client: self.client(&key),
-            created: existing.is_none(),
+        Ok(Applied {
+            message,
+            created: held.is_none(),
             secret,
         })
     }
 
-    /// A stored client as the API returns it.
-    pub fn client(&self, key: &ObjectKey) -> Option<v1::Client> {
-        let stored = self.objects.clients.get(key)?;
-        Some(v1::Client {
-            r#ref: Some(self.objects.reference(key)),
-            organization: key.0.clone(),
-            client_id: stored.client_id.clone(),
-            spec: Some(stored.spec.clone()),
-            revision: stored.meta.revision.clone(),
-            generation_in_force: stored.meta.generation,
-            last_write: Some(stored.meta.last_write.clone()),
-            secret_set_at: stored.secret_set_at,
+    pub fn get<K: StoredKind>(
+        &self,
+        caller: &Caller,
+        target: &Target,
+    ) -> Result<K::Message, Refusal> {
+        let key = self.resolve(caller, K::OPERATION, target, None)?;
+        self.message::<K>(&key).ok_or_else(|| {
+            let what = K::NAME.replace('_', " ");
+            Refusal::not_found(&match target {
+                Target::Object(_) => format!("{what} {}/{}", key.1, key.2),
+                Target::Organization { slug, .. } => format!("{what} {slug}"),
+            })
         })
     }
 
-    pub fn get_client(
-        &self,
-        caller: &Caller,
-        reference: &ObjectRef,
-    ) -> Result<v1::Client, Refusal> {
-        let key = self.resolve(caller, Operation::Clients, reference, None)?;
-        self.client(&key)
-            .ok_or_else(|| Refusal::not_found(&format!("client {}/{}", key.1, key.2)))
-    }
-
-    pub fn delete_client(
+    /// Deletes what a request of kind `K` names: access, the precondition, then the kind's
+    /// rules. Returns whether there was something to delete.
+    pub fn delete<K: StoredKind>(
         &mut self,
         caller: &Caller,
-        request: DeleteClientRequest,
-    ) -> Result<DeleteClientResponse, Refusal> {
-        let mut context = WriteContext::new(
-            ObjectKind::Client,
-            "client.deleted",
-            &request.manager,
-            caller,
-            0,
-        );
+        request: &K::Delete,
+    ) -> Result<bool, Refusal> {
+        let write = K::delete_write(request);
+        let mut context = WriteContext::new::<K>("deleted", &write, caller);
         let result = (|| {
-            let reference = request.r#ref.clone().unwrap_or_default();
-            context.reference = reference.clone();
-            let key = self.resolve(caller, Operation::Clients, &reference, Some(&mut context))?;
-            let held = self.objects.clients.get(&key).cloned();
-            if let Some(held) = &held {
-                context.client_id = held.client_id.clone();
-                context.found(&held.meta);
+            let key = self.resolve(caller, K::OPERATION, &write.target, Some(&mut context))?;
+            let held = K::map(&self.objects).get(&key);
+            if let Some(held) = held {
+                context.found(held);
             }
-            if let Some(condition) = request
+            if let Some(condition) = write
                 .if_revision
                 .as_ref()
                 .and_then(|p| p.condition.as_ref())
             {
-                check_precondition(held.as_ref().map(|c| &c.meta), condition)?;
+                check_precondition(held.map(K::meta), condition)?;
             }
-            Ok((key, held))
+            K::check_delete(&self.objects, &key)?;
+            Ok((key, held.is_some()))
         })();
         let (key, held) = self.finish(&context, result)?;
-        let Some(held) = held else {
-            return Ok(DeleteClientResponse { deleted: false });
-        };
-        self.remove_client(&key, &held, &context, "");
-        Ok(DeleteClientResponse { deleted: true })
+        if held {
+            self.remove::<K>(&key, &context, "");
+        }
+        Ok(held)
     }
 
-    fn remove_client(
-        &mut self,
-        key: &ObjectKey,
-        held: &StoredClient,
-        context: &WriteContext,
-        cause: &str,
-    ) {
-        let reference = self.objects.reference(key);
-        self.objects.clients.remove(key);
-        self.history.next_revision();
-        let written = self.write_info(context);
-        self.publish(
-            ObjectKind::Client,
-            reference,
-            held.client_id.clone(),
-            String::new(),
-            written,
-        );
-        self.record_write(context, AuditOutcome::Deleted, "", cause);
+    fn remove<K: StoredKind>(&mut self, key: &ObjectKey, context: &WriteContext, cause: &str) {
+        K::map_mut(&mut self.objects).remove(key);
+        let written = self.next_meta(context).last_write;
+        self.announce::<K>(key, context, AuditOutcome::Deleted, "", written, cause);
     }
 
+    fn message<K: StoredKind>(&self, key: &ObjectKey) -> Option<K::Message> {
+        let stored = K::map(&self.objects).get(key)?;
+        Some(stored.message(&self.objects, key))
+    }
+
+    /// An object of kind `K` as the API returns it, without access checks.
+    pub fn read<K: StoredKind>(&self, target: &Target) -> Option<K::Message> {
+        self.message::<K>(&self.key_of(target)?)
+    }
+
+    /// An object of kind `K` as the server keeps it.
+    pub fn stored<K: StoredKind>(&self, target: &Target) -> Option<&K> {
+        K::map(&self.objects).get(&self.key_of(target)?)
+    }
+
+    // ----- clients --------------------------------------------------------------------------
+
+    /// The revision of every client the caller may see. Only clients are listed, so this stays
+    /// outside the generic calls above.
     pub fn list_client_revisions(
         &self,
         caller: &Caller,
@@ -850,458 +817,6 @@ impl Core {
         })
     }
 
-    // ----- brandings ------------------------------------------------------------------------
-
-    pub fn apply_branding(
-        &mut self,
-        caller: &Caller,
-        request: ApplyBrandingRequest,
-    ) -> Result<v1::Branding, Refusal> {
-        let mut context = WriteContext::new(
-            ObjectKind::Branding,
-            "branding.applied",
-            &request.manager,
-            caller,
-            request.generation,
-        );
-        let result = (|| {
-            let reference = request.r#ref.clone().unwrap_or_default();
-            context.reference = reference.clone();
-            let key = self.resolve(caller, Operation::Brandings, &reference, Some(&mut context))?;
-            let held = self.objects.brandings.get(&key).map(|b| b.meta.clone());
-            if let Some(meta) = &held {
-                context.found(meta);
-            }
-            let document = request.document.clone().unwrap_or_default();
-            let violations = rules::branding_violations(&document, "document");
-            if !violations.is_empty() {
-                return Err(Refusal::invalid_fields(violations));
-            }
-            check_write(
-                held.as_ref(),
-                request.if_revision.as_ref(),
-                &context.manager,
-                &context.actor,
-            )?;
-            Ok((key, document))
-        })();
-        let (key, document) = self.finish(&context, result)?;
-        let revision = self.history.next_revision();
-        let written = self.write_info(&context);
-        self.objects.brandings.insert(
-            key.clone(),
-            StoredBranding {
-                document,
-                meta: Meta {
-                    revision: revision.clone(),
-                    generation: request.generation,
-                    last_write: written.clone(),
-                },
-            },
-        );
-        let reference = self.objects.reference(&key);
-        self.publish(
-            ObjectKind::Branding,
-            reference,
-            String::new(),
-            revision.clone(),
-            written,
-        );
-        self.record_write(&context, AuditOutcome::Applied, &revision, "");
-        self.branding(&key)
-            .ok_or_else(|| Refusal::not_found("the branding just written"))
-    }
-
-    pub fn branding(&self, key: &ObjectKey) -> Option<v1::Branding> {
-        let stored = self.objects.brandings.get(key)?;
-        Some(v1::Branding {
-            r#ref: Some(self.objects.reference(key)),
-            organization: key.0.clone(),
-            document: Some(stored.document.clone()),
-            revision: stored.meta.revision.clone(),
-            generation_in_force: stored.meta.generation,
-            last_write: Some(stored.meta.last_write.clone()),
-        })
-    }
-
-    pub fn get_branding(
-        &self,
-        caller: &Caller,
-        reference: &ObjectRef,
-    ) -> Result<v1::Branding, Refusal> {
-        let key = self.resolve(caller, Operation::Brandings, reference, None)?;
-        self.branding(&key)
-            .ok_or_else(|| Refusal::not_found(&format!("branding {}/{}", key.1, key.2)))
-    }
-
-    pub fn delete_branding(
-        &mut self,
-        caller: &Caller,
-        request: DeleteBrandingRequest,
-    ) -> Result<DeleteObjectResponse, Refusal> {
-        let reference = request.r#ref.clone().unwrap_or_default();
-        self.delete_keyed(
-            caller,
-            ObjectKind::Branding,
-            Operation::Brandings,
-            &reference,
-            request.if_revision.as_ref(),
-            &request.manager,
-        )
-    }
-
-    // ----- identity providers ---------------------------------------------------------------
-
-    pub fn apply_identity_provider(
-        &mut self,
-        caller: &Caller,
-        request: ApplyIdentityProviderRequest,
-    ) -> Result<v1::IdentityProvider, Refusal> {
-        let mut context = WriteContext::new(
-            ObjectKind::IdentityProvider,
-            "identity_provider.applied",
-            &request.manager,
-            caller,
-            request.generation,
-        );
-        let result = (|| {
-            let reference = request.r#ref.clone().unwrap_or_default();
-            context.reference = reference.clone();
-            let key = self.resolve(
-                caller,
-                Operation::IdentityProviders,
-                &reference,
-                Some(&mut context),
-            )?;
-            let held = self
-                .objects
-                .identity_providers
-                .get(&key)
-                .map(|p| p.meta.clone());
-            if let Some(meta) = &held {
-                context.found(meta);
-            }
-            let spec = request.spec.clone().unwrap_or_default();
-            let violations = rules::identity_provider_violations(&spec);
-            if !violations.is_empty() {
-                return Err(Refusal::invalid_fields(violations));
-            }
-            check_write(
-                held.as_ref(),
-                request.if_revision.as_ref(),
-                &context.manager,
-                &context.actor,
-            )?;
-            Ok((key, spec))
-        })();
-        let (key, mut spec) = self.finish(&context, result)?;
-        let secret = std::mem::take(&mut spec.upstream_client_secret);
-        let revision = self.history.next_revision();
-        let written = self.write_info(&context);
-        self.objects.identity_providers.insert(
-            key.clone(),
-            StoredIdentityProvider {
-                spec,
-                secret_hash: (!secret.is_empty()).then(|| secret_hash(&secret)),
-                meta: Meta {
-                    revision: revision.clone(),
-                    generation: request.generation,
-                    last_write: written.clone(),
-                },
-            },
-        );
-        let reference = self.objects.reference(&key);
-        self.publish(
-            ObjectKind::IdentityProvider,
-            reference,
-            String::new(),
-            revision.clone(),
-            written,
-        );
-        self.record_write(&context, AuditOutcome::Applied, &revision, "");
-        self.identity_provider(&key)
-            .ok_or_else(|| Refusal::not_found("the identity provider just written"))
-    }
-
-    pub fn identity_provider(&self, key: &ObjectKey) -> Option<v1::IdentityProvider> {
-        let stored = self.objects.identity_providers.get(key)?;
-        Some(v1::IdentityProvider {
-            r#ref: Some(self.objects.reference(key)),
-            organization: key.0.clone(),
-            spec: Some(stored.spec.clone()),
-            revision: stored.meta.revision.clone(),
-            generation_in_force: stored.meta.generation,
-            last_write: Some(stored.meta.last_write.clone()),
-        })
-    }
-
-    pub fn get_identity_provider(
-        &self,
-        caller: &Caller,
-        reference: &ObjectRef,
-    ) -> Result<v1::IdentityProvider, Refusal> {
-        let key = self.resolve(caller, Operation::IdentityProviders, reference, None)?;
-        self.identity_provider(&key)
-            .ok_or_else(|| Refusal::not_found(&format!("identity provider {}/{}", key.1, key.2)))
-    }
-
-    pub fn delete_identity_provider(
-        &mut self,
-        caller: &Caller,
-        request: DeleteIdentityProviderRequest,
-    ) -> Result<DeleteObjectResponse, Refusal> {
-        let reference = request.r#ref.clone().unwrap_or_default();
-        self.delete_keyed(
-            caller,
-            ObjectKind::IdentityProvider,
-            Operation::IdentityProviders,
-            &reference,
-            request.if_revision.as_ref(),
-            &request.manager,
-        )
-    }
-
-    fn held_meta(&self, kind: ObjectKind, key: &ObjectKey) -> Option<Meta> {
-        match kind {
-            ObjectKind::Client => self.objects.clients.get(key).map(|o| o.meta.clone()),
-            ObjectKind::Branding => self.objects.brandings.get(key).map(|o| o.meta.clone()),
-            ObjectKind::IdentityProvider => self
-                .objects
-                .identity_providers
-                .get(key)
-                .map(|o| o.meta.clone()),
-            ObjectKind::Organization => self
-                .objects
-                .organizations
-                .get(&key.2)
-                .map(|o| o.meta.clone()),
-            ObjectKind::Unspecified => None,
-        }
-    }
-
-    fn delete_keyed(
-        &mut self,
-        caller: &Caller,
-        kind: ObjectKind,
-        operation: Operation,
-        reference: &ObjectRef,
-        precondition: Option<&Precondition>,
-        manager: &str,
-    ) -> Result<DeleteObjectResponse, Refusal> {
-        let action = format!("{}.deleted", kind_name(kind));
-        let mut context = WriteContext::new(kind, &action, manager, caller, 0);
-        context.reference = reference.clone();
-        let result = (|| {
-            let key = self.resolve(caller, operation, reference, Some(&mut context))?;
-            let held = self.held_meta(kind, &key);
-            if let Some(meta) = &held {
-                context.found(meta);
-            }
-            if let Some(condition) = precondition.and_then(|p| p.condition.as_ref()) {
-                check_precondition(held.as_ref(), condition)?;
-            }
-            Ok((key, held.is_some()))
-        })();
-        let (key, held) = self.finish(&context, result)?;
-        if !held {
-            return Ok(DeleteObjectResponse { deleted: false });
-        }
-        self.remove_object(kind, &key, &context, "");
-        Ok(DeleteObjectResponse { deleted: true })
-    }
-
-    fn remove_object(
-        &mut self,
-        kind: ObjectKind,
-        key: &ObjectKey,
-        context: &WriteContext,
-        cause: &str,
-    ) {
-        if kind == ObjectKind::Client {
-            if let Some(held) = self.objects.clients.get(key).cloned() {
-                self.remove_client(key, &held, context, cause);
-            }
-            return;
-        }
-        let reference = if kind == ObjectKind::Organization {
-            organization_ref(&key.2)
-        } else {
-            self.objects.reference(key)
-        };
-        match kind {
-            ObjectKind::Branding => {
-                self.objects.brandings.remove(key);
-            }
-            ObjectKind::IdentityProvider => {
-                self.objects.identity_providers.remove(key);
-            }
-            ObjectKind::Organization => {
-                self.objects.organizations.remove(&key.2);
-            }
-            _ => {}
-        }
-        self.history.next_revision();
-        let written = self.write_info(context);
-        self.publish(kind, reference, String::new(), String::new(), written);
-        self.record_write(context, AuditOutcome::Deleted, "", cause);
-    }
-
-    // ----- organizations --------------------------------------------------------------------
-
-    pub fn apply_organization(
-        &mut self,
-        caller: &Caller,
-        request: ApplyOrganizationRequest,
-    ) -> Result<v1::Organization, Refusal> {
-        let mut context = WriteContext::new(
-            ObjectKind::Organization,
-            "organization.applied",
-            &request.manager,
-            caller,
-            request.generation,
-        );
-        context.reference = organization_ref(&request.slug);
-        context.organization = request.slug.clone();
-        let result = (|| {
-            self.require_operation(caller, Operation::Organizations)?;
-            let namespace = (!request.namespace.is_empty()).then_some(request.namespace.as_str());
-            self.authorize(caller, Operation::Organizations, &request.slug, namespace)?;
-            let held = self
-                .objects
-                .organizations
-                .get(&request.slug)
-                .map(|o| o.meta.clone());
-            if let Some(meta) = &held {
-                context.found(meta);
-            }
-            let spec = request.spec.clone().unwrap_or_default();
-            let mut violations = rules::organization_violations(&request.slug, &spec);
-            if let Some(other) = self.objects.organization_for_issuer(&spec.issuer)
-                && other != request.slug
-            {
-                violations.push(violation(
-                    "spec.issuer",
-                    format!("already served by organization {other}"),
-                ));
-            }
-            if !violations.is_empty() {
-                return Err(Refusal::invalid_fields(violations));
-            }
-            check_write(
-                held.as_ref(),
-                request.if_revision.as_ref(),
-                &context.manager,
-                &context.actor,
-            )?;
-            Ok(spec)
-        })();
-        let spec = self.finish(&context, result)?;
-        let revision = self.history.next_revision();
-        let written = self.write_info(&context);
-        self.objects.organizations.insert(
-            request.slug.clone(),
-            StoredOrganization {
-                spec,
-                namespace: request.namespace.clone(),
-                meta: Meta {
-                    revision: revision.clone(),
-                    generation: request.generation,
-                    last_write: written.clone(),
-                },
-            },
-        );
-        self.publish(
-            ObjectKind::Organization,
-            organization_ref(&request.slug),
-            String::new(),
-            revision.clone(),
-            written,
-        );
-        self.record_write(&context, AuditOutcome::Applied, &revision, "");
-        self.organization(&request.slug)
-            .ok_or_else(|| Refusal::not_found("the organization just written"))
-    }
-
-    pub fn organization(&self, slug: &str) -> Option<v1::Organization> {
-        let stored = self.objects.organizations.get(slug)?;
-        Some(v1::Organization {
-            slug: slug.to_owned(),
-            spec: Some(stored.spec.clone()),
-            revision: stored.meta.revision.clone(),
-            generation_in_force: stored.meta.generation,
-            last_write: Some(stored.meta.last_write.clone()),
-            namespace: stored.namespace.clone(),
-        })
-    }
-
-    pub fn get_organization(
-        &self,
-        caller: &Caller,
-        slug: &str,
-    ) -> Result<v1::Organization, Refusal> {
-        self.require_operation(caller, Operation::Organizations)?;
-        self.authorize(caller, Operation::Organizations, slug, None)?;
-        self.organization(slug)
-            .ok_or_else(|| Refusal::not_found(&format!("organization {slug}")))
-    }
-
-    pub fn delete_organization(
-        &mut self,
-        caller: &Caller,
-        request: DeleteOrganizationRequest,
-    ) -> Result<DeleteObjectResponse, Refusal> {
-        let mut context = WriteContext::new(
-            ObjectKind::Organization,
-            "organization.deleted",
-            &request.manager,
-            caller,
-            0,
-        );
-        context.reference = organization_ref(&request.slug);
-        context.organization = request.slug.clone();
-        let key = (String::new(), String::new(), request.slug.clone());
-        let result = (|| {
-            self.require_operation(caller, Operation::Organizations)?;
-            let namespace = (!request.namespace.is_empty()).then_some(request.namespace.as_str());
-            self.authorize(caller, Operation::Organizations, &request.slug, namespace)?;
-            let held = self.held_meta(ObjectKind::Organization, &key);
-            if let Some(meta) = &held {
-                context.found(meta);
-            }
-            if let Some(condition) = request
-                .if_revision
-                .as_ref()
-                .and_then(|p| p.condition.as_ref())
-            {
-                check_precondition(held.as_ref(), condition)?;
-            }
-            let holds = self.objects.clients.keys().any(|k| k.0 == request.slug)
-                || self.objects.brandings.keys().any(|k| k.0 == request.slug)
-                || self
-                    .objects
-                    .identity_providers
-                    .keys()
-                    .any(|k| k.0 == request.slug);
-            if holds {
-                return Err(Refusal::new(
-                    Code::FailedPrecondition,
-                    ErrorReason::OrganizationNotEmpty,
-                    format!(
-                        "organization {} still holds objects; delete them first",
-                        request.slug
-                    ),
-                )
-                .with(ErrorMetadataKey::Organization, &request.slug));
-            }
-            Ok(held.is_some())
-        })();
-        if !self.finish(&context, result)? {
-            return Ok(DeleteObjectResponse { deleted: false });
-        }
-        self.remove_object(ObjectKind::Organization, &key, &context, "");
-        Ok(DeleteObjectResponse { deleted: true })
-    }
-
     // ----- audit ----------------------------------------------------------------------------
 
     pub fn list_audit_events(
@@ -1378,32 +893,20 @@ impl Core {
 
     // ----- out-of-band changes (test controls) ----------------------------------------------
 
-    fn out_of_band_context(
+    fn out_of_band_context<K: StoredKind>(
         &self,
-        kind: ObjectKind,
         action: &str,
         key: &ObjectKey,
         by: &Actor,
     ) -> WriteContext {
         WriteContext {
-            kind,
-            action: action.to_owned(),
-            reference: if kind == ObjectKind::Organization {
-                organization_ref(&key.2)
-            } else {
-                self.objects.reference(key)
-            },
-            organization: if kind == ObjectKind::Organization {
-                key.2.clone()
-            } else {
-                key.0.clone()
-            },
-            client_id: self
-                .objects
-                .clients
+            kind: K::KIND,
+            action: format!("{}.{action}", K::NAME),
+            reference: K::reference(&self.objects, key),
+            organization: K::organization(key).to_owned(),
+            client_id: K::map(&self.objects)
                 .get(key)
-                .filter(|_| kind == ObjectKind::Client)
-                .map(|c| c.client_id.clone())
+                .map(|stored| stored.client_id().to_owned())
                 .unwrap_or_default(),
             manager: String::new(),
             actor: by.actor.clone(),
@@ -1412,85 +915,45 @@ impl Core {
         }
     }
 
-    /// The key of an object named by issuer, namespace and name.
-    pub fn key_of(&self, reference: &ObjectRef) -> Option<ObjectKey> {
-        let organization = self.objects.organization_for_issuer(&reference.issuer)?;
-        Some((
-            organization.to_owned(),
-            reference.namespace.clone(),
-            reference.name.clone(),
-        ))
-    }
-
     /// Changes an object as a person would through the dashboard: no manager, no generation.
-    /// `edit` changes the stored object; returns the new revision.
-    pub fn edit_out_of_band(
+    /// `edit` changes the stored spec; returns the new revision, or `None` when there is no
+    /// such object.
+    pub fn edit_out_of_band<K: StoredKind>(
         &mut self,
-        kind: ObjectKind,
-        key: &ObjectKey,
+        target: &Target,
         by: &Actor,
-        edit: OutOfBandEdit<'_>,
+        edit: impl FnOnce(&mut K::Spec),
     ) -> Option<String> {
+        let key = self.key_of(target)?;
         // Nothing to edit: the hint must not move.
-        self.held_meta(kind, key)?;
-        let revision = self.history.next_revision();
-        let written = WriteInfo {
-            manager: String::new(),
-            actor: by.actor.clone(),
-            time: Some(now()),
-            generation: 0,
-        };
-        let meta = Meta {
-            revision: revision.clone(),
-            generation: 0,
-            last_write: written.clone(),
-        };
-        let mut client_id = String::new();
-        match (kind, edit) {
-            (ObjectKind::Client, OutOfBandEdit::Client(edit)) => {
-                let stored = self.objects.clients.get_mut(key)?;
-                edit(&mut stored.spec);
-                stored.meta = meta;
-                client_id = stored.client_id.clone();
-            }
-            (ObjectKind::Branding, OutOfBandEdit::Branding(edit)) => {
-                let stored = self.objects.brandings.get_mut(key)?;
-                edit(&mut stored.document);
-                stored.meta = meta;
-            }
-            (ObjectKind::IdentityProvider, OutOfBandEdit::IdentityProvider(edit)) => {
-                let stored = self.objects.identity_providers.get_mut(key)?;
-                edit(&mut stored.spec);
-                stored.meta = meta;
-            }
-            (ObjectKind::Organization, OutOfBandEdit::Organization(edit)) => {
-                let stored = self.objects.organizations.get_mut(&key.2)?;
-                edit(&mut stored.spec);
-                stored.meta = meta;
-            }
-            _ => return None,
-        }
-        let context =
-            self.out_of_band_context(kind, &format!("{}.applied", kind_name(kind)), key, by);
-        self.publish(
-            kind,
-            context.reference.clone(),
-            client_id,
-            revision.clone(),
+        K::map(&self.objects).get(&key)?;
+        let context = self.out_of_band_context::<K>("applied", &key, by);
+        let meta = self.next_meta(&context);
+        let (revision, written) = (meta.revision.clone(), meta.last_write.clone());
+        let stored = K::map_mut(&mut self.objects).get_mut(&key)?;
+        edit(stored.spec_mut());
+        *stored.meta_mut() = meta;
+        self.announce::<K>(
+            &key,
+            &context,
+            AuditOutcome::Applied,
+            &revision,
             written,
+            &by.cause,
         );
-        self.record_write(&context, AuditOutcome::Applied, &revision, &by.cause);
         Some(revision)
     }
 
     /// Deletes an object as a person would through the dashboard. Returns whether it existed.
-    pub fn delete_out_of_band(&mut self, kind: ObjectKind, key: &ObjectKey, by: &Actor) -> bool {
-        if self.held_meta(kind, key).is_none() {
+    pub fn delete_out_of_band<K: StoredKind>(&mut self, target: &Target, by: &Actor) -> bool {
+        let Some(key) = self.key_of(target) else {
+            return false;
+        };
+        if !K::map(&self.objects).contains_key(&key) {
             return false;
         }
-        let context =
-            self.out_of_band_context(kind, &format!("{}.deleted", kind_name(kind)), key, by);
-        self.remove_object(kind, key, &context, &by.cause);
+        let context = self.out_of_band_context::<K>("deleted", &key, by);
+        self.remove::<K>(&key, &context, &by.cause);
         true
     }
 
@@ -1507,41 +970,46 @@ impl Core {
     /// starts a new epoch, watchers are told to list again, and the audit log records each object
     /// that changed. Returns how many objects changed.
     pub fn restore(&mut self, backup: &Backup, by: &Actor) -> usize {
-        let before = self.objects.revisions();
-        let after = backup.objects.revisions();
-        self.objects = backup.objects.clone();
+        let before = std::mem::replace(&mut self.objects, backup.objects.clone());
         self.history.restart_epoch(backup.sequence);
+        // The audit records come kind by kind, in the order of the kinds' numbers.
+        let changed = self.record_restore::<StoredClient>(&before, by)
+            + self.record_restore::<StoredBranding>(&before, by)
+            + self.record_restore::<StoredIdentityProvider>(&before, by)
+            + self.record_restore::<StoredOrganization>(&before, by);
+        let _ = self.changes.send(self.history.resync_event());
+        changed
+    }
+
+    /// Records each object of kind `K` whose revision a restore changed; returns how many.
+    fn record_restore<K: StoredKind>(&mut self, before: &Objects, by: &Actor) -> usize {
+        let (old_map, new_map) = (K::map(before), K::map(&self.objects));
+        let keys: BTreeSet<&ObjectKey> = old_map.keys().chain(new_map.keys()).collect();
         let mut changed = 0;
-        let mut keys: Vec<_> = before.keys().chain(after.keys()).cloned().collect();
-        keys.sort();
-        keys.dedup();
-        for (kind_number, key) in keys {
-            let (old, new) = (
-                before.get(&(kind_number, key.clone())),
-                after.get(&(kind_number, key.clone())),
-            );
-            if old.map(|o| &o.0) == new.map(|n| &n.0) {
+        for key in keys {
+            let (old, new) = (old_map.get(key), new_map.get(key));
+            if old.map(|o| &o.meta().revision) == new.map(|n| &n.meta().revision) {
                 continue;
             }
             changed += 1;
-            let kind = ObjectKind::try_from(kind_number).unwrap_or_default();
-            let (reference, organization) = if kind == ObjectKind::Organization {
-                (organization_ref(&key.2), key.2.clone())
-            } else {
-                (self.objects.reference(&key), key.0.clone())
-            };
-            let client_id = new.or(old).map(|entry| entry.1.clone()).unwrap_or_default();
             let (action, outcome, revision) = match new {
-                Some((revision, _)) => ("restored", AuditOutcome::Applied, revision.clone()),
+                Some(new) => (
+                    "restored",
+                    AuditOutcome::Applied,
+                    new.meta().revision.clone(),
+                ),
                 None => ("deleted", AuditOutcome::Deleted, String::new()),
             };
             self.audit.record(AuditRecord {
-                action: format!("{}.{action}", kind_name(kind)),
+                action: format!("{}.{action}", K::NAME),
                 outcome,
-                kind,
-                reference,
-                organization,
-                client_id,
+                kind: K::KIND,
+                reference: K::reference(&self.objects, key),
+                organization: K::organization(key).to_owned(),
+                client_id: new
+                    .or(old)
+                    .map(|o| o.client_id().to_owned())
+                    .unwrap_or_default(),
                 manager: String::new(),
                 actor: by.actor.clone(),
                 cause: if by.cause.is_empty() {
@@ -1555,24 +1023,7 @@ impl Core {
                 reason: String::new(),
             });
         }
-        let _ = self.changes.send(self.history.resync_event());
         changed
-    }
-}
-
-/// An out-of-band change to one kind of object.
-pub enum OutOfBandEdit<'a> {
-    Client(&'a mut dyn FnMut(&mut v1::ClientSpec)),
-    Branding(&'a mut dyn FnMut(&mut v1::BrandingDocument)),
-    IdentityProvider(&'a mut dyn FnMut(&mut v1::IdentityProviderSpec)),
-    Organization(&'a mut dyn FnMut(&mut v1::OrganizationSpec)),
-}
-
-fn organization_ref(slug: &str) -> ObjectRef {
-    ObjectRef {
-        issuer: String::new(),
-        namespace: String::new(),
-        name: slug.to_owned(),
     }
 }
 

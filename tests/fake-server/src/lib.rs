@@ -5,11 +5,17 @@
 //! revisions and preconditions, managers, field rules, change hints and audit events, and offers
 //! test controls: out-of-band edits, backup restores, faults, latency, `Unimplemented` methods,
 //! unreachability and restarts. See `README.md` for what it does not emulate.
+//!
+//! Inside: `service` turns gRPC calls into calls of `core`, which holds the rules every call
+//! shares (access, preconditions, revisions, change events, audit) and writes them once for all
+//! kinds of object; `kinds` says what differs per kind (one `StoredKind` each); `state` is the
+//! plain data.
 
 pub mod config;
 pub mod control_api;
 pub mod controls;
 pub mod core;
+pub mod kinds;
 pub mod method;
 pub mod pki;
 pub mod refusal;

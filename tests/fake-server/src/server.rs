@@ -20,11 +20,14 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use crate::config::FakeServerConfig;
 use crate::controls::{Controls, Counters, Fault};
-use crate::core::{Actor, Core, OutOfBandEdit};
+use crate::core::{Actor, Core, Target};
+use crate::kinds::{
+    StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
+};
 use crate::method::Method;
 use crate::pki::ServerTls;
 use crate::service::{Service, Shared};
-use crate::state::Backup;
+use crate::state::{Backup, organization_ref};
 
 /// The fake could not start or listen again.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +84,13 @@ impl Actor {
         self.cause = cause.to_owned();
         self
     }
+}
+
+fn not_found(kind: ObjectKind, reference: &ObjectRef) -> ControlError {
+    ControlError::NotFound(format!(
+        "{kind:?} {}/{}",
+        reference.namespace, reference.name
+    ))
 }
 
 fn acceptor(tls: &ServerTls) -> Result<TlsAcceptor, StartError> {
@@ -321,26 +331,27 @@ impl FakeServer {
 
     /// A client as the server holds it.
     pub fn client(&self, reference: &ObjectRef) -> Option<v1::Client> {
-        let core = self.shared.core();
-        core.key_of(reference).and_then(|key| core.client(&key))
+        self.read::<StoredClient>(reference)
     }
 
     /// A branding as the server holds it.
     pub fn branding(&self, reference: &ObjectRef) -> Option<v1::Branding> {
-        let core = self.shared.core();
-        core.key_of(reference).and_then(|key| core.branding(&key))
+        self.read::<StoredBranding>(reference)
     }
 
     /// An identity provider as the server holds it.
     pub fn identity_provider(&self, reference: &ObjectRef) -> Option<v1::IdentityProvider> {
-        let core = self.shared.core();
-        core.key_of(reference)
-            .and_then(|key| core.identity_provider(&key))
+        self.read::<StoredIdentityProvider>(reference)
     }
 
     /// An organization as the server holds it.
     pub fn organization(&self, slug: &str) -> Option<v1::Organization> {
-        self.shared.core().organization(slug)
+        self.read::<StoredOrganization>(&organization_ref(slug))
+    }
+
+    fn read<K: StoredKind>(&self, reference: &ObjectRef) -> Option<K::Message> {
+        let target = Target::named(K::KIND, reference);
+        self.shared.core().read::<K>(&target)
     }
 
     /// Every audit event, oldest first.
@@ -350,46 +361,35 @@ impl FakeServer {
 
     /// The sha-256 (hex) of a client's current secret, to check which secret is in force.
     pub fn client_secret_hash(&self, reference: &ObjectRef) -> Option<String> {
+        let target = Target::Object(reference.clone());
         let core = self.shared.core();
-        let key = core.key_of(reference)?;
-        core.objects.clients.get(&key)?.secret_hash.clone()
+        core.stored::<StoredClient>(&target)?.secret_hash.clone()
     }
 
     /// The sha-256 (hex) of an identity provider's upstream client secret, to check which one
     /// the server holds.
     pub fn identity_provider_secret_hash(&self, reference: &ObjectRef) -> Option<String> {
+        let target = Target::Object(reference.clone());
         let core = self.shared.core();
-        let key = core.key_of(reference)?;
-        core.objects
-            .identity_providers
-            .get(&key)?
+        core.stored::<StoredIdentityProvider>(&target)?
             .secret_hash
             .clone()
     }
 
     // ----- out-of-band changes --------------------------------------------------------------
 
-    fn edit(
+    /// Changes an object as a person would in the dashboard; returns the new revision.
+    fn edit<K: StoredKind>(
         &self,
-        kind: ObjectKind,
         reference: &ObjectRef,
         by: &Actor,
-        edit: OutOfBandEdit<'_>,
+        edit: impl FnOnce(&mut K::Spec),
     ) -> Result<String, ControlError> {
-        let mut core = self.shared.core();
-        let missing = || {
-            ControlError::NotFound(format!(
-                "{kind:?} {}/{}",
-                reference.namespace, reference.name
-            ))
-        };
-        let key = if kind == ObjectKind::Organization {
-            (String::new(), String::new(), reference.name.clone())
-        } else {
-            core.key_of(reference).ok_or_else(missing)?
-        };
-        core.edit_out_of_band(kind, &key, by, edit)
-            .ok_or_else(missing)
+        let target = Target::named(K::KIND, reference);
+        self.shared
+            .core()
+            .edit_out_of_band::<K>(&target, by, edit)
+            .ok_or_else(|| not_found(K::KIND, reference))
     }
 
     /// Changes a client as a person would in the dashboard; returns the new revision.
@@ -399,18 +399,7 @@ impl FakeServer {
         by: &Actor,
         edit: impl FnOnce(&mut v1::ClientSpec),
     ) -> Result<String, ControlError> {
-        let mut edit = Some(edit);
-        let mut apply = |spec: &mut v1::ClientSpec| {
-            if let Some(edit) = edit.take() {
-                edit(spec);
-            }
-        };
-        self.edit(
-            ObjectKind::Client,
-            reference,
-            by,
-            OutOfBandEdit::Client(&mut apply),
-        )
+        self.edit::<StoredClient>(reference, by, edit)
     }
 
     /// Changes a branding as a person would in the dashboard; returns the new revision.
@@ -420,18 +409,7 @@ impl FakeServer {
         by: &Actor,
         edit: impl FnOnce(&mut v1::BrandingDocument),
     ) -> Result<String, ControlError> {
-        let mut edit = Some(edit);
-        let mut apply = |document: &mut v1::BrandingDocument| {
-            if let Some(edit) = edit.take() {
-                edit(document);
-            }
-        };
-        self.edit(
-            ObjectKind::Branding,
-            reference,
-            by,
-            OutOfBandEdit::Branding(&mut apply),
-        )
+        self.edit::<StoredBranding>(reference, by, edit)
     }
 
     /// Changes an identity provider as a person would in the dashboard.
@@ -441,18 +419,7 @@ impl FakeServer {
         by: &Actor,
         edit: impl FnOnce(&mut v1::IdentityProviderSpec),
     ) -> Result<String, ControlError> {
-        let mut edit = Some(edit);
-        let mut apply = |spec: &mut v1::IdentityProviderSpec| {
-            if let Some(edit) = edit.take() {
-                edit(spec);
-            }
-        };
-        self.edit(
-            ObjectKind::IdentityProvider,
-            reference,
-            by,
-            OutOfBandEdit::IdentityProvider(&mut apply),
-        )
+        self.edit::<StoredIdentityProvider>(reference, by, edit)
     }
 
     /// Changes an organization as a person would in the dashboard.
@@ -462,22 +429,7 @@ impl FakeServer {
         by: &Actor,
         edit: impl FnOnce(&mut v1::OrganizationSpec),
     ) -> Result<String, ControlError> {
-        let mut edit = Some(edit);
-        let mut apply = |spec: &mut v1::OrganizationSpec| {
-            if let Some(edit) = edit.take() {
-                edit(spec);
-            }
-        };
-        let reference = ObjectRef {
-            name: slug.to_owned(),
-            ..Default::default()
-        };
-        self.edit(
-            ObjectKind::Organization,
-            &reference,
-            by,
-            OutOfBandEdit::Organization(&mut apply),
-        )
+        self.edit::<StoredOrganization>(&organization_ref(slug), by, edit)
     }
 
     /// Deletes an object as a person would in the dashboard. For an organization, `reference.name`
@@ -488,22 +440,21 @@ impl FakeServer {
         reference: &ObjectRef,
         by: &Actor,
     ) -> Result<(), ControlError> {
+        let target = Target::named(kind, reference);
         let mut core = self.shared.core();
-        let missing = || {
-            ControlError::NotFound(format!(
-                "{kind:?} {}/{}",
-                reference.namespace, reference.name
-            ))
+        let deleted = match kind {
+            ObjectKind::Client => core.delete_out_of_band::<StoredClient>(&target, by),
+            ObjectKind::Branding => core.delete_out_of_band::<StoredBranding>(&target, by),
+            ObjectKind::IdentityProvider => {
+                core.delete_out_of_band::<StoredIdentityProvider>(&target, by)
+            }
+            ObjectKind::Organization => core.delete_out_of_band::<StoredOrganization>(&target, by),
+            ObjectKind::Unspecified => false,
         };
-        let key = if kind == ObjectKind::Organization {
-            (String::new(), String::new(), reference.name.clone())
-        } else {
-            core.key_of(reference).ok_or_else(missing)?
-        };
-        if core.delete_out_of_band(kind, &key, by) {
+        if deleted {
             Ok(())
         } else {
-            Err(missing())
+            Err(not_found(kind, reference))
         }
     }
 

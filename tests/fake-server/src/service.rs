@@ -11,7 +11,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::controls::{Controls, Stage};
-use crate::core::{Caller, Core};
+use crate::core::{Applied, Caller, Core, Target};
+use crate::kinds::{
+    StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
+};
 use crate::method::Method;
 use crate::refusal::Refusal;
 use crate::state::random_unit;
@@ -146,6 +149,38 @@ impl Service {
         self.answer(result)
     }
 
+    /// An apply of kind `K`; `answer` makes the response of what was applied.
+    async fn apply<K: StoredKind, T>(
+        &self,
+        method: Method,
+        request: Request<K::Apply>,
+        answer: impl FnOnce(Applied<K::Message>) -> T,
+    ) -> Result<Response<T>, Status> {
+        let caller = self.begin(method, &request).await?;
+        let request = request.into_inner();
+        let manager = K::apply_write(&request).manager;
+        let result = self.shared.core().apply::<K>(&caller, request).map(answer);
+        let took_effect = result.is_ok();
+        self.answer_write(method, &manager, took_effect, result)
+            .await
+    }
+
+    /// A delete of kind `K`; `answer` makes the response of whether there was something to
+    /// delete.
+    async fn delete<K: StoredKind, T>(
+        &self,
+        method: Method,
+        request: Request<K::Delete>,
+        answer: impl FnOnce(bool) -> T,
+    ) -> Result<Response<T>, Status> {
+        let caller = self.begin(method, &request).await?;
+        let manager = K::delete_write(request.get_ref()).manager;
+        let result = self.shared.core().delete::<K>(&caller, request.get_ref());
+        let took_effect = result == Ok(true);
+        self.answer_write(method, &manager, took_effect, result.map(answer))
+            .await
+    }
+
     fn count_write(&self, manager: &str) {
         *self
             .shared
@@ -155,6 +190,10 @@ impl Service {
             .entry(manager.to_owned())
             .or_default() += 1;
     }
+}
+
+fn deleted_object(deleted: bool) -> v1::DeleteObjectResponse {
+    v1::DeleteObjectResponse { deleted }
 }
 
 type ChangeStream = ReceiverStream<Result<ChangeEvent, Status>>;
@@ -227,13 +266,14 @@ impl AdminService for Service {
         &self,
         request: Request<v1::ApplyClientRequest>,
     ) -> Result<Response<v1::ApplyClientResponse>, Status> {
-        let caller = self.begin(Method::ApplyClient, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self.shared.core().apply_client(&caller, request);
-        let took_effect = result.is_ok();
-        self.answer_write(Method::ApplyClient, &manager, took_effect, result)
-            .await
+        self.apply::<StoredClient, _>(Method::ApplyClient, request, |applied| {
+            v1::ApplyClientResponse {
+                client: Some(applied.message),
+                created: applied.created,
+                secret: applied.secret,
+            }
+        })
+        .await
     }
 
     async fn get_client(
@@ -242,7 +282,10 @@ impl AdminService for Service {
     ) -> Result<Response<v1::Client>, Status> {
         let caller = self.begin(Method::GetClient, &request).await?;
         let reference = request.into_inner().r#ref.unwrap_or_default();
-        let result = self.shared.core().get_client(&caller, &reference);
+        let result = self
+            .shared
+            .core()
+            .get::<StoredClient>(&caller, &Target::Object(reference));
         self.answer(result)
     }
 
@@ -250,13 +293,10 @@ impl AdminService for Service {
         &self,
         request: Request<v1::DeleteClientRequest>,
     ) -> Result<Response<v1::DeleteClientResponse>, Status> {
-        let caller = self.begin(Method::DeleteClient, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self.shared.core().delete_client(&caller, request);
-        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
-        self.answer_write(Method::DeleteClient, &manager, took_effect, result)
-            .await
+        self.delete::<StoredClient, _>(Method::DeleteClient, request, |deleted| {
+            v1::DeleteClientResponse { deleted }
+        })
+        .await
     }
 
     async fn list_client_revisions(
@@ -275,12 +315,7 @@ impl AdminService for Service {
         &self,
         request: Request<v1::ApplyBrandingRequest>,
     ) -> Result<Response<v1::Branding>, Status> {
-        let caller = self.begin(Method::ApplyBranding, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self.shared.core().apply_branding(&caller, request);
-        let took_effect = result.is_ok();
-        self.answer_write(Method::ApplyBranding, &manager, took_effect, result)
+        self.apply::<StoredBranding, _>(Method::ApplyBranding, request, |applied| applied.message)
             .await
     }
 
@@ -290,7 +325,10 @@ impl AdminService for Service {
     ) -> Result<Response<v1::Branding>, Status> {
         let caller = self.begin(Method::GetBranding, &request).await?;
         let reference = request.into_inner().r#ref.unwrap_or_default();
-        let result = self.shared.core().get_branding(&caller, &reference);
+        let result = self
+            .shared
+            .core()
+            .get::<StoredBranding>(&caller, &Target::Object(reference));
         self.answer(result)
     }
 
@@ -298,12 +336,7 @@ impl AdminService for Service {
         &self,
         request: Request<v1::DeleteBrandingRequest>,
     ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
-        let caller = self.begin(Method::DeleteBranding, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self.shared.core().delete_branding(&caller, request);
-        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
-        self.answer_write(Method::DeleteBranding, &manager, took_effect, result)
+        self.delete::<StoredBranding, _>(Method::DeleteBranding, request, deleted_object)
             .await
     }
 
@@ -311,13 +344,10 @@ impl AdminService for Service {
         &self,
         request: Request<v1::ApplyIdentityProviderRequest>,
     ) -> Result<Response<v1::IdentityProvider>, Status> {
-        let caller = self.begin(Method::ApplyIdentityProvider, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self.shared.core().apply_identity_provider(&caller, request);
-        let took_effect = result.is_ok();
-        self.answer_write(Method::ApplyIdentityProvider, &manager, took_effect, result)
-            .await
+        self.apply::<StoredIdentityProvider, _>(Method::ApplyIdentityProvider, request, |applied| {
+            applied.message
+        })
+        .await
     }
 
     async fn get_identity_provider(
@@ -329,7 +359,7 @@ impl AdminService for Service {
         let result = self
             .shared
             .core()
-            .get_identity_provider(&caller, &reference);
+            .get::<StoredIdentityProvider>(&caller, &Target::Object(reference));
         self.answer(result)
     }
 
@@ -337,19 +367,10 @@ impl AdminService for Service {
         &self,
         request: Request<v1::DeleteIdentityProviderRequest>,
     ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
-        let caller = self.begin(Method::DeleteIdentityProvider, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self
-            .shared
-            .core()
-            .delete_identity_provider(&caller, request);
-        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
-        self.answer_write(
+        self.delete::<StoredIdentityProvider, _>(
             Method::DeleteIdentityProvider,
-            &manager,
-            took_effect,
-            result,
+            request,
+            deleted_object,
         )
         .await
     }
@@ -358,13 +379,10 @@ impl AdminService for Service {
         &self,
         request: Request<v1::ApplyOrganizationRequest>,
     ) -> Result<Response<v1::Organization>, Status> {
-        let caller = self.begin(Method::ApplyOrganization, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self.shared.core().apply_organization(&caller, request);
-        let took_effect = result.is_ok();
-        self.answer_write(Method::ApplyOrganization, &manager, took_effect, result)
-            .await
+        self.apply::<StoredOrganization, _>(Method::ApplyOrganization, request, |applied| {
+            applied.message
+        })
+        .await
     }
 
     async fn get_organization(
@@ -373,7 +391,10 @@ impl AdminService for Service {
     ) -> Result<Response<v1::Organization>, Status> {
         let caller = self.begin(Method::GetOrganization, &request).await?;
         let slug = request.into_inner().slug;
-        let result = self.shared.core().get_organization(&caller, &slug);
+        let result = self
+            .shared
+            .core()
+            .get::<StoredOrganization>(&caller, &Target::organization(&slug, ""));
         self.answer(result)
     }
 
@@ -381,12 +402,7 @@ impl AdminService for Service {
         &self,
         request: Request<v1::DeleteOrganizationRequest>,
     ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
-        let caller = self.begin(Method::DeleteOrganization, &request).await?;
-        let request = request.into_inner();
-        let manager = request.manager.clone();
-        let result = self.shared.core().delete_organization(&caller, request);
-        let took_effect = result.as_ref().is_ok_and(|response| response.deleted);
-        self.answer_write(Method::DeleteOrganization, &manager, took_effect, result)
+        self.delete::<StoredOrganization, _>(Method::DeleteOrganization, request, deleted_object)
             .await
     }
 

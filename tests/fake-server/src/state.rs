@@ -5,12 +5,15 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use nauthera_proto::v1::{
-    AuditEvent, AuditOutcome, BrandingDocument, ChangeEvent, ChangeHint, ClientSpec,
-    FieldViolation, IdentityProviderSpec, ObjectKind, ObjectRef, OrganizationSpec, WriteInfo,
+    AuditEvent, AuditOutcome, ChangeEvent, ChangeHint, FieldViolation, ObjectKind, ObjectRef,
+    WriteInfo,
 };
 use prost_types::Timestamp;
 
-/// The key of an object inside an organization: (organization slug, namespace, name).
+use crate::kinds::{StoredBranding, StoredClient, StoredIdentityProvider, StoredOrganization};
+
+/// The key of an object inside an organization: (organization slug, namespace, name); for an
+/// organization itself see [`organization_key`].
 pub type ObjectKey = (String, String, String);
 
 /// What every stored object carries.
@@ -22,46 +25,28 @@ pub struct Meta {
     pub last_write: WriteInfo,
 }
 
-#[derive(Clone, Debug)]
-pub struct StoredOrganization {
-    pub spec: OrganizationSpec,
-    pub namespace: String,
-    pub meta: Meta,
-}
-
-#[derive(Clone, Debug)]
-pub struct StoredClient {
-    pub client_id: String,
-    /// The spec in force, with the secret replaced by `generate_secret` true/false.
-    pub spec: ClientSpec,
-    /// The sha-256 of the current secret, hex; the secret itself is never kept.
-    pub secret_hash: Option<String>,
-    pub secret_generated: bool,
-    pub secret_set_at: Option<Timestamp>,
-    pub meta: Meta,
-}
-
-#[derive(Clone, Debug)]
-pub struct StoredBranding {
-    pub document: BrandingDocument,
-    pub meta: Meta,
-}
-
-#[derive(Clone, Debug)]
-pub struct StoredIdentityProvider {
-    /// The spec in force, with `upstream_client_secret` empty.
-    pub spec: IdentityProviderSpec,
-    pub secret_hash: Option<String>,
-    pub meta: Meta,
-}
-
-/// Every object the server holds; what a backup captures.
+/// Every object the server holds, one map per kind (see `kinds`); what a backup captures.
 #[derive(Clone, Debug, Default)]
 pub struct Objects {
-    pub organizations: BTreeMap<String, StoredOrganization>,
+    /// Keyed by [`organization_key`].
+    pub organizations: BTreeMap<ObjectKey, StoredOrganization>,
     pub clients: BTreeMap<ObjectKey, StoredClient>,
     pub brandings: BTreeMap<ObjectKey, StoredBranding>,
     pub identity_providers: BTreeMap<ObjectKey, StoredIdentityProvider>,
+}
+
+/// The key of an organization: its slug in the place of a name.
+pub fn organization_key(slug: &str) -> ObjectKey {
+    (String::new(), String::new(), slug.to_owned())
+}
+
+/// How the API names an organization where it expects a reference: by its slug alone.
+pub fn organization_ref(slug: &str) -> ObjectRef {
+    ObjectRef {
+        issuer: String::new(),
+        namespace: String::new(),
+        name: slug.to_owned(),
+    }
 }
 
 impl Objects {
@@ -71,13 +56,13 @@ impl Objects {
         self.organizations
             .iter()
             .find(|(_, org)| org.spec.issuer.trim_end_matches('/') == wanted)
-            .map(|(slug, _)| slug.as_str())
+            .map(|(key, _)| key.2.as_str())
     }
 
     /// The issuer of an organization; empty when it is gone.
     pub fn issuer_of(&self, slug: &str) -> String {
         self.organizations
-            .get(slug)
+            .get(&organization_key(slug))
             .map(|org| org.spec.issuer.clone())
             .unwrap_or_default()
     }
@@ -89,37 +74,6 @@ impl Objects {
             namespace: key.1.clone(),
             name: key.2.clone(),
         }
-    }
-
-    /// The revision of every object, by kind and key, for comparing two states.
-    pub fn revisions(&self) -> BTreeMap<(i32, ObjectKey), (String, String)> {
-        let mut revisions = BTreeMap::new();
-        for (slug, org) in &self.organizations {
-            let key = (String::new(), String::new(), slug.clone());
-            revisions.insert(
-                (ObjectKind::Organization as i32, key),
-                (org.meta.revision.clone(), String::new()),
-            );
-        }
-        for (key, client) in &self.clients {
-            revisions.insert(
-                (ObjectKind::Client as i32, key.clone()),
-                (client.meta.revision.clone(), client.client_id.clone()),
-            );
-        }
-        for (key, branding) in &self.brandings {
-            revisions.insert(
-                (ObjectKind::Branding as i32, key.clone()),
-                (branding.meta.revision.clone(), String::new()),
-            );
-        }
-        for (key, provider) in &self.identity_providers {
-            revisions.insert(
-                (ObjectKind::IdentityProvider as i32, key.clone()),
-                (provider.meta.revision.clone(), String::new()),
-            );
-        }
-        revisions
     }
 }
 
