@@ -252,6 +252,19 @@ pub fn fapi_violations(spec: &ClientSpec, mode: FapiMode) -> Vec<FieldViolation>
 const COLOR_ROLES: [&str; 5] = ["primary", "background", "text", "accent", "error"];
 const TEXT_ROLES: [&str; 4] = ["title", "welcome", "footer", "support"];
 const LOGO_TYPES: [&str; 4] = ["image/png", "image/svg+xml", "image/jpeg", "image/webp"];
+/// The claims the server issues, which an identity provider's claim mapping may fill.
+const SERVER_CLAIMS: [&str; 10] = [
+    "sub",
+    "email",
+    "email_verified",
+    "name",
+    "given_name",
+    "family_name",
+    "preferred_username",
+    "picture",
+    "locale",
+    "groups",
+];
 
 fn is_hex_color(value: &str) -> bool {
     value.len() == 7 && value.starts_with('#') && value[1..].chars().all(|c| c.is_ascii_hexdigit())
@@ -314,6 +327,19 @@ pub fn identity_provider_violations(spec: &IdentityProviderSpec) -> Vec<FieldVio
     }
     if kind != IdentityProviderKind::Saml && spec.upstream_client_id.is_empty() {
         violations.push(violation("spec.upstream_client_id", "must not be empty"));
+    }
+    let mut claims: Vec<_> = spec.claim_mapping.keys().collect();
+    claims.sort();
+    for claim in claims {
+        if !SERVER_CLAIMS.contains(&claim.as_str()) {
+            violations.push(violation(
+                format!("spec.claim_mapping[{claim}]"),
+                format!(
+                    "not a claim the server issues; use one of {}",
+                    SERVER_CLAIMS.join(", ")
+                ),
+            ));
+        }
     }
     violations
 }
@@ -470,6 +496,22 @@ mod tests {
         assert_eq!(
             fields(&branding_violations(&document, "document")),
             vec!["document.colors[shadow]", "document.colors[text]"]
+        );
+    }
+
+    #[test]
+    fn a_claim_mapping_fills_only_claims_the_server_issues() {
+        let mut spec = IdentityProviderSpec {
+            kind: IdentityProviderKind::Github as i32,
+            upstream_client_id: "app".into(),
+            ..IdentityProviderSpec::default()
+        };
+        spec.claim_mapping.insert("email".into(), "email".into());
+        assert!(identity_provider_violations(&spec).is_empty());
+        spec.claim_mapping.insert("shoe_size".into(), "size".into());
+        assert_eq!(
+            fields(&identity_provider_violations(&spec)),
+            vec!["spec.claim_mapping[shoe_size]"]
         );
     }
 }
