@@ -1,6 +1,7 @@
-//! The benchmark program at a tiny size, so it cannot rot: every part runs and reports, against
-//! the real binaries, the fake server and the emulator. No figure is asserted (they are timings);
-//! only that each was measured.
+//! The benchmark program at a tiny size, so it cannot rot: every part runs and reports, for both
+//! workloads (OIDCClients alone, and the mixed one of all four kinds), against the real binaries,
+//! the fake server and the emulator. No figure is asserted (they are timings); only that each was
+//! measured.
 
 use std::process::Command;
 
@@ -12,6 +13,8 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     let output = Command::new(env!("CARGO_BIN_EXE_nauthera-bench"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args([
+            "--workload",
+            "clients,mixed",
             "--clients",
             "12",
             "--plugin-only",
@@ -55,9 +58,16 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
         assert!(stdout.contains(measure), "no {measure:?} row in:\n{stdout}");
     }
 
+    assert!(
+        stdout.contains("| mixed ") && stdout.contains("manifests"),
+        "no mixed rows in:\n{stdout}"
+    );
+
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["sizes"].as_array().unwrap().len(), 2);
     let size = &report["sizes"][0];
+    assert_eq!(size["workload"], "clients");
     assert_eq!(size["clients"], 12);
     assert_eq!(size["namespaces"], 3);
     let cold = &size["cold_start"];
@@ -97,6 +107,73 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     }
     assert_eq!(report["plugin_only"][0]["clients"], 30);
 
+    mixed_was_measured(&report["sizes"][1]);
+
     let plot = std::fs::read_to_string(&svg).unwrap();
-    assert!(plot.starts_with("<svg") && plot.contains("N = 12"));
+    assert!(plot.starts_with("<svg") && plot.contains("N = 12<") && plot.contains("N = 12 mixed<"));
+}
+
+/// The mixed workload at 12: one Organization the server does not hold at start, one Branding,
+/// one IdentityProvider and nine OIDCClients (three with a brandingRef), every one registered in
+/// order, and its floor making the same writes.
+fn mixed_was_measured(size: &serde_json::Value) {
+    assert_eq!(size["workload"], "mixed");
+    assert_eq!(size["clients"], 12);
+    let composition = &size["composition"];
+    assert_eq!(composition["organizations"], 1, "{composition}");
+    assert_eq!(composition["brandings"], 1, "{composition}");
+    assert_eq!(composition["identity_providers"], 1, "{composition}");
+    assert_eq!(composition["clients"], 9, "{composition}");
+    assert_eq!(composition["clients_with_branding_ref"], 3, "{composition}");
+    let cold = &size["cold_start"];
+    assert_eq!(cold["finished"], true, "{cold}");
+    assert_eq!(cold["complete"], 12);
+    for (kind, count) in [
+        ("Organization", 1),
+        ("Branding", 1),
+        ("IdentityProvider", 1),
+        ("OIDCClient", 9),
+    ] {
+        assert_eq!(cold["complete_by_kind"][kind], count, "{cold}");
+    }
+    assert!(cold["ratio"].as_f64().is_some());
+    for (method, count) in [
+        ("ApplyOrganization", 1),
+        ("ApplyBranding", 1),
+        ("ApplyIdentityProvider", 1),
+        ("ApplyClient", 9),
+    ] {
+        assert_eq!(cold["floor_server_calls"][method], count, "{cold}");
+        assert!(
+            cold["server_calls"][method].as_u64().unwrap_or(0) >= count,
+            "{method}: {cold}"
+        );
+    }
+    let floor_requests = &cold["floor_kube_requests"];
+    assert_eq!(floor_requests["create secrets"], 9, "{floor_requests}");
+    assert_eq!(floor_requests["get secrets"], 1, "{floor_requests}");
+    for resource in [
+        "organizations",
+        "brandings",
+        "identityproviders",
+        "oidcclients",
+    ] {
+        let patches = &floor_requests[format!("patch {resource}/status")];
+        assert!(
+            patches.as_u64().unwrap_or(0) >= 1,
+            "{resource}: {floor_requests}"
+        );
+        let patches = &cold["kube_requests"][format!("patch {resource}/status")];
+        assert!(patches.as_u64().unwrap_or(0) >= 1, "{resource}: {cold}");
+    }
+    assert!(size["steady"]["window_seconds"].as_f64().unwrap() > 0.0);
+    let drift = &size["drift"];
+    assert_eq!(drift["detected"], 2, "every edit shows as Drifted: {drift}");
+    let memory = &size["memory"];
+    assert!(memory["idle"]["rss_kib"].as_u64().unwrap() > 0);
+    assert!(memory["floor"]["rss_kib"].as_u64().unwrap() > 0);
+    assert!(
+        size["plugin"].is_null(),
+        "the plugin is compared on clients only"
+    );
 }

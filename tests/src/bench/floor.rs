@@ -1,7 +1,9 @@
 //! The floors: what the same work costs when done directly, with no reconciler. The cold-start
-//! floor makes each client's ApplyClient call through the project's AdminService client, then one
-//! status patch and one Secret create, at the reconciler's concurrency. The drift floor takes the
-//! server's change stream as a bare subscriber and answers each change with one status patch.
+//! floor makes each manifest's write through the project's AdminService client, then one status
+//! patch (and one Secret create for a generated secret), at the reconciler's concurrency: for the
+//! mixed workload the Organizations first, then the Brandings, then the rest, as the order
+//! between kinds demands. The drift floor takes the server's change stream as a bare subscriber
+//! and answers each change with one status patch.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -16,13 +18,19 @@ use kube::{Resource, ResourceExt};
 use nauthera_fake_server::Actor;
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::client::{AdminClient, ConnectSettings, TlsFiles};
-use nauthera_shared::convert::apply_client_request;
-use nauthera_shared::resources::{Drift, LocalRef, OIDCClient, ResourceStatus, ready_condition};
+use nauthera_shared::convert::{
+    apply_branding_request, apply_client_request, apply_identity_provider_request,
+    apply_organization_request,
+};
+use nauthera_shared::resources::{
+    Branding, Drift, IdentityProvider, LocalRef, OIDCClient, Organization, ResourceStatus,
+    ready_condition,
+};
 
 use super::measure::{Calls, all_requests, difference};
 use super::observer::Observer;
-use super::workload::{BENCH_LABEL, Key};
-use crate::e2e::{MANAGER, Stack};
+use super::workload::{BENCH_LABEL, ClientItem, Composition, Key};
+use crate::e2e::{Declared, MANAGER, Stack};
 
 /// What the cold-start floor took and asked for.
 #[derive(Debug)]
@@ -44,12 +52,12 @@ pub async fn admin_client(stack: &Stack) -> anyhow::Result<AdminClient> {
         .context("the floor cannot connect to the fake server")
 }
 
-/// Registers every client of the stack's workload directly and delivers its Secret; returns when
-/// the last one is done.
+/// Registers every manifest of the stack's workload directly (and delivers each generated
+/// Secret); returns when the last one is done. `expected` is what the workload holds.
 pub async fn cold_start(
     stack: &Stack,
     concurrency: usize,
-    expected: usize,
+    expected: &Composition,
 ) -> anyhow::Result<ColdStartFloor> {
     let emulator = stack
         .cluster
@@ -59,23 +67,49 @@ pub async fn cold_start(
     let calls_before = stack.server.counters().calls;
     let requests_before = all_requests(emulator);
     let started = Instant::now();
-    let clients: Api<OIDCClient> = Api::all(stack.client());
-    let listed = clients
-        .list(&ListParams::default().labels(&format!("{BENCH_LABEL}=true")))
-        .await
-        .context("the floor cannot list the workload")?
-        .items;
-    if listed.len() != expected {
-        bail!(
-            "the floor found {} of the workload's {expected} clients",
-            listed.len()
-        );
-    }
-    futures::stream::iter(listed)
-        .map(|client| {
+    let kube = stack.client();
+    let organizations: Vec<Organization> =
+        listed(&kube, expected.organizations, "Organization").await?;
+    let brandings: Vec<Branding> = listed(&kube, expected.brandings, "Branding").await?;
+    let providers: Vec<IdentityProvider> =
+        listed(&kube, expected.identity_providers, "IdentityProvider").await?;
+    let clients: Vec<OIDCClient> = listed(&kube, expected.clients, "OIDCClient").await?;
+    // What depends on an organization waits for it, and a client for its branding: each stage
+    // starts when the one before has finished, as a perfect reconciler would have to.
+    futures::stream::iter(organizations)
+        .map(|organization| {
             let admin = admin.clone();
-            let kube = stack.client();
-            async move { register_one(&admin, &kube, &client).await }
+            let kube = kube.clone();
+            async move { register_organization(&admin, &kube, &organization).await }
+        })
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<()>>()
+        .await?;
+    futures::stream::iter(brandings)
+        .map(|branding| {
+            let admin = admin.clone();
+            let kube = kube.clone();
+            async move { register_branding(&admin, &kube, &branding).await }
+        })
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let rest = providers
+        .into_iter()
+        .map(Rest::Provider)
+        .chain(clients.into_iter().map(Rest::Client));
+    futures::stream::iter(rest)
+        .map(|manifest| {
+            let admin = admin.clone();
+            let kube = kube.clone();
+            async move {
+                match manifest {
+                    Rest::Provider(provider) => {
+                        register_identity_provider(&admin, &kube, &provider).await
+                    }
+                    Rest::Client(client) => register_one(&admin, &kube, &client).await,
+                }
+            }
         })
         .buffer_unordered(concurrency)
         .try_collect::<Vec<()>>()
@@ -86,6 +120,168 @@ pub async fn cold_start(
         server_calls: difference(&stack.server.counters().calls, &calls_before),
         kube_requests: difference(&all_requests(emulator), &requests_before),
     })
+}
+
+/// What is registered after the Organizations and the Brandings.
+enum Rest {
+    Provider(IdentityProvider),
+    Client(OIDCClient),
+}
+
+/// The workload's manifests of one kind, in one list (no list for a kind the workload holds
+/// none of, so the clients workload's floor asks for what it always did).
+async fn listed<K: Declared>(
+    kube: &kube::Client,
+    expected: usize,
+    kind: &str,
+) -> anyhow::Result<Vec<K>> {
+    if expected == 0 {
+        return Ok(Vec::new());
+    }
+    let api: Api<K> = Api::all(kube.clone());
+    let items = api
+        .list(&ListParams::default().labels(&format!("{BENCH_LABEL}=true")))
+        .await
+        .with_context(|| format!("the floor cannot list the workload's {kind}s"))?
+        .items;
+    if items.len() != expected {
+        bail!(
+            "the floor found {} of the workload's {expected} {kind}s",
+            items.len()
+        );
+    }
+    Ok(items)
+}
+
+/// The status a reconciler leaves on a registered manifest of any kind; `extra` fills what is
+/// particular to the kind.
+fn registered_status(
+    generation: Option<i64>,
+    revision: String,
+    generation_in_force: i64,
+    extra: impl FnOnce(&mut ResourceStatus),
+) -> ResourceStatus {
+    let mut status = ResourceStatus {
+        observed_generation: generation,
+        conditions: vec![ready_condition(
+            Reason::Registered,
+            format!("generation {} is in force", generation.unwrap_or_default()),
+            generation,
+            now(),
+        )],
+        phase: Some(Phase::Registered),
+        reason: Some(Reason::Registered),
+        revision: Some(revision),
+        generation_in_force: Some(generation_in_force),
+        last_attempt_time: Some(now()),
+        ..ResourceStatus::default()
+    };
+    extra(&mut status);
+    status
+}
+
+/// One status patch, as the reconciler makes it.
+async fn patch_status<K: Declared>(
+    kube: &kube::Client,
+    manifest: &K,
+    status: &ResourceStatus,
+) -> anyhow::Result<()> {
+    let namespace = manifest.namespace().context("a namespaced manifest")?;
+    let name = manifest.name_any();
+    let api: Api<K> = Api::namespaced(kube.clone(), &namespace);
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": status })),
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "the floor's status patch of {} {namespace}/{name}",
+            K::kind(&())
+        )
+    })?;
+    Ok(())
+}
+
+async fn register_organization(
+    admin: &AdminClient,
+    kube: &kube::Client,
+    organization: &Organization,
+) -> anyhow::Result<()> {
+    let request = apply_organization_request(organization, MANAGER, None)?;
+    let held = admin.apply_organization(request).await.with_context(|| {
+        format!(
+            "the floor's ApplyOrganization of {}",
+            organization.spec.slug
+        )
+    })?;
+    let status = registered_status(
+        organization.metadata.generation,
+        held.revision,
+        held.generation_in_force,
+        |status| status.slug = Some(held.slug),
+    );
+    patch_status(kube, organization, &status).await
+}
+
+async fn register_branding(
+    admin: &AdminClient,
+    kube: &kube::Client,
+    branding: &Branding,
+) -> anyhow::Result<()> {
+    let request = apply_branding_request(branding, MANAGER, None)?;
+    let held = admin
+        .apply_branding(request)
+        .await
+        .with_context(|| format!("the floor's ApplyBranding of {}", branding.name_any()))?;
+    let status = registered_status(
+        branding.metadata.generation,
+        held.revision,
+        held.generation_in_force,
+        |_| {},
+    );
+    patch_status(kube, branding, &status).await
+}
+
+/// Reads the provider's upstream secret once, writes the provider with it.
+async fn register_identity_provider(
+    admin: &AdminClient,
+    kube: &kube::Client,
+    provider: &IdentityProvider,
+) -> anyhow::Result<()> {
+    let namespace = provider.namespace().context("a namespaced provider")?;
+    let name = provider.name_any();
+    let reference = provider
+        .spec
+        .secret_ref
+        .as_ref()
+        .context("the workload's providers name their upstream Secret")?;
+    let secrets: Api<Secret> = Api::namespaced(kube.clone(), &namespace);
+    let secret = secrets.get(&reference.name).await.with_context(|| {
+        format!(
+            "the floor's read of the Secret {namespace}/{}",
+            reference.name
+        )
+    })?;
+    let value = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(&reference.key))
+        .map(|value| String::from_utf8_lossy(&value.0).into_owned())
+        .with_context(|| format!("the Secret {} has no {}", reference.name, reference.key))?;
+    let request = apply_identity_provider_request(provider, Some(&value), MANAGER, None)?;
+    let held = admin
+        .apply_identity_provider(request)
+        .await
+        .with_context(|| format!("the floor's ApplyIdentityProvider of {namespace}/{name}"))?;
+    let status = registered_status(
+        provider.metadata.generation,
+        held.revision,
+        held.generation_in_force,
+        |status| status.secret_version = secret.metadata.resource_version.clone(),
+    );
+    patch_status(kube, provider, &status).await
 }
 
 async fn register_one(
@@ -101,32 +297,16 @@ async fn register_one(
         .await
         .with_context(|| format!("the floor's ApplyClient of {namespace}/{name}"))?;
     let held = applied.client.unwrap_or_default();
-    let generation = client.metadata.generation;
-    let status = ResourceStatus {
-        observed_generation: generation,
-        conditions: vec![ready_condition(
-            Reason::Registered,
-            format!("generation {} is in force", generation.unwrap_or_default()),
-            generation,
-            now(),
-        )],
-        phase: Some(Phase::Registered),
-        reason: Some(Reason::Registered),
-        client_id: Some(held.client_id.clone()),
-        revision: Some(held.revision.clone()),
-        generation_in_force: Some(held.generation_in_force),
-        secret_ref: Some(LocalRef { name: name.clone() }),
-        last_attempt_time: Some(now()),
-        ..ResourceStatus::default()
-    };
-    let api: Api<OIDCClient> = Api::namespaced(kube.clone(), &namespace);
-    api.patch_status(
-        &name,
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({ "status": status })),
-    )
-    .await
-    .with_context(|| format!("the floor's status patch of {namespace}/{name}"))?;
+    let status = registered_status(
+        client.metadata.generation,
+        held.revision.clone(),
+        held.generation_in_force,
+        |status| {
+            status.client_id = Some(held.client_id.clone());
+            status.secret_ref = Some(LocalRef { name: name.clone() });
+        },
+    );
+    patch_status(kube, client, &status).await?;
     let secret = Secret {
         metadata: kube::api::ObjectMeta {
             name: Some(name.clone()),
@@ -154,12 +334,12 @@ async fn register_one(
     Ok(())
 }
 
-/// For each key in turn: an out-of-band edit on the server, the change read from a bare
+/// For each client in turn: an out-of-band edit on the server, the change read from a bare
 /// WatchChanges subscription, one status patch to Drifted, and the time until a watcher sees it.
 pub async fn drift(
     stack: &Stack,
     observer: &Observer,
-    keys: &[Key],
+    clients: &[ClientItem],
     timeout: Duration,
 ) -> anyhow::Result<Vec<Duration>> {
     let admin = admin_client(stack).await?;
@@ -168,12 +348,13 @@ pub async fn drift(
         .await
         .context("the floor cannot watch changes")?;
     let mut latencies = Vec::new();
-    for key in keys {
+    for client in clients {
+        let key: &Key = &client.key;
         let edited = Instant::now();
         let revision = stack
             .server
             .edit_client(
-                &key.object_ref(),
+                &client.object_ref(),
                 &Actor::dashboard("floor@example.com"),
                 |s| {
                     s.display_name.push_str(" (edited)");

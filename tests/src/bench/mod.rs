@@ -18,15 +18,29 @@ use anyhow::Context;
 
 use report::Report;
 use run::Settings;
+use workload::{Workload, WorkloadKind};
 
-/// Measures every size, then the plugin-only sizes; after each one `written` gets the report so
-/// far, so a long run that is stopped keeps what it measured.
+/// Measures every size of every workload (each size for each workload in turn, so a stopped run
+/// keeps both workloads at the smaller sizes), then the plugin-only sizes; after each one
+/// `written` gets the report so far, so a long run that is stopped keeps what it measured.
 pub async fn run(
     settings: &Settings,
+    workloads: &[WorkloadKind],
     sizes: &[usize],
     plugin_only: &[usize],
     written: impl Fn(&Report) -> anyhow::Result<()>,
 ) -> anyhow::Result<Report> {
+    // A size too small for a workload fails before anything runs, not after an hour.
+    for &kind in workloads {
+        for &size in sizes.iter().filter(|n| **n > 0) {
+            Workload {
+                kind,
+                size,
+                namespaces: settings.namespaces,
+            }
+            .check()?;
+        }
+    }
     let mut report = Report {
         started_at: jiff::Timestamp::now().to_string(),
         profile: if cfg!(debug_assertions) {
@@ -41,8 +55,10 @@ pub async fn run(
     };
     // A size of 0 stands for none (`--plugin-only 0` skips the plugin-only sizes).
     for &clients in sizes.iter().filter(|n| **n > 0) {
-        report.sizes.push(run::size(settings, clients).await?);
-        written(&report)?;
+        for &kind in workloads {
+            report.sizes.push(run::size(settings, kind, clients).await?);
+            written(&report)?;
+        }
     }
     for &clients in plugin_only.iter().filter(|n| **n > 0) {
         report

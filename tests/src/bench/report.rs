@@ -6,6 +6,7 @@ use comfy_table::{Table, presets::ASCII_MARKDOWN};
 use serde::Serialize;
 
 use super::measure::{Calls, Resident};
+use super::workload::{Composition, WorkloadKind};
 
 /// One run of the program.
 #[derive(Debug, Default, Serialize)]
@@ -22,10 +23,16 @@ pub struct Report {
     pub plugin_only: Vec<PluginReport>,
 }
 
-/// Everything measured at one number of clients.
+/// Everything measured at one size of one workload.
 #[derive(Debug, Default, Serialize)]
 pub struct SizeReport {
+    /// `clients` or `mixed` (`docs/performance.md` says what each holds).
+    pub workload: WorkloadKind,
+    /// N, the `--clients` value: the number of manifests of every kind (for the clients
+    /// workload, the number of OIDCClients).
     pub clients: usize,
+    /// How many manifests of each kind the workload holds.
+    pub composition: Composition,
     pub namespaces: usize,
     /// How long creating the workload took (not measured against anything).
     pub setup_seconds: f64,
@@ -40,13 +47,15 @@ pub struct SizeReport {
 
 #[derive(Debug, Default, Serialize)]
 pub struct ColdStart {
-    /// Whether every client was Registered with its Secret before the timeout.
+    /// Whether every manifest was Registered (every client with its Secret) before the timeout.
     pub finished: bool,
-    /// Until the last client was done, or until the timeout.
+    /// Until the last manifest was done, or until the timeout.
     pub seconds: f64,
     pub timeout_seconds: f64,
-    /// Clients Registered with their Secret at the end.
+    /// Manifests Registered (clients with their Secret) at the end.
     pub complete: usize,
+    /// The same, per kind (`OIDCClient`, `Branding`, ...).
+    pub complete_by_kind: BTreeMap<String, usize>,
     pub floor_seconds: f64,
     /// `seconds / floor_seconds`, when finished.
     pub ratio: Option<f64>,
@@ -98,7 +107,8 @@ pub struct Memory {
     pub cold_start_peak_kib: u64,
     /// The reconciler idle with every client Registered.
     pub idle: Option<Resident>,
-    /// A bare kube-rs reflector holding the same OIDCClients and Secrets.
+    /// A bare kube-rs reflector holding the same manifests (of every kind the workload holds)
+    /// and Secrets.
     pub floor: Option<Resident>,
     /// `idle.rss / floor.rss`.
     pub ratio_idle: Option<f64>,
@@ -167,9 +177,27 @@ impl Report {
     pub fn table(&self) -> String {
         let mut table = Table::new();
         table.load_style(ASCII_MARKDOWN);
-        table.set_header(vec!["N", "measure", "reconciler", "floor", "ratio"]);
+        table.set_header(vec![
+            "N",
+            "workload",
+            "measure",
+            "reconciler",
+            "floor",
+            "ratio",
+        ]);
         for size in &self.sizes {
             let n = size.clients.to_string();
+            let workload = size.workload.name().to_owned();
+            if size.workload != WorkloadKind::Clients {
+                table.add_row(vec![
+                    n.clone(),
+                    workload.clone(),
+                    "manifests".into(),
+                    size.composition.describe(),
+                    String::new(),
+                    String::new(),
+                ]);
+            }
             let cold = &size.cold_start;
             let measured = if cold.finished {
                 format!("{} s", number(cold.seconds))
@@ -183,6 +211,7 @@ impl Report {
             };
             table.add_row(vec![
                 n.clone(),
+                workload.clone(),
                 "cold start".into(),
                 measured,
                 format!("{} s", number(cold.floor_seconds)),
@@ -190,6 +219,7 @@ impl Report {
             ]);
             table.add_row(vec![
                 n.clone(),
+                workload.clone(),
                 "reconciles per object".into(),
                 number(cold.reconciles_per_object),
                 "1".into(),
@@ -197,6 +227,7 @@ impl Report {
             ]);
             table.add_row(vec![
                 n.clone(),
+                workload.clone(),
                 "cold start server calls".into(),
                 calls(&cold.server_calls),
                 calls(&cold.floor_server_calls),
@@ -204,6 +235,7 @@ impl Report {
             ]);
             table.add_row(vec![
                 n.clone(),
+                workload.clone(),
                 "cold start Kubernetes requests".into(),
                 calls(&cold.kube_requests),
                 calls(&cold.floor_kube_requests),
@@ -215,6 +247,7 @@ impl Report {
                 let floor: f64 = steady.floor_server_calls_per_minute.values().sum::<f64>() + 0.0;
                 table.add_row(vec![
                     n.clone(),
+                    workload.clone(),
                     format!(
                         "steady server calls/min ({} s)",
                         number(steady.window_seconds)
@@ -234,6 +267,7 @@ impl Report {
                 ]);
                 table.add_row(vec![
                     n.clone(),
+                    workload.clone(),
                     "steady writes (server; Kubernetes but Leases)".into(),
                     format!(
                         "{}; {} ({}), Lease {}",
@@ -249,6 +283,7 @@ impl Report {
             if let Some(drift) = &size.drift {
                 table.add_row(vec![
                     n.clone(),
+                    workload.clone(),
                     format!("drift latency p50/p95/max ({} edits)", drift.edits),
                     format!(
                         "{:.0}/{:.0}/{:.0} ms ({} seen)",
@@ -267,6 +302,7 @@ impl Report {
                 ]);
                 table.add_row(vec![
                     n.clone(),
+                    workload.clone(),
                     "per edit: reconciles, server calls (p50/max)".into(),
                     format!(
                         "{}/{}, {}/{}",
@@ -282,6 +318,7 @@ impl Report {
             let memory = &size.memory;
             table.add_row(vec![
                 n.clone(),
+                workload.clone(),
                 "memory: cold-start peak; idle RSS".into(),
                 format!(
                     "{}; {}",
@@ -303,7 +340,10 @@ impl Report {
         let mut text = table.to_string();
         for size in &self.sizes {
             for note in &size.notes {
-                text.push_str(&format!("\nN={}: {note}", size.clients));
+                text.push_str(&format!(
+                    "\nN={} ({} workload): {note}",
+                    size.clients, size.workload
+                ));
             }
         }
         text
@@ -328,6 +368,7 @@ fn plugin_rows(table: &mut Table, plugin: &PluginReport) {
         let theirs = of(|c| c.starts_with("kubectl get"));
         table.add_row(vec![
             plugin.clients.to_string(),
+            WorkloadKind::Clients.name().to_owned(),
             format!(
                 "plugin status -A {}, {} (CPU; peak)",
                 ratio.plugin, ratio.format

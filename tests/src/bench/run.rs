@@ -1,5 +1,6 @@
-//! One run of the benchmark at one size: the floors on a stack of their own, then the reconciler
-//! on a fresh stack with the same workload: cold start, steady state, drift, memory, the plugin.
+//! One run of the benchmark at one size of one workload: the floors on a stack of their own, then
+//! the reconciler on a fresh stack with the same workload: cold start, steady state, drift,
+//! memory, the plugin (on the clients workload).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -15,9 +16,9 @@ use nauthera_shared::resources::{OIDCClient, ResourceStatus, ready_condition};
 use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
 use super::observer::Observer;
 use super::report::{ColdStart, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio};
-use super::workload::{Key, Workload};
+use super::workload::{ClientItem, Kind, Workload, WorkloadKind, kinds_of};
 use super::{floor, plugin};
-use crate::e2e::{Reconciler, Stack, StackOptions};
+use crate::e2e::{RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
 
 /// What a run measures and how long it waits.
 #[derive(Clone, Debug)]
@@ -67,20 +68,33 @@ impl Settings {
     }
 }
 
-fn stack_options(settings: &Settings) -> StackOptions {
-    StackOptions {
+fn stack_options(settings: &Settings, workload: WorkloadKind) -> StackOptions {
+    let options = StackOptions {
         start_reconciler: false,
         reconciler_env: settings.reconciler_env(),
         ..StackOptions::default()
+    };
+    match workload {
+        // The server holds the organization every client names.
+        WorkloadKind::Clients => options,
+        // The workload's Organization manifests create every organization, so the server starts
+        // with none; the reconciler's identity may do all four operations anywhere.
+        WorkloadKind::Mixed => StackOptions {
+            organizations: Vec::new(),
+            grants: Some(vec![nauthera_fake_server::grant_everything(
+                RECONCILER_IDENTITY,
+            )]),
+            ..options
+        },
     }
 }
 
-/// Evenly spread keys of the workload for the drift edits.
-fn drift_keys(workload: &Workload, edits: usize) -> Vec<Key> {
-    let keys = workload.keys();
-    let edits = edits.min(keys.len());
+/// Evenly spread clients of the workload for the drift edits.
+fn drift_clients(workload: &Workload, edits: usize) -> Vec<ClientItem> {
+    let clients = workload.clients();
+    let edits = edits.min(clients.len());
     (0..edits)
-        .map(|i| keys[i * keys.len() / edits].clone())
+        .map(|i| clients[i * clients.len() / edits].clone())
         .collect()
 }
 
@@ -101,34 +115,51 @@ fn log(message: &str) {
     eprintln!("[nauthera-bench] {message}");
 }
 
-/// Everything at `clients` clients.
-pub async fn size(settings: &Settings, clients: usize) -> anyhow::Result<SizeReport> {
+/// Everything at N = `clients` manifests of `kind`.
+pub async fn size(
+    settings: &Settings,
+    kind: WorkloadKind,
+    clients: usize,
+) -> anyhow::Result<SizeReport> {
     let workload = Workload {
-        clients,
+        kind,
+        size: clients,
         namespaces: settings.namespaces,
     };
-    let keys = drift_keys(&workload, settings.drift_edits);
+    workload.check()?;
+    let composition = workload.composition();
+    let manifests = composition.manifests();
+    let kinds = kinds_of(kind);
+    let drifted = drift_clients(&workload, settings.drift_edits);
     let mut report = SizeReport {
+        workload: kind,
         clients,
+        composition,
         namespaces: workload.namespace_names().len(),
         ..SizeReport::default()
     };
+    let label = format!("N={clients} ({kind})");
 
-    log(&format!("N={clients}: the floors"));
-    let floor_stack = Stack::try_start(stack_options(settings)).await?;
+    log(&format!("{label}: the floors"));
+    let floor_stack = Stack::try_start(stack_options(settings, kind)).await?;
     workload.create(&floor_stack.client()).await?;
-    let floor_observer = Observer::start(&floor_stack.client());
-    let cold_floor = floor::cold_start(&floor_stack, settings.concurrency, clients).await?;
-    let drift_floor =
-        floor::drift(&floor_stack, &floor_observer, &keys, settings.drift_timeout).await?;
+    let floor_observer = Observer::start(&floor_stack.client(), kinds);
+    let cold_floor = floor::cold_start(&floor_stack, settings.concurrency, &composition).await?;
+    let drift_floor = floor::drift(
+        &floor_stack,
+        &floor_observer,
+        &drifted,
+        settings.drift_timeout,
+    )
+    .await?;
     drop(floor_observer);
     drop(floor_stack);
 
-    log(&format!("N={clients}: the reconciler's cold start"));
-    let stack = Stack::try_start(stack_options(settings)).await?;
+    log(&format!("{label}: the reconciler's cold start"));
+    let stack = Stack::try_start(stack_options(settings, kind)).await?;
     report.setup_seconds = workload.create(&stack.client()).await?.as_secs_f64();
     stack.show_deployment_ready(1).await?;
-    let observer = Observer::start(&stack.client());
+    let observer = Observer::start(&stack.client(), kinds);
     let emulator = stack
         .cluster
         .emulator()
@@ -140,11 +171,11 @@ pub async fn size(settings: &Settings, clients: usize) -> anyhow::Result<SizeRep
     let pid = replica.pid().context("the reconciler has no process id")?;
     let finished = observer
         .wait_until(started + settings.cold_start_timeout, |seen| {
-            seen.complete >= clients
+            seen.complete >= manifests
         })
         .await;
     let elapsed = finished.map_or_else(|| started.elapsed(), |at| at - started);
-    // The echoes of the last writes are still being reconciled when the last client shows as
+    // The echoes of the last writes are still being reconciled when the last manifest shows as
     // Registered; they belong to the cold start's cost, so it is counted once they are done.
     let reconciles = measure::quiet_reconciles(&replica, settings.settle).await;
     report.cold_start = ColdStart {
@@ -152,6 +183,11 @@ pub async fn size(settings: &Settings, clients: usize) -> anyhow::Result<SizeRep
         seconds: elapsed.as_secs_f64(),
         timeout_seconds: settings.cold_start_timeout.as_secs_f64(),
         complete: observer.complete(),
+        complete_by_kind: observer
+            .complete_by_kind()
+            .into_iter()
+            .map(|(kind, n)| (kind.name().to_owned(), n))
+            .collect(),
         floor_seconds: cold_floor.elapsed.as_secs_f64(),
         ratio: finished
             .and_then(|_| ratio(elapsed.as_secs_f64(), cold_floor.elapsed.as_secs_f64())),
@@ -171,16 +207,39 @@ pub async fn size(settings: &Settings, clients: usize) -> anyhow::Result<SizeRep
         report.steady = Some(steady(settings, &stack, &replica, emulator).await?);
         let idle = resident(pid)?;
         report.memory.idle = Some(idle);
-        report.drift =
-            Some(drift(settings, &stack, &replica, &observer, &keys, &drift_floor).await?);
-        let floor = memory_floor(settings, &stack)?;
+        report.drift = Some(
+            drift(
+                settings,
+                &stack,
+                &replica,
+                &observer,
+                &drifted,
+                &drift_floor,
+            )
+            .await?,
+        );
+        let floor = memory_floor(settings, &stack, kind)?;
         report.memory.floor = Some(floor);
         report.memory.ratio_idle = ratio(idle.rss_kib as f64, floor.rss_kib as f64);
     } else {
+        let by_kind = observer.complete_by_kind();
+        let done = Kind::ALL
+            .iter()
+            .filter(|k| composition.of(**k) > 0)
+            .map(|k| {
+                format!(
+                    "{} {} of {}",
+                    k.name(),
+                    by_kind.get(k).copied().unwrap_or(0),
+                    composition.of(*k)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         report.notes.push(format!(
-            "the cold start did not finish within {} s ({} of {clients} Registered with their \
-             Secret, {} Pending, {} Refused), so the steady state, drift latency and idle memory \
-             are not measured at this size",
+            "the cold start did not finish within {} s ({} of {manifests} Registered, clients \
+             with their Secret: {done}; {} Pending, {} Refused), so the steady state, drift \
+             latency and idle memory are not measured at this size",
             settings.cold_start_timeout.as_secs(),
             observer.complete(),
             observer.count(Reason::Pending),
@@ -191,8 +250,16 @@ pub async fn size(settings: &Settings, clients: usize) -> anyhow::Result<SizeRep
     // not finish from competing with the commands measured.
     replica.stop().await;
     if settings.plugin_runs > 0 {
-        log(&format!("N={clients}: the plugin against kubectl"));
-        report.plugin = Some(plugin_comparison(settings, &stack, clients)?);
+        if kind == WorkloadKind::Clients {
+            log(&format!("{label}: the plugin against kubectl"));
+            report.plugin = Some(plugin_comparison(settings, &stack, clients)?);
+        } else {
+            report.notes.push(
+                "the plugin is compared with kubectl on the clients workload only (`kubectl get \
+                 oidcclients` shows one kind of the four)"
+                    .to_owned(),
+            );
+        }
     }
     Ok(report)
 }
@@ -244,21 +311,22 @@ async fn drift(
     stack: &Stack,
     replica: &Reconciler,
     observer: &Observer,
-    keys: &[Key],
+    clients: &[ClientItem],
     floor: &[Duration],
 ) -> anyhow::Result<DriftLatency> {
-    log(&format!("drift latency, {} edits", keys.len()));
+    log(&format!("drift latency, {} edits", clients.len()));
     let mut latencies = Vec::new();
     let mut reconciles = Vec::new();
     let mut calls = Vec::new();
-    for key in keys {
+    for client in clients {
+        let key = &client.key;
         let reconciles_before = measure::reconciles(replica).await;
         let calls_before = stack.server.counters().calls;
         let edited = Instant::now();
         stack
             .server
             .edit_client(
-                &key.object_ref(),
+                &client.object_ref(),
                 &Actor::dashboard("bench@example.com"),
                 |spec| spec.display_name.push_str(" (edited)"),
             )
@@ -279,7 +347,7 @@ async fn drift(
     let latency_ms = milliseconds(&latencies);
     let floor_latency_ms = milliseconds(floor);
     Ok(DriftLatency {
-        edits: keys.len(),
+        edits: clients.len(),
         detected: latencies.len(),
         latency_ms,
         floor_latency_ms,
@@ -290,12 +358,21 @@ async fn drift(
 }
 
 /// Runs the reflector floor as a process of its own and reads what it reports.
-fn memory_floor(settings: &Settings, stack: &Stack) -> anyhow::Result<measure::Resident> {
+fn memory_floor(
+    settings: &Settings,
+    stack: &Stack,
+    kind: WorkloadKind,
+) -> anyhow::Result<measure::Resident> {
     log("memory floor");
-    let output = std::process::Command::new(&settings.bench_exe)
+    let mut command = std::process::Command::new(&settings.bench_exe);
+    command
         .arg("reflector-floor")
         .arg("--kubeconfig")
-        .arg(stack.cluster.kubeconfig())
+        .arg(stack.cluster.kubeconfig());
+    if kind != WorkloadKind::Clients {
+        command.arg("--all-kinds");
+    }
+    let output = command
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
@@ -331,10 +408,11 @@ pub async fn plugin_only(
         "N={clients}: the plugin against kubectl (no reconciler)"
     ));
     let workload = Workload {
-        clients,
+        kind: WorkloadKind::Clients,
+        size: clients,
         namespaces: settings.namespaces,
     };
-    let stack = Stack::try_start(stack_options(settings)).await?;
+    let stack = Stack::try_start(stack_options(settings, WorkloadKind::Clients)).await?;
     workload.create(&stack.client()).await?;
     register_statuses(&stack, &workload).await?;
     stack.show_deployment_ready(1).await?;
@@ -344,9 +422,10 @@ pub async fn plugin_only(
 /// Writes the status a reconciler leaves on a Registered client, for every client.
 async fn register_statuses(stack: &Stack, workload: &Workload) -> anyhow::Result<()> {
     use futures::{StreamExt, TryStreamExt};
-    futures::stream::iter(workload.keys())
+    futures::stream::iter(workload.clients())
         .enumerate()
-        .map(|(i, key)| {
+        .map(|(i, client)| {
+            let key = client.key;
             let api: Api<OIDCClient> = Api::namespaced(stack.client(), &key.namespace);
             async move {
                 let status = ResourceStatus {

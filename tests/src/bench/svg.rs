@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::report::{Report, SizeReport};
+use super::workload::WorkloadKind;
 
 const PANEL_WIDTH: f64 = 360.0;
 const PANEL_HEIGHT: f64 = 240.0;
@@ -17,8 +18,16 @@ struct Bar {
     at_least: bool,
 }
 
+/// The label under a group: `N = 1000`, and the workload's name unless it is the clients one.
+fn group_label(size: &SizeReport) -> String {
+    match size.workload {
+        WorkloadKind::Clients => format!("N = {}", size.clients),
+        other => format!("N = {} {other}", size.clients),
+    }
+}
+
 /// One group of bars a size: the reconciler's figure beside its floor's.
-fn groups(report: &Report, figures: fn(&SizeReport) -> (f64, f64)) -> Vec<(usize, Vec<Bar>)> {
+fn groups(report: &Report, figures: fn(&SizeReport) -> (f64, f64)) -> Vec<(String, Vec<Bar>)> {
     report
         .sizes
         .iter()
@@ -38,7 +47,7 @@ fn groups(report: &Report, figures: fn(&SizeReport) -> (f64, f64)) -> Vec<(usize
                     at_least: false,
                 },
             ];
-            (size.clients, bars)
+            (group_label(size), bars)
         })
         .collect()
 }
@@ -82,7 +91,7 @@ pub fn plot(report: &Report) -> String {
     svg
 }
 
-fn panel(svg: &mut String, left: f64, title: &str, groups: &[(usize, Vec<Bar>)]) {
+fn panel(svg: &mut String, left: f64, title: &str, groups: &[(String, Vec<Bar>)]) {
     let top = MARGIN;
     let bottom = top + PANEL_HEIGHT;
     let max = groups
@@ -110,7 +119,7 @@ fn panel(svg: &mut String, left: f64, title: &str, groups: &[(usize, Vec<Bar>)])
         );
     }
     let group_width = PANEL_WIDTH / groups.len().max(1) as f64;
-    for (index, (clients, bars)) in groups.iter().enumerate() {
+    for (index, (label, bars)) in groups.iter().enumerate() {
         let group_left = left + group_width * index as f64;
         let bar_width = group_width * 0.7 / bars.len().max(1) as f64;
         for (b, bar) in bars.iter().enumerate() {
@@ -136,7 +145,7 @@ fn panel(svg: &mut String, left: f64, title: &str, groups: &[(usize, Vec<Bar>)])
         }
         let _ = writeln!(
             svg,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">N = {clients}</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
             group_left + group_width / 2.0,
             bottom + 16.0
         );
@@ -194,9 +203,14 @@ mod tests {
     #[test]
     fn every_size_has_its_bars() {
         let mut report = Report::default();
-        for (clients, seconds, finished) in [(1000, 12.0, true), (10000, 900.0, false)] {
+        for (clients, workload, seconds, finished) in [
+            (1000, WorkloadKind::Clients, 12.0, true),
+            (10000, WorkloadKind::Clients, 900.0, false),
+            (1000, WorkloadKind::Mixed, 14.0, true),
+        ] {
             let mut size = SizeReport {
                 clients,
+                workload,
                 ..SizeReport::default()
             };
             size.cold_start.finished = finished;
@@ -209,6 +223,7 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("N = 1000<").count(), 2);
         assert_eq!(svg.matches("N = 10000<").count(), 2);
+        assert_eq!(svg.matches("N = 1000 mixed<").count(), 2);
         assert_eq!(svg.matches("<title>reconciler: 12</title>").count(), 1);
         assert!(
             svg.contains(">≥900<") && svg.matches('≥').count() == 2,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use nauthera_tests::bench::{self, run::Settings};
+use nauthera_tests::bench::{self, run::Settings, workload::WorkloadKind};
 
 /// Measures cold start, steady state, drift latency, memory and the plugin against their floors.
 #[derive(Debug, Parser)]
@@ -15,14 +15,19 @@ use nauthera_tests::bench::{self, run::Settings};
 struct Args {
     #[command(subcommand)]
     helper: Option<Helper>,
-    /// Numbers of OIDCClients to measure the reconciler at, comma-separated.
+    /// The workloads to measure, comma-separated, each at every size of --clients (for example
+    /// `clients,mixed`). The plugin is compared with kubectl on the clients workload only.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "clients")]
+    workload: Vec<WorkloadKind>,
+    /// Sizes N to measure the reconciler at, comma-separated: the number of manifests (of every
+    /// kind, for the mixed workload; OIDCClients, for the clients workload).
     #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
     clients: Vec<usize>,
     /// Numbers of OIDCClients to compare the plugin with kubectl at, with no reconciler run
     /// (0 for none).
     #[arg(long, value_delimiter = ',', default_value = "100000")]
     plugin_only: Vec<usize>,
-    /// How many namespaces the clients are spread over.
+    /// How many namespaces the manifests are spread over.
     #[arg(long, default_value_t = 10)]
     namespaces: usize,
     /// The reconciler's concurrency (the cold-start floor uses the same).
@@ -70,6 +75,9 @@ enum Helper {
     ReflectorFloor {
         #[arg(long)]
         kubeconfig: PathBuf,
+        /// Also cache Organizations, Brandings and IdentityProviders (the mixed workload).
+        #[arg(long)]
+        all_kinds: bool,
     },
 }
 
@@ -96,8 +104,11 @@ async fn main() -> std::process::ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     match args.helper {
         Some(Helper::Measure { command }) => return bench::measure::measure_child(&command),
-        Some(Helper::ReflectorFloor { kubeconfig }) => {
-            let resident = bench::memory_floor::reflect(&kubeconfig).await?;
+        Some(Helper::ReflectorFloor {
+            kubeconfig,
+            all_kinds,
+        }) => {
+            let resident = bench::memory_floor::reflect(&kubeconfig, all_kinds).await?;
             println!("{}", serde_json::to_string(&resident)?);
             return Ok(());
         }
@@ -118,9 +129,20 @@ async fn run(args: Args) -> anyhow::Result<()> {
         change_poll_seconds: 10,
         bench_exe: std::env::current_exe().context("cannot find this program's path")?,
     };
-    let report = bench::run(&settings, &args.clients, &args.plugin_only, |report| {
-        bench::write(report, &args.json, &args.svg)
-    })
+    // Each workload once, in the order given.
+    let mut workloads: Vec<WorkloadKind> = Vec::new();
+    for kind in &args.workload {
+        if !workloads.contains(kind) {
+            workloads.push(*kind);
+        }
+    }
+    let report = bench::run(
+        &settings,
+        &workloads,
+        &args.clients,
+        &args.plugin_only,
+        |report| bench::write(report, &args.json, &args.svg),
+    )
     .await?;
     println!("{}", report.table());
     eprintln!(
