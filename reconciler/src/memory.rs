@@ -53,6 +53,8 @@ struct Retry {
 pub struct Memory {
     minted: Mutex<HashMap<String, Minted>>,
     retries: Mutex<HashMap<String, Retry>>,
+    /// Since when a resource (of a generation) waits for a manifest it depends on.
+    waiting: Mutex<HashMap<String, (i64, Timestamp)>>,
     /// The status this leader last wrote, until the watch cache shows it. The cache can lag
     /// behind a write, and a reconcile that read the old status would repeat a call it has just
     /// made; the status belongs to the reconciler alone, so what it wrote last is the truth.
@@ -117,6 +119,27 @@ impl Memory {
     }
 
     /// Forgets the backoff after an outcome that is not retried.
+    /// Since when this generation of a resource waits for a manifest it depends on (`now` the
+    /// first time it is asked); `waiting: false` forgets it.
+    pub fn waiting_since(
+        &self,
+        uid: &str,
+        generation: i64,
+        waiting: bool,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
+        let mut map = self.waiting.lock().ok()?;
+        if !waiting {
+            map.remove(uid);
+            return None;
+        }
+        let entry = map.entry(uid.to_owned()).or_insert((generation, now));
+        if entry.0 != generation {
+            *entry = (generation, now);
+        }
+        Some(entry.1)
+    }
+
     pub fn succeeded(&self, uid: &str) {
         if let Ok(mut map) = self.retries.lock() {
             map.remove(uid);
@@ -153,6 +176,9 @@ impl Memory {
     /// Forgets everything about a resource that is gone.
     pub fn forget(&self, uid: &str) {
         self.forget_minted(uid);
+        if let Ok(mut map) = self.waiting.lock() {
+            map.remove(uid);
+        }
         self.succeeded(uid);
         if let Ok(mut map) = self.statuses.lock() {
             map.remove(uid);

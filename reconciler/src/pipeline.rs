@@ -23,6 +23,7 @@ use crate::decide::{
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
 use crate::memory::Minted;
+use crate::prerequisites::Standing;
 use crate::server_calls::{DriftFacts, WriteResult, check_drift, delete, write};
 
 /// The edges one reconcile works with.
@@ -164,6 +165,7 @@ async fn observe<'s, K: Managed, A>(
     };
     let (provided_secret_changed, provided) =
         provided_secret_changed(edges, status, &secret_mode, deleting).await?;
+    let now = (ctx.clock)();
     let observed = Observed {
         generation,
         deleting,
@@ -177,10 +179,24 @@ async fn observe<'s, K: Managed, A>(
         secret_state,
         server: resource.server_view(&ctx.revisions),
         retry_not_before: ctx.memory.retry_not_before(&edges.uid, generation),
-        prerequisites: ctx.prerequisites.standing(&resource.needs()),
-        now: (ctx.clock)(),
+        prerequisites: standing(edges, generation, now),
+        now,
     };
     Ok((observed, provided))
+}
+
+/// Where the resource stands with the manifests it depends on, and since when it waits.
+fn standing<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    generation: i64,
+    now: jiff::Timestamp,
+) -> Standing {
+    let ctx = edges.ctx;
+    let mut standing = ctx.prerequisites.standing(&edges.resource.needs());
+    standing.waiting_since =
+        ctx.memory
+            .waiting_since(&edges.uid, generation, standing.waiting_for.is_some(), now);
+    standing
 }
 
 /// Whether the Secret the team holds changed since its value was sent: its version, from the

@@ -79,6 +79,8 @@ struct Provider {
 pub struct Standing {
     /// A prerequisite declared by a manifest that is not registered yet: wait for it.
     pub waiting_for: Option<Manifest>,
+    /// Since when this generation waits (filled in by the reconcile, which remembers it).
+    pub waiting_since: Option<Timestamp>,
     /// The latest time one of its prerequisites' manifests registered: a refusal older than that
     /// (a missing reference, say) is sent again.
     pub ready_at: Option<Timestamp>,
@@ -297,6 +299,7 @@ mod tests {
             index.standing(&[issuer()]),
             Standing {
                 waiting_for: None,
+                waiting_since: None,
                 ready_at: Some(at),
             }
         );

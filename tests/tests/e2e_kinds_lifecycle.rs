@@ -261,3 +261,39 @@ spec:
     );
     assert!(stack.server.organization("twin").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_identity_provider_mapping_a_claim_the_server_does_not_issue_is_refused_naming_the_field()
+ {
+    let stack = Stack::start().await;
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: IdentityProvider
+metadata:
+  name: saml
+spec:
+  issuer: {ISSUER}
+  kind: saml
+  upstreamUrl: https://saml.example.test/metadata
+  claimMapping:
+    email: mail
+    shoe_size: size
+"
+        ))
+        .await;
+    let refused = stack
+        .wait_reason_of::<IdentityProvider>("saml", Reason::Refused)
+        .await;
+    let message = refused.status.unwrap().message.unwrap();
+    assert!(
+        message.contains("INVALID_FIELD") && message.contains("spec.claim_mapping[shoe_size]"),
+        "{message}"
+    );
+    assert!(
+        stack
+            .server
+            .identity_provider(&reference(&stack, "saml"))
+            .is_none()
+    );
+}

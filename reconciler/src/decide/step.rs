@@ -107,12 +107,28 @@ pub enum Step {
     Wait { after: Option<Duration> },
 }
 
+/// How long a write waits quietly for a manifest it depends on before its status says so: when
+/// everything is applied together, the Organization or Branding usually registers within this
+/// time, and a `Pending` written and overwritten at once would only be noise.
+pub const QUIET_WAIT: Duration = Duration::from_secs(3);
+
 /// The next step for a resource. A write waits for the manifests it depends on.
 pub fn next_step(observed: &Observed<'_>) -> Step {
     match step_ignoring_prerequisites(observed) {
         Step::Apply { .. } if let Some(manifest) = &observed.prerequisites.waiting_for => {
-            Step::AwaitPrerequisite {
-                manifest: manifest.clone(),
+            let quiet_left = observed
+                .prerequisites
+                .waiting_since
+                .and_then(|since| {
+                    let waited = Duration::try_from(since.duration_until(observed.now)).ok()?;
+                    QUIET_WAIT.checked_sub(waited)
+                })
+                .filter(|left| !left.is_zero());
+            match quiet_left {
+                Some(left) => Step::Wait { after: Some(left) },
+                None => Step::AwaitPrerequisite {
+                    manifest: manifest.clone(),
+                },
             }
         }
         step => step,

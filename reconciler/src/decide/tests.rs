@@ -414,6 +414,15 @@ fn nothing_is_written_while_a_manifest_it_depends_on_is_not_registered() {
     let organization = Manifest::new(ObjectKind::Organization, "platform", "acme");
     let mut o = observed(None);
     o.prerequisites.waiting_for = Some(organization.clone());
+    // Quietly at first: applied together, the organization usually registers at once.
+    o.prerequisites.waiting_since = Some(at(99));
+    assert_eq!(
+        next_step(&o),
+        Step::Wait {
+            after: Some(Duration::from_secs(2))
+        }
+    );
+    o.prerequisites.waiting_since = Some(at(97));
     assert_eq!(
         next_step(&o),
         Step::AwaitPrerequisite {
