@@ -58,6 +58,19 @@ pub struct WriteRequest<'a> {
 /// by the error policy), the inner one is the server's answer.
 pub type Call<T> = Result<Result<T, CallError>, ConvertError>;
 
+/// A read's answer as what the server holds: `None` when it answered `NotFound`.
+#[allow(clippy::result_large_err)] // `CallError` is the shared client's type.
+pub fn found<T>(
+    answer: Result<T, CallError>,
+    held: impl FnOnce(T) -> Held,
+) -> Result<Option<Held>, CallError> {
+    match answer {
+        Ok(object) => Ok(Some(held(object))),
+        Err(CallError::Server(error)) if error.code == tonic::Code::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
 /// A kind the pipeline reconciles.
 pub trait Managed: Kind {
     /// The kind's name in logs, metrics and events.

@@ -2,16 +2,14 @@
 //! be encoded is refused here, naming the field and the limit).
 
 use nauthera_proto::v1;
-use nauthera_shared::client::CallError;
 use nauthera_shared::convert::{
     apply_branding_request, branding_document, delete_branding_request, diff_branding_document,
     object_ref,
 };
 use nauthera_shared::resources::{Branding, DeletionPolicy, ResourceStatus};
-use tonic::Code;
 
 use crate::admin::AdminApi;
-use crate::managed::{Call, Held, Managed, WriteRequest, Written};
+use crate::managed::{Call, Held, Managed, WriteRequest, Written, found};
 use crate::prerequisites::Prerequisite;
 
 impl Managed for Branding {
@@ -50,20 +48,16 @@ impl Managed for Branding {
     async fn get<A: AdminApi>(&self, admin: &A) -> Call<Option<Held>> {
         let reference = object_ref(self)?;
         let declared = branding_document(&self.spec.branding)?;
-        Ok(match admin.get_branding(reference).await {
-            Ok(branding) => {
-                let differs = diff_branding_document(
-                    &declared,
-                    branding
-                        .document
-                        .as_ref()
-                        .unwrap_or(&v1::BrandingDocument::default()),
-                );
-                Ok(Some(held(branding, differs)))
-            }
-            Err(CallError::Server(error)) if error.code == Code::NotFound => Ok(None),
-            Err(error) => Err(error),
-        })
+        Ok(found(admin.get_branding(reference).await, |branding| {
+            let differs = diff_branding_document(
+                &declared,
+                branding
+                    .document
+                    .as_ref()
+                    .unwrap_or(&v1::BrandingDocument::default()),
+            );
+            held(branding, differs)
+        }))
     }
 
     async fn delete<A: AdminApi>(&self, admin: &A, manager: &str, if_revision: &str) -> Call<bool> {

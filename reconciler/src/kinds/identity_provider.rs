@@ -2,17 +2,15 @@
 //! the team's Secret (`spec.secretRef`) and sent with the declared state, never written back.
 
 use nauthera_proto::v1;
-use nauthera_shared::client::CallError;
 use nauthera_shared::convert::{
     apply_identity_provider_request, comparable_identity_provider_spec,
     delete_identity_provider_request, diff_identity_provider, object_ref,
 };
 use nauthera_shared::resources::{DeletionPolicy, IdentityProvider, ResourceStatus, SecretKeyRef};
-use tonic::Code;
 
 use crate::admin::AdminApi;
 use crate::decide::SecretMode;
-use crate::managed::{Call, Held, Managed, WriteRequest, Written};
+use crate::managed::{Call, Held, Managed, WriteRequest, Written, found};
 use crate::memory::SecretValue;
 
 impl Managed for IdentityProvider {
@@ -66,18 +64,17 @@ impl Managed for IdentityProvider {
     async fn get<A: AdminApi>(&self, admin: &A) -> Call<Option<Held>> {
         let reference = object_ref(self)?;
         let declared = comparable_identity_provider_spec(&self.spec);
-        Ok(match admin.get_identity_provider(reference).await {
-            Ok(provider) => {
+        Ok(found(
+            admin.get_identity_provider(reference).await,
+            |provider| {
                 let differs = provider
                     .spec
                     .as_ref()
                     .map(|spec| diff_identity_provider(&declared, spec))
                     .unwrap_or_default();
-                Ok(Some(held(provider, differs)))
-            }
-            Err(CallError::Server(error)) if error.code == Code::NotFound => Ok(None),
-            Err(error) => Err(error),
-        })
+                held(provider, differs)
+            },
+        ))
     }
 
     async fn delete<A: AdminApi>(&self, admin: &A, manager: &str, if_revision: &str) -> Call<bool> {

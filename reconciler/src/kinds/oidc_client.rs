@@ -3,19 +3,17 @@
 
 use kube::ResourceExt;
 use nauthera_proto::v1;
-use nauthera_shared::client::CallError;
 use nauthera_shared::convert::{
     apply_client_request, comparable_client_spec, delete_client_request, diff_client, object_ref,
 };
 use nauthera_shared::resources::{
     DeletionPolicy, OIDCClient, ResourceStatus, SecretKeyRef, TokenEndpointAuthMethod,
 };
-use tonic::Code;
 
 use crate::admin::AdminApi;
 use crate::changes::ServerRevisions;
 use crate::decide::{SecretMode, ServerView};
-use crate::managed::{Call, Held, Managed, WriteRequest, Written};
+use crate::managed::{Call, Held, Managed, WriteRequest, Written, found};
 use crate::memory::SecretValue;
 use crate::prerequisites::Prerequisite;
 
@@ -109,19 +107,15 @@ impl Managed for OIDCClient {
 
     async fn get<A: AdminApi>(&self, admin: &A) -> Call<Option<Held>> {
         let reference = object_ref(self)?;
-        Ok(match admin.get_client(reference).await {
-            Ok(client) => {
-                let declared = comparable_client_spec(&self.spec);
-                let differs = client
-                    .spec
-                    .as_ref()
-                    .map(|spec| diff_client(&declared, spec))
-                    .unwrap_or_default();
-                Ok(Some(held(client, differs)))
-            }
-            Err(CallError::Server(error)) if error.code == Code::NotFound => Ok(None),
-            Err(error) => Err(error),
-        })
+        Ok(found(admin.get_client(reference).await, |client| {
+            let declared = comparable_client_spec(&self.spec);
+            let differs = client
+                .spec
+                .as_ref()
+                .map(|spec| diff_client(&declared, spec))
+                .unwrap_or_default();
+            held(client, differs)
+        }))
     }
 
     async fn delete<A: AdminApi>(&self, admin: &A, manager: &str, if_revision: &str) -> Call<bool> {

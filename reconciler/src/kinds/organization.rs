@@ -2,17 +2,15 @@
 //! kinds declared under that issuer wait for it to be registered.
 
 use nauthera_proto::v1;
-use nauthera_shared::client::CallError;
 use nauthera_shared::convert::{
     apply_organization_request, delete_organization_request, diff_organization,
     get_organization_request, organization_spec,
 };
 use nauthera_shared::resources::{DeletionPolicy, Organization, ResourceStatus};
-use tonic::Code;
 
 use crate::admin::AdminApi;
 use crate::changes::RefKey;
-use crate::managed::{Call, Held, Managed, WriteRequest, Written};
+use crate::managed::{Call, Held, Managed, WriteRequest, Written, found};
 use crate::prerequisites::{Prerequisite, Prerequisites};
 
 impl Managed for Organization {
@@ -86,18 +84,17 @@ impl Managed for Organization {
     async fn get<A: AdminApi>(&self, admin: &A) -> Call<Option<Held>> {
         let declared = organization_spec(&self.spec)?;
         let request = get_organization_request(self);
-        Ok(match admin.get_organization(request.slug).await {
-            Ok(organization) => {
+        Ok(found(
+            admin.get_organization(request.slug).await,
+            |organization| {
                 let differs = organization
                     .spec
                     .as_ref()
                     .map(|spec| diff_organization(&declared, spec))
                     .unwrap_or_default();
-                Ok(Some(held(organization, differs)))
-            }
-            Err(CallError::Server(error)) if error.code == Code::NotFound => Ok(None),
-            Err(error) => Err(error),
-        })
+                held(organization, differs)
+            },
+        ))
     }
 
     async fn delete<A: AdminApi>(&self, admin: &A, manager: &str, if_revision: &str) -> Call<bool> {
