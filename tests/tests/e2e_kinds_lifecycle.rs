@@ -1,12 +1,11 @@
 //! The life of a Branding, an IdentityProvider and an Organization, each through the same steps:
-//! registered; changed on the server (drifted, not written over) and restored on request;
-//! refused while the grant lacks the kind's operation; deleted with `Orphan` (left on the server)
-//! and with `Delete` (removed from it).
+//! registered; changed on the server (drifted, not written over), shown by the plugin and restored
+//! through it; refused while the grant lacks the kind's operation; deleted with `Orphan` (left on
+//! the server) and with `Delete` (removed from it).
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use nauthera_fake_server::{Actor, grant_everything};
 use nauthera_proto::v1::ObjectRef;
-use nauthera_shared::RESTORE_ANNOTATION;
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::grants::Operation;
 use nauthera_shared::resources::{Branding, IdentityProvider, Organization};
@@ -46,11 +45,20 @@ async fn lifecycle<K: Declared>(case: Case) {
         Some(drift.server_revision.clone()),
         (case.held)(&stack, "kept")
     );
-    let patch =
-        serde_json::json!({ "metadata": { "annotations": { RESTORE_ANNOTATION: "true" } } });
-    api.patch("kept", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
+    // The plugin shows it, and restores it as it does a client.
+    let status = stack.plugin(&["status"]).await;
+    assert!(
+        status.stdout.lines().any(|l| {
+            l.contains(K::kind(&()).as_ref()) && l.contains("kept") && l.contains("Drifted")
+        }),
+        "{}",
+        status.all()
+    );
+    let target = format!("{}/kept", K::kind(&()).to_lowercase());
+    let restore = stack
+        .plugin(&["restore", &target, "--yes", "--timeout", "60s"])
+        .await;
+    assert_eq!(restore.code, 0, "{}", restore.all());
     let restored = stack
         .wait_for_kind("kept", "restored", |resource: &K| {
             resource
