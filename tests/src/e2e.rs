@@ -478,12 +478,18 @@ impl Stack {
 
     /// Waits until the OIDCClient is gone from the cluster.
     pub async fn wait_gone(&self, name: &str) {
+        self.wait_gone_of::<OIDCClient>(name).await;
+    }
+
+    /// Waits until a manifest of any kind is gone from the cluster.
+    pub async fn wait_gone_of<K: Declared>(&self, name: &str) {
         let deadline = tokio::time::Instant::now() + WAIT;
-        while let Some(client) = self.oidc_client(name).await {
+        while let Some(resource) = self.manifest::<K>(name).await {
             if tokio::time::Instant::now() > deadline {
                 panic!(
-                    "OIDCClient {name} is still there after {WAIT:?}: {:?}",
-                    client.status
+                    "{} {name} is still there after {WAIT:?}: {:?}",
+                    K::kind(&()),
+                    resource.declared_status()
                 );
             }
             tokio::time::sleep(POLL).await;
@@ -507,10 +513,15 @@ impl Stack {
 
     /// Sets `nauthera.io/restore=true` on an OIDCClient, as a person (or the plugin) does.
     pub async fn annotate_restore(&self, name: &str) {
+        self.annotate_restore_of::<OIDCClient>(name).await;
+    }
+
+    /// Sets `nauthera.io/restore=true` on a manifest of any kind.
+    pub async fn annotate_restore_of<K: Declared>(&self, name: &str) {
         let patch = serde_json::json!({
             "metadata": { "annotations": { nauthera_shared::RESTORE_ANNOTATION: "true" } }
         });
-        self.oidc_clients()
+        Api::<K>::namespaced(self.client(), self.namespace())
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .expect("the annotation is set");
@@ -518,7 +529,12 @@ impl Stack {
 
     /// Deletes an OIDCClient (the finalizer keeps it until the reconciler lets it go).
     pub async fn delete_oidc_client(&self, name: &str) {
-        self.oidc_clients()
+        self.delete_manifest::<OIDCClient>(name).await;
+    }
+
+    /// Deletes a manifest of any kind (the finalizer keeps it until the reconciler lets it go).
+    pub async fn delete_manifest<K: Declared>(&self, name: &str) {
+        Api::<K>::namespaced(self.client(), self.namespace())
             .delete(name, &DeleteParams::default())
             .await
             .expect("the delete is accepted");

@@ -3,13 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use nauthera_fake_server::{Actor, Fault, FaultCode, Method};
-use nauthera_proto::v1::ObjectRef;
 use nauthera_shared::RESTORE_ANNOTATION;
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
-use nauthera_tests::e2e::{Declared, ISSUER, Stack, generated_client_with, sha256_hex};
+use nauthera_tests::e2e::{ISSUER, Stack, generated_client_with, sha256_hex};
 
 /// The issuer of an organization the server does not hold until a manifest declares it.
 const GLOBEX_ISSUER: &str = "https://login.example.com/globex";
@@ -31,38 +29,10 @@ spec:
     )
 }
 
-fn reference(stack: &Stack, name: &str) -> ObjectRef {
-    stack.object_ref(name)
-}
-
-async fn annotate_restore<K: Declared>(stack: &Stack, name: &str) {
-    let patch =
-        serde_json::json!({ "metadata": { "annotations": { RESTORE_ANNOTATION: "true" } } });
-    Api::<K>::namespaced(stack.client(), stack.namespace())
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("the annotation is set");
-}
-
-async fn delete<K: Declared>(stack: &Stack, name: &str) {
-    Api::<K>::namespaced(stack.client(), stack.namespace())
-        .delete(name, &DeleteParams::default())
-        .await
-        .expect("the delete is accepted");
-}
-
-async fn wait_gone<K: Declared>(stack: &Stack, name: &str) {
-    stack
-        .eventually(&format!("{name} is gone"), async || {
-            stack.manifest::<K>(name).await.is_none()
-        })
-        .await;
-}
-
 fn primary_color(stack: &Stack, name: &str) -> Option<String> {
     stack
         .server
-        .branding(&reference(stack, name))
+        .branding(&stack.object_ref(name))
         .and_then(|b| b.document)
         .and_then(|d| d.colors.get("primary").cloned())
 }
@@ -79,7 +49,7 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
     assert_eq!(status.slug.as_deref(), Some("acme"));
     let held = stack
         .server
-        .branding(&reference(&stack, "sign-in"))
+        .branding(&stack.object_ref("sign-in"))
         .expect("the server holds the branding");
     assert_eq!(status.revision.as_deref(), Some(held.revision.as_str()));
     assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#112233"));
@@ -87,7 +57,7 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
     stack
         .server
         .edit_branding(
-            &reference(&stack, "sign-in"),
+            &stack.object_ref("sign-in"),
             &Actor::dashboard("alice@example.com"),
             |document| {
                 document.colors.insert("primary".into(), "#ff0000".into());
@@ -114,7 +84,7 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
     // Not written over.
     assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#ff0000"));
 
-    annotate_restore::<Branding>(&stack, "sign-in").await;
+    stack.annotate_restore_of::<Branding>("sign-in").await;
     stack
         .wait_for_kind("sign-in", "restored", |b: &Branding| {
             // The reason is `Restored` until the next change; the phase is back.
@@ -217,7 +187,7 @@ spec:
         !events.iter().any(|e| e.reason == "Refused"),
         "the client was never refused: {events:#?}"
     );
-    assert!(stack.server.client(&reference(&stack, "web")).is_some());
+    assert!(stack.server.client(&stack.object_ref("web")).is_some());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -281,7 +251,7 @@ spec:
     assert!(!events.iter().any(|e| e.reason == "Refused"), "{events:#?}");
 
     // The server keeps an organization that still holds objects; the reason names them.
-    delete::<Organization>(&stack, "globex").await;
+    stack.delete_manifest::<Organization>("globex").await;
     stack
         .wait_for_kind("globex", "waiting for its objects", |o: &Organization| {
             o.status.as_ref().is_some_and(|s| {
@@ -295,9 +265,9 @@ spec:
         .await;
     assert!(stack.server.organization("globex").is_some());
 
-    delete::<OIDCClient>(&stack, "app").await;
-    wait_gone::<OIDCClient>(&stack, "app").await;
-    wait_gone::<Organization>(&stack, "globex").await;
+    stack.delete_manifest::<OIDCClient>("app").await;
+    stack.wait_gone_of::<OIDCClient>("app").await;
+    stack.wait_gone_of::<Organization>("globex").await;
     assert!(stack.server.organization("globex").is_none());
 }
 
@@ -340,7 +310,7 @@ spec:
         .wait_reason_of::<IdentityProvider>("corp", Reason::Registered)
         .await;
     let server = stack.server.clone();
-    let corp = reference(&stack, "corp");
+    let corp = stack.object_ref("corp");
     let held_secret = || server.identity_provider_secret_hash(&corp);
     assert_eq!(held_secret(), Some(sha256_hex(b"first-upstream-value")));
     let status = serde_json::to_string(&registered.status).unwrap();
@@ -388,7 +358,7 @@ async fn brandings_changed_on_the_server_while_the_reconciler_was_down_are_drift
     for name in ["kept", "edited"] {
         stack
             .server
-            .edit_branding(&reference(&stack, name), &bob, |document| {
+            .edit_branding(&stack.object_ref(name), &bob, |document| {
                 document.texts.insert("title".into(), "Bob's".into());
             })
             .unwrap();
@@ -411,7 +381,7 @@ async fn brandings_changed_on_the_server_while_the_reconciler_was_down_are_drift
         );
         let title = stack
             .server
-            .branding(&reference(&stack, name))
+            .branding(&stack.object_ref(name))
             .and_then(|b| b.document)
             .and_then(|d| d.texts.get("title").cloned());
         assert_eq!(title.as_deref(), Some("Bob's"), "{name} was written over");
@@ -443,14 +413,9 @@ async fn deleting_a_branding_that_clients_reference_says_which() {
         .await;
     stack.wait_reason("one", Reason::Registered).await;
 
-    delete::<Branding>(&stack, "shared").await;
-    wait_gone::<Branding>(&stack, "shared").await;
-    assert!(
-        stack
-            .server
-            .branding(&reference(&stack, "shared"))
-            .is_none()
-    );
+    stack.delete_manifest::<Branding>("shared").await;
+    stack.wait_gone_of::<Branding>("shared").await;
+    assert!(stack.server.branding(&stack.object_ref("shared")).is_none());
     let deleted = stack
         .events_for("Branding", "shared")
         .await

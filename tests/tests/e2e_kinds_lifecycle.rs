@@ -3,9 +3,7 @@
 //! through it; refused while the grant lacks the kind's operation; deleted with `Orphan` (left on
 //! the server) and with `Delete` (removed from it).
 
-use kube::api::{Api, DeleteParams};
 use nauthera_fake_server::{Actor, grant_everything};
-use nauthera_proto::v1::ObjectRef;
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::grants::Operation;
 use nauthera_shared::resources::{Branding, IdentityProvider, Organization};
@@ -22,13 +20,8 @@ struct Case {
     edit: fn(&Stack, &str, &Actor),
 }
 
-fn reference(stack: &Stack, name: &str) -> ObjectRef {
-    stack.object_ref(name)
-}
-
 async fn lifecycle<K: Declared>(case: Case) {
     let stack = Stack::start().await;
-    let api = Api::<K>::namespaced(stack.client(), stack.namespace());
     let revision = |resource: &K| resource.declared_status().and_then(|s| s.revision.clone());
 
     // Registered: the server holds the revision the status records.
@@ -83,25 +76,21 @@ async fn lifecycle<K: Declared>(case: Case) {
     stack
         .server
         .set_allowed_clients(vec![grant_everything(RECONCILER_IDENTITY)]);
-    api.delete("denied", &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_gone::<K>(&stack, "denied").await;
+    stack.delete_manifest::<K>("denied").await;
+    stack.wait_gone_of::<K>("denied").await;
 
     // Orphan: the manifest goes, the object stays on the server.
     stack.apply(&(case.manifest)("orphaned", "Orphan")).await;
     stack
         .wait_reason_of::<K>("orphaned", Reason::Registered)
         .await;
-    api.delete("orphaned", &DeleteParams::default())
-        .await
-        .unwrap();
-    wait_gone::<K>(&stack, "orphaned").await;
+    stack.delete_manifest::<K>("orphaned").await;
+    stack.wait_gone_of::<K>("orphaned").await;
     assert!((case.held)(&stack, "orphaned").is_some());
 
     // Delete: removed from the server as well.
-    api.delete("kept", &DeleteParams::default()).await.unwrap();
-    wait_gone::<K>(&stack, "kept").await;
+    stack.delete_manifest::<K>("kept").await;
+    stack.wait_gone_of::<K>("kept").await;
     assert_eq!((case.held)(&stack, "kept"), None);
     let events = stack.events_for(K::kind(&()).as_ref(), "kept").await;
     for expected in ["Registered", "Drifted", "Restored", "Deleted"] {
@@ -110,14 +99,6 @@ async fn lifecycle<K: Declared>(case: Case) {
             "no {expected} event: {events:#?}"
         );
     }
-}
-
-async fn wait_gone<K: Declared>(stack: &Stack, name: &str) {
-    stack
-        .eventually(&format!("{name} is gone"), async || {
-            stack.manifest::<K>(name).await.is_none()
-        })
-        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -144,13 +125,13 @@ spec:
         held: |stack, name| {
             stack
                 .server
-                .branding(&reference(stack, name))
+                .branding(&stack.object_ref(name))
                 .map(|b| b.revision)
         },
         edit: |stack, name, by| {
             stack
                 .server
-                .edit_branding(&reference(stack, name), by, |document| {
+                .edit_branding(&stack.object_ref(name), by, |document| {
                     document.colors.insert("primary".into(), "#654321".into());
                 })
                 .unwrap();
@@ -193,13 +174,13 @@ spec:
         held: |stack, name| {
             stack
                 .server
-                .identity_provider(&reference(stack, name))
+                .identity_provider(&stack.object_ref(name))
                 .map(|p| p.revision)
         },
         edit: |stack, name, by| {
             stack
                 .server
-                .edit_identity_provider(&reference(stack, name), by, |spec| {
+                .edit_identity_provider(&stack.object_ref(name), by, |spec| {
                     spec.display_name = "Changed in the dashboard".into();
                 })
                 .unwrap();
@@ -301,7 +282,7 @@ spec:
     assert!(
         stack
             .server
-            .identity_provider(&reference(&stack, "saml"))
+            .identity_provider(&stack.object_ref("saml"))
             .is_none()
     );
 }
