@@ -223,6 +223,19 @@ impl Parser {
 pub struct Rule(Expr);
 
 impl Rule {
+    /// The parsed rule, parsed once per rule text (every write of a custom resource evaluates
+    /// its schema's rules); `None` as for [`Rule::parse`].
+    pub fn compiled(text: &str) -> Option<std::sync::Arc<Rule>> {
+        use std::collections::HashMap;
+        use std::sync::{Arc, Mutex, OnceLock};
+        static COMPILED: OnceLock<Mutex<HashMap<String, Option<Arc<Rule>>>>> = OnceLock::new();
+        let mut compiled = COMPILED.get_or_init(Mutex::default).lock().ok()?;
+        compiled
+            .entry(text.to_owned())
+            .or_insert_with(|| Rule::parse(text).map(Arc::new))
+            .clone()
+    }
+
     /// `None` when the rule uses CEL this subset does not cover.
     pub fn parse(text: &str) -> Option<Self> {
         let mut parser = Parser {

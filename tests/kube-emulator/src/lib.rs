@@ -276,7 +276,7 @@ fn seed(state: &AppState) -> Result<(), ApiError> {
     let namespaces = info("", "namespaces", &store).ok_or_else(missing)?;
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         objects::create(
-            &mut store,
+            &mut *store,
             &namespaces,
             "",
             json!({"metadata": {"name": name}}),
@@ -287,7 +287,7 @@ fn seed(state: &AppState) -> Result<(), ApiError> {
     let cluster_roles = info(rbac, "clusterroles", &store).ok_or_else(missing)?;
     let all = json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]);
     objects::create(
-        &mut store,
+        &mut *store,
         &cluster_roles,
         "",
         json!({"metadata": {"name": "cluster-admin"}, "rules": all}),
@@ -299,6 +299,6 @@ fn seed(state: &AppState) -> Result<(), ApiError> {
         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "cluster-admin"},
         "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "system:masters"}]
     });
-    objects::create(&mut store, &bindings, "", binding, &context)?;
+    objects::create(&mut *store, &bindings, "", binding, &context)?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! CustomResourceDefinitions.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -27,10 +28,11 @@ pub struct ResourceInfo {
     pub review_only: bool,
     /// Defined by a CustomResourceDefinition (replace then needs a resourceVersion).
     pub custom: bool,
-    /// `openAPIV3Schema` per version, for custom resources.
-    pub schemas: BTreeMap<String, Value>,
+    /// `openAPIV3Schema` per version, for custom resources. Shared: every request clones the
+    /// info of its resource, and a schema is the bulk of it.
+    pub schemas: Arc<BTreeMap<String, Value>>,
     /// `additionalPrinterColumns` per version, for custom resources.
-    pub printer_columns: BTreeMap<String, Vec<PrinterColumn>>,
+    pub printer_columns: Arc<BTreeMap<String, Vec<PrinterColumn>>>,
     /// Where objects are stored when another resource holds them (events.k8s.io Events are
     /// stored as core Events).
     pub storage: Option<ResourceKey>,
@@ -128,8 +130,8 @@ fn builtin(
         has_generation: false,
         review_only: false,
         custom: false,
-        schemas: BTreeMap::new(),
-        printer_columns: BTreeMap::new(),
+        schemas: Arc::default(),
+        printer_columns: Arc::default(),
         storage: None,
     }
 }
@@ -466,8 +468,8 @@ pub fn resource_from_crd(crd: &Value) -> ApiResult<ResourceInfo> {
         has_generation: true,
         review_only: false,
         custom: true,
-        schemas,
-        printer_columns,
+        schemas: Arc::new(schemas),
+        printer_columns: Arc::new(printer_columns),
         storage: None,
     })
 }

@@ -221,7 +221,7 @@ fn check_rules(
         let Some(text) = rule["rule"].as_str() else {
             continue;
         };
-        let Some(parsed) = crate::cel::Rule::parse(text) else {
+        let Some(parsed) = crate::cel::Rule::compiled(text) else {
             continue;
         };
         if parsed.uses_old_self() && old.is_none() {

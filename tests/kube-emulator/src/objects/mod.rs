@@ -3,12 +3,14 @@
 //! subresource, field ownership and finalizers. Deletion is in `deletion`.
 
 mod deletion;
+mod draft;
 
 pub use deletion::{DeleteOptions, Deleted, delete, remove_now};
+pub use draft::{Access, Committed, Draft, commit as commit_draft};
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::admission::{self, FieldValidation};
 use crate::ids;
@@ -88,7 +90,7 @@ fn ensure_metadata(object: &mut Value) -> ApiResult<()> {
 }
 
 /// The namespace must exist and not be terminating.
-fn check_namespace(store: &Store, info: &ResourceInfo, namespace: &str) -> ApiResult<()> {
+fn check_namespace(store: &mut dyn Access, info: &ResourceInfo, namespace: &str) -> ApiResult<()> {
     if !info.namespaced {
         return Ok(());
     }
@@ -134,7 +136,7 @@ enum Ownership {
 
 /// Creates an object (POST).
 pub fn create(
-    store: &mut Store,
+    store: &mut dyn Access,
     info: &ResourceInfo,
     namespace: &str,
     body: Value,
@@ -149,7 +151,7 @@ pub fn create(
 }
 
 fn create_with(
-    store: &mut Store,
+    store: &mut dyn Access,
     info: &ResourceInfo,
     namespace: &str,
     mut object: Value,
@@ -263,7 +265,7 @@ fn create_with(
     }
     let stored = store.put(&info.key(), object);
     if let Some(defined) = admitted.defines {
-        store.registry.register(defined);
+        store.register(defined);
     }
     Ok(Written {
         object: stored,
@@ -303,35 +305,78 @@ fn scope_for(info: &ResourceInfo, subresource: Option<&str>) -> ApiResult<Scope>
     }
 }
 
-/// The object without the parts generation does not follow.
-fn generation_relevant(info: &ResourceInfo, object: &Value) -> Value {
-    let mut copy = object.clone();
-    if let Some(map) = copy.as_object_mut() {
-        map.remove("metadata");
-        if info.status_subresource {
-            map.remove("status");
-        }
-    }
-    copy
+/// Whether two states of an object differ in what generation follows: everything but the
+/// metadata (and the status, where a subresource holds it). Compared in place: a copy of each
+/// would cost more than the write.
+fn generation_moves(info: &ResourceInfo, before: &Value, after: &Value) -> bool {
+    let followed = |key: &str| key != "metadata" && !(info.status_subresource && key == "status");
+    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
+        return before != after;
+    };
+    let differs = |a: &Map<String, Value>, b: &Map<String, Value>| {
+        a.iter()
+            .filter(|(key, _)| followed(key))
+            .any(|(key, value)| b.get(key) != Some(value))
+    };
+    differs(before, after) || differs(after, before)
 }
 
-/// The object as compared for a no-op write: no resourceVersion, no ownership timestamps.
-fn comparable(object: &Value) -> Value {
-    let mut copy = object.clone();
-    if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("resourceVersion");
-        if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
-            for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
-                entry.remove("time");
-            }
-        }
-    }
-    copy
+/// Whether a write leaves the object as it was: equal but for the resourceVersion and the
+/// times of its ownership entries.
+fn unchanged(before: &Value, after: &Value) -> bool {
+    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
+        return before == after;
+    };
+    before.len() == after.len()
+        && before.iter().all(|(key, value)| match after.get(key) {
+            Some(other) if key == "metadata" => same_metadata(value, other),
+            Some(other) => value == other,
+            None => false,
+        })
+}
+
+fn same_metadata(before: &Value, after: &Value) -> bool {
+    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
+        return before == after;
+    };
+    let counted =
+        |map: &Map<String, Value>| map.keys().filter(|key| *key != "resourceVersion").count();
+    counted(before) == counted(after)
+        && before
+            .iter()
+            .filter(|(key, _)| *key != "resourceVersion")
+            .all(|(key, value)| match after.get(key) {
+                Some(other) if key == "managedFields" => same_ownership(value, other),
+                Some(other) => value == other,
+                None => false,
+            })
+}
+
+/// Ownership entries compared without their times.
+fn same_ownership(before: &Value, after: &Value) -> bool {
+    let (Some(before), Some(after)) = (before.as_array(), after.as_array()) else {
+        return before == after;
+    };
+    before.len() == after.len()
+        && before
+            .iter()
+            .zip(after)
+            .all(|(a, b)| match (a.as_object(), b.as_object()) {
+                (Some(a), Some(b)) => {
+                    let timeless =
+                        |map: &Map<String, Value>| map.keys().filter(|key| *key != "time").count();
+                    timeless(a) == timeless(b)
+                        && a.iter()
+                            .filter(|(key, _)| *key != "time")
+                            .all(|(key, value)| b.get(key) == Some(value))
+                }
+                _ => a == b,
+            })
 }
 
 /// Replaces an object (PUT) on the main resource or a subresource.
 pub fn update(
-    store: &mut Store,
+    store: &mut dyn Access,
     info: &ResourceInfo,
     namespace: &str,
     name: &str,
@@ -381,7 +426,7 @@ pub fn update(
 /// Patches an object; a server-side apply creates it when absent.
 #[allow(clippy::too_many_arguments)]
 pub fn patch(
-    store: &mut Store,
+    store: &mut dyn Access,
     info: &ResourceInfo,
     namespace: &str,
     name: &str,
@@ -465,15 +510,11 @@ fn apply_json_patch(document: &mut Value, operations: json_patch::Patch) -> ApiR
 }
 
 /// The resource that stores objects of `info`: itself, unless they are converted from another.
-fn storing(store: &Store, info: &ResourceInfo) -> ResourceInfo {
+fn storing(store: &mut dyn Access, info: &ResourceInfo) -> ResourceInfo {
     if !info.converted() {
         return info.clone();
     }
-    store
-        .registry
-        .get(&info.key())
-        .cloned()
-        .unwrap_or_else(|| info.clone())
+    store.info(&info.key()).unwrap_or_else(|| info.clone())
 }
 
 /// Parses and checks an apply configuration addressed to `info`.
@@ -490,11 +531,15 @@ fn apply_configuration(
     }
     let text_body = std::str::from_utf8(body)
         .map_err(|_| ApiError::bad_request("the apply configuration is not UTF-8"))?;
-    let config: Value = serde_saphyr::from_str(text_body).map_err(|e| {
-        ApiError::bad_request(format!(
-            "the apply configuration is not valid YAML or JSON: {e}"
-        ))
-    })?;
+    // Clients send JSON (a subset of YAML) far more often than YAML; it is read as such first.
+    let config: Value = match serde_json::from_str(text_body) {
+        Ok(config) => config,
+        Err(_) => serde_saphyr::from_str(text_body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the apply configuration is not valid YAML or JSON: {e}"
+            ))
+        })?,
+    };
     if !config.is_object() {
         return Err(ApiError::bad_request(
             "the apply configuration must be an object",
@@ -524,7 +569,7 @@ fn apply_configuration(
 
 #[allow(clippy::too_many_arguments)]
 fn apply(
-    store: &mut Store,
+    store: &mut dyn Access,
     info: &ResourceInfo,
     namespace: &str,
     name: &str,
@@ -589,7 +634,7 @@ fn apply(
 
 /// Stores a new state of an existing object.
 fn commit(
-    store: &mut Store,
+    store: &mut dyn Access,
     info: &ResourceInfo,
     live: &Value,
     mut object: Value,
@@ -663,8 +708,7 @@ fn commit(
         }
     }
     let admitted = admission::admit(info, &ctx.version, &mut object, Some(live), ctx.validation)?;
-    if info.has_generation && generation_relevant(info, live) != generation_relevant(info, &object)
-    {
+    if info.has_generation && generation_moves(info, live, &object) {
         let generation = live
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -696,7 +740,7 @@ fn commit(
     };
     managed_fields::write_entries(&mut object, &entries);
     object["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"].clone();
-    if comparable(&object) == comparable(live) {
+    if unchanged(&object, live) {
         return Ok(Written {
             object: Stored::new(live.clone()),
             created: false,
@@ -714,13 +758,13 @@ fn commit(
     let finished = deleting && finalizers(&object).is_empty();
     let stored = store.put(&info.key(), object);
     if let Some(defined) = admitted.defines {
-        store.registry.register(defined);
+        store.register(defined);
     }
     if finished {
         let namespace = text(&stored.value, "/metadata/namespace")
             .unwrap_or_default()
             .to_owned();
-        remove_now(store, info, &namespace, &name);
+        store.remove_now(info, &namespace, &name);
     }
     Ok(Written {
         object: stored,

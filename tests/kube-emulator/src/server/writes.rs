@@ -31,6 +31,26 @@ impl Call<'_> {
         })
     }
 
+    /// Carries out a write: prepared outside the store's lock and committed under it (prepared
+    /// again when what it read changed meanwhile), or, for what only the locked store can do
+    /// and after too many changes meanwhile, carried out under the lock.
+    fn prepared(
+        &self,
+        write: impl Fn(&mut dyn objects::Access) -> ApiResult<objects::Written>,
+    ) -> ApiResult<objects::Written> {
+        const ATTEMPTS: usize = 8;
+        for _ in 0..ATTEMPTS {
+            let mut draft = objects::Draft::new(&self.app.store);
+            let written = write(&mut draft)?;
+            match objects::commit_draft(&mut *self.app.lock()?, draft, written) {
+                objects::Committed::Done(written) => return Ok(written),
+                objects::Committed::Stale => continue,
+                objects::Committed::NeedsLock => break,
+            }
+        }
+        write(&mut *self.app.lock()?)
+    }
+
     pub(super) fn written(
         &self,
         info: &ResourceInfo,
@@ -73,7 +93,8 @@ impl Call<'_> {
         }
         let body = self.body_json()?;
         let ctx = self.write_context(path, user, None)?;
-        let written = objects::create(&mut *self.app.lock()?, info, namespace, body, &ctx)?;
+        let written =
+            self.prepared(|store| objects::create(store, info, namespace, body.clone(), &ctx))?;
         Ok(self.written(info, path, written))
     }
 
@@ -87,15 +108,17 @@ impl Call<'_> {
         let body = self.body_json()?;
         let ctx = self.write_context(path, user, None)?;
         let name = path.name.as_deref().unwrap_or_default();
-        let written = objects::update(
-            &mut *self.app.lock()?,
-            info,
-            namespace,
-            name,
-            path.subresource.as_deref(),
-            body,
-            &ctx,
-        )?;
+        let written = self.prepared(|store| {
+            objects::update(
+                store,
+                info,
+                namespace,
+                name,
+                path.subresource.as_deref(),
+                body.clone(),
+                &ctx,
+            )
+        })?;
         Ok(self.written(info, path, written))
     }
 
@@ -109,16 +132,18 @@ impl Call<'_> {
         let kind = PatchKind::from_content_type(self.header(header::CONTENT_TYPE))?;
         let ctx = self.write_context(path, user, Some(kind))?;
         let name = path.name.as_deref().unwrap_or_default();
-        let written = objects::patch(
-            &mut *self.app.lock()?,
-            info,
-            namespace,
-            name,
-            path.subresource.as_deref(),
-            kind,
-            &self.body,
-            &ctx,
-        )?;
+        let written = self.prepared(|store| {
+            objects::patch(
+                store,
+                info,
+                namespace,
+                name,
+                path.subresource.as_deref(),
+                kind,
+                &self.body,
+                &ctx,
+            )
+        })?;
         Ok(self.written(info, path, written))
     }
 
