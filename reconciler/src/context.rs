@@ -31,6 +31,8 @@ pub enum ReconcileError {
     Convert(#[from] nauthera_shared::convert::ConvertError),
     #[error("the resource has no metadata.{0}")]
     MissingMetadata(&'static str),
+    #[error("the reconcile stopped unfinished: {0}")]
+    Stopped(#[from] tokio::task::JoinError),
 }
 
 /// Everything a reconcile needs.

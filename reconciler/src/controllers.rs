@@ -4,7 +4,10 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, RwLock};
+use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -20,9 +23,9 @@ use kube::{Client, Resource, ResourceExt};
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::catalog::ConditionType;
 use nauthera_shared::resources::ResourceStatus;
-use tokio::sync::{broadcast, watch};
-use tokio::task::{AbortHandle, JoinSet};
-use tokio_stream::wrappers::BroadcastStream;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
+use tokio_stream::wrappers::{BroadcastStream, ReceiverStream};
 
 use crate::admin::AdminApi;
 use crate::changes::{Route, StartGate};
@@ -331,16 +334,24 @@ pub fn spawn<K: Managed, A: AdminApi>(
     let gate = wiring.gate.clone();
     let concurrency = wiring.concurrency;
     tasks.spawn(async move {
+        // The watches are decoded on tasks of their own (they end with this one), so that the
+        // controller's own task only schedules; the cache fills while the gate is closed.
+        let (watched, _watching) = on_own_task(watched);
+        let delivered = delivered.map(on_own_task);
         gate.wait().await;
         let mut controller = Controller::for_stream(watched, manifests).with_config(
             controller::Config::default()
                 .concurrency(concurrency)
                 .debounce(ECHO_DEBOUNCE),
         );
-        if let Some(delivered) = delivered {
-            // A delivered Secret that is deleted or emptied is written again at once.
-            controller = controller.owns_stream(delivered);
-        }
+        let _delivering = match delivered {
+            Some((delivered, task)) => {
+                // A delivered Secret that is deleted or emptied is written again at once.
+                controller = controller.owns_stream(delivered);
+                Some(task)
+            }
+            None => None,
+        };
         controller
             .reconcile_on(named)
             .reconcile_all_on(everything)
@@ -447,13 +458,60 @@ fn slim_secret(secret: &mut Secret) {
     }
 }
 
+/// How many decoded watch events wait for the controller before the watch waits in turn.
+const WATCH_BUFFER: usize = 1024;
+
+/// A spawned task that is aborted when its handle is dropped, so that work a controller started
+/// ends with the controller (a leader that steps down aborts its controllers).
+struct OwnedTask<T>(JoinHandle<T>);
+
+impl<T> Drop for OwnedTask<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> Future for OwnedTask<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+/// Drives a stream on a task of its own and hands its items over through a bounded channel.
+fn on_own_task<S, T>(stream: S) -> (ReceiverStream<T>, OwnedTask<()>)
+where
+    S: futures::Stream<Item = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            if sender.send(item).await.is_err() {
+                return;
+            }
+        }
+    });
+    (ReceiverStream::new(receiver), OwnedTask(task))
+}
+
 /// One malformed object must not break the watch: it is logged and waits for a change.
 async fn reconcile_guarded<K: Managed, A: AdminApi>(
     guard: Arc<DeserializeGuard<K>>,
     context: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
     match &guard.0 {
-        Ok(resource) => pipeline::reconcile(Arc::new(resource.clone()), context).await,
+        // Each reconcile is a task of its own: the controller polls its reconciles inside its
+        // one task, which would put every reconcile of a kind on a single core.
+        Ok(resource) => {
+            OwnedTask(tokio::spawn(pipeline::reconcile(
+                Arc::new(resource.clone()),
+                context,
+            )))
+            .await?
+        }
         Err(invalid) => {
             tracing::warn!(
                 kind = K::KIND,
