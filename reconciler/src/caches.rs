@@ -1,34 +1,199 @@
 //! Watch caches that reconciles read instead of asking the API server each time.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 
-/// The Secrets this reconciler delivered (those with its managed-by label), as its watches last
-/// saw them: one store per watched scope (all namespaces, or each configured namespace).
-#[derive(Clone, Default)]
-pub struct DeliveredSecrets {
-    stores: Vec<Store<Secret>>,
+use crate::kube_io::CLIENT_SECRET_KEY;
+
+/// What deciding needs of a Secret a generated secret goes into: who owns it, whether it holds
+/// a client secret, and its version (an update of it names the version it read). A cached
+/// Secret is kept in this form alone: ten thousand whole Secrets, even without their values,
+/// held about fifteen MiB.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SecretSummary {
+    pub resource_version: Option<String>,
+    /// The uids of its owners.
+    pub owner_uids: Vec<String>,
+    /// Its first owner, as `Kind/name`.
+    pub first_owner: Option<String>,
+    /// Whether it holds a non-empty client secret.
+    pub has_value: bool,
 }
 
-impl std::fmt::Debug for DeliveredSecrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeliveredSecrets")
-            .field("stores", &self.stores.len())
-            .finish()
+impl From<&Secret> for SecretSummary {
+    fn from(secret: &Secret) -> SecretSummary {
+        let owners = secret
+            .metadata
+            .owner_references
+            .as_deref()
+            .unwrap_or_default();
+        SecretSummary {
+            resource_version: secret.metadata.resource_version.clone(),
+            owner_uids: owners.iter().map(|owner| owner.uid.clone()).collect(),
+            first_owner: owners
+                .first()
+                .map(|owner| format!("{}/{}", owner.kind, owner.name)),
+            has_value: secret
+                .data
+                .as_ref()
+                .and_then(|data| data.get(CLIENT_SECRET_KEY))
+                .is_some_and(|value| !value.0.is_empty()),
+        }
     }
 }
 
+/// (namespace, name) of a Secret.
+type SecretKey = (String, String);
+
+/// The Secrets of one watched scope, as its watch last listed and changed them.
+#[derive(Debug, Default)]
+pub struct SecretSummaries {
+    current: RwLock<HashMap<SecretKey, SecretSummary>>,
+    /// A listing under way (after a start or a lost watch): it replaces `current` when done.
+    listing: RwLock<Option<HashMap<SecretKey, SecretSummary>>>,
+}
+
+fn key_of(secret: &Secret) -> SecretKey {
+    (
+        secret.metadata.namespace.clone().unwrap_or_default(),
+        secret.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+impl SecretSummaries {
+    /// Takes in one event of the scope's watch.
+    pub fn follow(&self, event: &watcher::Event<Secret>) {
+        match event {
+            watcher::Event::Init => {
+                if let Ok(mut listing) = self.listing.write() {
+                    *listing = Some(HashMap::new());
+                }
+            }
+            watcher::Event::InitApply(secret) => {
+                if let Ok(mut listing) = self.listing.write() {
+                    listing
+                        .get_or_insert_default()
+                        .insert(key_of(secret), SecretSummary::from(secret));
+                }
+            }
+            watcher::Event::InitDone => {
+                let listed = self.listing.write().ok().and_then(|mut l| l.take());
+                if let (Some(listed), Ok(mut current)) = (listed, self.current.write()) {
+                    *current = listed;
+                }
+            }
+            watcher::Event::Apply(secret) => {
+                if let Ok(mut current) = self.current.write() {
+                    current.insert(key_of(secret), SecretSummary::from(secret));
+                }
+            }
+            watcher::Event::Delete(secret) => {
+                if let Ok(mut current) = self.current.write() {
+                    current.remove(&key_of(secret));
+                }
+            }
+        }
+    }
+
+    fn get(&self, namespace: &str, name: &str) -> Option<SecretSummary> {
+        self.current
+            .read()
+            .ok()?
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+}
+
+/// The Secrets this reconciler delivered (those with its managed-by label), as its watches last
+/// saw them: one cache per watched scope (all namespaces, or each configured namespace).
+#[derive(Clone, Debug, Default)]
+pub struct DeliveredSecrets {
+    scopes: Vec<Arc<SecretSummaries>>,
+}
+
 impl DeliveredSecrets {
-    pub fn new(stores: Vec<Store<Secret>>) -> DeliveredSecrets {
-        DeliveredSecrets { stores }
+    pub fn new(scopes: Vec<Arc<SecretSummaries>>) -> DeliveredSecrets {
+        DeliveredSecrets { scopes }
     }
 
     /// The cached Secret, if a watch has shown it. A miss says nothing: the Secret may be
     /// somebody else's (unlabelled) or not seen yet, so the caller reads it.
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Secret>> {
-        let key = ObjectRef::new(name).within(namespace);
-        self.stores.iter().find_map(|store| store.get(&key))
+    pub fn get(&self, namespace: &str, name: &str) -> Option<SecretSummary> {
+        self.scopes
+            .iter()
+            .find_map(|scope| scope.get(namespace, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret(name: &str, owner_uid: &str, value: &str) -> Secret {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": name,
+                "namespace": "team",
+                "resourceVersion": "7",
+                "ownerReferences": [{
+                    "apiVersion": "nauthera.io/v1alpha1", "kind": "OIDCClient",
+                    "name": name, "uid": owner_uid,
+                }],
+                "labels": { "app.kubernetes.io/managed-by": "nauthera-reconciler" },
+            },
+            "data": { CLIENT_SECRET_KEY: base64(value), "clientId": "Y2lk" },
+        }))
+        .unwrap()
+    }
+
+    fn base64(text: &str) -> String {
+        use k8s_openapi::ByteString;
+        serde_json::to_value(ByteString(text.as_bytes().to_vec()))
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_summary_keeps_what_deciding_reads_and_no_value() {
+        let summary = SecretSummary::from(&secret("web", "uid-1", "s3cr3t"));
+        assert_eq!(
+            summary,
+            SecretSummary {
+                resource_version: Some("7".into()),
+                owner_uids: vec!["uid-1".into()],
+                first_owner: Some("OIDCClient/web".into()),
+                has_value: true,
+            }
+        );
+        assert!(!format!("{summary:?}").contains("s3cr3t"));
+        assert!(!SecretSummary::from(&secret("web", "uid-1", "")).has_value);
+    }
+
+    #[test]
+    fn a_listing_replaces_what_was_cached_and_changes_follow_it() {
+        let summaries = Arc::new(SecretSummaries::default());
+        let cache = DeliveredSecrets::new(vec![summaries.clone()]);
+        summaries.follow(&watcher::Event::Apply(secret("gone", "uid-0", "x")));
+        summaries.follow(&watcher::Event::Init);
+        summaries.follow(&watcher::Event::InitApply(secret("web", "uid-1", "x")));
+        // Until the listing is done, the cache answers from what it had.
+        assert!(cache.get("team", "web").is_none());
+        assert!(cache.get("team", "gone").is_some());
+        summaries.follow(&watcher::Event::InitDone);
+        assert!(cache.get("team", "gone").is_none());
+        assert_eq!(
+            cache.get("team", "web").map(|s| s.owner_uids),
+            Some(vec!["uid-1".to_owned()])
+        );
+        summaries.follow(&watcher::Event::Apply(secret("web", "uid-1", "")));
+        assert_eq!(cache.get("team", "web").map(|s| s.has_value), Some(false));
+        summaries.follow(&watcher::Event::Delete(secret("web", "uid-1", "")));
+        assert!(cache.get("team", "web").is_none());
+        assert!(cache.get("elsewhere", "web").is_none());
     }
 }

@@ -10,8 +10,8 @@ use std::sync::{Arc, RwLock};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::core::DeserializeGuard;
@@ -28,6 +28,7 @@ use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
 use tokio_stream::wrappers::{BroadcastStream, ReceiverStream};
 
 use crate::admin::AdminApi;
+use crate::caches::SecretSummaries;
 use crate::changes::{Route, StartGate};
 use crate::context::{Context, ReconcileError};
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
@@ -189,26 +190,35 @@ where
     }
 }
 
-/// The delivered Secrets of one scope, by their label: a cache reconciles read, and a stream
-/// that triggers the owner when one is deleted or emptied.
+/// The delivered Secrets of one scope, by their label: a cache reconciles read (a summary of
+/// each, see [`SecretSummary`](crate::caches::SecretSummary)), and a stream that triggers the
+/// owner when one is changed, deleted or emptied.
 pub fn delivered_secrets(
     client: &Client,
     scope: Option<&str>,
-) -> (reflector::Store<Secret>, DeliveredStream) {
+) -> (Arc<SecretSummaries>, DeliveredStream) {
     let label = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
-    let (store, writer) = reflector::store::<Secret>();
-    let stream = reflector::reflector(
-        writer,
-        watcher(
-            api_in(client, scope),
-            watcher::Config::default().labels(&label),
-        )
-        .modify(slim_secret),
+    let summaries = Arc::new(SecretSummaries::default());
+    let cache = summaries.clone();
+    let stream = watcher(
+        api_in(client, scope),
+        watcher::Config::default().labels(&label),
     )
     .default_backoff()
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            cache.follow(event);
+        }
+    })
     .applied_objects()
+    // The owner's reconcile needs only to know which Secret moved: no value travels further.
+    .map_ok(|mut secret| {
+        secret.data = None;
+        secret.string_data = None;
+        secret
+    })
     .boxed();
-    (store, stream)
+    (summaries, stream)
 }
 
 /// Routes a change to a Secret that manifests reference to those manifests. Secrets are watched
@@ -434,27 +444,16 @@ fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
     )
 }
 
-/// Drops what the reconciler never reads from a cached manifest: its managed fields, and every
-/// annotation but its own (`kubectl apply` keeps a whole copy of the manifest in one).
+/// Drops what the reconciler never reads from a cached manifest: its managed fields, labels and
+/// creation time, and every annotation but its own (`kubectl apply` keeps a whole copy of the
+/// manifest in one).
 fn slim_manifest<K: Resource>(object: &mut K) {
     let meta = object.meta_mut();
     meta.managed_fields = None;
+    meta.labels = None;
+    meta.creation_timestamp = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.retain(|key, _| key.starts_with("nauthera.io/"));
-    }
-}
-
-/// Keeps of a delivered Secret what deciding needs: its metadata, and which keys hold a value
-/// (not the values: a write reads nothing back from the cache).
-fn slim_secret(secret: &mut Secret) {
-    secret.metadata.managed_fields = None;
-    secret.metadata.annotations = None;
-    if let Some(data) = secret.data.as_mut() {
-        for value in data.values_mut() {
-            if !value.0.is_empty() {
-                value.0 = vec![1];
-            }
-        }
     }
 }
 
@@ -586,23 +585,7 @@ mod tests {
     }
 
     #[test]
-    fn cached_objects_keep_only_what_deciding_reads() {
-        let mut secret: Secret = serde_json::from_value(serde_json::json!({
-            "metadata": {
-                "name": "web",
-                "annotations": { "note": "x".repeat(1000) },
-                "managedFields": [{ "manager": "m" }],
-            },
-            "data": { "clientSecret": "c2VjcmV0", "empty": "" },
-        }))
-        .unwrap();
-        slim_secret(&mut secret);
-        assert!(secret.metadata.annotations.is_none());
-        assert!(secret.metadata.managed_fields.is_none());
-        let data = secret.data.unwrap();
-        assert_eq!(data["clientSecret"].0, vec![1]);
-        assert!(data["empty"].0.is_empty());
-
+    fn cached_manifests_keep_only_what_deciding_reads() {
         let mut client: nauthera_shared::resources::OIDCClient =
             serde_json::from_value(serde_json::json!({
                 "apiVersion": "nauthera.io/v1alpha1",

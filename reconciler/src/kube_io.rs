@@ -15,6 +15,7 @@ use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::caches::SecretSummary;
 use crate::decide::{EventNote, SecretRefProblem, SecretState, SecretWriteFailure};
 use crate::events::EventQueue;
 use crate::memory::SecretValue;
@@ -154,18 +155,8 @@ pub async fn record_event<K: Kind>(
         .await;
 }
 
-fn owned_by(secret: &Secret, uid: &str) -> bool {
-    secret
-        .metadata
-        .owner_references
-        .as_ref()
-        .is_some_and(|refs| refs.iter().any(|r| r.uid == uid))
-}
-
-fn owner_of(secret: &Secret) -> Option<String> {
-    let refs = secret.metadata.owner_references.as_ref()?;
-    let first = refs.first()?;
-    Some(format!("{}/{}", first.kind, first.name))
+fn owned_by(secret: &SecretSummary, uid: &str) -> bool {
+    secret.owner_uids.iter().any(|owner| owner == uid)
 }
 
 /// What the Secret a generated secret goes into holds, read from the API server.
@@ -175,23 +166,20 @@ pub async fn secret_state(
     owner_uid: &str,
 ) -> Result<SecretState, kube::Error> {
     Ok(match secrets.get_opt(name).await? {
-        Some(secret) => state_of(&secret, owner_uid),
+        Some(secret) => state_of(&SecretSummary::from(&secret), owner_uid),
         None => SecretState::Absent,
     })
 }
 
 /// What an existing Secret holds for the resource with `owner_uid`.
-pub fn state_of(secret: &Secret, owner_uid: &str) -> SecretState {
+pub fn state_of(secret: &SecretSummary, owner_uid: &str) -> SecretState {
     if owned_by(secret, owner_uid) {
-        let has_value = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get(CLIENT_SECRET_KEY))
-            .is_some_and(|v| !v.0.is_empty());
-        SecretState::Owned { has_value }
+        SecretState::Owned {
+            has_value: secret.has_value,
+        }
     } else {
         SecretState::Foreign {
-            owner: owner_of(secret),
+            owner: secret.first_owner.clone(),
         }
     }
 }
@@ -212,7 +200,7 @@ pub async fn deliver_secret<K: Kind>(
     secrets: &Api<Secret>,
     owner: &K,
     delivery: Delivery<'_>,
-    cached: Option<&Secret>,
+    cached: Option<&SecretSummary>,
 ) -> Result<(), SecretWriteFailure> {
     let owner_uid = owner.uid().unwrap_or_default();
     let data = secret_data(&delivery);
@@ -226,7 +214,7 @@ pub async fn deliver_secret<K: Kind>(
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 match secrets.get_opt(name).await.map_err(write_failure)? {
-                    Some(secret) => secret,
+                    Some(secret) => SecretSummary::from(&secret),
                     // Gone again in between: written on the next attempt.
                     None => {
                         return Err(SecretWriteFailure::Other {
@@ -240,7 +228,7 @@ pub async fn deliver_secret<K: Kind>(
     };
     if !owned_by(&existing, &owner_uid) {
         return Err(SecretWriteFailure::Foreign {
-            owner: owner_of(&existing),
+            owner: existing.first_owner.clone(),
         });
     }
     // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
@@ -248,7 +236,7 @@ pub async fn deliver_secret<K: Kind>(
     // copy fails and is retried).
     let patch = serde_json::json!({
         "metadata": {
-            "resourceVersion": existing.metadata.resource_version,
+            "resourceVersion": existing.resource_version,
             "labels": { MANAGED_BY_LABEL: MANAGED_BY },
         },
         "data": data,

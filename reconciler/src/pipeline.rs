@@ -398,7 +398,7 @@ async fn deliver_minted<K: Managed, A>(
             issuer: edges.resource.issuer(),
             value: &minted.value,
         },
-        cached.as_deref(),
+        cached.as_ref(),
     )
     .await;
     if result.is_ok() {

@@ -145,12 +145,22 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     );
     let third = SecretValue::new("third-secret-value".into());
     let current = secrets.get("web").await.unwrap();
-    deliver_secret(&secrets, &web, delivery("web", &third), Some(&written))
-        .await
-        .unwrap_err();
-    deliver_secret(&secrets, &web, delivery("web", &third), Some(&current))
-        .await
-        .unwrap();
+    deliver_secret(
+        &secrets,
+        &web,
+        delivery("web", &third),
+        Some(&(&written).into()),
+    )
+    .await
+    .unwrap_err();
+    deliver_secret(
+        &secrets,
+        &web,
+        delivery("web", &third),
+        Some(&(&current).into()),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         secrets.get("web").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
         b"third-secret-value"
