@@ -324,36 +324,17 @@ fn generation_moves(info: &ResourceInfo, before: &Value, after: &Value) -> bool 
 /// Whether a write leaves the object as it was: equal but for the resourceVersion and the
 /// times of its ownership entries.
 fn unchanged(before: &Value, after: &Value) -> bool {
-    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
-        return before == after;
-    };
-    before.len() == after.len()
-        && before.iter().all(|(key, value)| match after.get(key) {
-            Some(other) if key == "metadata" => same_metadata(value, other),
-            Some(other) => value == other,
-            None => false,
-        })
-}
-
-fn same_metadata(before: &Value, after: &Value) -> bool {
-    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
-        return before == after;
-    };
-    let counted =
-        |map: &Map<String, Value>| map.keys().filter(|key| *key != "resourceVersion").count();
-    counted(before) == counted(after)
-        && before
-            .iter()
-            .filter(|(key, _)| *key != "resourceVersion")
-            .all(|(key, value)| match after.get(key) {
-                Some(other) if key == "managedFields" => same_ownership(value, other),
-                Some(other) => value == other,
-                None => false,
-            })
+    same_but(before, after, None, &|key, a, b| match key {
+        "metadata" => same_but(a, b, Some("resourceVersion"), &|key, a, b| match key {
+            "managedFields" => same_entries(a, b),
+            _ => a == b,
+        }),
+        _ => a == b,
+    })
 }
 
 /// Ownership entries compared without their times.
-fn same_ownership(before: &Value, after: &Value) -> bool {
+fn same_entries(before: &Value, after: &Value) -> bool {
     let (Some(before), Some(after)) = (before.as_array(), after.as_array()) else {
         return before == after;
     };
@@ -361,17 +342,25 @@ fn same_ownership(before: &Value, after: &Value) -> bool {
         && before
             .iter()
             .zip(after)
-            .all(|(a, b)| match (a.as_object(), b.as_object()) {
-                (Some(a), Some(b)) => {
-                    let timeless =
-                        |map: &Map<String, Value>| map.keys().filter(|key| *key != "time").count();
-                    timeless(a) == timeless(b)
-                        && a.iter()
-                            .filter(|(key, _)| *key != "time")
-                            .all(|(key, value)| b.get(key) == Some(value))
-                }
-                _ => a == b,
-            })
+            .all(|(a, b)| same_but(a, b, Some("time"), &|_, a, b| a == b))
+}
+
+/// Whether two objects have the same keys, `skipped` aside, with values that `same` finds equal.
+fn same_but(
+    before: &Value,
+    after: &Value,
+    skipped: Option<&str>,
+    same: &dyn Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    let (Some(before), Some(after)) = (before.as_object(), after.as_object()) else {
+        return before == after;
+    };
+    let kept = |key: &String| Some(key.as_str()) != skipped;
+    before.keys().filter(|key| kept(key)).count() == after.keys().filter(|key| kept(key)).count()
+        && before
+            .iter()
+            .filter(|(key, _)| kept(key))
+            .all(|(key, value)| after.get(key).is_some_and(|other| same(key, value, other)))
 }
 
 /// Replaces an object (PUT) on the main resource or a subresource.
