@@ -51,9 +51,14 @@ type SecretKey = (String, String);
 /// The Secrets of one watched scope, as its watch last listed and changed them.
 #[derive(Debug, Default)]
 pub struct SecretSummaries {
-    current: RwLock<HashMap<SecretKey, SecretSummary>>,
+    cache: RwLock<Listed>,
+}
+
+#[derive(Debug, Default)]
+struct Listed {
+    current: HashMap<SecretKey, SecretSummary>,
     /// A listing under way (after a start or a lost watch): it replaces `current` when done.
-    listing: RwLock<Option<HashMap<SecretKey, SecretSummary>>>,
+    listing: Option<HashMap<SecretKey, SecretSummary>>,
 }
 
 fn key_of(secret: &Secret) -> SecretKey {
@@ -66,42 +71,38 @@ fn key_of(secret: &Secret) -> SecretKey {
 impl SecretSummaries {
     /// Takes in one event of the scope's watch.
     pub fn follow(&self, event: &watcher::Event<Secret>) {
+        let Ok(mut cache) = self.cache.write() else {
+            return;
+        };
         match event {
-            watcher::Event::Init => {
-                if let Ok(mut listing) = self.listing.write() {
-                    *listing = Some(HashMap::new());
-                }
-            }
+            watcher::Event::Init => cache.listing = Some(HashMap::new()),
             watcher::Event::InitApply(secret) => {
-                if let Ok(mut listing) = self.listing.write() {
-                    listing
-                        .get_or_insert_default()
-                        .insert(key_of(secret), SecretSummary::from(secret));
-                }
+                cache
+                    .listing
+                    .get_or_insert_default()
+                    .insert(key_of(secret), SecretSummary::from(secret));
             }
             watcher::Event::InitDone => {
-                let listed = self.listing.write().ok().and_then(|mut l| l.take());
-                if let (Some(listed), Ok(mut current)) = (listed, self.current.write()) {
-                    *current = listed;
+                if let Some(listed) = cache.listing.take() {
+                    cache.current = listed;
                 }
             }
             watcher::Event::Apply(secret) => {
-                if let Ok(mut current) = self.current.write() {
-                    current.insert(key_of(secret), SecretSummary::from(secret));
-                }
+                cache
+                    .current
+                    .insert(key_of(secret), SecretSummary::from(secret));
             }
             watcher::Event::Delete(secret) => {
-                if let Ok(mut current) = self.current.write() {
-                    current.remove(&key_of(secret));
-                }
+                cache.current.remove(&key_of(secret));
             }
         }
     }
 
     fn get(&self, namespace: &str, name: &str) -> Option<SecretSummary> {
-        self.current
+        self.cache
             .read()
             .ok()?
+            .current
             .get(&(namespace.to_owned(), name.to_owned()))
             .cloned()
     }

@@ -584,6 +584,24 @@ mod tests {
         assert!(references.namespaces().borrow().is_empty());
     }
 
+    #[tokio::test]
+    async fn work_a_controller_started_ends_with_it() {
+        let (started, mut running) = tokio::sync::oneshot::channel::<()>();
+        let task = OwnedTask(tokio::spawn(async move {
+            let _held = started;
+            std::future::pending::<()>().await;
+        }));
+        drop(task);
+        // The sender is dropped only when the task is aborted.
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), &mut running)
+                .await
+                .is_ok_and(|result| result.is_err())
+        );
+        let (items, _task) = on_own_task(futures::stream::iter([1, 2, 3]));
+        assert_eq!(items.collect::<Vec<_>>().await, vec![1, 2, 3]);
+    }
+
     #[test]
     fn cached_manifests_keep_only_what_deciding_reads() {
         let mut client: nauthera_shared::resources::OIDCClient =
