@@ -184,6 +184,54 @@ pub fn state_of(secret: &SecretSummary, owner_uid: &str) -> SecretState {
     }
 }
 
+/// The label and annotation a released Secret carries: it outlived the manifest that owned it.
+pub const RELEASED_LABEL: &str = "nauthera.io/released";
+pub const RELEASED_FROM_ANNOTATION: &str = "nauthera.io/released-from";
+
+/// What releasing a delivered Secret found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The Secret no longer names the resource as its owner, and is labelled released.
+    Released,
+    /// There was nothing of this resource's to release: no Secret, or one it does not own.
+    Nothing,
+}
+
+/// Releases the Secret a resource owns before the resource goes while its object stays on the
+/// server: without the owner reference the garbage collector keeps the only copy of a secret
+/// the server still accepts. The Secret is labelled and annotated with where it came from, and
+/// no longer carries the managed-by label, so the reconciler stops watching it.
+pub async fn release_secret<K: Kind>(
+    secrets: &Api<Secret>,
+    owner: &K,
+    name: &str,
+) -> Result<Release, kube::Error> {
+    let owner_uid = owner.uid().unwrap_or_default();
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(Release::Nothing);
+    };
+    let references = secret.metadata.owner_references.clone().unwrap_or_default();
+    if !references.iter().any(|r| r.uid == owner_uid) {
+        return Ok(Release::Nothing);
+    }
+    let remaining: Vec<&OwnerReference> =
+        references.iter().filter(|r| r.uid != owner_uid).collect();
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": secret.metadata.resource_version,
+            "ownerReferences": remaining,
+            "labels": { MANAGED_BY_LABEL: null, RELEASED_LABEL: "true" },
+            "annotations": {
+                RELEASED_FROM_ANNOTATION: format!("{}/{}", K::kind(&()), owner.name_any()),
+            },
+        },
+    });
+    secrets
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(Release::Released)
+}
+
 /// What a workload needs to use a client: its id and secret, the issuer and where to discover it.
 #[derive(Clone, Copy, Debug)]
 pub struct Delivery<'a> {

@@ -59,7 +59,13 @@ pub struct Memory {
     /// behind a write, and a reconcile that read the old status would repeat a call it has just
     /// made; the status belongs to the reconciler alone, so what it wrote last is the truth.
     statuses: Mutex<HashMap<String, ResourceStatus>>,
+    /// The resources whose deletion this leader finished, and when: a reconcile from a watch
+    /// cache that still shows one with its finalizer must not delete it on the server again.
+    deletions_finished: Mutex<HashMap<String, Timestamp>>,
 }
+
+/// How long a finished deletion is remembered: far longer than any watch cache lags behind.
+const DELETION_REMEMBERED: jiff::SignedDuration = jiff::SignedDuration::from_secs(600);
 
 impl Memory {
     pub fn minted(&self, uid: &str) -> Option<Minted> {
@@ -173,6 +179,23 @@ impl Memory {
         }
     }
 
+    /// Forgets everything about a resource whose deletion this reconciler finished, and
+    /// remembers that it did (uids are never reused, so this holds up no other resource).
+    pub fn finished_deletion(&self, uid: &str, now: Timestamp) {
+        self.forget(uid);
+        if let Ok(mut map) = self.deletions_finished.lock() {
+            map.retain(|_, at| at.duration_until(now) < DELETION_REMEMBERED);
+            map.insert(uid.to_owned(), now);
+        }
+    }
+
+    /// Whether this reconciler finished the resource's deletion.
+    pub fn deletion_finished(&self, uid: &str) -> bool {
+        self.deletions_finished
+            .lock()
+            .is_ok_and(|map| map.contains_key(uid))
+    }
+
     /// Forgets everything about a resource that is gone.
     pub fn forget(&self, uid: &str) {
         self.forget_minted(uid);
@@ -222,6 +245,21 @@ mod tests {
         memory.remember_status("u", ResourceStatus::default());
         memory.forget("u");
         assert_eq!(memory.status_or("u", None), None);
+    }
+
+    #[test]
+    fn a_finished_deletion_is_remembered_for_a_while() {
+        let memory = Memory::default();
+        let start = Timestamp::from_second(1_000).unwrap();
+        memory.remember_status("u", ResourceStatus::default());
+        memory.finished_deletion("u", start);
+        assert!(memory.deletion_finished("u"));
+        assert!(!memory.deletion_finished("v"));
+        assert_eq!(memory.status_or("u", None), None, "the rest is forgotten");
+        // Another deletion long after drops the old entry: the set stays small.
+        memory.finished_deletion("v", Timestamp::from_second(1_000 + 601).unwrap());
+        assert!(!memory.deletion_finished("u"));
+        assert!(memory.deletion_finished("v"));
     }
 
     #[test]

@@ -16,9 +16,9 @@ use nauthera_shared::resources::ResourceStatus;
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, SecretMode, SecretState, Step, Verdict, after_apply,
-    after_secret_failure, awaiting_prerequisite, naming_dependents, released, secret_delivered,
-    secret_ref_unavailable, unencodable_branding,
+    DriftUpdate, Observed, SecretMode, SecretRelease, SecretState, Step, Verdict, after_apply,
+    after_secret_failure, awaiting_prerequisite, naming_dependents, released, released_with_secret,
+    secret_delivered, secret_ref_unavailable, unencodable_branding,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -140,7 +140,15 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             return finish_deletion(&edges, status, &verdict).await;
         }
         Step::Release { reason } => {
-            return finish_deletion(&edges, status, &released(reason)).await;
+            // The release is a write too: only the leader makes it.
+            if !ctx.leadership.is_leader() {
+                return Ok(Action::await_change());
+            }
+            let verdict = match release_secret(&edges, reason).await? {
+                Some(release) => released_with_secret(reason, &release),
+                None => released(reason),
+            };
+            return finish_deletion(&edges, status, &verdict).await;
         }
     };
     ctx.record(K::KIND, &edges.api, edges.resource, status, &verdict, true)
@@ -170,6 +178,7 @@ async fn observe<'s, K: Managed, A>(
         generation,
         deleting,
         has_finalizer: resource.finalizers().iter().any(|f| f == FINALIZER),
+        deletion_finished: deleting && ctx.memory.deletion_finished(&edges.uid),
         restore_requested: kube_io::restore_requested(resource),
         deletion_policy: resource.deletion_policy(),
         status,
@@ -425,6 +434,39 @@ async fn deliver<K: Managed, A>(
     }
 }
 
+/// When the manifest goes and its object stays on the server (`Orphan`, or a drifted object left
+/// in place), the Secret a generated secret was delivered into is released from it first, or
+/// the garbage collector would take the only copy of a secret the server still accepts. `None`
+/// when there is no such Secret.
+async fn release_secret<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    reason: nauthera_shared::catalog::Reason,
+) -> Result<Option<SecretRelease>, ReconcileError> {
+    use nauthera_shared::catalog::Reason;
+    let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
+        return Ok(None);
+    };
+    let registered = edges
+        .ctx
+        .memory
+        .status_or(&edges.uid, edges.resource.status())
+        .is_some_and(|status| status.revision.is_some());
+    if !matches!(reason, Reason::Orphaned | Reason::DeletionSkippedDrifted) || !registered {
+        return Ok(None);
+    }
+    Ok(
+        match kube_io::release_secret(&edges.secrets, edges.resource, &secret_name).await {
+            Ok(kube_io::Release::Released) => Some(SecretRelease::Released { secret_name }),
+            Ok(kube_io::Release::Nothing) => None,
+            Err(error) => Some(SecretRelease::Failed {
+                forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
+                message: error.to_string(),
+                secret_name,
+            }),
+        },
+    )
+}
+
 /// Records a deletion outcome and lets the manifest go; a retried failure keeps the finalizer.
 async fn finish_deletion<K: Managed, A>(
     edges: &Edges<'_, K, A>,
@@ -442,7 +484,7 @@ async fn finish_deletion<K: Managed, A>(
         .await?;
     if ctx.leadership.is_leader() {
         kube_io::set_finalizer(&edges.api, edges.resource, false).await?;
-        ctx.memory.forget(&edges.uid);
+        ctx.memory.finished_deletion(&edges.uid, (ctx.clock)());
     }
     Ok(action)
 }

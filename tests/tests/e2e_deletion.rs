@@ -3,9 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use nauthera_fake_server::Actor;
+use nauthera_fake_server::{Actor, Method};
+use nauthera_proto::v1::AuditOutcome;
 use nauthera_shared::catalog::Reason;
-use nauthera_tests::e2e::{Stack, generated_client, generated_client_with};
+use nauthera_tests::e2e::{
+    Stack, generated_client, generated_client_with, secret_value, sha256_hex,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_policy_removes_the_client_from_the_server() {
@@ -20,20 +23,38 @@ async fn delete_policy_removes_the_client_from_the_server() {
         stack.server.client(&stack.object_ref("web")).is_none(),
         "the client is gone from the server"
     );
+    // Its Secret holds a value nothing accepts any more: collected with its owner.
+    stack
+        .eventually("the Secret collected", async || {
+            stack.secret("web").await.is_none()
+        })
+        .await;
     let event = stack.wait_event("web", "Deleted").await;
     assert_eq!(event.type_, "Normal");
+    // Let a second reconcile of the deleted object, if any, reach the server.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     let audit = stack.server.audit_events();
     let deletes = audit
         .iter()
         .filter(|e| {
             e.action == "client.deleted"
                 && e.manager == "nauthera-reconciler"
-                && e.outcome == nauthera_proto::v1::AuditOutcome::Deleted as i32
+                && e.outcome == AuditOutcome::Deleted as i32
         })
         .count();
     assert_eq!(
         deletes, 1,
         "one delete by the manager in the audit log: {audit:#?}"
+    );
+    let refused = audit
+        .iter()
+        .filter(|e| e.action == "client.deleted" && e.outcome != AuditOutcome::Deleted as i32)
+        .count();
+    assert_eq!(refused, 0, "no refused delete in the audit log: {audit:#?}");
+    assert_eq!(
+        stack.server.counters().calls_of(Method::DeleteClient),
+        1,
+        "one DeleteClient call for one deletion"
     );
 }
 
@@ -53,6 +74,44 @@ async fn orphan_policy_leaves_the_client_registered() {
     );
     let event = stack.wait_event("web", "Orphaned").await;
     assert_eq!(event.type_, "Normal");
+    assert!(
+        event.message.contains("Secret web is kept"),
+        "the event says the Secret stays: {}",
+        event.message
+    );
+
+    // The Secret holds the only copy of a secret the server still accepts: released, not
+    // collected with its owner.
+    let secret = stack.secret("web").await.expect("the Secret is kept");
+    let value = secret_value(&secret, "clientSecret").expect("the client secret is kept");
+    assert!(
+        secret
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty(),
+        "no owner reference is left for the garbage collector"
+    );
+    let labels = secret.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels.get("nauthera.io/released").map(String::as_str),
+        Some("true")
+    );
+    assert!(!labels.contains_key("app.kubernetes.io/managed-by"));
+    assert_eq!(
+        secret
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get("nauthera.io/released-from")
+            .map(String::as_str),
+        Some("OIDCClient/web")
+    );
+    assert_eq!(
+        stack.server.client_secret_hash(&stack.object_ref("web")),
+        Some(sha256_hex(value.as_bytes())),
+        "the kept Secret holds the secret the server accepts"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,6 +135,17 @@ async fn a_drifted_client_is_left_in_place_when_its_manifest_is_deleted() {
     assert_eq!(server.revision, held, "the drifted client is left in place");
     let event = stack.wait_event("web", "DeletionSkippedDrifted").await;
     assert_eq!(event.type_, "Warning");
+    let secret = stack
+        .secret("web")
+        .await
+        .expect("its Secret is kept with it");
+    assert!(
+        secret
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
 }
 
 /// One deletion, one outcome: a client the reconciler removed itself is never reported as a
@@ -106,4 +176,40 @@ async fn a_deleted_client_is_not_reported_as_left_in_place() {
             "{name}: a client it deleted itself is reported as left in place: {events:#?}"
         );
     }
+    assert_eq!(
+        stack.server.counters().calls_of(Method::DeleteClient),
+        names.len() as u64,
+        "one DeleteClient call per deletion"
+    );
+}
+
+/// A change that arrives while the delete is in flight (here the client's Secret deleted by
+/// hand) reconciles the manifest again as soon as the first reconcile lets it go, from a watch
+/// cache that may still hold it with its finalizer: the deletion is finished, and the server
+/// gets no second delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_during_the_delete_sends_no_second_delete() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    stack.server.set_latency(
+        Some(Method::DeleteClient),
+        Some(std::time::Duration::from_millis(800)),
+    );
+    stack.delete_oidc_client("web").await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    stack
+        .secrets()
+        .delete("web", &Default::default())
+        .await
+        .expect("the Secret is deleted");
+    stack.wait_gone("web").await;
+    stack.wait_event("web", "Deleted").await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(
+        stack.server.counters().calls_of(Method::DeleteClient),
+        1,
+        "one DeleteClient call for one deletion: {:#?}",
+        stack.server.audit_events()
+    );
 }

@@ -9,11 +9,11 @@ mod step;
 
 pub use backoff::Backoff;
 pub use outcome::{
-    Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretWriteFailure, Verdict, adopted,
-    after_apply, after_apply_failure, after_delete, after_delete_failure,
+    Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretRelease, SecretWriteFailure,
+    Verdict, adopted, after_apply, after_apply_failure, after_delete, after_delete_failure,
     after_drift_check_failure, after_secret_failure, awaiting_prerequisite, drifted, is_conflict,
-    naming_dependents, no_drift, not_leader, refusal_message, released, secret_delivered,
-    secret_ref_unavailable, unencodable_branding,
+    naming_dependents, no_drift, not_leader, refusal_message, released, released_with_secret,
+    secret_delivered, secret_ref_unavailable, unencodable_branding,
 };
 pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 

@@ -191,7 +191,7 @@ pub fn after_secret_failure(failure: &SecretWriteFailure, secret_name: &str) -> 
             true,
             format!(
                 "writing Secret {secret_name} is forbidden: {message}; grant the reconciler get, \
-                 create and update on secrets"
+                 create and patch on secrets"
             ),
         ),
         SecretWriteFailure::Other { message } => (
@@ -579,6 +579,61 @@ pub fn released(reason: Reason) -> Verdict {
         _ => Cause::None,
     };
     Verdict::new(reason, cause, message.to_owned())
+}
+
+/// What became of the Secret a resource owned, when its object stays on the server (`Orphan`, or
+/// a drifted object left in place) and the manifest goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecretRelease {
+    /// Released: it keeps the client secret the server still accepts.
+    Released { secret_name: String },
+    /// The release failed: the finalizer stays, so the garbage collector cannot take it.
+    Failed {
+        secret_name: String,
+        forbidden: bool,
+        message: String,
+    },
+}
+
+/// The outcome of a deletion that leaves the object on the server, with the Secret's release.
+pub fn released_with_secret(reason: Reason, release: &SecretRelease) -> Verdict {
+    match release {
+        SecretRelease::Released { secret_name } => {
+            let mut verdict = released(reason);
+            verdict.message = format!(
+                "{}; Secret {secret_name} is kept with the client secret the server still \
+                 accepts: no longer owned by the manifest, labelled nauthera.io/released=true",
+                verdict.message
+            );
+            verdict
+        }
+        SecretRelease::Failed {
+            secret_name,
+            forbidden,
+            message,
+        } => {
+            let (cause, hint) = if *forbidden {
+                (
+                    Cause::Forbidden,
+                    "grant the reconciler get and patch on secrets",
+                )
+            } else {
+                (Cause::Transient, "retried with backoff")
+            };
+            let mut verdict = Verdict::new(
+                Reason::Deleting,
+                cause,
+                format!(
+                    "the object stays on the server, so Secret {secret_name} must outlive the \
+                     manifest, but releasing it from its owner failed: {message}; the finalizer \
+                     stays until it is released ({hint})"
+                ),
+            );
+            verdict.retried = true;
+            verdict.record_attempt = false;
+            verdict
+        }
+    }
 }
 
 /// A manifest this one depends on is not registered yet: nothing is sent until it is.

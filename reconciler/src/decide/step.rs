@@ -57,6 +57,9 @@ pub struct Observed<'a> {
     pub deleting: bool,
     /// The reconciler's finalizer is on the resource.
     pub has_finalizer: bool,
+    /// This reconciler already finished the resource's deletion and removed its finalizer: a
+    /// resource still shown deleting with the finalizer is a watch cache that has not caught up.
+    pub deletion_finished: bool,
     /// `nauthera.io/restore=true`.
     pub restore_requested: bool,
     pub deletion_policy: DeletionPolicy,
@@ -141,7 +144,7 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     let drift = status.and_then(|s| s.drift.as_ref());
 
     if observed.deleting {
-        if !observed.has_finalizer {
+        if !observed.has_finalizer || observed.deletion_finished {
             return Step::Wait { after: None };
         }
         if let Some(wait) = still_backing_off(observed) {

@@ -34,6 +34,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         generation: 1,
         deleting: false,
         has_finalizer: true,
+        deletion_finished: false,
         restore_requested: false,
         deletion_policy: DeletionPolicy::Delete,
         status,
@@ -346,6 +347,15 @@ fn the_next_step_follows_the_resource() {
             Step::Release {
                 reason: Reason::Deleted,
             },
+        ),
+        (
+            "a deletion this reconciler finished is not sent again from a stale cache",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.deleting = true;
+                o.deletion_finished = true;
+            }),
+            Step::Wait { after: None },
         ),
         (
             "deletion without the finalizer is not ours to do",
@@ -880,4 +890,49 @@ fn secret_ref_problems_name_the_secret() {
     );
     assert!(!verdict.record_attempt);
     assert!(verdict.keep_trying);
+}
+
+#[test]
+fn a_released_secret_is_named_and_a_failed_release_holds_the_manifest() {
+    let released = released_with_secret(
+        Reason::Orphaned,
+        &SecretRelease::Released {
+            secret_name: "web".into(),
+        },
+    );
+    assert_eq!(released.reason, Reason::Orphaned);
+    assert!(!released.retried);
+    assert!(
+        released.message.contains("Secret web is kept"),
+        "{}",
+        released.message
+    );
+
+    let forbidden = released_with_secret(
+        Reason::Orphaned,
+        &SecretRelease::Failed {
+            secret_name: "web".into(),
+            forbidden: true,
+            message: "secrets \"web\" is forbidden".into(),
+        },
+    );
+    assert_eq!(forbidden.reason, Reason::Deleting);
+    assert_eq!(forbidden.cause, Cause::Forbidden);
+    assert!(forbidden.retried, "retried, with the finalizer kept");
+    assert!(
+        forbidden.message.contains("patch on secrets"),
+        "{}",
+        forbidden.message
+    );
+
+    let transient = released_with_secret(
+        Reason::DeletionSkippedDrifted,
+        &SecretRelease::Failed {
+            secret_name: "web".into(),
+            forbidden: false,
+            message: "connection reset".into(),
+        },
+    );
+    assert_eq!(transient.cause, Cause::Transient);
+    assert!(transient.retried);
 }

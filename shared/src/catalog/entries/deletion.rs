@@ -24,7 +24,12 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
     phase_while_retried: None,
     event: EventReason::Deleting,
     metric_label: "deleting",
-    causes: &[Cause::None, Cause::Transient, Cause::OrganizationNotEmpty],
+    causes: &[
+        Cause::None,
+        Cause::Transient,
+        Cause::OrganizationNotEmpty,
+        Cause::Forbidden,
+    ],
     runbook: Runbook {
         title: "The manifest is being deleted",
         summary: "The manifest is marked for deletion and the reconciler is carrying out its \
@@ -40,6 +45,12 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
             "Either way an event records the outcome, and the server's audit trail records any \
              deletion under the reconciler's manager name. While the server cannot be reached, \
              or a retried code persists, the resource stays here with its finalizer.",
+            "When the object stays on the server (`Orphan`, or a drifted object left in place), \
+             the Secret a generated secret was delivered into is released first: its owner \
+             reference to the manifest is removed, so the garbage collector keeps the only copy \
+             of a secret the server still accepts. If that write fails (cause `transient`, or \
+             `forbidden` when the reconciler's role lacks `patch` on secrets), the resource \
+             stays here and the release is retried with backoff.",
             "An Organization stays here as well while the server refuses to delete it because \
              it still holds clients, brandings or identity providers (`ORGANIZATION_NOT_EMPTY`, \
              cause `organization_not_empty`): the server keeps an organization until it is \
@@ -177,9 +188,12 @@ pub(in crate::catalog) static ORPHANED: ReasonEntry = ReasonEntry {
         ],
         impact: &[
             "The object keeps working on the server at its last generation, and nothing keeps \
-             it in line with a manifest any more. A Secret the resource owned is \
-             garbage-collected with it, so workloads that still need the client secret must get \
-             it some other way.",
+             it in line with a manifest any more.",
+            "The Secret a generated secret was delivered into stays, with the client secret the \
+             server still accepts: the reconciler removed its owner reference before it let the \
+             manifest go, so it is not garbage-collected, and labelled it \
+             `nauthera.io/released=true` with the annotation `nauthera.io/released-from` naming \
+             the manifest. Nobody manages it any more: delete it once no workload needs it.",
         ],
         diagnosis: &[
             DiagnosisStep {
@@ -219,6 +233,9 @@ pub(in crate::catalog) static DELETION_SKIPPED_DRIFTED: ReasonEntry = ReasonEntr
         impact: &[
             "The object stays on the server, unmanaged, in whatever state the other change left \
              it: people can still sign in through it, and nothing will remove it.",
+            "The Secret a generated secret was delivered into stays too, released from the \
+             manifest (labelled `nauthera.io/released=true`), as the object may still accept \
+             its secret. Delete it together with the object once the decision is made.",
         ],
         diagnosis: &[
             DiagnosisStep {
