@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -642,46 +642,38 @@ async fn status_diagnose_and_manifests_against_the_emulator() {
 /// state (here: the status), record a `Restored` event and remove the annotation.
 async fn restore_like_the_reconciler(client: Client, namespace: &'static str) {
     let api: Api<OIDCClient> = Api::namespaced(client.clone(), namespace);
-    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
     loop {
         for item in api.list(&Default::default()).await.unwrap().items {
-            let annotated = item
-                .metadata
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.contains_key("nauthera.io/restore"));
-            if !annotated {
+            let annotations = item.metadata.annotations.clone().unwrap_or_default();
+            if !annotations.contains_key("nauthera.io/restore") {
                 continue;
             }
             let name = item.metadata.name.clone().unwrap();
+            let overwritten = item
+                .status
+                .as_ref()
+                .and_then(|s| s.drift.as_ref())
+                .map(|d| d.server_revision.clone());
+            api.patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {
+                    "nauthera.io/restore": null, "nauthera.io/restore-request": null
+                }}})),
+            )
+            .await
+            .unwrap();
             api.patch_status(
                 &name,
                 &PatchParams::default(),
                 &Patch::Merge(json!({"status": {
-                    "phase": "Registered", "reason": "Restored", "revision": "r2", "drift": null
+                    "phase": "Registered", "reason": "Restored", "revision": "r2", "drift": null,
+                    "lastRestore": {
+                        "request": annotations.get("nauthera.io/restore-request"),
+                        "outcome": "Restored", "revision": "r2",
+                        "overwrittenRevision": overwritten,
+                    },
                 }})),
-            )
-            .await
-            .unwrap();
-            events
-                .create(
-                    &PostParams::default(),
-                    &serde_json::from_value(json!({
-                        "metadata": {"name": format!("{name}.restored")},
-                        "involvedObject": {"kind": "OIDCClient", "name": name, "namespace": namespace,
-                                           "apiVersion": "nauthera.io/v1alpha1"},
-                        "reason": "Restored", "type": "Normal",
-                        "message": "wrote the declared state back",
-                        "lastTimestamp": now(),
-                    }))
-                    .unwrap(),
-                )
-                .await
-                .unwrap();
-            api.patch(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {"annotations": {"nauthera.io/restore": null}}})),
             )
             .await
             .unwrap();
@@ -780,12 +772,14 @@ async fn restore_against_the_emulator() {
     assert!(
         confirmed
             .stdout
-            .contains("restored oidcclient/billing in team-a: Registered again (revision r2)"),
+            .contains("restored oidcclient/billing in team-a: the declared state was written back over the removed object (revision r2)"),
         "{}",
         confirmed.stdout
     );
     assert!(
-        confirmed.stderr.contains("Restored event seen"),
+        confirmed
+            .stderr
+            .contains("nauthera.io/restore-request=restore-"),
         "{}",
         confirmed.stderr
     );

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use nauthera_shared::resources::ResourceStatus;
-use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION};
+use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -103,13 +103,24 @@ pub fn restore_requested<K: Resource>(resource: &K) -> bool {
         .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
 }
 
-/// Removes the restore annotation.
+/// The request the restore annotation came with (`nauthera.io/restore-request`), if any.
+pub fn restore_request<K: Resource>(resource: &K) -> Option<String> {
+    resource
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RESTORE_REQUEST_ANNOTATION))
+        .filter(|value| !value.is_empty())
+        .cloned()
+}
+
+/// Removes the restore annotation and the request beside it.
 pub async fn clear_restore_annotation<K: Kind>(
     api: &Api<K>,
     resource: &K,
 ) -> Result<(), kube::Error> {
     let patch = serde_json::json!({
-        "metadata": { "annotations": { RESTORE_ANNOTATION: null } }
+        "metadata": { "annotations": { RESTORE_ANNOTATION: null, RESTORE_REQUEST_ANNOTATION: null } }
     });
     api.patch(
         &resource.name_any(),

@@ -11,14 +11,14 @@ use kube::api::Api;
 use kube::runtime::controller::Action;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::convert::ConvertError;
-use nauthera_shared::resources::ResourceStatus;
+use nauthera_shared::resources::{ResourceStatus, RestoreOutcome, RestoreRecord};
 
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
     DriftUpdate, Observed, SecretMode, SecretRelease, SecretState, Step, Verdict, after_apply,
     after_secret_failure, awaiting_prerequisite, naming_dependents, released, released_with_secret,
-    secret_delivered, secret_ref_unavailable, unencodable_branding,
+    restore_not_needed, secret_delivered, secret_ref_unavailable, unencodable_branding,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -91,7 +91,13 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             return Ok(after.map_or_else(Action::await_change, Action::requeue));
         }
         Step::ClearRestoreAnnotation => {
+            let request = kube_io::restore_request(edges.resource);
             kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
+            // The request is answered in the status, so whoever waits for it knows.
+            let answered = restore_not_needed(status, request, (ctx.clock)());
+            kube_io::write_status(&edges.api, &resource.name_any(), &answered, &ctx.manager)
+                .await?;
+            ctx.memory.remember_status(&edges.uid, answered);
             return Ok(Action::await_change());
         }
         Step::Apply {
@@ -340,10 +346,20 @@ async fn apply<K: Managed, A: AdminApi>(
                 }
                 _ => (None, None),
             };
+            let request = kube_io::restore_request(resource);
             if restore {
                 kube_io::clear_restore_annotation(&edges.api, resource).await?;
             }
             let mut verdict = after_apply(&applied, secret_name, delivery, restore, rotate_secret);
+            if restore {
+                verdict.fields.last_restore = Some(RestoreRecord {
+                    request,
+                    outcome: RestoreOutcome::Restored,
+                    revision: Some(applied.revision.clone()),
+                    overwritten_revision: Some(if_revision.unwrap_or_default().to_owned()),
+                    completed_at: None,
+                });
+            }
             verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
             verdict.fields.secret_version = provided.map(|read| read.version);
             note_server_view(edges, &verdict);

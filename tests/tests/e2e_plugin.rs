@@ -9,6 +9,7 @@
 use nauthera_fake_server::Actor;
 use nauthera_shared::RESTORE_ANNOTATION;
 use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::resources::RestoreOutcome;
 use nauthera_tests::e2e::{ISSUER, PluginRun, Stack, generated_client, secret_value};
 use serde_json::Value;
 
@@ -257,6 +258,66 @@ async fn restore_one_several_all_drifted_and_dry_run() {
     let one = stack.oidc_client("one").await.unwrap();
     assert_eq!(one.status.as_ref().unwrap().phase, Some(Phase::Registered));
     stack.wait_event("one", "Restored").await;
+
+    // The same resource drifts again and is restored again at once: the wait ends on the
+    // status naming this request, not on the first restore's event.
+    drift(&stack, "one").await;
+    let again = stack
+        .plugin(&[
+            "restore",
+            "oidcclient/one",
+            "--yes",
+            "--timeout",
+            "60s",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(again.code, 0, "{}", again.all());
+    let result = &json(&again)["results"][0];
+    assert_eq!(result["outcome"], "restored", "{}", again.all());
+    let request = result["request"]
+        .as_str()
+        .expect("the request id")
+        .to_owned();
+    let record = stack
+        .oidc_client("one")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .last_restore
+        .expect("the status names the restore");
+    assert_eq!(record.request.as_deref(), Some(request.as_str()));
+    assert_eq!(record.outcome, RestoreOutcome::Restored);
+    assert!(record.completed_at.is_some());
+
+    // A restore asked for by hand when nothing drifted is answered too, and writes nothing.
+    kube::Api::<nauthera_shared::resources::OIDCClient>::namespaced(
+        stack.client(),
+        stack.namespace(),
+    )
+    .patch(
+        "one",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"metadata": {"annotations": {
+            "nauthera.io/restore": "true", "nauthera.io/restore-request": "by-hand"
+        }}})),
+    )
+    .await
+    .expect("the annotations are set");
+    stack
+        .eventually("the request by hand answered", async || {
+            stack
+                .oidc_client("one")
+                .await
+                .and_then(|c| c.status?.last_restore)
+                .is_some_and(|r| {
+                    r.request.as_deref() == Some("by-hand")
+                        && r.outcome == RestoreOutcome::NotDrifted
+                })
+        })
+        .await;
 
     // Several without an answer: refused, nothing changed.
     let unanswered = stack

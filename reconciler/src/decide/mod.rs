@@ -20,7 +20,9 @@ pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::EventReason;
-use nauthera_shared::resources::{ResourceStatus, ready_condition, set_condition};
+use nauthera_shared::resources::{
+    ResourceStatus, RestoreOutcome, RestoreRecord, ready_condition, set_condition,
+};
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
 /// would change, so that the caller skips the write (no status writes in a steady state).
@@ -50,6 +52,12 @@ pub fn status_after(
     }
     if let Some(version) = &fields.secret_version {
         new.secret_version = Some(version.clone());
+    }
+    if let Some(restore) = &fields.last_restore {
+        new.last_restore = Some(RestoreRecord {
+            completed_at: Some(Time(now)),
+            ..restore.clone()
+        });
     }
     match &fields.drift {
         DriftUpdate::Keep => {}
@@ -98,6 +106,26 @@ pub struct FieldUpdates {
     /// The version of the referenced Secret whose value was sent.
     pub secret_version: Option<String>,
     pub drift: DriftUpdate,
+    /// The restore request this verdict carried out.
+    pub last_restore: Option<RestoreRecord>,
+}
+
+/// The status after a restore request found nothing drifted: the request is answered, nothing
+/// else changes.
+pub fn restore_not_needed(
+    old: Option<&ResourceStatus>,
+    request: Option<String>,
+    now: Timestamp,
+) -> ResourceStatus {
+    let mut status = old.cloned().unwrap_or_default();
+    status.last_restore = Some(RestoreRecord {
+        request,
+        outcome: RestoreOutcome::NotDrifted,
+        revision: None,
+        overwritten_revision: None,
+        completed_at: Some(Time(now)),
+    });
+    status
 }
 
 /// What happens to `status.drift`.

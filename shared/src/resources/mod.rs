@@ -21,7 +21,9 @@ pub use oidc_client::{
     ClientSecret, GrantType, OIDCClient, OIDCClientSpec, ResponseType, TokenEndpointAuthMethod,
 };
 pub use organization::{FapiMode, Organization, OrganizationSpec};
-pub use status::{Drift, ResourceStatus, ready_condition, set_condition};
+pub use status::{
+    Drift, ResourceStatus, RestoreOutcome, RestoreRecord, ready_condition, set_condition,
+};
 
 /// The CustomResourceDefinitions of every kind, in a stable order.
 pub fn crds() -> Vec<CustomResourceDefinition> {

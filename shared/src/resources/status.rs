@@ -65,6 +65,41 @@ pub struct ResourceStatus {
     /// When the reconciler last called the server for this resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempt_time: Option<Time>,
+    /// The last restore request the reconciler carried out: what waits for a restore reads this,
+    /// never event times (repeated events fold into one series that keeps its first time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_restore: Option<RestoreRecord>,
+}
+
+/// A restore request (the annotation `nauthera.io/restore=true`) as the reconciler carried it out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreRecord {
+    /// The `nauthera.io/restore-request` annotation that came with the request, which
+    /// `kubectl nauthera restore` sets to tell its request from any earlier one; absent when the
+    /// request had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// `Restored`: the declared state was written back over the drift; `NotDrifted`: nothing
+    /// had drifted when the request was carried out, so nothing was written.
+    pub outcome: RestoreOutcome,
+    /// The revision the restore wrote (`Restored`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The drifted revision it wrote over; empty when the object had been removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overwritten_revision: Option<String>,
+    /// When the request was carried out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+}
+
+/// What a restore request came to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RestoreOutcome {
+    #[default]
+    Restored,
+    NotDrifted,
 }
 
 impl ResourceStatus {

@@ -1,6 +1,6 @@
 //! `kubectl nauthera restore KIND/NAME... | --all-drifted`: shows what will be written back,
-//! asks when it should, applies `nauthera.io/restore=true` and waits for the `Restored` event and
-//! `Registered`.
+//! asks when it should, applies `nauthera.io/restore=true` with a request id beside it, and waits
+//! until the status says the reconciler carried out that request (`status.lastRestore`).
 
 mod plan;
 
@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use nauthera_shared::RESTORE_ANNOTATION;
-use nauthera_shared::catalog::{Phase, Reason};
-use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
+use nauthera_shared::catalog::Reason;
+use nauthera_shared::resources::{
+    Branding, IdentityProvider, OIDCClient, Organization, RestoreOutcome as Carried,
+};
+use nauthera_shared::{RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION};
 use serde::Serialize;
 
 use self::plan::RestorePlan;
@@ -29,8 +31,6 @@ use crate::workloads;
 
 /// How often the resources are read while waiting.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
-/// Events may be stamped a little before the annotation was written (clock skew).
-const EVENT_SKEW_SECONDS: i64 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -50,6 +50,9 @@ struct RestoreResult {
     outcome: RestoreOutcome,
     reason: Option<Reason>,
     revision: Option<String>,
+    /// The request id set beside the restore annotation (`nauthera.io/restore-request`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request: Option<String>,
     detail: String,
 }
 
@@ -122,6 +125,7 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
             outcome: RestoreOutcome::Skipped,
             reason: plan.reason,
             revision: plan.declared_revision.clone(),
+            request: None,
             detail: "not drifted; nothing to restore".to_owned(),
         })
         .collect();
@@ -139,6 +143,7 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
             outcome: RestoreOutcome::DryRun,
             reason: plan.reason,
             revision: plan.declared_revision.clone(),
+            request: None,
             detail: "dry run: nothing changed".to_owned(),
         }));
         if human {
@@ -157,17 +162,18 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
         progress("Restore cancelled; nothing was changed.");
         return Ok(Outcome::Attention);
     }
-    let started = Timestamp::now();
+    // One id for this run's requests: what the status names once each is carried out.
+    let request = format!("restore-{}", Timestamp::now());
     for plan in &to_restore {
-        annotate(&cluster, plan).await?;
+        annotate(&cluster, plan, &request).await?;
         progress(&format!(
-            "annotated {}/{} in {} with {RESTORE_ANNOTATION}=true",
+            "annotated {}/{} in {} with {RESTORE_ANNOTATION}=true ({RESTORE_REQUEST_ANNOTATION}={request})",
             plan.kind.singular(),
             plan.name,
             plan.namespace
         ));
     }
-    let waited = wait(&cluster, &to_restore, started, args.timeout).await?;
+    let waited = wait(&cluster, &to_restore, &request, args.timeout).await?;
     let attention = waited
         .iter()
         .any(|result| result.outcome != RestoreOutcome::Restored);
@@ -234,12 +240,15 @@ fn api_resource(kind: Kind) -> ApiResource {
     }
 }
 
-/// The merge patch that asks the reconciler to write the declared state back.
-fn restore_patch() -> serde_json::Value {
-    serde_json::json!({ "metadata": { "annotations": { RESTORE_ANNOTATION: "true" } } })
+/// The merge patch that asks the reconciler to write the declared state back, naming the request.
+fn restore_patch(request: &str) -> serde_json::Value {
+    serde_json::json!({ "metadata": { "annotations": {
+        RESTORE_ANNOTATION: "true",
+        RESTORE_REQUEST_ANNOTATION: request,
+    } } })
 }
 
-async fn annotate(cluster: &Cluster, plan: &RestorePlan) -> Result<(), CliError> {
+async fn annotate(cluster: &Cluster, plan: &RestorePlan, request: &str) -> Result<(), CliError> {
     let api: Api<DynamicObject> = Api::namespaced_with(
         cluster.client.clone(),
         &plan.namespace,
@@ -248,7 +257,7 @@ async fn annotate(cluster: &Cluster, plan: &RestorePlan) -> Result<(), CliError>
     api.patch(
         &plan.name,
         &PatchParams::default(),
-        &Patch::Merge(restore_patch()),
+        &Patch::Merge(restore_patch(request)),
     )
     .await
     .map_err(|error| {
@@ -265,12 +274,53 @@ async fn annotate(cluster: &Cluster, plan: &RestorePlan) -> Result<(), CliError>
     Ok(())
 }
 
-/// Polls every resource until it is in phase `Registered` with the annotation gone and a
-/// `Restored` event recorded, or the timeout passes; progress goes to standard error.
+/// Where one restore request stands, from the resource's status alone.
+#[derive(Debug, PartialEq, Eq)]
+enum Standing {
+    /// Not carried out yet: what the status and annotation show.
+    Waiting(String),
+    Done(RestoreOutcome, String),
+}
+
+fn standing(view: &ResourceView, request: &str) -> Standing {
+    let status = view.status.as_ref();
+    let carried = status
+        .and_then(|status| status.last_restore.as_ref())
+        .filter(|record| record.request.as_deref() == Some(request));
+    match carried {
+        Some(record) if record.outcome == Carried::NotDrifted => Standing::Done(
+            RestoreOutcome::Skipped,
+            "nothing had drifted when the reconciler took the request; nothing was written"
+                .to_owned(),
+        ),
+        Some(record) => Standing::Done(
+            RestoreOutcome::Restored,
+            format!(
+                "the declared state was written back over {}",
+                match record.overwritten_revision.as_deref() {
+                    None | Some("") => "the removed object".to_owned(),
+                    Some(revision) => format!("revision {revision}"),
+                }
+            ),
+        ),
+        None => Standing::Waiting(format!(
+            "reason {}, annotation {}",
+            view.reason().map_or("-", |reason| reason.as_str()),
+            if view.annotations.contains_key(RESTORE_ANNOTATION) {
+                "present"
+            } else {
+                "removed"
+            },
+        )),
+    }
+}
+
+/// Polls every resource until its status says the request was carried out, or the timeout
+/// passes; progress goes to standard error.
 async fn wait(
     cluster: &Cluster,
     plans: &[&RestorePlan],
-    started: Timestamp,
+    request: &str,
     timeout: Duration,
 ) -> Result<Vec<RestoreResult>, CliError> {
     let deadline = tokio::time::Instant::now() + timeout;
@@ -292,38 +342,23 @@ async fn wait(
                 ));
                 continue;
             };
-            let annotated = view.annotations.contains_key(RESTORE_ANNOTATION);
-            // The reconciler sets `Restored` (phase Registered) after writing back, and
-            // `Registered` on the next reconcile: either means the declared state is in force.
-            let registered = view.phase() == Some(Phase::Registered);
-            let event = if registered && !annotated {
-                restored_event(cluster, plan, started).await
-            } else {
-                false
-            };
-            let state = format!(
-                "reason {}, annotation {}, Restored event {}",
-                view.reason().map_or("-", |reason| reason.as_str()),
-                if annotated { "present" } else { "removed" },
-                if event { "seen" } else { "not yet" }
-            );
-            if state != last {
-                progress(&format!(
-                    "waiting for {}/{} in {}: {state}",
-                    plan.kind.singular(),
-                    plan.name,
-                    plan.namespace
-                ));
-            }
-            if registered && !annotated && event {
-                done.push(result(
-                    plan,
-                    Some(&view),
-                    RestoreOutcome::Restored,
-                    "Registered again",
-                ));
-            } else {
-                still.push((plan, state));
+            match standing(&view, request) {
+                Standing::Done(outcome, detail) => {
+                    let mut finished = result(plan, Some(&view), outcome, &detail);
+                    finished.request = Some(request.to_owned());
+                    done.push(finished);
+                }
+                Standing::Waiting(state) => {
+                    if state != last {
+                        progress(&format!(
+                            "waiting for {}/{} in {}: {state}",
+                            plan.kind.singular(),
+                            plan.name,
+                            plan.namespace
+                        ));
+                    }
+                    still.push((plan, state));
+                }
             }
         }
         pending = still;
@@ -332,7 +367,7 @@ async fn wait(
         }
         if tokio::time::Instant::now() >= deadline {
             for (plan, state) in pending {
-                done.push(result(
+                let mut timed_out = result(
                     plan,
                     None,
                     RestoreOutcome::TimedOut,
@@ -343,26 +378,14 @@ async fn wait(
                         plan.name,
                         plan.namespace
                     ),
-                ));
+                );
+                timed_out.request = Some(request.to_owned());
+                done.push(timed_out);
             }
             return Ok(done);
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
-}
-
-async fn restored_event(cluster: &Cluster, plan: &RestorePlan, started: Timestamp) -> bool {
-    facts::events(cluster, plan.kind, &plan.namespace, &plan.name)
-        .await
-        .map(|events| {
-            events.iter().any(|event| {
-                event.reason == "Restored"
-                    && event.time.is_none_or(|time| {
-                        time.as_second() >= started.as_second() - EVENT_SKEW_SECONDS
-                    })
-            })
-        })
-        .unwrap_or(false)
 }
 
 fn result(
@@ -380,6 +403,7 @@ fn result(
         revision: view
             .and_then(|view| view.status.as_ref())
             .and_then(|status| status.revision.clone()),
+        request: None,
         detail: detail.to_owned(),
     }
 }
@@ -548,10 +572,48 @@ mod tests {
     }
 
     #[test]
-    fn the_patch_sets_only_the_annotation() {
+    fn the_patch_sets_only_the_annotations() {
         assert_eq!(
-            restore_patch(),
-            serde_json::json!({"metadata": {"annotations": {"nauthera.io/restore": "true"}}})
+            restore_patch("restore-1"),
+            serde_json::json!({"metadata": {"annotations": {
+                "nauthera.io/restore": "true",
+                "nauthera.io/restore-request": "restore-1",
+            }}})
         );
+    }
+
+    #[test]
+    fn only_the_status_naming_this_request_ends_the_wait() {
+        use nauthera_shared::resources::RestoreRecord;
+        let mut resource = view(Kind::OIDCClient, "team-a", "web", Reason::Restored, 0);
+        let record = |request: &str, outcome| RestoreRecord {
+            request: Some(request.to_owned()),
+            outcome,
+            revision: Some("r3".into()),
+            overwritten_revision: Some("r2".into()),
+            completed_at: None,
+        };
+        // An earlier request carried out long ago is not this one.
+        resource.status.as_mut().unwrap().last_restore =
+            Some(record("restore-1", Carried::Restored));
+        assert!(matches!(
+            standing(&resource, "restore-2"),
+            Standing::Waiting(_)
+        ));
+        resource.status.as_mut().unwrap().last_restore =
+            Some(record("restore-2", Carried::Restored));
+        assert_eq!(
+            standing(&resource, "restore-2"),
+            Standing::Done(
+                RestoreOutcome::Restored,
+                "the declared state was written back over revision r2".into()
+            )
+        );
+        resource.status.as_mut().unwrap().last_restore =
+            Some(record("restore-2", Carried::NotDrifted));
+        assert!(matches!(
+            standing(&resource, "restore-2"),
+            Standing::Done(RestoreOutcome::Skipped, _)
+        ));
     }
 }

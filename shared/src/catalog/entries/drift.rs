@@ -111,6 +111,11 @@ pub(in crate::catalog) static RESTORED: ReasonEntry = ReasonEntry {
              `Restored` event, removed the annotation and set the condition back to \
              `Registered`. The server's audit log records the write under the reconciler's \
              manager name.",
+            "`status.lastRestore` says which request was carried out: the \
+             `nauthera.io/restore-request` annotation that came with it (`kubectl nauthera \
+             restore` sets one per run and waits for it there), the revision written, the \
+             drifted revision it wrote over and when. A request that finds nothing drifted is \
+             answered there too, with outcome `NotDrifted`, and writes nothing to the server.",
         ],
         impact: &[
             "The change made on the server is gone. A client that had been removed was created \
@@ -118,6 +123,11 @@ pub(in crate::catalog) static RESTORED: ReasonEntry = ReasonEntry {
              new one.",
         ],
         diagnosis: &[
+            DiagnosisStep {
+                text: "Which restore request was carried out, and when: `status.lastRestore`.",
+                command: "kubectl -n <ns> get <kind> <name> -o jsonpath='{.status.lastRestore}'",
+                check: DiagnoseCheck::None,
+            },
             DiagnosisStep {
                 text: "The `Restored` event: when, and which revision was written.",
                 command: "kubectl -n <ns> get events --field-selector involvedObject.name=<name>,reason=Restored",
