@@ -397,6 +397,7 @@ mod tests {
         ControlPlaneState {
             leader: "pod-a".into(),
             lease_name: Some("nauthera-reconciler".into()),
+            tls_secret: None,
             changed_at: Some(at(changed)),
             ..ControlPlaneState::default()
         }

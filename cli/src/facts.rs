@@ -28,6 +28,9 @@ pub struct SecretFacts {
     pub exists: bool,
     pub owners: Vec<Owner>,
     pub keys: Vec<String>,
+    /// The keys whose value is empty (listed in `keys` too).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub empty_keys: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -55,6 +58,7 @@ pub async fn secret(cluster: &Cluster, namespace: &str, name: &str) -> Result<Se
             exists: false,
             owners: Vec::new(),
             keys: Vec::new(),
+            empty_keys: Vec::new(),
         }),
         Ok(Some(secret)) => {
             let owners = secret
@@ -77,11 +81,21 @@ pub async fn secret(cluster: &Cluster, namespace: &str, name: &str) -> Result<Se
                 .collect();
             keys.sort();
             keys.dedup();
+            let empty_keys = keys
+                .iter()
+                .filter(|key| {
+                    let data = secret.data.as_ref().and_then(|d| d.get(*key));
+                    let text = secret.string_data.as_ref().and_then(|d| d.get(*key));
+                    data.is_none_or(|v| v.0.is_empty()) && text.is_none_or(String::is_empty)
+                })
+                .cloned()
+                .collect();
             Ok(SecretFacts {
                 name: name.to_owned(),
                 exists: true,
                 owners,
                 keys,
+                empty_keys,
             })
         }
         Err(error) => {

@@ -38,6 +38,10 @@ pub struct Args {
     /// The CA bundle that signed the server's certificate; overrides `<tls-dir>/ca.crt`.
     #[arg(long, env = "NAUTHERA_TLS_CA", value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
+    /// The Secret (in the reconciler's namespace) the certificate files are mounted from, for the
+    /// runbooks and `kubectl nauthera diagnose` to name; it is not read.
+    #[arg(long, env = "NAUTHERA_TLS_SECRET", value_name = "NAME")]
+    pub tls_secret: Option<String>,
     /// The manager name every write carries; the server records it in its audit log.
     #[arg(
         long,
@@ -189,6 +193,8 @@ fn invalid(setting: &'static str, problem: impl Into<String>) -> ConfigError {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub connect: ConnectSettings,
+    /// The Secret the certificate files are mounted from, as configured.
+    pub tls_secret: Option<String>,
     pub manager: String,
     /// Empty: every namespace.
     pub namespaces: Vec<String>,
@@ -369,6 +375,10 @@ impl Args {
         }
         Ok(Config {
             connect,
+            tls_secret: self
+                .tls_secret
+                .map(|name| name.trim().to_owned())
+                .filter(|name| !name.is_empty()),
             manager: self.manager.trim().to_owned(),
             namespaces,
             leader_election: self.leader_election,

@@ -137,7 +137,7 @@ fn log_verdict<K: Resource>(kind: &'static str, resource: &K, verdict: &Verdict)
         name,
         reason = verdict.reason.as_str(),
         cause = verdict.cause.as_str(),
-        message = %verdict.message,
+        detail = %verdict.message,
         "reconciled"
     );
 }

@@ -398,16 +398,18 @@ pub async fn read_secret_ref(
                 .as_ref()
                 .and_then(|d| d.get(key))
                 .map(|v| v.clone().into_bytes())
-        })
-        .filter(|v| !v.is_empty());
+        });
     let version = secret.metadata.resource_version.clone().unwrap_or_default();
-    Ok(bytes
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .map(|value| ReadSecret {
-            value: SecretValue::new(value),
-            version,
-        })
-        .ok_or(SecretRefProblem::NoKey))
+    Ok(match bytes {
+        None => Err(SecretRefProblem::NoKey),
+        Some(bytes) if bytes.is_empty() => Err(SecretRefProblem::EmptyKey),
+        Some(bytes) => String::from_utf8(bytes)
+            .map(|value| ReadSecret {
+                value: SecretValue::new(value),
+                version,
+            })
+            .map_err(|_| SecretRefProblem::NotText),
+    })
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         version = env!("CARGO_PKG_VERSION"),
         server = %config.connect.address,
         manager = %config.manager,
-        namespaces = ?config.namespaces,
+        namespaces = %watched_namespaces(&config.namespaces),
         leader_election = config.leader_election,
         lease = %config.lease_name,
         namespace = %config.own_namespace,
@@ -69,5 +69,14 @@ fn main() -> ExitCode {
             eprintln!("nauthera-reconciler: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The namespaces watched, for the start-up line: a list, or "all".
+fn watched_namespaces(namespaces: &[String]) -> String {
+    if namespaces.is_empty() {
+        "all".to_owned()
+    } else {
+        namespaces.join(",")
     }
 }

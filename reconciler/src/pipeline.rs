@@ -67,7 +67,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
     // Steps that only add a fact or the finalizer go straight on to the next decision.
     let step = loop {
         let step = crate::decide::next_step(&observed);
-        tracing::debug!(kind = K::KIND, namespace = %edges.namespace, name = %resource.name_any(), ?step, "next step");
+        tracing::debug!(kind = K::KIND, namespace = %edges.namespace, name = %resource.name_any(), step = step.label(), "next step");
         match step {
             Step::AddFinalizer => {
                 kube_io::set_finalizer(&edges.api, edges.resource, true).await?;

@@ -144,7 +144,7 @@ pub async fn run<A: AdminApi>(
             }
             (Some(reason), _) => tracing::warn!(
                 reason = reason.as_str(),
-                message = %state.message,
+                detail = %state.message,
                 "the control-plane probe failed"
             ),
             (None, None) => {}

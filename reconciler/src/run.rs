@@ -312,12 +312,14 @@ fn lead(
         let address = config.connect.address.clone();
         // The Lease that says how fresh the state is; none is renewed without leader election.
         let lease = config.leader_election.then(|| config.lease_name.clone());
+        let tls_secret = config.tls_secret.clone();
         tasks.spawn(async move {
             let publisher = Publisher {
                 leader: &leader,
                 manager: &manager,
                 server_address: &address,
                 lease: lease.as_deref(),
+                tls_secret: tls_secret.as_deref(),
             };
             publish_state(&configmaps, &publisher, probe).await;
         });

@@ -21,6 +21,8 @@ pub struct Publisher<'a> {
     pub server_address: &'a str,
     /// The leader Lease (in the state's namespace); `None` without leader election.
     pub lease: Option<&'a str>,
+    /// The Secret the client certificate is mounted from, as configured.
+    pub tls_secret: Option<&'a str>,
 }
 
 /// The content to publish: what the probe found, with since-when times only, so that another
@@ -56,6 +58,7 @@ pub fn control_plane_state(publisher: &Publisher<'_>, probe: &ProbeState) -> Con
             .map(|c| c.identities.clone())
             .unwrap_or_default(),
         lease_name: publisher.lease.map(str::to_owned),
+        tls_secret: publisher.tls_secret.map(str::to_owned),
         changed_at: None,
     }
 }
@@ -125,6 +128,7 @@ mod tests {
             manager: "nauthera-reconciler",
             server_address: "s:8443",
             lease: Some("nauthera-reconciler"),
+            tls_secret: Some("nauthera-reconciler-tls"),
         }
     }
 

@@ -72,6 +72,10 @@ pub struct ControlPlaneState {
     /// The SAN identities in the client certificate.
     #[serde(default)]
     pub certificate_identities: Vec<String>,
+    /// The Secret the client certificate is mounted from, in the reconciler's namespace, as
+    /// its configuration names it (absent when it does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_secret: Option<String>,
     /// The leader Lease, in this ConfigMap's namespace, whose renewals say how fresh this state
     /// is; absent when the reconciler runs without leader election.
     #[serde(default)]

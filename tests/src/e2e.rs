@@ -41,6 +41,9 @@ pub const RECONCILER_IDENTITY: &str = "dns:nauthera-reconciler.nauthera-system.s
 pub const RECONCILER_NAMESPACE: &str = "nauthera-system";
 pub const RECONCILER_ACCOUNT: &str = "nauthera-reconciler";
 pub const MANAGER: &str = "nauthera-reconciler";
+/// The certificate Secret the tests' reconciler is configured to name (not the install default,
+/// so a page that shows it shows the configuration).
+pub const RECONCILER_TLS_SECRET: &str = "reconciler-client-cert";
 /// How long a test waits for a state before it fails.
 pub const WAIT: Duration = Duration::from_secs(90);
 /// The reconciler's probe and change-poll intervals in the tests, in seconds.
@@ -264,6 +267,7 @@ impl Stack {
             ("NAUTHERA_SERVER_ADDRESS", self.server.address().to_string()),
             ("NAUTHERA_TLS_SERVER_NAME", self.pki.server_name.clone()),
             ("NAUTHERA_TLS_DIR", self.tls_dir.display().to_string()),
+            ("NAUTHERA_TLS_SECRET", RECONCILER_TLS_SECRET.to_owned()),
             ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_owned()),
             ("NAUTHERA_IDENTITY", identity.to_owned()),
             // Port 0, then the addresses it logs: no port is picked here for another to take.

@@ -12,7 +12,8 @@ use kube::api::{Patch, PatchParams};
 use nauthera_fake_server::{Actor, Fault, FaultCode, Method};
 use nauthera_shared::catalog::{Reason, runbook_url};
 use nauthera_tests::e2e::{
-    ISSUER, PluginRun, Stack, generated_client, secret_ref_client, secret_value,
+    ISSUER, PluginRun, RECONCILER_TLS_SECRET, Stack, generated_client, secret_ref_client,
+    secret_value,
 };
 use serde_json::Value;
 
@@ -166,7 +167,22 @@ stringData:
     stack.server.go_unreachable().await;
     edit_manifest(&stack, "unreachable", "edited while unreachable").await;
     stack.wait_reason("unreachable", Reason::Unreachable).await;
-    runs.push(diagnose(&stack, "unreachable", Reason::Unreachable).await);
+    let unreachable = diagnose(&stack, "unreachable", Reason::Unreachable).await;
+    // The certificate step names the reconciler's own Secret, as configured, never the
+    // client's Secret.
+    assert!(
+        unreachable
+            .stdout
+            .contains(&format!("get secret {RECONCILER_TLS_SECRET} -o jsonpath")),
+        "{}",
+        unreachable.all()
+    );
+    assert!(
+        !unreachable.stdout.contains("get secret unreachable "),
+        "{}",
+        unreachable.all()
+    );
+    runs.push(unreachable);
     stack.server.restart().await.unwrap();
     stack.reconciler().wait_readyz(200, "ok").await;
 

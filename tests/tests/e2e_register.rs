@@ -208,3 +208,41 @@ async fn the_delivered_secret_names_the_issuer_and_the_discovery_url() {
         "no key holds the discovery URL {discovery}; keys: {keys:?}"
     );
 }
+
+/// In JSON, every line has one `message` (the text of the line; a verdict's own text is
+/// `detail`), and fields are JSON values rather than Rust debug strings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_log_lines_carry_one_message_and_plain_values() {
+    let stack = Stack::start_with(e2e::StackOptions {
+        reconciler_env: vec![("NAUTHERA_LOG_FORMAT".into(), "json".into())],
+        ..e2e::StackOptions::default()
+    })
+    .await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    let log = stack.reconciler().log();
+    let mut reconciled = 0;
+    for line in log.lines().filter(|line| line.starts_with('{')) {
+        let value: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert_eq!(
+            line.matches("\"message\":").count(),
+            1,
+            "one message per line: {line}"
+        );
+        for (key, field) in value.as_object().unwrap() {
+            if let Some(text) = field.as_str() {
+                assert!(
+                    !text.starts_with('[') && !text.contains("Some(") && !text.contains(" { "),
+                    "{key} is a debug string: {line}"
+                );
+            }
+        }
+        if value["message"] == "reconciled" && value["name"] == "web" {
+            reconciled += 1;
+            assert_eq!(value["reason"], "Registered", "{line}");
+            assert!(value["detail"].is_string(), "{line}");
+        }
+    }
+    assert!(reconciled > 0, "no reconciled line for web in:\n{log}");
+}

@@ -223,6 +223,14 @@ pub fn secret_ref_unavailable(
             Cause::SecretRefMissing,
             format!("Secret {name} has no key {key}"),
         ),
+        SecretRefProblem::EmptyKey => (
+            Cause::SecretRefMissing,
+            format!("key {key} of Secret {name} is empty; put the secret's value in it"),
+        ),
+        SecretRefProblem::NotText => (
+            Cause::SecretRefMissing,
+            format!("key {key} of Secret {name} is not UTF-8 text; a secret is sent as text"),
+        ),
         SecretRefProblem::Forbidden => (
             Cause::Forbidden,
             format!("reading Secret {name} is forbidden; grant the reconciler get on secrets"),
@@ -242,6 +250,10 @@ pub fn secret_ref_unavailable(
 pub enum SecretRefProblem {
     Missing,
     NoKey,
+    /// The key is there with an empty value.
+    EmptyKey,
+    /// The value is not UTF-8 text.
+    NotText,
     Forbidden,
 }
 

@@ -110,6 +110,25 @@ pub enum Step {
     Wait { after: Option<Duration> },
 }
 
+impl Step {
+    /// The step's name, for log lines.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Step::AddFinalizer => "add_finalizer",
+            Step::Apply { restore: true, .. } => "restore",
+            Step::Apply { .. } => "apply",
+            Step::DeliverSecret => "deliver_secret",
+            Step::ReadSecret => "read_secret",
+            Step::CheckDrift => "check_drift",
+            Step::ClearRestoreAnnotation => "clear_restore_annotation",
+            Step::Delete { .. } => "delete",
+            Step::Release { .. } => "release",
+            Step::AwaitPrerequisite { .. } => "await_prerequisite",
+            Step::Wait { .. } => "wait",
+        }
+    }
+}
+
 /// How long a write waits quietly for a manifest it depends on before its status says so: when
 /// everything is applied together, the Organization or Branding usually registers within this
 /// time, and a `Pending` written and overwritten at once would only be noise.

@@ -890,6 +890,19 @@ fn secret_ref_problems_name_the_secret() {
     );
     assert!(!verdict.record_attempt);
     assert!(verdict.keep_trying);
+    let empty = secret_ref_unavailable(
+        "spec.secret.secretRef",
+        "creds",
+        "clientSecret",
+        SecretRefProblem::EmptyKey,
+    );
+    assert!(
+        empty
+            .message
+            .contains("key clientSecret of Secret creds is empty"),
+        "{}",
+        empty.message
+    );
 }
 
 #[test]

@@ -169,7 +169,7 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     // A Secret someone else made is never written over.
     let foreign: Secret = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "taken", "namespace": NAMESPACE },
-        "stringData": { "clientSecret": "theirs" }
+        "stringData": { "clientSecret": "theirs", "empty": "" }
     }))
     .unwrap();
     secrets
@@ -203,6 +203,13 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
             .unwrap()
             .unwrap_err(),
         SecretRefProblem::NoKey
+    );
+    assert_eq!(
+        read_secret_ref(&secrets, "taken", "empty")
+            .await
+            .unwrap()
+            .unwrap_err(),
+        SecretRefProblem::EmptyKey
     );
     let read = read_secret_ref(&secrets, "taken", "clientSecret")
         .await

@@ -16,9 +16,10 @@ pub enum Placeholder {
     Name,
     /// `<kind>`: the resource's kind as kubectl takes it (`oidcclient`, `branding`, ...).
     Kind,
-    /// `<secret>`: the Secret in question (the client Secret, the referenced Secret, or the
-    /// reconciler's certificate Secret on the control-plane pages).
+    /// `<secret>`: the resource's Secret (the client Secret or the referenced Secret).
     Secret,
+    /// `<reconciler-tls-secret>`: the Secret the reconciler's client certificate comes from.
+    ReconcilerTlsSecret,
     /// `<reconciler-ns>`: the reconciler's namespace.
     ReconcilerNamespace,
     /// `<reconciler-sa>`: the reconciler's ServiceAccount.
@@ -30,11 +31,12 @@ pub enum Placeholder {
 }
 
 impl Placeholder {
-    pub const ALL: [Placeholder; 8] = [
+    pub const ALL: [Placeholder; 9] = [
         Placeholder::Namespace,
         Placeholder::Name,
         Placeholder::Kind,
         Placeholder::Secret,
+        Placeholder::ReconcilerTlsSecret,
         Placeholder::ReconcilerNamespace,
         Placeholder::ReconcilerServiceAccount,
         Placeholder::ClientId,
@@ -48,6 +50,7 @@ impl Placeholder {
             Placeholder::Name => "<name>",
             Placeholder::Kind => "<kind>",
             Placeholder::Secret => "<secret>",
+            Placeholder::ReconcilerTlsSecret => "<reconciler-tls-secret>",
             Placeholder::ReconcilerNamespace => "<reconciler-ns>",
             Placeholder::ReconcilerServiceAccount => "<reconciler-sa>",
             Placeholder::ClientId => "<client-id>",
@@ -64,8 +67,12 @@ impl Placeholder {
                 "the resource's kind: `oidcclient`, `branding`, `identityprovider` or `organization`"
             }
             Placeholder::Secret => {
-                "the Secret in question: the client Secret (`spec.secret.secretName`, else the \
-                 resource's name), the referenced Secret, or the reconciler's certificate Secret"
+                "the resource's Secret: the client Secret (`spec.secret.secretName`, else the \
+                 resource's name) or the referenced Secret"
+            }
+            Placeholder::ReconcilerTlsSecret => {
+                "the Secret the reconciler's client certificate is mounted from (its \
+                 `--tls-secret` setting; `nauthera-reconciler-tls` in the standard install)"
             }
             Placeholder::ReconcilerNamespace => "the reconciler's namespace",
             Placeholder::ReconcilerServiceAccount => "the reconciler's ServiceAccount",
@@ -79,6 +86,7 @@ impl Placeholder {
         match self {
             Placeholder::ReconcilerNamespace => Some("nauthera-system"),
             Placeholder::ReconcilerServiceAccount => Some("nauthera-reconciler"),
+            Placeholder::ReconcilerTlsSecret => Some("nauthera-reconciler-tls"),
             _ => None,
         }
     }
@@ -247,7 +255,9 @@ mod tests {
         for placeholder in Placeholder::ALL {
             let expected = matches!(
                 placeholder,
-                Placeholder::ReconcilerNamespace | Placeholder::ReconcilerServiceAccount
+                Placeholder::ReconcilerNamespace
+                    | Placeholder::ReconcilerServiceAccount
+                    | Placeholder::ReconcilerTlsSecret
             );
             assert_eq!(
                 defaults.get(placeholder).is_some(),

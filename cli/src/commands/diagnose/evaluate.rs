@@ -103,6 +103,16 @@ pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
             &facts.control_plane.namespace,
         )
         .with(Placeholder::ReconcilerServiceAccount, RECONCILER_NAME);
+    // The reconciler's own certificate Secret, as its configuration names it; never the
+    // resource's Secret.
+    if let Some(tls_secret) = facts
+        .control_plane
+        .state
+        .as_ref()
+        .and_then(|state| state.tls_secret.as_ref())
+    {
+        filled.set(Placeholder::ReconcilerTlsSecret, tls_secret);
+    }
     if let Some(secret) = view.secret.name() {
         filled.set(Placeholder::Secret, secret);
     }
@@ -429,6 +439,12 @@ fn secret_ref_present(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
                 } else {
                     secret.keys.join(", ")
                 }
+            )],
+        ),
+        Some(Ok(secret)) if secret.empty_keys.iter().any(|k| k == key) => (
+            CheckStatus::Failed,
+            vec![format!(
+                "key {key} of Secret {name} is empty; put the secret's value in it"
             )],
         ),
         Some(Ok(_)) => (

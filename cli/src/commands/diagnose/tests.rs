@@ -82,6 +82,7 @@ fn secret_undeliverable_snapshot() {
             uid: "other".into(),
         }],
         keys: vec!["clientSecret".into()],
+        empty_keys: Vec::new(),
     }));
     facts.access = vec![
         AccessVerdict {
@@ -244,10 +245,21 @@ fn checks_judge_their_facts() {
         exists: true,
         owners: Vec::new(),
         keys: vec!["password".into()],
+        empty_keys: Vec::new(),
     }));
     let (status, findings) = evaluate(DiagnoseCheck::SecretRefPresent, &facts);
     assert_eq!(status, CheckStatus::Failed);
     assert!(findings[0].contains("has no key clientSecret (it has: password)"));
+    if let Some(Ok(secret)) = facts.secret.as_mut() {
+        secret.keys.push("clientSecret".into());
+        secret.empty_keys.push("clientSecret".into());
+    }
+    let (status, findings) = evaluate(DiagnoseCheck::SecretRefPresent, &facts);
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(
+        findings[0].contains("key clientSecret of Secret shop-creds is empty"),
+        "{findings:?}"
+    );
 
     // A grant that leaves the namespace out fails with the entry that fixes it.
     let mut outside = facts_for(view(Kind::OIDCClient, "team-z", "x", Reason::Refused, NOW));

@@ -38,6 +38,7 @@ pub fn state() -> ControlPlaneState {
         certificate_not_after: Some(at(NOW + 5 * 86_400)),
         certificate_identities: vec!["dns:nauthera-operator.nauthera.svc".into()],
         lease_name: Some("nauthera-reconciler".into()),
+        tls_secret: None,
         changed_at: Some(at(NOW - 3 * 3600)),
     }
 }

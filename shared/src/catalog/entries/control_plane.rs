@@ -75,8 +75,8 @@ pub(in crate::catalog) static UNREACHABLE: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::ServerCallMetrics,
             },
             DiagnosisStep {
-                text: "The reconciler's client certificate (`<secret>` is its Secret): identity \
-                    and expiry.",
+                text: "The reconciler's client certificate, from its Secret \
+                    `<reconciler-tls-secret>`: identity and expiry.",
                 command: CLIENT_CERTIFICATE,
                 check: DiagnoseCheck::CertificateExpiry,
             },
@@ -143,8 +143,8 @@ pub(in crate::catalog) static CREDENTIAL_UNAVAILABLE: ReasonEntry = ReasonEntry 
                 check: DiagnoseCheck::ProbeState,
             },
             DiagnosisStep {
-                text: "The certificate's identity and expiry (`<secret>` is the reconciler's \
-                    certificate Secret).",
+                text: "The certificate's identity and expiry, from the reconciler's \
+                    certificate Secret `<reconciler-tls-secret>`.",
                 command: CLIENT_CERTIFICATE,
                 check: DiagnoseCheck::CertificateExpiry,
             },
@@ -201,9 +201,10 @@ pub(in crate::catalog) static TRUST_ANCHOR_UNAVAILABLE: ReasonEntry = ReasonEntr
                 check: DiagnoseCheck::ProbeState,
             },
             DiagnosisStep {
-                text: "What `ca.crt` holds (`<secret>` is the reconciler's certificate Secret): \
+                text: "What `ca.crt` holds in the reconciler's certificate Secret \
+                    `<reconciler-tls-secret>`: \
                     subject and expiry of the first CA, or an error when it holds none.",
-                command: r"kubectl -n <reconciler-ns> get secret <secret> -o jsonpath='{.data.ca\.crt}' | base64 -d | openssl x509 -noout -subject -enddate",
+                command: r"kubectl -n <reconciler-ns> get secret <reconciler-tls-secret> -o jsonpath='{.data.ca\.crt}' | base64 -d | openssl x509 -noout -subject -enddate",
                 check: DiagnoseCheck::None,
             },
             CERT_MANAGER_DIAGNOSIS,

@@ -29,7 +29,7 @@ const GRPC_CALL_LOGS: &str =
     "kubectl -n <reconciler-ns> logs deploy/nauthera-reconciler --since=15m | grep grpc_call";
 
 /// The reconciler's client certificate: identity and expiry.
-const CLIENT_CERTIFICATE: &str = r"kubectl -n <reconciler-ns> get secret <secret> -o jsonpath='{.data.tls\.crt}' | base64 -d | openssl x509 -noout -subject -ext subjectAltName -enddate";
+const CLIENT_CERTIFICATE: &str = r"kubectl -n <reconciler-ns> get secret <reconciler-tls-secret> -o jsonpath='{.data.tls\.crt}' | base64 -d | openssl x509 -noout -subject -ext subjectAltName -enddate";
 
 /// The pods that mount the Secret as a volume.
 const SECRET_CONSUMERS: &str = r#"kubectl -n <ns> get pods -o jsonpath='{range .items[*]}{.metadata.name}{": "}{.spec.volumes[*].secret.secretName}{"\n"}{end}' | grep -w '<secret>'"#;

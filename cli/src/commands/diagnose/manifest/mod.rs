@@ -645,6 +645,10 @@ fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<Manife
             CheckStatus::Failed,
             format!("Secret {name} has no key {key}"),
         ),
+        SecretUse::Referenced { name, key } if secret.empty_keys.contains(key) => (
+            CheckStatus::Failed,
+            format!("key {key} of Secret {name} is empty; put the secret's value in it"),
+        ),
         SecretUse::Referenced { name, key } => (
             CheckStatus::Passed,
             format!("Secret {name} exists and holds key {key}"),

@@ -51,6 +51,7 @@ fn context() -> ManifestContext {
             exists: false,
             owners: Vec::new(),
             keys: Vec::new(),
+            empty_keys: Vec::new(),
         }),
     );
     secrets.insert(
@@ -60,6 +61,7 @@ fn context() -> ManifestContext {
             exists: true,
             owners: Vec::new(),
             keys: vec!["x".into()],
+            empty_keys: Vec::new(),
         }),
     );
     ManifestContext {
