@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
-use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_proto::v1::ErrorReason;
+use nauthera_shared::catalog::{Cause, Phase, Reason};
 use nauthera_shared::resources::{
     Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, SecretKeyRef,
 };
@@ -142,6 +143,20 @@ impl ResourceView {
     /// The reason the status names; a resource without one has not been reconciled yet.
     pub fn reason(&self) -> Option<Reason> {
         self.status.as_ref().and_then(|status| status.reason)
+    }
+
+    /// The cause the reconciler recorded with the reason.
+    pub fn cause(&self) -> Option<Cause> {
+        self.status.as_ref().and_then(|status| status.cause)
+    }
+
+    /// The server's stable reason the reconciler recorded, when the reason comes from one.
+    pub fn server_reason(&self) -> Option<ErrorReason> {
+        self.status
+            .as_ref()
+            .and_then(|status| status.server_reason.as_deref())
+            .and_then(ErrorReason::from_str_name)
+            .filter(|reason| *reason != ErrorReason::Unspecified)
     }
 
     pub fn phase(&self) -> Option<Phase> {

@@ -173,11 +173,20 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
         if let Some(time) = event.time.and_then(timestamp) {
             report.changed_at = Some(time);
         }
-        if event.cause.contains("restore") {
+        if is_restore_cause(&event.cause) {
             report.backup_restore = true;
         }
     }
     Ok(drifted(&report, facts.written_revision))
+}
+
+/// The cause the server's audit log gives a write that a restore from a backup made (the
+/// AdminService documents it; the field is free text, so only this exact value counts: a
+/// person's own words never make an edit a restore).
+const RESTORE_CAUSE: &str = "restore from backup";
+
+fn is_restore_cause(cause: &str) -> bool {
+    cause.trim().eq_ignore_ascii_case(RESTORE_CAUSE)
 }
 
 /// The newest audit record the request finds, if the server keeps an audit log we may read.

@@ -235,7 +235,7 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["summary"]["drift"]["count"], 3, "{report}");
     assert_eq!(
-        report["summary"]["drift"]["verdict"], "likelyServerRestore",
+        report["summary"]["drift"]["verdict"], "serverRestore",
         "{}",
         report["summary"]
     );
@@ -352,4 +352,59 @@ async fn a_second_drift_by_another_person_is_a_new_event_with_its_own_note() {
     assert_eq!(by("user:alice@example.com", &alices), 1, "{drifts:#?}");
     assert_eq!(by("user:bob@example.com", &bobs), 1, "{drifts:#?}");
     assert!(drifts.iter().all(|e| e.type_ == "Warning"), "{drifts:#?}");
+}
+
+/// Three people change three clients within seconds of each other: three separate changes by
+/// the people named, never "a restore", which only a new server history or the audit log's
+/// restore cause means.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_by_several_people_at_once_are_not_called_a_restore() {
+    let stack = Stack::start().await;
+    let names = ["one", "two", "three"];
+    for name in names {
+        stack.apply(&generated_client(name)).await;
+    }
+    for name in names {
+        stack.wait_reason(name, Reason::Registered).await;
+    }
+    for (name, person) in names.iter().zip(["alice", "bob", "carol"]) {
+        let actor = Actor::dashboard(&format!("{person}@example.com"))
+            .because("restored the old display name from my notes");
+        stack
+            .server
+            .edit_client(&stack.object_ref(name), &actor, |spec| {
+                spec.display_name.push_str(" (edited)");
+            })
+            .unwrap();
+    }
+    for name in names {
+        stack.wait_reason(name, Reason::Drifted).await;
+        let client = stack.oidc_client(name).await.unwrap();
+        assert_eq!(
+            status_of(&client).cause,
+            Some(nauthera_shared::catalog::Cause::Edited),
+            "{name}: {:?}",
+            status_of(&client)
+        );
+    }
+    let run = stack.plugin(&["status", "-o", "json"]).await;
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let drift = &report["summary"]["drift"];
+    assert_eq!(drift["verdict"], "separateChanges", "{drift}");
+    assert_eq!(drift["byRestore"], 0, "{drift}");
+    assert_eq!(
+        drift["actors"],
+        serde_json::json!([
+            "user:alice@example.com",
+            "user:bob@example.com",
+            "user:carol@example.com"
+        ]),
+        "{drift}"
+    );
+    let table = stack.plugin(&["status"]).await;
+    assert!(
+        !table.stdout.contains("restore of the server"),
+        "{}",
+        table.stdout
+    );
 }

@@ -19,7 +19,7 @@ pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use nauthera_shared::catalog::EventReason;
+use nauthera_shared::catalog::{Cause, EventReason};
 use nauthera_shared::resources::{
     ResourceStatus, RestoreOutcome, RestoreRecord, ready_condition, set_condition,
 };
@@ -85,6 +85,10 @@ pub fn status_after(
     new.phase = Some(verdict.reason.phase(verdict.retried));
     new.reason = Some(verdict.reason);
     new.message = Some(verdict.message.clone());
+    new.cause = Some(verdict.cause).filter(|cause| *cause != Cause::None);
+    new.server_reason = verdict
+        .server_reason
+        .map(|reason| reason.as_str_name().to_owned());
     let condition = ready_condition(
         verdict.reason,
         verdict.message.clone(),

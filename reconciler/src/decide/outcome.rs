@@ -19,6 +19,8 @@ pub struct Verdict {
     pub reason: Reason,
     /// The bounded `cause` label.
     pub cause: Cause,
+    /// The stable reason of the server's answer this verdict comes from, if any.
+    pub server_reason: Option<ErrorReason>,
     /// The condition message. Never carries a secret.
     pub message: String,
     /// The reconciler retries on its own, with backoff.
@@ -39,6 +41,7 @@ impl Verdict {
         Verdict {
             reason,
             cause,
+            server_reason: None,
             message,
             retried: false,
             keep_trying: false,
@@ -341,6 +344,10 @@ pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
     if let Some(generation) = error.server().and_then(|s| s.generation_in_force) {
         verdict.fields.generation_in_force = Some(generation);
     }
+    verdict.server_reason = error
+        .server()
+        .and_then(|s| s.reason)
+        .filter(|reason| *reason != ErrorReason::Unspecified);
     verdict
 }
 

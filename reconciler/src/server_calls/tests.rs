@@ -474,3 +474,34 @@ async fn a_public_client_is_not_reported_for_its_secret() {
     };
     assert_eq!(drift.fields, vec!["spec.redirectUris".to_owned()]);
 }
+
+#[tokio::test]
+async fn only_the_servers_restore_cause_makes_a_drift_a_restore() {
+    for (cause, expected) in [
+        ("restore from backup", Cause::BackupRestore),
+        ("Restore from backup ", Cause::BackupRestore),
+        ("restored the old redirect from my notes", Cause::Edited),
+        ("", Cause::Edited),
+    ] {
+        let admin = FakeAdmin {
+            audit: vec![v1::AuditEvent {
+                revision: "r7".into(),
+                actor: "user:alice@example.com".into(),
+                cause: cause.into(),
+                outcome: v1::AuditOutcome::Applied as i32,
+                ..v1::AuditEvent::default()
+            }],
+            ..FakeAdmin::default()
+        };
+        *admin.get.lock().unwrap() = Some(Ok(held(
+            "r7",
+            "https://evil.example.test/cb",
+            "",
+            "dns:dashboard",
+        )));
+        let verdict = check_drift(&client_of(&declared()), &admin, &facts())
+            .await
+            .unwrap();
+        assert_eq!(verdict.cause, expected, "audit cause {cause:?}");
+    }
+}

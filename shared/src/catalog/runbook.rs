@@ -57,7 +57,7 @@ pub enum DiagnoseCheck {
     DriftRevisions,
     /// Who changed a drifted object (manager, actor) and when, as recorded in its status.
     DriftWho,
-    /// How many resources drifted, and whether at about the same time.
+    /// How many resources drifted, how many by a restore of the server, and by whom.
     DriftCount,
     /// The reconciler's log lines about the resource.
     ReconcilerLogs,

@@ -4,7 +4,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{ConditionType, Phase, Reason};
+use crate::catalog::{Cause, ConditionType, Phase, Reason};
 
 use super::common::LocalRef;
 
@@ -39,6 +39,15 @@ pub struct ResourceStatus {
     /// The message of the `Ready` condition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Why the reason applies, in one catalog word (`edited`, `backup_restore`, `outside_grant`,
+    /// ...): the `cause` label of the reconciler's metrics. Absent when nothing went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "cause_field")]
+    #[schemars(schema_with = "cause_schema")]
+    pub cause: Option<Cause>,
+    /// The stable reason the server gave with its answer (an `ErrorReason` name such as
+    /// `OUTSIDE_GRANT`), when the reason comes from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_reason: Option<String>,
     /// The OAuth client id the server assigned (OIDCClient).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
@@ -158,6 +167,37 @@ fn phase_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 // A plain string rather than an enum: the reason catalog grows, and an older CRD must still accept
 // the status a newer reconciler writes.
+fn cause_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": "Why the reason applies (see the cause column of the reason catalog)."
+    })
+}
+
+/// A cause as its catalog word; one this version does not know reads as absent.
+mod cause_field {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::catalog::Cause;
+
+    pub fn serialize<S: Serializer>(
+        cause: &Option<Cause>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match cause {
+            Some(cause) => serializer.serialize_str(cause.as_str()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Cause>, D::Error> {
+        let word = Option::<String>::deserialize(deserializer)?;
+        Ok(word.and_then(|word| Cause::ALL.into_iter().find(|cause| cause.as_str() == word)))
+    }
+}
+
 fn reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",

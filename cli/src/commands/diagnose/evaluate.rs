@@ -2,7 +2,6 @@
 //! with the live facts, and each step's check evaluated over facts gathered beforehand.
 
 use jiff::Timestamp;
-use nauthera_proto::v1::ErrorReason;
 use nauthera_shared::catalog::{
     Cause, DiagnoseCheck, Facts, Phase, Placeholder, Reason, render, runbook_url,
 };
@@ -233,7 +232,7 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     } else if let Some(message) = view.message() {
         findings.push(format!("message: {message}"));
     }
-    if let Some(reason) = view.message().and_then(stable_reason) {
+    if let Some(reason) = view.server_reason() {
         let cause = Cause::from_error_reason(reason)
             .map(|cause| format!(" (cause {})", cause.as_str()))
             .unwrap_or_default();
@@ -264,15 +263,6 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
         Some(Phase::Error) | None => CheckStatus::Failed,
     };
     (outcome, findings)
-}
-
-/// The server's stable reason named in a condition message (`... (OUTSIDE_GRANT): ...`).
-pub fn stable_reason(message: &str) -> Option<ErrorReason> {
-    message
-        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
-        .filter(|word| word.len() > 2 && word.contains('_'))
-        .find_map(ErrorReason::from_str_name)
-        .filter(|reason| *reason != ErrorReason::Unspecified)
 }
 
 fn events(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
@@ -615,20 +605,21 @@ fn drift_who(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
 
 fn drift_count(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     let summary = drift_summary(&facts.drifted);
+    let who = summary
+        .describe_actors()
+        .map(|actors| format!(" by {actors}"))
+        .unwrap_or_default();
     let mut findings = vec![match summary.verdict {
         DriftVerdict::None => "no resource is drifted".to_owned(),
-        DriftVerdict::LikelyPerson => {
-            "one resource drifted: one change, most likely a person".to_owned()
-        }
-        DriftVerdict::Several => format!(
-            "{} resources drifted at different times: separate changes",
+        DriftVerdict::OneChange => format!("one resource drifted: changed on the server{who}"),
+        DriftVerdict::SeparateChanges => format!(
+            "{} resources drifted: separate changes on the server{who}",
             summary.count
         ),
-        DriftVerdict::LikelyServerRestore => format!(
-            "{} resources drifted, {} within {}: most likely the server was restored from a backup",
-            summary.count,
-            summary.largest_burst,
-            short_duration(summary.window_seconds)
+        DriftVerdict::ServerRestore => format!(
+            "{} resources drifted, {} by a restore of the server (its history restarted, or its \
+             audit log says so)",
+            summary.count, summary.by_restore
         ),
     }];
     for view in &facts.drifted {

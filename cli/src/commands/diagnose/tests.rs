@@ -182,16 +182,28 @@ fn a_registered_resource_with_passing_checks_needs_no_attention() {
 }
 
 #[test]
-fn the_stable_reason_is_found_in_the_message() {
-    assert_eq!(
-        super::evaluate::stable_reason(
-            "ApplyClient refused: PermissionDenied (OUTSIDE_GRANT): namespace team-z is outside \
-             the grant; generation in force: none"
-        ),
-        Some(nauthera_proto::v1::ErrorReason::OutsideGrant)
+fn the_stable_reason_is_read_from_the_status_never_from_the_message() {
+    let mut client = view(Kind::OIDCClient, "team-z", "x", Reason::Refused, NOW);
+    if let Some(status) = client.status.as_mut() {
+        // A message that quotes a reason is prose: it names nothing.
+        status.message = Some("refused: the dashboard user wrote OUTSIDE_GRANT in a note".into());
+        status.server_reason = None;
+    }
+    let (_, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(client.clone()));
+    assert!(
+        !findings.iter().any(|line| line.contains("stable reason")),
+        "{findings:#?}"
     );
-    assert_eq!(super::evaluate::stable_reason("NOT_A_REASON here"), None);
-    assert_eq!(super::evaluate::stable_reason("plain words"), None);
+    if let Some(status) = client.status.as_mut() {
+        status.server_reason = Some("OUTSIDE_GRANT".into());
+    }
+    let (_, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(client));
+    assert!(
+        findings
+            .iter()
+            .any(|line| line == "the server's stable reason: OUTSIDE_GRANT (cause outside_grant)"),
+        "{findings:#?}"
+    );
 }
 
 #[test]
@@ -210,6 +222,7 @@ fn a_deleting_organization_that_is_not_empty_shows_the_cause_and_the_manifests()
     if let Some(status) = organization.status.as_mut() {
         status.message = Some(message.into());
         status.conditions[0].message = message.into();
+        status.server_reason = Some("ORGANIZATION_NOT_EMPTY".into());
     }
     let (status, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(organization));
     assert_eq!(status, CheckStatus::Warning);

@@ -300,8 +300,8 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
     let drifted: Vec<&ResourceRow> = rows.iter().filter(|row| row.drift.is_some()).collect();
     match drift.verdict {
         DriftVerdict::None => {}
-        DriftVerdict::LikelyPerson => {
-            let who = drifted
+        DriftVerdict::OneChange => {
+            let target = drifted
                 .first()
                 .map(|row| {
                     format!(
@@ -312,30 +312,38 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
                     )
                 })
                 .unwrap_or_default();
+            let who = drift
+                .describe_actors()
+                .map(|actors| format!(" by {actors}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {} 1 resource drifted: one change, most likely a person{who}",
+                "  {} 1 resource drifted: changed on the server{who}{target}",
                 painter.paint("Drift:", Tone::Warn)
             );
         }
-        DriftVerdict::Several => {
+        DriftVerdict::SeparateChanges => {
+            let who = drift
+                .describe_actors()
+                .map(|actors| format!(" by {actors}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {} {} resources drifted at different times: separate changes; check each \
+                "  {} {} resources drifted: separate changes on the server{who}; check each \
                  with kubectl nauthera diagnose",
                 painter.paint("Drift:", Tone::Warn),
                 drift.count
             );
         }
-        DriftVerdict::LikelyServerRestore => {
+        DriftVerdict::ServerRestore => {
             let _ = writeln!(
                 out,
-                "  {} {} resources drifted, {} within {}: most likely the server was restored \
-                 from a backup; once understood, kubectl nauthera restore --all-drifted",
+                "  {} {} resources drifted, {} by a restore of the server (its history \
+                 restarted, or its audit log says so); once understood, kubectl nauthera \
+                 restore --all-drifted",
                 painter.paint("Drift:", Tone::Bad),
                 drift.count,
-                drift.largest_burst,
-                short_duration(drift.window_seconds)
+                drift.by_restore
             );
         }
     }

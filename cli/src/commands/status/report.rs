@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::catalog::{Cause, Phase, Reason};
 use nauthera_shared::grants::GrantEntry;
 use nauthera_shared::resources::Drift;
 use serde::Serialize;
@@ -16,10 +16,8 @@ use crate::view::{OrganizationDirectory, ResourceView};
 
 /// A client certificate that expires sooner than this is called out.
 pub const CERTIFICATE_WARNING_SECONDS: i64 = 14 * 86_400;
-/// Drifts this close together count as one event.
-pub const DRIFT_WINDOW_SECONDS: i64 = 10 * 60;
-/// This many drifts within the window look like a server restored from a backup.
-pub const RESTORE_BURST: usize = 3;
+/// At most this many people are named in the drift summary.
+const ACTORS_SHOWN: usize = 5;
 
 /// The document `status -o json|yaml` prints (its shape is documented in the README).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -142,12 +140,14 @@ pub struct Summary {
 pub enum DriftVerdict {
     /// Nothing drifted.
     None,
-    /// One resource: most likely a person changed it.
-    LikelyPerson,
-    /// A few, spread out: separate changes.
-    Several,
-    /// Many within a short window: most likely the server was restored from a backup.
-    LikelyServerRestore,
+    /// One resource changed on the server.
+    OneChange,
+    /// Several, each a change of its own (by the people the audit log names).
+    SeparateChanges,
+    /// At least one drift comes from a restore of the server: its history restarted, or the
+    /// audit log gives the write the restore cause. The reconciler says so in the drift's cause;
+    /// how close together the drifts are says nothing about it.
+    ServerRestore,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -155,9 +155,11 @@ pub enum DriftVerdict {
 pub struct DriftSummary {
     pub count: usize,
     pub verdict: DriftVerdict,
-    /// The most drifts within any window of `windowSeconds`.
-    pub largest_burst: usize,
-    pub window_seconds: i64,
+    /// The drifts whose cause is a restore of the server (`backup_restore`).
+    pub by_restore: usize,
+    /// Who made the other changes, as the audit log names them (at most five, then a count).
+    pub actors: Vec<String>,
+    pub more_actors: usize,
     pub first: Option<Timestamp>,
     pub last: Option<Timestamp>,
 }
@@ -353,8 +355,8 @@ fn summarize(views: &[ResourceView], rows: &[ResourceRow]) -> Summary {
     }
 }
 
-/// How many drifted, and whether together: many within a short window point at a server restored
-/// from a backup; one at a person.
+/// How many drifted, and why: a restore of the server only where the reconciler found one (the
+/// drift's cause), else separate changes by the people who made them.
 pub fn drift_summary(views: &[ResourceView]) -> DriftSummary {
     let drifted: Vec<&ResourceView> = views.iter().filter(|view| view.is_drifted()).collect();
     let mut times: Vec<Timestamp> = drifted
@@ -362,34 +364,48 @@ pub fn drift_summary(views: &[ResourceView]) -> DriftSummary {
         .filter_map(|view| view.drift_time())
         .collect();
     times.sort();
-    let largest_burst = largest_burst(&times, DRIFT_WINDOW_SECONDS);
+    let by_restore = drifted
+        .iter()
+        .filter(|view| view.cause() == Some(Cause::BackupRestore))
+        .count();
+    let mut actors: Vec<String> = drifted
+        .iter()
+        .filter(|view| view.cause() != Some(Cause::BackupRestore))
+        .filter_map(|view| view.status.as_ref()?.drift.as_ref()?.actor.clone())
+        .collect();
+    actors.sort();
+    actors.dedup();
+    let more_actors = actors.len().saturating_sub(ACTORS_SHOWN);
+    actors.truncate(ACTORS_SHOWN);
     let verdict = match drifted.len() {
         0 => DriftVerdict::None,
-        1 => DriftVerdict::LikelyPerson,
-        _ if largest_burst >= RESTORE_BURST => DriftVerdict::LikelyServerRestore,
-        _ => DriftVerdict::Several,
+        _ if by_restore > 0 => DriftVerdict::ServerRestore,
+        1 => DriftVerdict::OneChange,
+        _ => DriftVerdict::SeparateChanges,
     };
     DriftSummary {
         count: drifted.len(),
         verdict,
-        largest_burst,
-        window_seconds: DRIFT_WINDOW_SECONDS,
+        by_restore,
+        actors,
+        more_actors,
         first: times.first().copied(),
         last: times.last().copied(),
     }
 }
 
-/// The most sorted times that fit in one window.
-fn largest_burst(times: &[Timestamp], window_seconds: i64) -> usize {
-    let mut best = 0;
-    let mut start = 0;
-    for end in 0..times.len() {
-        while seconds_between(times[start], times[end]) > window_seconds {
-            start += 1;
+impl DriftSummary {
+    /// The people named, for a sentence: "alice, bob and 2 more".
+    pub fn describe_actors(&self) -> Option<String> {
+        if self.actors.is_empty() {
+            return None;
         }
-        best = best.max(end - start + 1);
+        let mut text = self.actors.join(", ");
+        if self.more_actors > 0 {
+            text.push_str(&format!(" and {} more", self.more_actors));
+        }
+        Some(text)
     }
-    best
 }
 
 #[cfg(test)]
@@ -398,23 +414,38 @@ mod tests {
     use crate::view::fixtures::{at, drifted, view};
 
     #[test]
-    fn one_drift_is_a_person_and_many_together_a_restore() {
+    fn only_a_restore_cause_makes_drifts_a_restore_however_close_together() {
         assert_eq!(drift_summary(&[]).verdict, DriftVerdict::None);
         let one = [drifted("a", "x", 1000)];
-        assert_eq!(drift_summary(&one).verdict, DriftVerdict::LikelyPerson);
-        let spread = [drifted("a", "x", 0), drifted("a", "y", 100_000)];
-        assert_eq!(drift_summary(&spread).verdict, DriftVerdict::Several);
-        let burst = [
+        assert_eq!(drift_summary(&one).verdict, DriftVerdict::OneChange);
+        // Three edits by different people within a minute: separate changes, named.
+        let mut close = [
             drifted("a", "x", 1000),
-            drifted("b", "y", 1060),
-            drifted("c", "z", 1200),
-            drifted("c", "w", 90_000),
+            drifted("b", "y", 1020),
+            drifted("c", "z", 1040),
         ];
-        let summary = drift_summary(&burst);
-        assert_eq!(summary.verdict, DriftVerdict::LikelyServerRestore);
-        assert_eq!(summary.largest_burst, 3);
+        for (view, actor) in close.iter_mut().zip(["alice", "bob", "carol"]) {
+            if let Some(drift) = view.status.as_mut().and_then(|s| s.drift.as_mut()) {
+                drift.actor = Some(actor.into());
+            }
+        }
+        let summary = drift_summary(&close);
+        assert_eq!(summary.verdict, DriftVerdict::SeparateChanges);
+        assert_eq!(summary.by_restore, 0);
+        assert_eq!(
+            summary.describe_actors().as_deref(),
+            Some("alice, bob, carol")
+        );
         assert_eq!(summary.first, Some(at(1000)));
-        assert_eq!(summary.last, Some(at(90_000)));
+        assert_eq!(summary.last, Some(at(1040)));
+        // One drift the reconciler attributes to a restore of the server makes it a restore.
+        let mut restored = drifted("d", "w", 90_000);
+        restored.status.as_mut().unwrap().cause = Some(Cause::BackupRestore);
+        let mut all = close.to_vec();
+        all.push(restored);
+        let summary = drift_summary(&all);
+        assert_eq!(summary.verdict, DriftVerdict::ServerRestore);
+        assert_eq!(summary.by_restore, 1);
     }
 
     #[test]

@@ -29,7 +29,10 @@ pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
              the server's change hint moves and the object's revision no longer matches \
              (`edited`), or the object is gone (`removed`), something else changed it: a person \
              through the dashboard or the admin API, another tool, or a restore of the server \
-             from an older backup, which also starts a new change-hint epoch (`backup_restore`). \
+             from an older backup (`backup_restore`). Only the server's facts make a drift a \
+             restore: a new change-hint epoch, the audit log's `restore from backup` cause, or \
+             an older write of the reconciler's own back in force; edits by several people close \
+             together stay separate edits. The cause is in `status.cause`. \
              A write refused because the server holds another revision, or none, means the same \
              (`revision_mismatch`, `manager_conflict`).",
             "The status says what the reconciler found under `status.drift`: the revision the \
@@ -66,8 +69,8 @@ pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::AuditLog,
             },
             DiagnosisStep {
-                text: "How many resources drifted; many at about the same time point at a \
-                    restore of the server from a backup rather than at a person.",
+                text: "How many resources drifted, how many of them by a restore of the server \
+                    (cause `backup_restore`), and who made the other changes.",
                 command: "kubectl get oidcclients,brandings,identityproviders,organizations -A | grep Drifted",
                 check: DiagnoseCheck::DriftCount,
             },
