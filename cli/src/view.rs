@@ -145,6 +145,49 @@ impl ResourceView {
         self.status.as_ref().and_then(|status| status.reason)
     }
 
+    /// The drift a new generation was written over, in a sentence: who made the discarded
+    /// change, what it changed, and both revisions.
+    pub fn superseded_drift(&self) -> Option<String> {
+        let last = self.status.as_ref()?.last_drift.as_ref()?;
+        let drift = &last.drift;
+        let who = drift
+            .actor
+            .clone()
+            .or_else(|| drift.manager.clone().filter(|m| !m.is_empty()))
+            .unwrap_or_else(|| "something else".to_owned());
+        let what = if drift.removed {
+            "its removal of the object".to_owned()
+        } else if drift.fields.is_empty() {
+            format!("revision {}", drift.server_revision)
+        } else {
+            format!(
+                "revision {}: {}",
+                drift.server_revision,
+                drift.fields.join(", ")
+            )
+        };
+        Some(format!(
+            "generation {} discarded a change by {who}{} ({what}), written as revision {}{}",
+            last.generation,
+            drift
+                .changed_at
+                .as_ref()
+                .map(|time| format!(" made at {}", time.0))
+                .unwrap_or_default(),
+            last.revision,
+            last.superseded_at
+                .as_ref()
+                .map(|time| format!(" at {}", time.0))
+                .unwrap_or_default(),
+        ))
+    }
+
+    /// When a new generation was last written over a drift.
+    pub fn superseded_at(&self) -> Option<Timestamp> {
+        let last = self.status.as_ref()?.last_drift.as_ref()?;
+        last.superseded_at.as_ref().map(|time| time.0)
+    }
+
     /// The cause the reconciler recorded with the reason.
     pub fn cause(&self) -> Option<Cause> {
         self.status.as_ref().and_then(|status| status.cause)

@@ -18,7 +18,8 @@ use crate::context::{Context, ReconcileError};
 use crate::decide::{
     DriftUpdate, Observed, SecretMode, SecretRelease, SecretState, Step, Verdict, after_apply,
     after_secret_failure, awaiting_prerequisite, naming_dependents, released, released_with_secret,
-    restore_not_needed, secret_delivered, secret_ref_unavailable, unencodable_branding,
+    restore_not_needed, secret_delivered, secret_ref_unavailable, superseding_drift,
+    unencodable_branding,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -351,6 +352,10 @@ async fn apply<K: Managed, A: AdminApi>(
                 kube_io::clear_restore_annotation(&edges.api, resource).await?;
             }
             let mut verdict = after_apply(&applied, secret_name, delivery, restore, rotate_secret);
+            // A new generation over a drift (not a restore): the person's change is discarded.
+            if let Some(drift) = status.and_then(|s| s.drift.as_ref()).filter(|_| !restore) {
+                verdict = superseding_drift(verdict, drift);
+            }
             if restore {
                 verdict.fields.last_restore = Some(RestoreRecord {
                     request,

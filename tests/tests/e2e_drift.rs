@@ -408,3 +408,73 @@ async fn edits_by_several_people_at_once_are_not_called_a_restore() {
         table.stdout
     );
 }
+
+/// A manifest edit while drifted is written over the person's change, as the Drifted runbook
+/// says, and never silently: a Warning event and `status.lastDrift` name who made the discarded
+/// change, its fields and both revisions; `status` and `diagnose` show it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_generation_over_a_drift_says_what_it_discards() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    let held = stack
+        .server
+        .edit_client(&stack.object_ref("web"), &alice(), |spec| {
+            spec.redirect_uris
+                .push("https://elsewhere.example.test/callback".to_owned());
+        })
+        .unwrap();
+    stack.wait_reason("web", Reason::Drifted).await;
+
+    stack
+        .apply(&generated_client("web").replace("displayName: web", "displayName: Web shop"))
+        .await;
+    let web = stack
+        .wait_for("web", "registered at generation 2", |c| {
+            nauthera_tests::e2e::is_registered(c) && c.metadata.generation == Some(2)
+        })
+        .await;
+    let status = status_of(&web);
+    let last = status.last_drift.as_ref().expect("status.lastDrift is set");
+    assert_eq!(last.drift.server_revision, held);
+    assert_eq!(last.drift.actor.as_deref(), Some("user:alice@example.com"));
+    assert!(
+        last.drift.fields.iter().any(|f| f.contains("redirectUris")),
+        "{last:?}"
+    );
+    assert_eq!(last.generation, 2);
+    assert_eq!(Some(&last.revision), status.revision.as_ref());
+    assert!(last.superseded_at.is_some());
+
+    let event = stack.wait_event("web", "DriftSuperseded").await;
+    assert_eq!(event.type_, "Warning");
+    for part in [
+        "user:alice@example.com",
+        held.as_str(),
+        last.revision.as_str(),
+        "spec.redirectUris",
+    ] {
+        assert!(
+            event.message.contains(part),
+            "{part:?} missing: {}",
+            event.message
+        );
+    }
+
+    let shown = stack.plugin(&["status"]).await;
+    assert!(
+        shown
+            .stdout
+            .contains("discarded a change by user:alice@example.com"),
+        "{}",
+        shown.all()
+    );
+    let diagnosed = stack.plugin(&["diagnose", "oidcclient/web"]).await;
+    assert!(
+        diagnosed
+            .stdout
+            .contains("generation 2 discarded a change by user:alice@example.com"),
+        "{}",
+        diagnosed.all()
+    );
+}

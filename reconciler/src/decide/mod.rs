@@ -13,7 +13,7 @@ pub use outcome::{
     Verdict, adopted, after_apply, after_apply_failure, after_delete, after_delete_failure,
     after_drift_check_failure, after_secret_failure, awaiting_prerequisite, drifted, is_conflict,
     naming_dependents, no_drift, not_leader, refusal_message, released, released_with_secret,
-    secret_delivered, secret_ref_unavailable, unencodable_branding,
+    secret_delivered, secret_ref_unavailable, superseding_drift, unencodable_branding,
 };
 pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 
@@ -21,7 +21,7 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::{Cause, EventReason};
 use nauthera_shared::resources::{
-    ResourceStatus, RestoreOutcome, RestoreRecord, ready_condition, set_condition,
+    ResourceStatus, RestoreOutcome, RestoreRecord, SupersededDrift, ready_condition, set_condition,
 };
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
@@ -52,6 +52,12 @@ pub fn status_after(
     }
     if let Some(version) = &fields.secret_version {
         new.secret_version = Some(version.clone());
+    }
+    if let Some(superseded) = &fields.last_drift {
+        new.last_drift = Some(SupersededDrift {
+            superseded_at: Some(Time(now)),
+            ..superseded.clone()
+        });
     }
     if let Some(restore) = &fields.last_restore {
         new.last_restore = Some(RestoreRecord {
@@ -112,6 +118,8 @@ pub struct FieldUpdates {
     pub drift: DriftUpdate,
     /// The restore request this verdict carried out.
     pub last_restore: Option<RestoreRecord>,
+    /// The drift this verdict's write superseded.
+    pub last_drift: Option<SupersededDrift>,
 }
 
 /// The status after a restore request found nothing drifted: the request is answered, nothing

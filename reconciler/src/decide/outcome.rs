@@ -7,7 +7,7 @@ use nauthera_shared::RESTORE_ANNOTATION;
 use nauthera_shared::branding::BrandingError;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::client::{CallError, ConnectError, ServerError};
-use nauthera_shared::resources::{Drift, LocalRef};
+use nauthera_shared::resources::{Drift, LocalRef, SupersededDrift};
 
 use crate::prerequisites::Manifest;
 
@@ -598,6 +598,51 @@ pub fn released(reason: Reason) -> Verdict {
         _ => Cause::None,
     };
     Verdict::new(reason, cause, message.to_owned())
+}
+
+/// A new generation written over a drift, not on a restore request: the Drifted runbook's rule,
+/// and the change made on the server is discarded. Said in a Warning event and kept in
+/// `status.lastDrift`, naming who made the change, what it changed and both revisions.
+pub fn superseding_drift(mut verdict: Verdict, drift: &Drift) -> Verdict {
+    let Some(revision) = verdict.fields.revision.clone() else {
+        return verdict;
+    };
+    let generation = verdict.fields.generation_in_force.unwrap_or_default();
+    let who = drift
+        .actor
+        .clone()
+        .or_else(|| drift.manager.clone().filter(|m| !m.is_empty()))
+        .unwrap_or_else(|| "something else".to_owned());
+    let when = drift
+        .changed_at
+        .as_ref()
+        .map(|time| format!(" at {}", time.0))
+        .unwrap_or_default();
+    let what = if drift.removed {
+        "it had removed the object".to_owned()
+    } else if drift.fields.is_empty() {
+        format!("revision {}", drift.server_revision)
+    } else {
+        format!(
+            "revision {}; discarded: {}",
+            drift.server_revision,
+            drift.fields.join(", ")
+        )
+    };
+    verdict.events.push(EventNote {
+        reason: EventReason::DriftSuperseded,
+        note: format!(
+            "generation {generation} was written as revision {revision} over the change \
+             {who} made on the server{when} ({what}); put a change in the manifest to keep it"
+        ),
+    });
+    verdict.fields.last_drift = Some(SupersededDrift {
+        drift: drift.clone(),
+        generation,
+        revision,
+        superseded_at: None,
+    });
+    verdict
 }
 
 /// What became of the Secret a resource owned, when its object stays on the server (`Orphan`, or

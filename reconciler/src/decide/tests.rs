@@ -949,3 +949,45 @@ fn a_released_secret_is_named_and_a_failed_release_holds_the_manifest() {
     assert_eq!(transient.cause, Cause::Transient);
     assert!(transient.retried);
 }
+
+#[test]
+fn a_generation_written_over_a_drift_names_what_it_discards() {
+    let drift = Drift {
+        server_revision: "r5".into(),
+        actor: Some("user:alice@example.com".into()),
+        fields: vec!["spec.redirectUris".into()],
+        changed_at: Some(Time(at(10))),
+        ..Drift::default()
+    };
+    let written = in_force(2, "r6", false);
+    let mut written = written;
+    written.fields.revision = Some("r6".into());
+    written.fields.generation_in_force = Some(2);
+    let verdict = superseding_drift(written, &drift);
+    let event = verdict
+        .events
+        .iter()
+        .find(|e| e.reason == EventReason::DriftSuperseded)
+        .expect("a DriftSuperseded event");
+    for part in [
+        "generation 2",
+        "r6",
+        "user:alice@example.com",
+        "r5",
+        "spec.redirectUris",
+    ] {
+        assert!(event.note.contains(part), "{part}: {}", event.note);
+    }
+    let last = verdict.fields.last_drift.clone().expect("status.lastDrift");
+    assert_eq!((last.generation, last.revision.as_str()), (2, "r6"));
+    assert_eq!(last.drift, drift);
+    let status = status_after(None, &verdict, 2, at(20)).unwrap();
+    assert_eq!(status.last_drift.unwrap().superseded_at, Some(Time(at(20))));
+    // Nothing written: nothing superseded.
+    let unwritten = superseding_drift(
+        awaiting_prerequisite(&Manifest::new(ObjectKind::Organization, "ops", "acme")),
+        &drift,
+    );
+    assert!(unwritten.fields.last_drift.is_none());
+    assert!(unwritten.events.is_empty());
+}

@@ -28,7 +28,7 @@ impl fmt::Display for EventType {
 }
 
 /// The `reason` of a Kubernetes event. Most follow a condition reason (the transition into it);
-/// `Applied` and `SecretDelivered` are events only.
+/// `Applied`, `SecretDelivered` and `DriftSuperseded` are events only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum EventReason {
     /// A new generation of the manifest was written to the server.
@@ -41,6 +41,9 @@ pub enum EventReason {
     Refused,
     /// A minted client secret was written into its Secret.
     SecretDelivered,
+    /// A new generation of the manifest was written over a drift: the change made on the
+    /// server is discarded.
+    DriftSuperseded,
     /// A minted client secret could not be written into its Secret.
     SecretUndeliverable,
     /// The Secret named by `spec.secret.secretRef` (or an identity provider's `secretRef`) is
@@ -67,8 +70,9 @@ pub enum EventReason {
 }
 
 impl EventReason {
-    pub const ALL: [EventReason; 16] = [
+    pub const ALL: [EventReason; 17] = [
         EventReason::Applied,
+        EventReason::DriftSuperseded,
         EventReason::Registered,
         EventReason::Pending,
         EventReason::Refused,
@@ -94,6 +98,7 @@ impl EventReason {
             EventReason::Pending => "Pending",
             EventReason::Refused => "Refused",
             EventReason::SecretDelivered => "SecretDelivered",
+            EventReason::DriftSuperseded => "DriftSuperseded",
             EventReason::SecretUndeliverable => "SecretUndeliverable",
             EventReason::SecretRefUnavailable => "SecretRefUnavailable",
             EventReason::Drifted => "Drifted",
@@ -126,7 +131,8 @@ impl EventReason {
             | EventReason::Unreachable
             | EventReason::CredentialUnavailable
             | EventReason::TrustAnchorUnavailable
-            | EventReason::DeletionSkippedDrifted => EventType::Warning,
+            | EventReason::DeletionSkippedDrifted
+            | EventReason::DriftSuperseded => EventType::Warning,
         }
     }
 }

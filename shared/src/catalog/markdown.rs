@@ -128,6 +128,10 @@ fn event_meaning(event: EventReason) -> &'static str {
     match event {
         EventReason::Applied => "a new generation of the manifest was written to the server",
         EventReason::SecretDelivered => "a minted client secret was written into its Secret",
+        EventReason::DriftSuperseded => {
+            "a new generation was written over a drift, discarding the change made on the server \
+             (`status.lastDrift` keeps who made it and what it changed)"
+        }
         EventReason::Registered => "the resource enters `Registered`",
         EventReason::Pending => "the resource enters `Pending`",
         EventReason::Refused => "the resource enters `Refused`",

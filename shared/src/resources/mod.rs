@@ -22,7 +22,8 @@ pub use oidc_client::{
 };
 pub use organization::{FapiMode, Organization, OrganizationSpec};
 pub use status::{
-    Drift, ResourceStatus, RestoreOutcome, RestoreRecord, ready_condition, set_condition,
+    Drift, ResourceStatus, RestoreOutcome, RestoreRecord, SupersededDrift, ready_condition,
+    set_condition,
 };
 
 /// The CustomResourceDefinitions of every kind, in a stable order.

@@ -71,6 +71,10 @@ pub struct ResourceStatus {
     /// Set while the object on the server was changed or removed by something else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
+    /// The last drift a new generation of the manifest was written over: the change that was
+    /// discarded, who made it, and what replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_drift: Option<SupersededDrift>,
     /// When the reconciler last called the server for this resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempt_time: Option<Time>,
@@ -78,6 +82,22 @@ pub struct ResourceStatus {
     /// never event times (repeated events fold into one series that keeps its first time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_restore: Option<RestoreRecord>,
+}
+
+/// A drift that a new generation of the manifest was written over, as the Drifted runbook says
+/// a change kept by putting it in the manifest is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SupersededDrift {
+    /// The drift as it stood (revision, who, when, fields that differed).
+    pub drift: Drift,
+    /// The generation written over it.
+    pub generation: i64,
+    /// The revision that generation was written as.
+    pub revision: String,
+    /// When it was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_at: Option<Time>,
 }
 
 /// A restore request (the annotation `nauthera.io/restore=true`) as the reconciler carried it out.

@@ -241,6 +241,9 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
             reason.as_str_name()
         ));
     }
+    if let Some(superseded) = view.superseded_drift() {
+        findings.push(superseded);
+    }
     let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
     findings.push(format!(
         "generation {}, observed {}, in force on the server {}",

@@ -347,6 +347,18 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             );
         }
     }
+    for row in rows {
+        if let Some(superseded) = &row.recently_superseded {
+            let _ = writeln!(
+                out,
+                "  {} {}/{} in {}: {superseded}",
+                painter.paint("Superseded:", Tone::Warn),
+                row.kind.singular(),
+                row.name,
+                row.namespace
+            );
+        }
+    }
     if summary.outside_grant > 0 {
         let _ = writeln!(
             out,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use nauthera_shared::catalog::{Cause, Phase, Reason};
 use nauthera_shared::grants::GrantEntry;
-use nauthera_shared::resources::Drift;
+use nauthera_shared::resources::{Drift, RestoreRecord, SupersededDrift};
 use serde::Serialize;
 
 use crate::control_plane::{self, ControlPlaneFacts, Freshness, Replicas};
@@ -16,6 +16,8 @@ use crate::view::{OrganizationDirectory, ResourceView};
 
 /// A client certificate that expires sooner than this is called out.
 pub const CERTIFICATE_WARNING_SECONDS: i64 = 14 * 86_400;
+/// How long the table keeps showing a drift that a new generation was written over.
+const SUPERSEDED_SHOWN_SECONDS: i64 = 86_400;
 /// At most this many people are named in the drift summary.
 const ACTORS_SHOWN: usize = 5;
 
@@ -120,6 +122,15 @@ pub struct ResourceRow {
     pub condition_age_seconds: Option<i64>,
     pub grant: GrantCheck,
     pub drift: Option<Drift>,
+    /// The drift a new generation was last written over, and who made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_drift: Option<SupersededDrift>,
+    /// The same, in a sentence, when it happened within the last day (the table shows it).
+    #[serde(skip)]
+    pub recently_superseded: Option<String>,
+    /// The last restore request carried out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_restore: Option<RestoreRecord>,
     pub deleting: bool,
     pub attention: bool,
 }
@@ -332,6 +343,12 @@ pub fn resource_row(
         condition_age_seconds: condition_since.map(|since| seconds_between(since, now)),
         grant,
         drift: status.and_then(|status| status.drift.clone()),
+        last_drift: status.and_then(|status| status.last_drift.clone()),
+        recently_superseded: view
+            .superseded_at()
+            .filter(|at| seconds_between(*at, now) < SUPERSEDED_SHOWN_SECONDS)
+            .and_then(|_| view.superseded_drift()),
+        last_restore: status.and_then(|status| status.last_restore.clone()),
         deleting: view.deleting,
         attention,
     }

@@ -77,7 +77,11 @@ pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
         ],
         mitigation: &[
             "Keep the change: put it into the manifest. Its next generation is written to the \
-             server and the resource returns to `Registered`.",
+             server and the resource returns to `Registered`. Any new generation is written \
+             over the drifted object, so what the manifest does not carry of the change is \
+             discarded: a `DriftSuperseded` Warning event and `status.lastDrift` record who made \
+             the change, the fields it had changed and both revisions (`kubectl nauthera status` \
+             and `diagnose` show it).",
             "Undo the change: `kubectl nauthera restore <kind>/<name> -n <ns>`, or \
              `kubectl -n <ns> annotate <kind> <name> nauthera.io/restore=true`. The reconciler \
              writes the declared state, records a `Restored` event and removes the annotation. \
