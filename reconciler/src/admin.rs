@@ -6,12 +6,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::Stream;
 use nauthera_proto::v1;
 use nauthera_shared::catalog::code_label;
-use nauthera_shared::client::{AdminClient, CallError, ConnectError, ConnectSettings};
+use nauthera_shared::client::{
+    AdminClient, CallError, ConnectError, ConnectProblem, ConnectSettings, connection_verdict,
+};
 use tokio::sync::Mutex;
 
 use crate::metrics::Metrics;
@@ -122,7 +124,13 @@ pub struct Admin {
     settings: ConnectSettings,
     client: Mutex<Option<AdminClient>>,
     metrics: Metrics,
+    /// What a check of the connection found after a bare transport failure, and when: reused
+    /// for a few seconds, so an outage does not double every failed call.
+    explained: Mutex<Option<(Instant, Option<ConnectError>)>>,
 }
+
+/// How long a connection check answers for the calls that fail after it.
+const CHECK_REUSED: Duration = Duration::from_secs(5);
 
 impl Admin {
     pub fn new(settings: ConnectSettings, metrics: Metrics) -> Admin {
@@ -130,7 +138,26 @@ impl Admin {
             settings,
             client: Mutex::new(None),
             metrics,
+            explained: Mutex::new(None),
         }
+    }
+
+    /// A transport failure explained by a check of the connection: the TLS alert the server
+    /// sent about the client certificate, which the failed call itself never sees.
+    async fn explain(&self, error: ConnectError) -> ConnectError {
+        if error.problem() != ConnectProblem::Transport {
+            return error;
+        }
+        let mut slot = self.explained.lock().await;
+        let found = match slot.as_ref() {
+            Some((at, found)) if at.elapsed() < CHECK_REUSED => found.clone(),
+            _ => {
+                let found = connection_verdict(&self.settings).await;
+                *slot = Some((Instant::now(), found.clone()));
+                found
+            }
+        };
+        found.unwrap_or(error)
     }
 
     /// Drops the connection, so that the next call connects anew and re-reads the files.
@@ -157,6 +184,10 @@ impl Admin {
         let result = match self.client().await {
             Ok(client) => call(client).await,
             Err(error) => Err(CallError::Connect(error)),
+        };
+        let result = match result {
+            Err(CallError::Connect(error)) => Err(CallError::Connect(self.explain(error).await)),
+            other => other,
         };
         let code = call_code(&result);
         self.metrics.server_call(method, code);

@@ -158,7 +158,7 @@ pub async fn run<A: AdminApi>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nauthera_shared::client::ServerError;
+    use nauthera_shared::client::{ConnectProblem, ServerError};
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + seconds).unwrap()
@@ -192,6 +192,7 @@ mod tests {
             (
                 CallError::Connect(ConnectError::Unreachable {
                     address: "server:8443".into(),
+                    problem: ConnectProblem::Transport,
                     cause: "connection refused".into(),
                 }),
                 Reason::Unreachable,
@@ -199,6 +200,7 @@ mod tests {
             (
                 CallError::Connect(ConnectError::CredentialUnavailable {
                     path: "/tls/tls.key".into(),
+                    problem: ConnectProblem::Unreadable,
                     cause: "missing".into(),
                 }),
                 Reason::CredentialUnavailable,
@@ -206,6 +208,7 @@ mod tests {
             (
                 CallError::Connect(ConnectError::TrustAnchorUnavailable {
                     path: "/tls/ca.crt".into(),
+                    problem: ConnectProblem::Unreadable,
                     cause: "missing".into(),
                 }),
                 Reason::TrustAnchorUnavailable,
@@ -241,6 +244,7 @@ mod tests {
         let unreachable = || {
             CallError::Connect(ConnectError::Unreachable {
                 address: "server:8443".into(),
+                problem: ConnectProblem::Transport,
                 cause: "connection refused".into(),
             })
         };

@@ -159,6 +159,8 @@ mod tests {
             last_success: Some(at(1_799_999_940)),
             certificate: Some(CertificateInfo {
                 identities: vec!["dns:nauthera-operator.nauthera.svc".into()],
+                subject: "CN=nauthera-operator".into(),
+                issuer: "CN=nauthera-ca".into(),
                 not_before: at(1_700_000_000),
                 not_after: at(1_900_000_000),
             }),

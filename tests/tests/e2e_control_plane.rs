@@ -10,10 +10,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use nauthera_fake_server::{ClientCertOptions, Method, grant_everything, pki};
-use nauthera_shared::catalog::Reason;
+use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY};
 use nauthera_tests::e2e::{
-    PROBE_INTERVAL_SECONDS, RECONCILER_IDENTITY, RECONCILER_NAMESPACE, Stack,
+    PROBE_INTERVAL_SECONDS, RECONCILER_IDENTITY, RECONCILER_NAMESPACE, Stack, generated_client,
+    status_of,
 };
 use serde_json::Value;
 
@@ -234,4 +235,54 @@ async fn the_state_is_written_when_the_probe_outcome_changes_and_not_at_every_pr
     .await;
     assert!(up.probe_since > down.probe_since, "{up:?}");
     assert_eq!(up.last_success_time, None);
+}
+
+/// The server's TLS alerts about the client certificate are named: an expired certificate is
+/// CredentialUnavailable (`expired`), one from a CA the server does not trust
+/// TrustAnchorUnavailable (`untrusted`), each naming the certificate and its issuer, in /readyz
+/// and in the condition of a resource written meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_client_certificate_is_named_not_unreachable() {
+    let stack = Stack::start().await;
+    let reconciler = stack.reconciler();
+    let good = std::fs::read(stack.tls_dir.join("tls.crt")).unwrap();
+    let good_key = std::fs::read(stack.tls_dir.join("tls.key")).unwrap();
+
+    let expired = stack
+        .pki
+        .ca
+        .issue_expired_client(RECONCILER_IDENTITY)
+        .unwrap();
+    pki::rotate_client_certificate(&stack.tls_dir, &expired).unwrap();
+    let body = reconciler.wait_readyz(503, "CredentialUnavailable").await;
+    assert!(body.contains("expired"), "{body}");
+    assert!(body.contains("issued by CN=nauthera test CA"), "{body}");
+    stack.apply(&generated_client("web")).await;
+    let web = stack
+        .wait_reason("web", Reason::CredentialUnavailable)
+        .await;
+    let status = status_of(&web);
+    assert_eq!(status.cause, Some(Cause::Expired), "{status:?}");
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("issued by"),
+        "{status:?}"
+    );
+
+    let foreign = pki::TestCa::new("somebody else's CA")
+        .unwrap()
+        .issue_client(&ClientCertOptions::identity(RECONCILER_IDENTITY))
+        .unwrap();
+    pki::rotate_client_certificate(&stack.tls_dir, &foreign).unwrap();
+    let body = reconciler.wait_readyz(503, "TrustAnchorUnavailable").await;
+    assert!(body.contains("does not trust the CA"), "{body}");
+    assert!(body.contains("somebody else's CA"), "{body}");
+
+    std::fs::write(stack.tls_dir.join("tls.key"), good_key).unwrap();
+    std::fs::write(stack.tls_dir.join("tls.crt"), good).unwrap();
+    reconciler.wait_readyz(200, "ok").await;
+    stack.wait_reason("web", Reason::Registered).await;
 }

@@ -296,22 +296,12 @@ pub fn refusal_message(error: &ServerError, method: &str) -> String {
 pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
     let mut verdict = match error {
         CallError::Connect(connect) => {
-            let (reason, cause) = match connect {
-                ConnectError::Unreachable { cause, .. } => (
-                    Reason::Unreachable,
-                    if cause.contains("TLS") || cause.contains("certificate") {
-                        Cause::TlsHandshake
-                    } else {
-                        Cause::Transient
-                    },
-                ),
-                ConnectError::CredentialUnavailable { cause, .. } => {
-                    (Reason::CredentialUnavailable, file_cause(cause))
-                }
-                ConnectError::TrustAnchorUnavailable { cause, .. } => {
-                    (Reason::TrustAnchorUnavailable, file_cause(cause))
-                }
+            let reason = match connect {
+                ConnectError::Unreachable { .. } => Reason::Unreachable,
+                ConnectError::CredentialUnavailable { .. } => Reason::CredentialUnavailable,
+                ConnectError::TrustAnchorUnavailable { .. } => Reason::TrustAnchorUnavailable,
             };
+            let cause = Cause::from_connect(connect.problem());
             let mut verdict = Verdict::new(
                 reason,
                 cause,
@@ -349,21 +339,6 @@ pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
         .and_then(|s| s.reason)
         .filter(|reason| *reason != ErrorReason::Unspecified);
     verdict
-}
-
-fn file_cause(cause: &str) -> Cause {
-    let lower = cause.to_ascii_lowercase();
-    if lower.contains("expired") {
-        Cause::Expired
-    } else if lower.contains("no such file")
-        || lower.contains("cannot read")
-        || lower.contains("permission denied")
-        || lower.contains("not found")
-    {
-        Cause::Unreadable
-    } else {
-        Cause::Malformed
-    }
 }
 
 /// The failure of a write; a precondition that no longer holds means something else changed the

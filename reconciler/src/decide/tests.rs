@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
 use nauthera_proto::v1::{ErrorReason, ObjectKind};
 use nauthera_shared::catalog::{Cause, EventReason, Phase, Reason};
-use nauthera_shared::client::{CallError, ConnectError, ServerError};
+use nauthera_shared::client::{CallError, ConnectError, ConnectProblem, ServerError};
 use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
 use tonic::Code;
 
@@ -583,6 +583,7 @@ fn failures_map_onto_reasons_causes_and_retries() {
         (
             CallError::Connect(ConnectError::Unreachable {
                 address: "s:1".into(),
+                problem: ConnectProblem::Transport,
                 cause: "connection refused".into(),
             }),
             Reason::Unreachable,
@@ -593,6 +594,7 @@ fn failures_map_onto_reasons_causes_and_retries() {
         (
             CallError::Connect(ConnectError::CredentialUnavailable {
                 path: "/tls/tls.key".into(),
+                problem: ConnectProblem::Unreadable,
                 cause: "No such file or directory (os error 2)".into(),
             }),
             Reason::CredentialUnavailable,
@@ -603,10 +605,57 @@ fn failures_map_onto_reasons_causes_and_retries() {
         (
             CallError::Connect(ConnectError::TrustAnchorUnavailable {
                 path: "/tls/ca.crt".into(),
+                problem: ConnectProblem::Malformed,
                 cause: "no certificates in the file".into(),
             }),
             Reason::TrustAnchorUnavailable,
             Cause::Malformed,
+            true,
+            Phase::Pending,
+        ),
+        // The server's alerts about the client certificate, and a missing trust anchor.
+        (
+            CallError::Connect(ConnectError::CredentialUnavailable {
+                path: "/tls/tls.crt".into(),
+                problem: ConnectProblem::Expired,
+                cause: "the server rejected the client certificate as expired".into(),
+            }),
+            Reason::CredentialUnavailable,
+            Cause::Expired,
+            true,
+            Phase::Pending,
+        ),
+        (
+            CallError::Connect(ConnectError::CredentialUnavailable {
+                path: "/tls/tls.crt".into(),
+                problem: ConnectProblem::Revoked,
+                // Words in a message never decide the cause.
+                cause: "expired? no such file?".into(),
+            }),
+            Reason::CredentialUnavailable,
+            Cause::Revoked,
+            true,
+            Phase::Pending,
+        ),
+        (
+            CallError::Connect(ConnectError::TrustAnchorUnavailable {
+                path: "/tls/tls.crt".into(),
+                problem: ConnectProblem::UnknownCa,
+                cause: "the server does not trust the CA that issued the client certificate".into(),
+            }),
+            Reason::TrustAnchorUnavailable,
+            Cause::Untrusted,
+            true,
+            Phase::Pending,
+        ),
+        (
+            CallError::Connect(ConnectError::Unreachable {
+                address: "s:1".into(),
+                problem: ConnectProblem::TlsHandshake,
+                cause: "TLS handshake failed".into(),
+            }),
+            Reason::Unreachable,
+            Cause::TlsHandshake,
             true,
             Phase::Pending,
         ),

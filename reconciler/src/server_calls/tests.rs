@@ -28,6 +28,7 @@ struct FakeAdmin {
 fn unanswered<T>() -> Result<T, CallError> {
     Err(CallError::Connect(ConnectError::Unreachable {
         address: "fake".into(),
+        problem: nauthera_shared::client::ConnectProblem::Transport,
         cause: "no answer set".into(),
     }))
 }

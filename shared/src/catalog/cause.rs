@@ -4,6 +4,8 @@
 use std::fmt;
 
 use nauthera_proto::v1::ErrorReason;
+
+use crate::client::ConnectProblem;
 use serde::{Deserialize, Serialize};
 use tonic::Code;
 
@@ -62,8 +64,17 @@ pub enum Cause {
     Unreadable,
     /// A certificate, key or CA file is not valid PEM, or the key does not match.
     Malformed,
-    /// The reconciler's client certificate has expired.
+    /// The reconciler's client certificate has expired (the server said so with the
+    /// `certificate_expired` alert).
     Expired,
+    /// The server says the reconciler's client certificate was revoked.
+    Revoked,
+    /// The server rejected the reconciler's client certificate (`bad_certificate`,
+    /// `unsupported_certificate`, `certificate_unknown`).
+    Rejected,
+    /// A trust anchor is missing: the server does not know the CA that issued the client
+    /// certificate (`unknown_ca`), or `ca.crt` does not hold the CA of the server's certificate.
+    Untrusted,
     /// The object was changed on the server by something else.
     Edited,
     /// The object was removed from the server by something else.
@@ -73,7 +84,7 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub const ALL: [Cause; 27] = [
+    pub const ALL: [Cause; 30] = [
         Cause::None,
         Cause::FieldViolation,
         Cause::IdentityNotAllowed,
@@ -98,6 +109,9 @@ impl Cause {
         Cause::Unreadable,
         Cause::Malformed,
         Cause::Expired,
+        Cause::Revoked,
+        Cause::Rejected,
+        Cause::Untrusted,
         Cause::Edited,
         Cause::Removed,
         Cause::BackupRestore,
@@ -130,9 +144,26 @@ impl Cause {
             Cause::Unreadable => "unreadable",
             Cause::Malformed => "malformed",
             Cause::Expired => "expired",
+            Cause::Revoked => "revoked",
+            Cause::Rejected => "rejected",
+            Cause::Untrusted => "untrusted",
             Cause::Edited => "edited",
             Cause::Removed => "removed",
             Cause::BackupRestore => "backup_restore",
+        }
+    }
+
+    /// The cause of a connection that could not be made.
+    pub const fn from_connect(problem: ConnectProblem) -> Cause {
+        match problem {
+            ConnectProblem::Transport => Cause::Transient,
+            ConnectProblem::TlsHandshake => Cause::TlsHandshake,
+            ConnectProblem::Unreadable => Cause::Unreadable,
+            ConnectProblem::Malformed => Cause::Malformed,
+            ConnectProblem::Expired => Cause::Expired,
+            ConnectProblem::Revoked => Cause::Revoked,
+            ConnectProblem::Rejected => Cause::Rejected,
+            ConnectProblem::UnknownCa | ConnectProblem::ServerNotTrusted => Cause::Untrusted,
         }
     }
 

@@ -11,6 +11,9 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 pub struct CertificateInfo {
     /// The SANs in the server's notation, in certificate order.
     pub identities: Vec<String>,
+    /// The subject and issuer distinguished names (`CN=...`).
+    pub subject: String,
+    pub issuer: String,
     pub not_before: jiff::Timestamp,
     pub not_after: jiff::Timestamp,
 }
@@ -27,7 +30,7 @@ pub enum CertificateError {
 /// Reads the first certificate of a PEM file such as `tls.crt`.
 pub fn read_certificate_info(path: &Path) -> Result<CertificateInfo, CertificateError> {
     let certs =
-        super::tls::read_certificates(path).map_err(|cause| CertificateError::Unreadable {
+        super::tls::read_certificates(path).map_err(|(_, cause)| CertificateError::Unreadable {
             path: path.display().to_string(),
             cause,
         })?;
@@ -47,6 +50,8 @@ pub fn certificate_info(der: &[u8]) -> Result<CertificateInfo, CertificateError>
     };
     Ok(CertificateInfo {
         identities: identities_of(&cert),
+        subject: cert.subject().to_string(),
+        issuer: cert.issuer().to_string(),
         not_before: timestamp(cert.validity().not_before)?,
         not_after: timestamp(cert.validity().not_after)?,
     })

@@ -9,21 +9,71 @@ use nauthera_proto::tonic_types::StatusExt;
 use nauthera_proto::v1::{ErrorMetadataKey, ErrorReason, FieldViolation};
 use tonic::{Code, Status};
 
-/// Why no connection to the server could be made. Never carries key material.
+/// Why no connection to the server could be made. Never carries key material. `problem` says
+/// what went wrong as a closed set; `cause` says it for people.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectError {
-    /// The client certificate or its key is missing, unreadable or invalid.
+    /// The client certificate or its key is missing, unreadable or invalid, or the server
+    /// rejected the certificate (expired, revoked, bad).
     #[error("client certificate or key unavailable ({}): {cause}", path.display())]
-    CredentialUnavailable { path: PathBuf, cause: String },
-    /// The CA file is missing, unreadable or invalid.
+    CredentialUnavailable {
+        path: PathBuf,
+        problem: ConnectProblem,
+        cause: String,
+    },
+    /// The CA file is missing, unreadable or invalid, or a trust anchor is missing on either
+    /// side (the server does not know the CA of the client certificate, or `ca.crt` does not
+    /// hold the CA of the server's certificate).
     #[error("trust anchor unavailable ({}): {cause}", path.display())]
-    TrustAnchorUnavailable { path: PathBuf, cause: String },
-    /// The connection or the TLS handshake failed (refused, timed out, certificate rejected).
+    TrustAnchorUnavailable {
+        path: PathBuf,
+        problem: ConnectProblem,
+        cause: String,
+    },
+    /// The connection or the TLS handshake failed (refused, timed out, reset).
     #[error("server {address} unreachable: {cause}")]
-    Unreachable { address: String, cause: String },
+    Unreachable {
+        address: String,
+        problem: ConnectProblem,
+        cause: String,
+    },
+}
+
+/// What went wrong while connecting, as a closed set (the catalog's causes follow from it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConnectProblem {
+    /// The connection could not be made or was lost: refused, reset, timed out.
+    Transport,
+    /// The TLS handshake failed for a reason not named below (a protocol or name mismatch,
+    /// the server's own certificate expired).
+    TlsHandshake,
+    /// A certificate, key or CA file cannot be read.
+    Unreadable,
+    /// A certificate, key or CA file is not valid PEM, or the key does not fit.
+    Malformed,
+    /// The client certificate has expired (the server's `certificate_expired` alert).
+    Expired,
+    /// The server says the client certificate was revoked (`certificate_revoked`).
+    Revoked,
+    /// The server rejected the client certificate (`bad_certificate`, `unsupported_certificate`,
+    /// `certificate_unknown`).
+    Rejected,
+    /// The server does not know the CA that issued the client certificate (`unknown_ca`).
+    UnknownCa,
+    /// The server's certificate is not signed by a CA in `ca.crt`.
+    ServerNotTrusted,
 }
 
 impl ConnectError {
+    /// What went wrong.
+    pub fn problem(&self) -> ConnectProblem {
+        match self {
+            ConnectError::CredentialUnavailable { problem, .. }
+            | ConnectError::TrustAnchorUnavailable { problem, .. }
+            | ConnectError::Unreachable { problem, .. } => *problem,
+        }
+    }
+
     /// The condition reason this error stands for: `Unreachable`, `CredentialUnavailable` or
     /// `TrustAnchorUnavailable`.
     pub fn reason_name(&self) -> &'static str {
@@ -179,8 +229,17 @@ impl CallError {
     /// transport on this side (connection refused, handshake or stream failure), not by the
     /// server: it becomes a [`ConnectError`].
     pub fn from_status(status: Status, address: &str) -> CallError {
+        CallError::from_status_with(status, address, None)
+    }
+
+    /// Like [`CallError::from_status`], naming the TLS files a rejected certificate concerns.
+    pub fn from_status_with(
+        status: Status,
+        address: &str,
+        tls: Option<&crate::client::TlsFiles>,
+    ) -> CallError {
         match std::error::Error::source(&status) {
-            Some(source) => CallError::Connect(connect_error_in_chain(source, address)),
+            Some(source) => CallError::Connect(connect_error_in_chain(source, address, tls)),
             None => CallError::Server(ServerError::from_status(&status)),
         }
     }
@@ -223,17 +282,23 @@ impl CallError {
     }
 }
 
-/// Finds a [`ConnectError`] our connector produced anywhere in an error chain, or describes the
-/// chain as an unreachable server.
+/// Finds a [`ConnectError`] our connector produced anywhere in an error chain; else a TLS
+/// error in it (an alert the server sent after the handshake, as TLS 1.3 checks the client
+/// certificate then), named for the files it concerns; else describes the chain as an
+/// unreachable server.
 pub(crate) fn connect_error_in_chain(
     error: &(dyn std::error::Error + 'static),
     address: &str,
+    tls: Option<&crate::client::TlsFiles>,
 ) -> ConnectError {
     let mut causes = Vec::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = current {
         if let Some(found) = error.downcast_ref::<ConnectError>() {
             return found.clone();
+        }
+        if let Some(rustls_error) = rustls_error_of(error) {
+            return crate::client::tls::classify(rustls_error, address, tls);
         }
         let text = error.to_string();
         if !causes.contains(&text) {
@@ -243,8 +308,24 @@ pub(crate) fn connect_error_in_chain(
     }
     ConnectError::Unreachable {
         address: address.to_owned(),
+        problem: ConnectProblem::Transport,
         cause: causes.join(": "),
     }
+}
+
+/// The TLS error an error is, or carries as an I/O error's payload (`io::Error::source` skips
+/// the payload itself, so it is looked at here).
+fn rustls_error_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(found) = error.downcast_ref::<rustls::Error>() {
+        return Some(found);
+    }
+    // An HTTP/2 connection error names no source: its I/O error is reached through it.
+    let io = match error.downcast_ref::<h2::Error>() {
+        Some(h2) => h2.get_io(),
+        None => error.downcast_ref::<std::io::Error>(),
+    };
+    io.and_then(std::io::Error::get_ref)
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
 }
 
 #[cfg(test)]

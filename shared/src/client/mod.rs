@@ -30,7 +30,9 @@ pub use certificate::{
     CertificateError, CertificateInfo, certificate_identities, certificate_info,
     read_certificate_info,
 };
-pub use error::{CallError, ConnectError, ServerError, is_retryable_code, metadata_key_name};
+pub use error::{
+    CallError, ConnectError, ConnectProblem, ServerError, is_retryable_code, metadata_key_name,
+};
 pub use tls::TlsFiles;
 
 /// Where the server is and how to authenticate to it.
@@ -90,6 +92,8 @@ impl ConnectSettings {
 pub struct AdminClient {
     inner: AdminServiceClient<Channel>,
     address: String,
+    /// The files a rejected certificate is reported against.
+    tls: TlsFiles,
 }
 
 impl std::fmt::Debug for AdminClient {
@@ -114,10 +118,13 @@ impl AdminClient {
         let channel = endpoint
             .connect_with_connector(connector.into_service())
             .await
-            .map_err(|error| error::connect_error_in_chain(&error, &address))?;
+            .map_err(|error| {
+                error::connect_error_in_chain(&error, &address, Some(&settings.tls))
+            })?;
         Ok(AdminClient {
             inner: AdminServiceClient::new(channel),
             address,
+            tls: settings.tls,
         })
     }
 
@@ -130,6 +137,7 @@ impl AdminClient {
         Ok(AdminClient {
             inner: AdminServiceClient::new(channel),
             address,
+            tls: settings.tls,
         })
     }
 
@@ -144,7 +152,7 @@ impl AdminClient {
     }
 
     fn call_error(&self, status: tonic::Status) -> CallError {
-        CallError::from_status(status, &self.address)
+        CallError::from_status_with(status, &self.address, Some(&self.tls))
     }
 
     /// Streams changes after `since` (from the current hint when `None`). Errors on the stream
@@ -163,6 +171,7 @@ impl AdminClient {
         Ok(ChangeStream {
             inner: stream,
             address: self.address.clone(),
+            tls: self.tls.clone(),
         })
     }
 }
@@ -171,6 +180,7 @@ impl AdminClient {
 pub struct ChangeStream {
     inner: tonic::Streaming<v1::ChangeEvent>,
     address: String,
+    tls: TlsFiles,
 }
 
 impl std::fmt::Debug for ChangeStream {
@@ -187,7 +197,7 @@ impl ChangeStream {
         self.inner
             .message()
             .await
-            .map_err(|status| CallError::from_status(status, &self.address))
+            .map_err(|status| CallError::from_status_with(status, &self.address, Some(&self.tls)))
     }
 }
 
@@ -305,11 +315,43 @@ impl AdminClient {
     }
 }
 
+/// What a connection the way calls make it finds, for a call that failed with a bare transport
+/// error: with TLS 1.3 the server judges the client certificate after the handshake, and the
+/// alert it sends reaches only the connection, not the call, which sees "connection closed".
+/// Opens one connection, sends the HTTP/2 preface and reads the server's answer; returns the
+/// named problem (an expired, revoked or untrusted certificate, a handshake failure), or `None`
+/// when the connection works or fails only as a transport.
+pub async fn connection_verdict(settings: &ConnectSettings) -> Option<ConnectError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // The client preface, then an empty SETTINGS frame.
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+    let (_, connector, address) = prepare(settings).ok()?;
+    let mut stream = match connector.connect().await {
+        Ok(stream) => stream.into_inner(),
+        Err(error) if error.problem() == ConnectProblem::Transport => return None,
+        Err(error) => return Some(error),
+    };
+    let exchange = async {
+        stream.write_all(PREFACE).await?;
+        stream.flush().await?;
+        let mut answer = [0u8; 64];
+        stream.read(&mut answer).await
+    };
+    match tokio::time::timeout(settings.connect_timeout, exchange).await {
+        Ok(Err(error)) => error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .map(|tls| tls::classify(tls, &address, Some(&settings.tls))),
+        _ => None,
+    }
+}
+
 /// The endpoint and connector of a client.
 fn prepare(settings: &ConnectSettings) -> Result<(Endpoint, Connector, String), ConnectError> {
     let address = settings.authority().to_owned();
     let unreachable = |cause: String| ConnectError::Unreachable {
         address: address.clone(),
+        problem: ConnectProblem::TlsHandshake,
         cause,
     };
     let server_name = settings
@@ -376,25 +418,49 @@ impl Connector {
         &self,
     ) -> Result<TokioIo<tokio_rustls::client::TlsStream<TcpStream>>, ConnectError> {
         let config = self.tls.client_config()?;
-        let unreachable = |cause: String| ConnectError::Unreachable {
+        let unreachable = |problem: ConnectProblem, cause: String| ConnectError::Unreachable {
             address: self.address.clone(),
+            problem,
             cause,
         };
         let handshake = async {
             let tcp = TcpStream::connect(self.address.as_str())
                 .await
-                .map_err(|error| unreachable(format!("connection failed: {error}")))?;
-            tcp.set_nodelay(true)
-                .map_err(|error| unreachable(format!("connection failed: {error}")))?;
+                .map_err(|error| {
+                    unreachable(
+                        ConnectProblem::Transport,
+                        format!("connection failed: {error}"),
+                    )
+                })?;
+            tcp.set_nodelay(true).map_err(|error| {
+                unreachable(
+                    ConnectProblem::Transport,
+                    format!("connection failed: {error}"),
+                )
+            })?;
             TlsConnector::from(Arc::new(config))
                 .connect(self.server_name.clone(), tcp)
                 .await
-                .map_err(|error| unreachable(format!("TLS handshake failed: {error}")))
+                .map_err(|error| {
+                    match error
+                        .get_ref()
+                        .and_then(|e| e.downcast_ref::<rustls::Error>())
+                    {
+                        Some(tls) => tls::classify(tls, &self.address, Some(&self.tls)),
+                        None => unreachable(
+                            ConnectProblem::Transport,
+                            format!("TLS handshake failed: {error}"),
+                        ),
+                    }
+                })
         };
         let stream = tokio::time::timeout(self.connect_timeout, handshake)
             .await
             .map_err(|_| {
-                unreachable(format!("no connection within {:?}", self.connect_timeout))
+                unreachable(
+                    ConnectProblem::Transport,
+                    format!("no connection within {:?}", self.connect_timeout),
+                )
             })??;
         Ok(TokioIo::new(stream))
     }

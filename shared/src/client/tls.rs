@@ -10,7 +10,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 
-use super::error::ConnectError;
+use super::error::{ConnectError, ConnectProblem};
 
 /// Where the client certificate, its key and the CA that signed the server's certificate live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,32 +44,40 @@ impl TlsFiles {
     /// Reads the three files and builds the client configuration (ring provider, TLS 1.2 and 1.3,
     /// ALPN `h2`).
     pub fn client_config(&self) -> Result<ClientConfig, ConnectError> {
-        let certs =
-            read_certificates(&self.cert).map_err(|cause| ConnectError::CredentialUnavailable {
+        let certs = read_certificates(&self.cert).map_err(|(problem, cause)| {
+            ConnectError::CredentialUnavailable {
                 path: self.cert.clone(),
+                problem,
                 cause,
-            })?;
-        let key =
-            read_private_key(&self.key).map_err(|cause| ConnectError::CredentialUnavailable {
+            }
+        })?;
+        let key = read_private_key(&self.key).map_err(|(problem, cause)| {
+            ConnectError::CredentialUnavailable {
                 path: self.key.clone(),
+                problem,
                 cause,
-            })?;
-        let roots =
-            read_trust_anchors(&self.ca).map_err(|cause| ConnectError::TrustAnchorUnavailable {
+            }
+        })?;
+        let roots = read_trust_anchors(&self.ca).map_err(|(problem, cause)| {
+            ConnectError::TrustAnchorUnavailable {
                 path: self.ca.clone(),
+                problem,
                 cause,
-            })?;
+            }
+        })?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|error| ConnectError::CredentialUnavailable {
                 path: self.cert.clone(),
+                problem: ConnectProblem::Malformed,
                 cause: format!("no usable TLS protocol version: {error}"),
             })?
             .with_root_certificates(roots)
             .with_client_auth_cert(certs, key)
             .map_err(|error| ConnectError::CredentialUnavailable {
                 path: self.key.clone(),
+                problem: ConnectProblem::Malformed,
                 cause: format!("the key does not fit the certificate: {error}"),
             })?;
         config.alpn_protocols = vec![b"h2".to_vec()];
@@ -77,40 +85,116 @@ impl TlsFiles {
     }
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|error| match error.kind() {
-        io::ErrorKind::NotFound => "file not found".to_owned(),
-        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        _ => format!("cannot read: {error}"),
+/// Why a file could not be used, and in words.
+pub(crate) type FileProblem = (ConnectProblem, String);
+
+fn read_file(path: &Path) -> Result<Vec<u8>, FileProblem> {
+    std::fs::read(path).map_err(|error| {
+        let cause = match error.kind() {
+            io::ErrorKind::NotFound => "file not found".to_owned(),
+            io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+            _ => format!("cannot read: {error}"),
+        };
+        (ConnectProblem::Unreadable, cause)
     })
+}
+
+fn malformed(cause: impl Into<String>) -> FileProblem {
+    (ConnectProblem::Malformed, cause.into())
 }
 
 /// The certificates of a PEM file; the parser's own errors are not passed on, since they may
 /// quote the file's contents.
-pub(crate) fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, FileProblem> {
     let bytes = read_file(path)?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| "not a valid PEM certificate file".to_owned())?;
+        .map_err(|_| malformed("not a valid PEM certificate file"))?;
     if certs.is_empty() {
-        return Err("holds no PEM certificate".to_owned());
+        return Err(malformed("holds no PEM certificate"));
     }
     Ok(certs)
 }
 
-fn read_private_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+fn read_private_key(path: &Path) -> Result<PrivateKeyDer<'static>, FileProblem> {
     let bytes = read_file(path)?;
     PrivateKeyDer::from_pem_slice(&bytes)
-        .map_err(|_| "holds no PEM private key (PKCS#8, PKCS#1 or SEC1)".to_owned())
+        .map_err(|_| malformed("holds no PEM private key (PKCS#8, PKCS#1 or SEC1)"))
 }
 
-fn read_trust_anchors(path: &Path) -> Result<RootCertStore, String> {
+fn read_trust_anchors(path: &Path) -> Result<RootCertStore, FileProblem> {
     let certs = read_certificates(path)?;
     let mut roots = RootCertStore::empty();
     for cert in certs {
         roots
             .add(cert)
-            .map_err(|error| format!("not a usable CA certificate: {error}"))?;
+            .map_err(|error| malformed(format!("not a usable CA certificate: {error}")))?;
     }
     Ok(roots)
+}
+
+/// What a TLS error of a connection means, named for the file it concerns: the alerts a server
+/// sends about the client certificate, and this side's verdict on the server's certificate.
+pub(crate) fn classify(
+    error: &rustls::Error,
+    address: &str,
+    tls: Option<&TlsFiles>,
+) -> ConnectError {
+    use rustls::{AlertDescription as Alert, CertificateError, Error};
+    let cert = tls.map(|files| files.cert.clone()).unwrap_or_default();
+    let ca = tls.map(|files| files.ca.clone()).unwrap_or_default();
+    let about = tls
+        .and_then(|files| super::certificate::read_certificate_info(&files.cert).ok())
+        .map(|info| {
+            format!(
+                " (client certificate {}, issued by {}, not after {})",
+                info.subject, info.issuer, info.not_after
+            )
+        })
+        .unwrap_or_default();
+    let credential = |problem, cause: String| ConnectError::CredentialUnavailable {
+        path: cert.clone(),
+        problem,
+        cause,
+    };
+    match error {
+        Error::AlertReceived(Alert::CertificateExpired) => credential(
+            ConnectProblem::Expired,
+            format!("the server rejected the client certificate as expired{about}"),
+        ),
+        Error::AlertReceived(Alert::CertificateRevoked) => credential(
+            ConnectProblem::Revoked,
+            format!("the server rejected the client certificate as revoked{about}"),
+        ),
+        Error::AlertReceived(
+            alert @ (Alert::BadCertificate
+            | Alert::UnsupportedCertificate
+            | Alert::CertificateUnknown),
+        ) => credential(
+            ConnectProblem::Rejected,
+            format!("the server rejected the client certificate ({alert:?}){about}"),
+        ),
+        Error::AlertReceived(Alert::UnknownCA) => ConnectError::TrustAnchorUnavailable {
+            path: cert.clone(),
+            problem: ConnectProblem::UnknownCa,
+            cause: format!(
+                "the server does not trust the CA that issued the client certificate{about}"
+            ),
+        },
+        Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            ConnectError::TrustAnchorUnavailable {
+                path: ca.clone(),
+                problem: ConnectProblem::ServerNotTrusted,
+                cause: format!(
+                    "the server's certificate is not signed by a CA in {}",
+                    ca.display()
+                ),
+            }
+        }
+        other => ConnectError::Unreachable {
+            address: address.to_owned(),
+            problem: ConnectProblem::TlsHandshake,
+            cause: format!("TLS handshake failed: {other}"),
+        },
+    }
 }

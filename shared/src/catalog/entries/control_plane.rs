@@ -114,7 +114,13 @@ pub(in crate::catalog) static CREDENTIAL_UNAVAILABLE: ReasonEntry = ReasonEntry 
     phase_while_retried: None,
     event: EventReason::CredentialUnavailable,
     metric_label: "credential_unavailable",
-    causes: &[Cause::Unreadable, Cause::Malformed, Cause::Expired],
+    causes: &[
+        Cause::Unreadable,
+        Cause::Malformed,
+        Cause::Expired,
+        Cause::Revoked,
+        Cause::Rejected,
+    ],
     runbook: Runbook {
         title: "The client certificate or key cannot be read",
         summary: "The reconciler's `tls.crt` or `tls.key` is missing, unreadable, malformed, \
@@ -126,6 +132,11 @@ pub(in crate::catalog) static CREDENTIAL_UNAVAILABLE: ReasonEntry = ReasonEntry 
              (`unreadable`), are not PEM or do not belong together (`malformed`), or the \
              certificate has expired (`expired`). Without them no call to the server is \
              attempted.",
+            "The server can also refuse the certificate during the TLS handshake, with an alert \
+             the reconciler names: `certificate_expired` (`expired`), `certificate_revoked` \
+             (`revoked`), or `bad_certificate`, `unsupported_certificate`, `certificate_unknown` \
+             (`rejected`). The message names the certificate's subject, its issuer and its \
+             expiry, as the reconciler read them from `tls.crt`.",
             "With cert-manager, a Certificate in the reconciler's namespace produces a \
              `kubernetes.io/tls` Secret with exactly the three files the reconciler reads: \
              `tls.crt`, `tls.key` and `ca.crt`. Mounted without `subPath`, the kubelet swaps the \
@@ -177,7 +188,7 @@ pub(in crate::catalog) static TRUST_ANCHOR_UNAVAILABLE: ReasonEntry = ReasonEntr
     phase_while_retried: None,
     event: EventReason::TrustAnchorUnavailable,
     metric_label: "trust_anchor_unavailable",
-    causes: &[Cause::Unreadable, Cause::Malformed],
+    causes: &[Cause::Unreadable, Cause::Malformed, Cause::Untrusted],
     runbook: Runbook {
         title: "The CA bundle cannot be read",
         summary: "The reconciler's `ca.crt` is missing, unreadable or holds no certificate, so it \
@@ -187,6 +198,10 @@ pub(in crate::catalog) static TRUST_ANCHOR_UNAVAILABLE: ReasonEntry = ReasonEntr
             "The reconciler verifies the server's certificate against `ca.crt`, read afresh \
              before every probe. The file is missing or cannot be read (`unreadable`), or holds \
              no PEM certificate (`malformed`). Without a trust anchor no call is attempted.",
+            "A trust anchor can also be missing on either side of the handshake (`untrusted`): \
+             the server answers `unknown_ca` because it does not trust the CA that issued the \
+             reconciler's client certificate (the message names that issuer), or the server's \
+             certificate is not signed by any CA in `ca.crt`.",
             "cert-manager fills `ca.crt` only for CA-type issuers (CA or self-signed). An ACME \
              issuer leaves it empty, so the trust anchor has to come from another Secret.",
             "While the CA itself is rotated, the bundle must hold the old and the new CA \
