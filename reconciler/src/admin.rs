@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::Stream;
@@ -14,7 +15,7 @@ use nauthera_shared::catalog::code_label;
 use nauthera_shared::client::{
     AdminClient, CallError, ConnectError, ConnectProblem, ConnectSettings, connection_verdict,
 };
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use crate::metrics::Metrics;
 
@@ -127,6 +128,9 @@ pub struct Admin {
     /// What a check of the connection found after a bare transport failure, and when: reused
     /// for a few seconds, so an outage does not double every failed call.
     explained: Mutex<Option<(Instant, Option<ConnectError>)>>,
+    /// Woken on every failed connection, so the probe looks at once instead of at its next
+    /// interval and readiness follows within seconds.
+    connection_failed: Arc<Notify>,
 }
 
 /// How long a connection check answers for the calls that fail after it.
@@ -139,7 +143,13 @@ impl Admin {
             client: Mutex::new(None),
             metrics,
             explained: Mutex::new(None),
+            connection_failed: Arc::new(Notify::new()),
         }
+    }
+
+    /// What the probe waits on besides its interval: a call whose connection failed.
+    pub fn connection_failures(&self) -> Arc<Notify> {
+        self.connection_failed.clone()
     }
 
     /// A transport failure explained by a check of the connection: the TLS alert the server
@@ -186,7 +196,10 @@ impl Admin {
             Err(error) => Err(CallError::Connect(error)),
         };
         let result = match result {
-            Err(CallError::Connect(error)) => Err(CallError::Connect(self.explain(error).await)),
+            Err(CallError::Connect(error)) => {
+                self.connection_failed.notify_one();
+                Err(CallError::Connect(self.explain(error).await))
+            }
             other => other,
         };
         let code = call_code(&result);

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use nauthera_proto::v1;
 use nauthera_shared::catalog::Reason;
 use nauthera_shared::client::{CallError, CertificateInfo, ConnectError, read_certificate_info};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::admin::AdminApi;
 use crate::metrics::Metrics;
@@ -112,7 +112,9 @@ pub fn next_probe_in(state: &ProbeState, interval: Duration, retry_interval: Dur
     }
 }
 
-/// Probes forever, publishing each state into `sender`.
+/// Probes forever, publishing each state into `sender`. A failed connection of any call
+/// (`connection_failed`) brings the next probe forward while the control plane looks healthy,
+/// so an outage a reconcile or the change stream noticed shows in readiness within seconds.
 pub async fn run<A: AdminApi>(
     admin: &A,
     certificate: &Path,
@@ -120,6 +122,7 @@ pub async fn run<A: AdminApi>(
     retry_interval: Duration,
     metrics: &Metrics,
     sender: &watch::Sender<ProbeState>,
+    connection_failed: &Notify,
 ) {
     loop {
         admin.reconnect().await;
@@ -150,8 +153,14 @@ pub async fn run<A: AdminApi>(
             (None, None) => {}
         }
         let wait = next_probe_in(&state, interval, retry_interval);
+        let healthy = state.failure.is_none();
         sender.send_replace(state);
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = connection_failed.notified(), if healthy => {
+                tracing::info!("a call's connection failed: probing now");
+            }
+        }
     }
 }
 

@@ -100,6 +100,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let metrics = metrics.clone();
         let certificate = config.connect.tls.cert.clone();
         let (interval, retry) = (config.probe_interval, config.probe_retry_interval);
+        let connection_failed = admin.connection_failures();
         always.spawn(async move {
             probe::run(
                 admin.as_ref(),
@@ -108,6 +109,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                 retry,
                 &metrics,
                 &probe_sender,
+                &connection_failed,
             )
             .await;
         });

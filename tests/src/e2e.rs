@@ -256,10 +256,33 @@ impl Stack {
         self.start_replica_with(identity, &path).await
     }
 
+    /// Starts a replica that reaches the server at `server` (a proxy in front of it that a
+    /// test can cut), with `env` on top of the stack's.
+    pub async fn start_replica_reaching_server_at(
+        &self,
+        identity: &str,
+        server: std::net::SocketAddr,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Reconciler> {
+        let mut extra = vec![("NAUTHERA_SERVER_ADDRESS".to_owned(), server.to_string())];
+        extra.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        self.start_replica_with_env(identity, &self.reconciler_kubeconfig, &extra)
+            .await
+    }
+
     async fn start_replica_with(
         &self,
         identity: &str,
         kubeconfig: &Path,
+    ) -> anyhow::Result<Reconciler> {
+        self.start_replica_with_env(identity, kubeconfig, &[]).await
+    }
+
+    async fn start_replica_with_env(
+        &self,
+        identity: &str,
+        kubeconfig: &Path,
+        extra_env: &[(String, String)],
     ) -> anyhow::Result<Reconciler> {
         let mut env: Vec<(String, String)> = [
             ("KUBECONFIG", kubeconfig.display().to_string()),
@@ -287,7 +310,7 @@ impl Stack {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        for (name, value) in &self.reconciler_env {
+        for (name, value) in self.reconciler_env.iter().chain(extra_env) {
             env.retain(|(existing, _)| existing != name);
             env.push((name.clone(), value.clone()));
         }

@@ -13,9 +13,10 @@ use nauthera_fake_server::{ClientCertOptions, Method, grant_everything, pki};
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY};
 use nauthera_tests::e2e::{
-    PROBE_INTERVAL_SECONDS, RECONCILER_IDENTITY, RECONCILER_NAMESPACE, Stack, generated_client,
-    status_of,
+    PROBE_INTERVAL_SECONDS, RECONCILER_IDENTITY, RECONCILER_NAMESPACE, Stack, StackOptions,
+    generated_client, status_of,
 };
+use nauthera_tests::proxy::CuttableProxy;
 use serde_json::Value;
 
 async fn control_plane_up(stack: &Stack) -> f64 {
@@ -285,4 +286,51 @@ async fn a_rejected_client_certificate_is_named_not_unreachable() {
     std::fs::write(stack.tls_dir.join("tls.crt"), good).unwrap();
     reconciler.wait_readyz(200, "ok").await;
     stack.wait_reason("web", Reason::Registered).await;
+}
+
+/// A connection to the server that silently stops answering (a partition: nothing is refused,
+/// nothing arrives) is found by HTTP/2 keepalive, and the failed change stream brings the probe
+/// forward: /readyz turns within seconds although the probe interval is a minute. After the
+/// partition heals, it turns back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_partition_from_the_server_shows_in_readiness_within_seconds() {
+    let stack = Stack::start_with(StackOptions {
+        start_reconciler: false,
+        ..StackOptions::default()
+    })
+    .await;
+    let proxy = CuttableProxy::start(stack.server.address()).await.unwrap();
+    // The production probe interval: readiness may not wait for it.
+    let replica = stack
+        .start_replica_reaching_server_at(
+            "replica-a",
+            proxy.address(),
+            &[
+                ("NAUTHERA_PROBE_INTERVAL", "60"),
+                ("NAUTHERA_PROBE_RETRY_INTERVAL", "2"),
+            ],
+        )
+        .await
+        .unwrap();
+    replica.wait_readyz(200, "control plane: ok").await;
+    // Let the first probe's answer settle, so that the next scheduled probe is a minute away.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    proxy.cut();
+    let cut_at = tokio::time::Instant::now();
+    loop {
+        let (status, body) = replica.readyz().await;
+        if status == 503 && body.contains("Unreachable") {
+            break;
+        }
+        assert!(
+            // Within 15 s, with room for a loaded machine.
+            cut_at.elapsed() < Duration::from_secs(20),
+            "/readyz still {status} {body:?} {:?} after the partition began",
+            cut_at.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    proxy.heal();
+    replica.wait_readyz(200, "control plane: ok").await;
 }

@@ -56,7 +56,9 @@ impl ConnectSettings {
             address: address.into(),
             server_name: None,
             tls,
-            connect_timeout: Duration::from_secs(10),
+            // In a cluster a connection and its handshake take milliseconds; one that takes
+            // seconds is not coming, and a probe must say so within seconds.
+            connect_timeout: Duration::from_secs(5),
             request_timeout: Some(Duration::from_secs(30)),
         }
     }
@@ -346,6 +348,10 @@ pub async fn connection_verdict(settings: &ConnectSettings) -> Option<ConnectErr
     }
 }
 
+/// HTTP/2 pings on every connection, and how long one may go unanswered.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(4);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(4);
+
 /// The endpoint and connector of a client.
 fn prepare(settings: &ConnectSettings) -> Result<(Endpoint, Connector, String), ConnectError> {
     let address = settings.authority().to_owned();
@@ -372,8 +378,11 @@ fn prepare(settings: &ConnectSettings) -> Result<(Endpoint, Connector, String), 
         .origin(origin)
         .connect_timeout(settings.connect_timeout)
         .tcp_nodelay(true)
-        .http2_keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_timeout(Duration::from_secs(10));
+        // A connection that silently stops answering (a partition, a dead node) is found within
+        // interval + timeout, also while no call is open on it.
+        .http2_keep_alive_interval(KEEP_ALIVE_INTERVAL)
+        .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
+        .keep_alive_while_idle(true);
     if let Some(timeout) = settings.request_timeout {
         endpoint = endpoint.timeout(timeout);
     }

@@ -45,11 +45,16 @@ pub(in crate::catalog) static UNREACHABLE: ReasonEntry = ReasonEntry {
         meaning: &[
             "The reconciler probes the server with `GetServerInfo` every minute, and every 15 \
              seconds while that fails, reading `tls.crt`, `tls.key` and `ca.crt` afresh each \
-             time. This reason means the files were read but the call did not get through: no \
-             connection (DNS, a NetworkPolicy, the server down), a timeout (`transient`), or a \
-             TLS handshake one side rejected (`tls_handshake`): the server's certificate has \
-             expired, is not signed by `ca.crt`, or does not carry the server name the \
-             reconciler expects; or the server does not trust the reconciler's certificate.",
+             time. A call of any resource or of the change stream whose connection fails brings \
+             the probe forward, and HTTP/2 keepalive pings find a connection that silently \
+             stopped answering within seconds, so readiness turns within about 15 seconds of an \
+             outage. This reason means the files were read but the call did not get through: no \
+             connection (DNS, a NetworkPolicy, the server down, a partition), a timeout \
+             (`transient`), or a TLS handshake that failed for another reason than the \
+             reconciler's certificate (`tls_handshake`): the server's certificate has expired \
+             or does not carry the server name the reconciler expects. A certificate the server \
+             rejects is [CredentialUnavailable](CredentialUnavailable.md), a missing trust \
+             anchor [TrustAnchorUnavailable](TrustAnchorUnavailable.md).",
             "The server does not reload its own gRPC certificate or its client CA. When its \
              certificate is renewed on disk it goes on serving the old one until it is \
              restarted, and once the old one expires every handshake fails with this reason.",
