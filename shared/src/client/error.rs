@@ -229,17 +229,8 @@ impl CallError {
     /// transport on this side (connection refused, handshake or stream failure), not by the
     /// server: it becomes a [`ConnectError`].
     pub fn from_status(status: Status, address: &str) -> CallError {
-        CallError::from_status_with(status, address, None)
-    }
-
-    /// Like [`CallError::from_status`], naming the TLS files a rejected certificate concerns.
-    pub fn from_status_with(
-        status: Status,
-        address: &str,
-        tls: Option<&crate::client::TlsFiles>,
-    ) -> CallError {
         match std::error::Error::source(&status) {
-            Some(source) => CallError::Connect(connect_error_in_chain(source, address, tls)),
+            Some(source) => CallError::Connect(connect_error_in_chain(source, address)),
             None => CallError::Server(ServerError::from_status(&status)),
         }
     }
@@ -282,23 +273,20 @@ impl CallError {
     }
 }
 
-/// Finds a [`ConnectError`] our connector produced anywhere in an error chain; else a TLS
-/// error in it (an alert the server sent after the handshake, as TLS 1.3 checks the client
-/// certificate then), named for the files it concerns; else describes the chain as an
-/// unreachable server.
+/// Finds a [`ConnectError`] our connector produced anywhere in an error chain, or describes the
+/// chain as an unreachable server. An alert the server sent after the handshake (TLS 1.3 judges
+/// the client certificate then) reaches the chain only as text, as HTTP/2 keeps just the kind
+/// and message of an I/O error: [`connection_verdict`](crate::client::connection_verdict) finds
+/// it on a connection of its own.
 pub(crate) fn connect_error_in_chain(
     error: &(dyn std::error::Error + 'static),
     address: &str,
-    tls: Option<&crate::client::TlsFiles>,
 ) -> ConnectError {
     let mut causes = Vec::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = current {
         if let Some(found) = error.downcast_ref::<ConnectError>() {
             return found.clone();
-        }
-        if let Some(rustls_error) = rustls_error_of(error) {
-            return crate::client::tls::classify(rustls_error, address, tls);
         }
         let text = error.to_string();
         if !causes.contains(&text) {
@@ -311,21 +299,6 @@ pub(crate) fn connect_error_in_chain(
         problem: ConnectProblem::Transport,
         cause: causes.join(": "),
     }
-}
-
-/// The TLS error an error is, or carries as an I/O error's payload (`io::Error::source` skips
-/// the payload itself, so it is looked at here).
-fn rustls_error_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    if let Some(found) = error.downcast_ref::<rustls::Error>() {
-        return Some(found);
-    }
-    // An HTTP/2 connection error names no source: its I/O error is reached through it.
-    let io = match error.downcast_ref::<h2::Error>() {
-        Some(h2) => h2.get_io(),
-        None => error.downcast_ref::<std::io::Error>(),
-    };
-    io.and_then(std::io::Error::get_ref)
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
 }
 
 #[cfg(test)]

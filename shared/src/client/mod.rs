@@ -94,8 +94,6 @@ impl ConnectSettings {
 pub struct AdminClient {
     inner: AdminServiceClient<Channel>,
     address: String,
-    /// The files a rejected certificate is reported against.
-    tls: TlsFiles,
 }
 
 impl std::fmt::Debug for AdminClient {
@@ -120,13 +118,10 @@ impl AdminClient {
         let channel = endpoint
             .connect_with_connector(connector.into_service())
             .await
-            .map_err(|error| {
-                error::connect_error_in_chain(&error, &address, Some(&settings.tls))
-            })?;
+            .map_err(|error| error::connect_error_in_chain(&error, &address))?;
         Ok(AdminClient {
             inner: AdminServiceClient::new(channel),
             address,
-            tls: settings.tls,
         })
     }
 
@@ -139,7 +134,6 @@ impl AdminClient {
         Ok(AdminClient {
             inner: AdminServiceClient::new(channel),
             address,
-            tls: settings.tls,
         })
     }
 
@@ -154,7 +148,7 @@ impl AdminClient {
     }
 
     fn call_error(&self, status: tonic::Status) -> CallError {
-        CallError::from_status_with(status, &self.address, Some(&self.tls))
+        CallError::from_status(status, &self.address)
     }
 
     /// Streams changes after `since` (from the current hint when `None`). Errors on the stream
@@ -173,7 +167,6 @@ impl AdminClient {
         Ok(ChangeStream {
             inner: stream,
             address: self.address.clone(),
-            tls: self.tls.clone(),
         })
     }
 }
@@ -182,7 +175,6 @@ impl AdminClient {
 pub struct ChangeStream {
     inner: tonic::Streaming<v1::ChangeEvent>,
     address: String,
-    tls: TlsFiles,
 }
 
 impl std::fmt::Debug for ChangeStream {
@@ -199,7 +191,7 @@ impl ChangeStream {
         self.inner
             .message()
             .await
-            .map_err(|status| CallError::from_status_with(status, &self.address, Some(&self.tls)))
+            .map_err(|status| CallError::from_status(status, &self.address))
     }
 }
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 use nauthera_fake_server::pki::{self, ClientCertOptions, TestCa};
 use nauthera_proto::v1::ErrorReason;
 use nauthera_shared::client::{
-    AdminClient, CallError, ConnectError, TlsFiles, read_certificate_info,
+    AdminClient, CallError, ConnectError, ConnectProblem, TlsFiles, connection_verdict,
+    read_certificate_info,
 };
 use support::*;
 
@@ -99,6 +100,19 @@ async fn an_expired_certificate_fails_at_the_handshake() {
         matches!(&error, ConnectError::Unreachable { cause, .. } if cause.contains("CertificateExpired")),
         "{error}"
     );
+    // The call sees the server's alert only as text; a check of the connection names it.
+    let verdict = connection_verdict(&harness.settings(&dir)).await;
+    assert!(
+        matches!(
+            &verdict,
+            Some(ConnectError::CredentialUnavailable { problem: ConnectProblem::Expired, cause, .. })
+                if cause.contains("issued by") && cause.contains("as expired")
+        ),
+        "{verdict:?}"
+    );
+    // A working connection has nothing to explain.
+    let good = harness.client_dir(OPERATOR);
+    assert_eq!(connection_verdict(&harness.settings(&good)).await, None);
     let info = read_certificate_info(&dir.join("tls.crt")).unwrap();
     assert!(info.not_after < jiff::Timestamp::now());
     assert_eq!(info.identities, vec![OPERATOR.to_owned()]);
@@ -119,7 +133,11 @@ async fn a_server_the_ca_did_not_sign_is_not_trusted() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, ConnectError::Unreachable { ref cause, .. } if cause.contains("handshake")),
+        matches!(
+            error,
+            ConnectError::TrustAnchorUnavailable { problem: ConnectProblem::ServerNotTrusted, ref cause, .. }
+                if cause.contains("not signed by a CA in")
+        ),
         "{error}"
     );
 }
