@@ -1,6 +1,7 @@
 //! Watch caches that reconciles read instead of asking the API server each time.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::core::v1::Secret;
@@ -52,6 +53,9 @@ type SecretKey = (String, String);
 #[derive(Debug, Default)]
 pub struct SecretSummaries {
     cache: RwLock<Listed>,
+    /// The watch was refused (the reconciler's role lost `list`/`watch` on secrets): what the
+    /// cache holds may be stale, so reconciles read instead, until a listing succeeds again.
+    denied: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -75,7 +79,9 @@ impl SecretSummaries {
             return;
         };
         match event {
-            watcher::Event::Init => cache.listing = Some(HashMap::new()),
+            watcher::Event::Init => {
+                cache.listing = Some(HashMap::new());
+            }
             watcher::Event::InitApply(secret) => {
                 cache
                     .listing
@@ -86,6 +92,7 @@ impl SecretSummaries {
                 if let Some(listed) = cache.listing.take() {
                     cache.current = listed;
                 }
+                self.denied.store(false, Ordering::Relaxed);
             }
             watcher::Event::Apply(secret) => {
                 cache
@@ -98,7 +105,28 @@ impl SecretSummaries {
         }
     }
 
+    /// Marks the watch refused; returns the owners (`Kind/name` in a namespace) of the Secrets
+    /// cached until then, the first time, so that they are looked at again.
+    pub fn deny(&self) -> Vec<(String, String)> {
+        if self.denied.swap(true, Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let Ok(cache) = self.cache.read() else {
+            return Vec::new();
+        };
+        cache
+            .current
+            .iter()
+            .filter_map(|((namespace, _), summary)| {
+                Some((namespace.clone(), summary.first_owner.clone()?))
+            })
+            .collect()
+    }
+
     fn get(&self, namespace: &str, name: &str) -> Option<SecretSummary> {
+        if self.denied.load(Ordering::Relaxed) {
+            return None;
+        }
         self.cache
             .read()
             .ok()?
@@ -196,5 +224,28 @@ mod tests {
         summaries.follow(&watcher::Event::Delete(secret("web", "uid-1", "")));
         assert!(cache.get("team", "web").is_none());
         assert!(cache.get("elsewhere", "web").is_none());
+    }
+
+    #[test]
+    fn a_refused_watch_names_the_owners_once_and_reads_go_past_the_cache_until_a_listing() {
+        let summaries = SecretSummaries::default();
+        summaries.follow(&watcher::Event::Apply(secret("web", "u1", "s")));
+        assert!(summaries.get("team", "web").is_some());
+        assert_eq!(
+            summaries.deny(),
+            vec![("team".to_owned(), "OIDCClient/web".to_owned())]
+        );
+        assert!(summaries.deny().is_empty(), "named once per refusal");
+        assert!(
+            summaries.get("team", "web").is_none(),
+            "a stale cache is not read"
+        );
+        summaries.follow(&watcher::Event::Init);
+        summaries.follow(&watcher::Event::InitApply(secret("web", "u1", "s")));
+        summaries.follow(&watcher::Event::InitDone);
+        assert!(
+            summaries.get("team", "web").is_some(),
+            "trusted again after a listing"
+        );
     }
 }

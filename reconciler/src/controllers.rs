@@ -196,6 +196,7 @@ where
 pub fn delivered_secrets(
     client: &Client,
     scope: Option<&str>,
+    routes: broadcast::Sender<Route>,
 ) -> (Arc<SecretSummaries>, DeliveredStream) {
     let label = format!("{MANAGED_BY_LABEL}={MANAGED_BY}");
     let summaries = Arc::new(SecretSummaries::default());
@@ -205,12 +206,25 @@ pub fn delivered_secrets(
         watcher::Config::default().labels(&label),
     )
     .default_backoff()
-    .inspect(move |event| {
-        if let Ok(event) = event {
-            cache.follow(event);
+    .inspect(move |event| match event {
+        Ok(event) => cache.follow(event),
+        // Refused: a Secret deleted from now on goes unseen, so the owners of those cached are
+        // looked at once (they read their Secret, and say so when that is refused too).
+        Err(error) if watch_forbidden(error) => {
+            for (namespace, owner) in cache.deny() {
+                if let Some(name) = owner.strip_prefix("OIDCClient/") {
+                    let _ = routes.send(Route::Resource {
+                        kind: ObjectKind::Client,
+                        namespace,
+                        name: name.to_owned(),
+                    });
+                }
+            }
         }
+        Err(_) => {}
     })
-    .applied_objects()
+    // Deleted ones too: the owner writes its Secret again.
+    .touched_objects()
     // The owner's reconcile needs only to know which Secret moved: no value travels further.
     .map_ok(|mut secret| {
         secret.data = None;
@@ -219,6 +233,17 @@ pub fn delivered_secrets(
     })
     .boxed();
     (summaries, stream)
+}
+
+/// Whether a watch failed because the reconciler's role does not allow it.
+fn watch_forbidden(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 403,
+        watcher::Error::WatchError(status) => status.code == 403,
+        _ => false,
+    }
 }
 
 /// Routes a change to a Secret that manifests reference to those manifests. Secrets are watched

@@ -176,9 +176,11 @@ pub async fn secret_state(
     name: &str,
     owner_uid: &str,
 ) -> Result<SecretState, kube::Error> {
-    Ok(match secrets.get_opt(name).await? {
-        Some(secret) => state_of(&SecretSummary::from(&secret), owner_uid),
-        None => SecretState::Absent,
+    Ok(match secrets.get_opt(name).await {
+        Ok(Some(secret)) => state_of(&SecretSummary::from(&secret), owner_uid),
+        Ok(None) => SecretState::Absent,
+        Err(kube::Error::Api(status)) if status.code == 403 => SecretState::Forbidden,
+        Err(error) => return Err(error),
     })
 }
 

@@ -18,8 +18,8 @@ use crate::context::{Context, ReconcileError};
 use crate::decide::{
     DriftUpdate, Observed, SecretMode, SecretRelease, SecretState, Step, Verdict, after_apply,
     after_secret_failure, awaiting_prerequisite, naming_dependents, released, released_with_secret,
-    restore_not_needed, secret_delivered, secret_ref_unavailable, superseding_drift,
-    unencodable_branding,
+    restore_not_needed, secret_delivered, secret_ref_unavailable, secret_unreadable,
+    superseding_drift, unencodable_branding,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -91,6 +91,10 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             }
             return Ok(after.map_or_else(Action::await_change, Action::requeue));
         }
+        Step::ReportSecretForbidden => match resource.secret_mode() {
+            SecretMode::Generate { secret_name } => secret_unreadable(&secret_name),
+            _ => return Ok(Action::await_change()),
+        },
         Step::ClearRestoreAnnotation => {
             let request = kube_io::restore_request(edges.resource);
             kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;

@@ -238,7 +238,9 @@ fn lead(
     // reconcile and fills the cache its reconciles read.
     let (stores, delivered): (Vec<_>, Vec<_>) = scopes
         .iter()
-        .map(|scope| controllers::delivered_secrets(&client, scope.as_deref()))
+        .map(|scope| {
+            controllers::delivered_secrets(&client, scope.as_deref(), wiring.routes.clone())
+        })
         .unzip();
     let context = Arc::new(Context {
         client: client.clone(),

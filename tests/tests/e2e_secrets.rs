@@ -233,3 +233,45 @@ async fn a_missing_secret_ref_is_its_reason_until_the_secret_appears() {
         Some(sha256_hex(b"team-held-value-1"))
     );
 }
+
+/// Every Secret permission revoked: a new client and a registered one whose Secret is deleted
+/// meanwhile both say SecretUndeliverable (cause forbidden) while it lasts, and recover once the
+/// permission is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_secret_permission_shows_in_status() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("old")).await;
+    stack.wait_reason("old", Reason::Registered).await;
+    let shipped = shipped_cluster_role();
+    let mut reduced = shipped.clone();
+    reduced["rules"].as_array_mut().unwrap().retain(|rule| {
+        !rule["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "secrets")
+    });
+    apply_cluster_role(&stack.client(), &reduced).await;
+
+    stack.apply(&generated_client("new")).await;
+    stack
+        .secrets()
+        .delete("old", &Default::default())
+        .await
+        .expect("the administrator deletes the Secret");
+    for name in ["new", "old"] {
+        let client = stack.wait_reason(name, Reason::SecretUndeliverable).await;
+        let status = status_of(&client);
+        assert_eq!(
+            status.cause,
+            Some(nauthera_shared::catalog::Cause::Forbidden),
+            "{name}: {status:?}"
+        );
+    }
+
+    apply_cluster_role(&stack.client(), &shipped).await;
+    for name in ["new", "old"] {
+        stack.wait_reason(name, Reason::Registered).await;
+        assert!(stack.secret(name).await.is_some(), "{name}: delivered");
+    }
+}

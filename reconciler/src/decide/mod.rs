@@ -13,7 +13,8 @@ pub use outcome::{
     Verdict, adopted, after_apply, after_apply_failure, after_delete, after_delete_failure,
     after_drift_check_failure, after_secret_failure, awaiting_prerequisite, drifted, is_conflict,
     naming_dependents, no_drift, not_leader, refusal_message, released, released_with_secret,
-    secret_delivered, secret_ref_unavailable, superseding_drift, unencodable_branding,
+    secret_delivered, secret_ref_unavailable, secret_unreadable, superseding_drift,
+    unencodable_branding,
 };
 pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
 

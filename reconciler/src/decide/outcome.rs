@@ -213,6 +213,22 @@ pub fn after_secret_failure(failure: &SecretWriteFailure, secret_name: &str) -> 
     verdict
 }
 
+/// The Secret a generated secret goes into may not be read: the reconciler cannot tell whether
+/// the client secret is delivered, nor deliver it. Retried until the permission is back.
+pub fn secret_unreadable(secret_name: &str) -> Verdict {
+    let mut verdict = Verdict::new(
+        Reason::SecretUndeliverable,
+        Cause::Forbidden,
+        format!(
+            "reading Secret {secret_name} is forbidden, so whether it holds the client secret \
+             cannot be told; grant the reconciler get, list, watch, create and patch on secrets"
+        ),
+    );
+    verdict.retried = true;
+    verdict.keep_trying = true;
+    verdict
+}
+
 /// The Secret named by `spec.secret.secretRef` is missing or lacks the key (or may not be read).
 pub fn secret_ref_unavailable(
     field: &str,

@@ -32,6 +32,9 @@ pub enum SecretState {
     Owned { has_value: bool },
     /// A Secret someone else owns (or nobody), which the reconciler never writes over.
     Foreign { owner: Option<String> },
+    /// The reconciler may not read it (its role lost `get` on secrets): whether the client
+    /// secret is delivered cannot be told.
+    Forbidden,
 }
 
 /// What the server's change-hint listing says about the object.
@@ -100,6 +103,8 @@ pub enum Step {
     CheckDrift,
     /// A restore was asked for but nothing drifted: remove the annotation.
     ClearRestoreAnnotation,
+    /// The Secret a generated secret goes into may not be read: say so.
+    ReportSecretForbidden,
     /// Delete the object on the server, only if it still holds this revision.
     Delete { if_revision: String },
     /// Leave the object on the server and let the manifest go (`Orphan`, or nothing registered).
@@ -121,6 +126,7 @@ impl Step {
             Step::ReadSecret => "read_secret",
             Step::CheckDrift => "check_drift",
             Step::ClearRestoreAnnotation => "clear_restore_annotation",
+            Step::ReportSecretForbidden => "report_secret_forbidden",
             Step::Delete { .. } => "delete",
             Step::Release { .. } => "release",
             Step::AwaitPrerequisite { .. } => "await_prerequisite",
@@ -261,6 +267,7 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
                     restore: false,
                 };
             }
+            SecretState::Forbidden => return Step::ReportSecretForbidden,
             SecretState::Foreign { .. } | SecretState::Owned { has_value: true } => {}
             SecretState::NotApplicable => {}
         }

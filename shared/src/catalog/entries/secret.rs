@@ -24,8 +24,11 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
              without one, by the resource's name) failed. The cause says why:",
             "- `foreign_secret`: a Secret of that name exists and this OIDCClient does not own \
              it. The reconciler never writes over a Secret it does not own.\n\
-             - `forbidden`: the reconciler's RBAC does not allow it to create or patch Secrets \
-             in the namespace.\n\
+             - `forbidden`: the reconciler's RBAC does not allow it to create, patch or read \
+             Secrets in the namespace. A registered client says so too once its role loses \
+             `get`, `list` or `watch` on secrets: the reconciler can no longer tell whether the \
+             Secret still holds the client secret, so it stops claiming `Registered` until the \
+             permission is back.\n\
              - `transient`: the write failed for another reason; it is retried with backoff \
              and the phase is Pending meanwhile.",
             "The reconciler keeps the minted secret in memory only, and retries the write from \
