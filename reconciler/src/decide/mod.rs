@@ -55,16 +55,16 @@ pub fn status_after(
         new.secret_version = Some(version.clone());
     }
     if let Some(superseded) = &fields.last_drift {
-        new.last_drift = Some(SupersededDrift {
+        new.last_drift = Some(Box::new(SupersededDrift {
             superseded_at: Some(Time(now)),
             ..superseded.clone()
-        });
+        }));
     }
     if let Some(restore) = &fields.last_restore {
-        new.last_restore = Some(RestoreRecord {
+        new.last_restore = Some(Box::new(RestoreRecord {
             completed_at: Some(Time(now)),
             ..restore.clone()
-        });
+        }));
     }
     match &fields.drift {
         DriftUpdate::Keep => {}
@@ -131,13 +131,13 @@ pub fn restore_not_needed(
     now: Timestamp,
 ) -> ResourceStatus {
     let mut status = old.cloned().unwrap_or_default();
-    status.last_restore = Some(RestoreRecord {
+    status.last_restore = Some(Box::new(RestoreRecord {
         request,
         outcome: RestoreOutcome::NotDrifted,
         revision: None,
         overwritten_revision: None,
         completed_at: Some(Time(now)),
-    });
+    }));
     status
 }
 

@@ -72,16 +72,17 @@ pub struct ResourceStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
     /// The last drift a new generation of the manifest was written over: the change that was
-    /// discarded, who made it, and what replaced it.
+    /// discarded, who made it, and what replaced it. Boxed, as are the other records most
+    /// statuses lack: ten thousand cached statuses would carry their room for nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_drift: Option<SupersededDrift>,
+    pub last_drift: Option<Box<SupersededDrift>>,
     /// When the reconciler last called the server for this resource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempt_time: Option<Time>,
     /// The last restore request the reconciler carried out: what waits for a restore reads this,
     /// never event times (repeated events fold into one series that keeps its first time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_restore: Option<RestoreRecord>,
+    pub last_restore: Option<Box<RestoreRecord>>,
 }
 
 /// A drift that a new generation of the manifest was written over, as the Drifted runbook says

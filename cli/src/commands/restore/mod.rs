@@ -595,13 +595,13 @@ mod tests {
         };
         // An earlier request carried out long ago is not this one.
         resource.status.as_mut().unwrap().last_restore =
-            Some(record("restore-1", Carried::Restored));
+            Some(Box::new(record("restore-1", Carried::Restored)));
         assert!(matches!(
             standing(&resource, "restore-2"),
             Standing::Waiting(_)
         ));
         resource.status.as_mut().unwrap().last_restore =
-            Some(record("restore-2", Carried::Restored));
+            Some(Box::new(record("restore-2", Carried::Restored)));
         assert_eq!(
             standing(&resource, "restore-2"),
             Standing::Done(
@@ -610,7 +610,7 @@ mod tests {
             )
         );
         resource.status.as_mut().unwrap().last_restore =
-            Some(record("restore-2", Carried::NotDrifted));
+            Some(Box::new(record("restore-2", Carried::NotDrifted)));
         assert!(matches!(
             standing(&resource, "restore-2"),
             Standing::Done(RestoreOutcome::Skipped, _)

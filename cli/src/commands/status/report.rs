@@ -343,12 +343,12 @@ pub fn resource_row(
         condition_age_seconds: condition_since.map(|since| seconds_between(since, now)),
         grant,
         drift: status.and_then(|status| status.drift.clone()),
-        last_drift: status.and_then(|status| status.last_drift.clone()),
+        last_drift: status.and_then(|status| status.last_drift.as_deref().cloned()),
         recently_superseded: view
             .superseded_at()
             .filter(|at| seconds_between(*at, now) < SUPERSEDED_SHOWN_SECONDS)
             .and_then(|_| view.superseded_drift()),
-        last_restore: status.and_then(|status| status.last_restore.clone()),
+        last_restore: status.and_then(|status| status.last_restore.as_deref().cloned()),
         deleting: view.deleting,
         attention,
     }
