@@ -150,11 +150,7 @@ impl ResourceView {
     pub fn superseded_drift(&self) -> Option<String> {
         let last = self.status.as_ref()?.last_drift.as_ref()?;
         let drift = &last.drift;
-        let who = drift
-            .actor
-            .clone()
-            .or_else(|| drift.manager.clone().filter(|m| !m.is_empty()))
-            .unwrap_or_else(|| "something else".to_owned());
+        let who = drift.author();
         let what = if drift.removed {
             "its removal of the object".to_owned()
         } else if drift.fields.is_empty() {

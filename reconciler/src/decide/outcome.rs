@@ -599,11 +599,7 @@ pub fn superseding_drift(mut verdict: Verdict, drift: &Drift) -> Verdict {
         return verdict;
     };
     let generation = verdict.fields.generation_in_force.unwrap_or_default();
-    let who = drift
-        .actor
-        .clone()
-        .or_else(|| drift.manager.clone().filter(|m| !m.is_empty()))
-        .unwrap_or_else(|| "something else".to_owned());
+    let who = drift.author();
     let when = drift
         .changed_at
         .as_ref()

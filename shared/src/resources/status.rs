@@ -168,6 +168,17 @@ pub struct Drift {
     pub detected_at: Option<Time>,
 }
 
+impl Drift {
+    /// Who made the change, as well as it is known: the actor from the audit log, else the
+    /// manager the write named.
+    pub fn author(&self) -> String {
+        self.actor
+            .clone()
+            .or_else(|| self.manager.clone().filter(|m| !m.is_empty()))
+            .unwrap_or_else(|| "something else".to_owned())
+    }
+}
+
 /// Reads a phase or reason this version does not know (written by a newer reconciler) as absent
 /// rather than failing the whole object, which would stop a watch or the plugin.
 fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
