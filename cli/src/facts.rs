@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
@@ -18,7 +17,7 @@ use crate::cluster::Cluster;
 use crate::control_plane::RECONCILER_NAME;
 use crate::error::describe_kube_error;
 use crate::kinds::Kind;
-use crate::workloads::PodTemplate;
+use nauthera_shared::workloads::{self, PodTemplate};
 
 /// A Secret's existence, owners and key names. Values are never read into this.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -345,46 +344,15 @@ fn mentions(line: &str, word: &str) -> bool {
 
 /// The pod templates of the Deployments, StatefulSets and DaemonSets in `namespace`.
 pub async fn pod_templates(cluster: &Cluster, namespace: &str) -> Result<Vec<PodTemplate>, String> {
-    let params = ListParams::default();
-    let fail = |what: &str, error: kube::Error| {
-        let (detail, hint) = describe_kube_error(&error);
-        format!("cannot list {what} in namespace {namespace}: {detail}; {hint}")
-    };
-    let mut templates = Vec::new();
-    let deployments = cluster
-        .namespaced::<Deployment>(namespace)
-        .list(&params)
-        .await;
-    templates.extend(
-        deployments
-            .map_err(|error| fail("deployments", error))?
-            .items
-            .iter()
-            .map(PodTemplate::of_deployment),
-    );
-    let stateful_sets = cluster
-        .namespaced::<StatefulSet>(namespace)
-        .list(&params)
-        .await;
-    templates.extend(
-        stateful_sets
-            .map_err(|error| fail("statefulsets", error))?
-            .items
-            .iter()
-            .map(PodTemplate::of_stateful_set),
-    );
-    let daemon_sets = cluster
-        .namespaced::<DaemonSet>(namespace)
-        .list(&params)
-        .await;
-    templates.extend(
-        daemon_sets
-            .map_err(|error| fail("daemonsets", error))?
-            .items
-            .iter()
-            .map(PodTemplate::of_daemon_set),
-    );
-    Ok(templates)
+    workloads::pod_templates(&cluster.client, namespace)
+        .await
+        .map_err(|failure| {
+            let (detail, hint) = describe_kube_error(&failure.error);
+            format!(
+                "cannot list {} in namespace {namespace}: {detail}; {hint}",
+                failure.resource
+            )
+        })
 }
 
 #[cfg(test)]

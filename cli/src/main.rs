@@ -14,7 +14,6 @@ mod kinds;
 mod output;
 mod timefmt;
 mod view;
-mod workloads;
 
 #[cfg(test)]
 mod snapshot;

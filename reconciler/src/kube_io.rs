@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
 use nauthera_shared::resources::ResourceStatus;
 use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION};
@@ -243,6 +243,34 @@ pub async fn release_secret<K: Kind>(
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(Release::Released)
+}
+
+/// Deletes a Secret if this resource (`owner_uid`) owns it, no matter what else changed in it
+/// since; `false` when there is no such Secret of this resource's (gone, released, or someone
+/// else's now). The preconditions keep a Secret recreated in between from being taken.
+pub async fn remove_owned_secret(
+    secrets: &Api<Secret>,
+    name: &str,
+    owner_uid: &str,
+) -> Result<bool, kube::Error> {
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(false);
+    };
+    if !owned_by(&SecretSummary::from(&secret), owner_uid) {
+        return Ok(false);
+    }
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: secret.metadata.uid.clone(),
+            resource_version: secret.metadata.resource_version.clone(),
+        }),
+        ..DeleteParams::default()
+    };
+    match secrets.delete(name, &params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// What a workload needs to use a client: its id and secret, the issuer and where to discover it.

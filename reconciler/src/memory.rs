@@ -38,6 +38,8 @@ pub struct Minted {
     pub value: SecretValue,
     pub client_id: String,
     pub secret_name: String,
+    /// Why it was minted, when it replaces another: told once it is delivered.
+    pub rotation: Option<crate::decide::Rotation>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -219,6 +221,7 @@ mod tests {
             value: SecretValue::new("s3cr3t-value".into()),
             client_id: "cid".into(),
             secret_name: "app".into(),
+            rotation: None,
         };
         let text = format!("{minted:?}");
         assert!(!text.contains("s3cr3t"), "{text}");

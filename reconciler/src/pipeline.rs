@@ -16,10 +16,11 @@ use nauthera_shared::resources::{ResourceStatus, RestoreOutcome, RestoreRecord};
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, SecretMode, SecretRelease, SecretState, Step, Verdict, after_apply,
-    after_secret_failure, awaiting_prerequisite, naming_dependents, released, released_with_secret,
-    restore_not_needed, secret_delivered, secret_ref_unavailable, secret_unreadable,
-    superseding_drift, unencodable_branding,
+    DriftUpdate, Observed, Readers, Rotation, SecretMode, SecretRelease, SecretState, StaleRemoval,
+    Step, Verdict, after_apply, after_secret_failure, awaiting_prerequisite, naming_dependents,
+    released, released_with_secret, restore_not_needed, rotated, secret_delivered,
+    secret_name_taken, secret_ref_unavailable, secret_unreadable, stale_secret_removed,
+    superseding_drift, unencodable_branding, with_removal_told, with_stale_removal,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -95,6 +96,38 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             SecretMode::Generate { secret_name } => secret_unreadable(&secret_name),
             _ => return Ok(Action::await_change()),
         },
+        Step::ReportSecretNameTaken { owner } => {
+            let (SecretMode::Generate { secret_name }, Some(delivered)) =
+                (resource.secret_mode(), delivered_into(status))
+            else {
+                return Ok(Action::await_change());
+            };
+            let written = status.and_then(|s| s.generation_in_force) == Some(observed.generation);
+            secret_name_taken(&secret_name, owner.as_deref(), delivered, written)
+        }
+        Step::RemoveStaleSecret { name } => {
+            if !ctx.leadership.is_leader() {
+                return Ok(Action::await_change());
+            }
+            let removal = remove_stale_secret(&edges, &name).await;
+            let readers = match removal {
+                StaleRemoval::Removed => readers_of(&edges, &name).await,
+                _ => Readers::Found(Vec::new()),
+            };
+            let mode = resource.secret_mode();
+            let current = generated_into(&mode);
+            stale_secret_removed(
+                status
+                    .and_then(|s| s.generation_in_force)
+                    .unwrap_or_default(),
+                status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
+                &name,
+                &removal,
+                &readers,
+                current,
+                &edges.namespace,
+            )
+        }
         Step::ClearRestoreAnnotation => {
             let request = kube_io::restore_request(edges.resource);
             kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
@@ -107,7 +140,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
         }
         Step::Apply {
             if_revision,
-            rotate_secret,
+            rotate,
             restore,
         } => {
             apply(
@@ -115,7 +148,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
                 status,
                 provided,
                 if_revision.as_deref(),
-                rotate_secret,
+                rotate,
                 restore,
             )
             .await?
@@ -293,7 +326,7 @@ async fn apply<K: Managed, A: AdminApi>(
     status: Option<&ResourceStatus>,
     already_read: Option<ReadSecret>,
     if_revision: Option<&str>,
-    rotate_secret: bool,
+    rotate: Option<Rotation>,
     restore: bool,
 ) -> Result<Verdict, ReconcileError> {
     let ctx = edges.ctx;
@@ -322,7 +355,7 @@ async fn apply<K: Managed, A: AdminApi>(
     let request = WriteRequest {
         manager: &ctx.manager,
         if_revision,
-        rotate_secret,
+        rotate_secret: rotate.is_some(),
         provided: provided.as_ref().map(|read| &read.value),
     };
     let written = match write(resource, ctx.admin.as_ref(), request).await {
@@ -342,6 +375,7 @@ async fn apply<K: Managed, A: AdminApi>(
                         value,
                         client_id: applied.client_id.clone(),
                         secret_name: secret_name.clone(),
+                        rotation: rotate.clone(),
                     };
                     // Kept in memory until the Secret is written, so a failed write is retried
                     // without minting again.
@@ -355,7 +389,16 @@ async fn apply<K: Managed, A: AdminApi>(
             if restore {
                 kube_io::clear_restore_annotation(&edges.api, resource).await?;
             }
-            let mut verdict = after_apply(&applied, secret_name, delivery, restore, rotate_secret);
+            // The secret in force is settled: delivered, or not a generated one any more.
+            let settled = match &mode {
+                SecretMode::Generate { .. } => matches!(delivery, Some(Ok(()))),
+                _ => true,
+            };
+            let mut verdict =
+                after_apply(&applied, secret_name, delivery, restore, rotate.as_ref());
+            if settled {
+                verdict = after_settled(edges, status, verdict, rotate.as_ref()).await;
+            }
             // A new generation over a drift (not a restore): the person's change is discarded.
             if let Some(drift) = status.and_then(|s| s.drift.as_ref()).filter(|_| !restore) {
                 verdict = superseding_drift(verdict, drift);
@@ -370,6 +413,11 @@ async fn apply<K: Managed, A: AdminApi>(
                 });
             }
             verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
+            // The team's value counts as set when its version is new to the server.
+            let sent = status.and_then(|s| s.secret_version.as_deref());
+            verdict.fields.secret_set |= provided
+                .as_ref()
+                .is_some_and(|read| sent != Some(read.version.as_str()));
             verdict.fields.secret_version = provided.map(|read| read.version);
             note_server_view(edges, &verdict);
             Ok(verdict)
@@ -448,14 +496,107 @@ async fn deliver<K: Managed, A>(
     minted: &Minted,
 ) -> Verdict {
     match deliver_minted(edges, minted).await {
-        Ok(()) => secret_delivered(
-            status
-                .and_then(|s| s.generation_in_force)
-                .unwrap_or_default(),
-            status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
-            &minted.secret_name,
-        ),
+        Ok(()) => {
+            let verdict = secret_delivered(
+                status
+                    .and_then(|s| s.generation_in_force)
+                    .unwrap_or_default(),
+                status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
+                &minted.secret_name,
+            );
+            after_settled(edges, status, verdict, minted.rotation.as_ref()).await
+        }
         Err(failure) => after_secret_failure(&failure, &minted.secret_name),
+    }
+}
+
+/// The Secret the manifest generates a secret into, if it does.
+fn generated_into(mode: &SecretMode) -> Option<&str> {
+    match mode {
+        SecretMode::Generate { secret_name } => Some(secret_name),
+        _ => None,
+    }
+}
+
+/// The Secret the status says a generated secret was last delivered into.
+fn delivered_into(status: Option<&ResourceStatus>) -> Option<&str> {
+    Some(status?.secret_ref.as_ref()?.name.as_str())
+}
+
+/// Once the secret in force is settled (delivered, or no longer generated): the Secret left
+/// with a dead value is removed, and a rotation is told with the workloads that must restart.
+async fn after_settled<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    mut verdict: Verdict,
+    rotation: Option<&Rotation>,
+) -> Verdict {
+    let mode = edges.resource.secret_mode();
+    let current = generated_into(&mode);
+    let stale = delivered_into(status).filter(|delivered| Some(*delivered) != current);
+    let removal = match stale {
+        Some(stale) => Some(remove_stale_secret(edges, stale).await),
+        None => None,
+    };
+    // The workloads of the removed Secret are named only when it is gone.
+    let old = match (stale, &removal) {
+        (Some(stale), Some(removal @ StaleRemoval::Removed)) => {
+            Some((stale, readers_of(edges, stale).await, removal))
+        }
+        (Some(stale), Some(removal)) => Some((stale, Readers::Found(Vec::new()), removal)),
+        _ => None,
+    };
+    let told_rotation = match (rotation, current) {
+        (Some(rotation), Some(current)) if rotation.replaces_a_delivered_secret() => {
+            let readers = readers_of(edges, current).await;
+            verdict = rotated(
+                verdict,
+                rotation,
+                current,
+                &edges.namespace,
+                &readers,
+                old.as_ref()
+                    .map(|(_, readers, removal)| (readers, *removal)),
+            );
+            true
+        }
+        _ => false,
+    };
+    if let Some((stale, readers, removal)) = &old {
+        if !told_rotation {
+            verdict =
+                with_removal_told(verdict, stale, removal, readers, current, &edges.namespace);
+        }
+        verdict = with_stale_removal(verdict, stale, removal, current);
+    }
+    verdict
+}
+
+/// The workloads in the resource's namespace that read the Secret: three listings, made only
+/// when a secret was rotated or a Secret removed.
+async fn readers_of<K: Managed, A>(edges: &Edges<'_, K, A>, secret: &str) -> Readers {
+    match nauthera_shared::workloads::pod_templates(&edges.ctx.client, &edges.namespace).await {
+        Ok(templates) => Readers::Found(nauthera_shared::workloads::consumers(&templates, secret)),
+        Err(failure) => Readers::Unlisted(match &failure.error {
+            kube::Error::Api(status) if status.code == 403 => format!(
+                "listing {} is forbidden; grant the reconciler list on deployments, \
+                 statefulsets and daemonsets",
+                failure.resource
+            ),
+            error => format!("listing {}: {error}", failure.resource),
+        }),
+    }
+}
+
+/// Removes a Secret this resource delivered a generated secret into and no longer uses.
+async fn remove_stale_secret<K: Managed, A>(edges: &Edges<'_, K, A>, name: &str) -> StaleRemoval {
+    match kube_io::remove_owned_secret(&edges.secrets, name, &edges.uid).await {
+        Ok(true) => StaleRemoval::Removed,
+        Ok(false) => StaleRemoval::Nothing,
+        Err(error) => StaleRemoval::Failed {
+            forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
+            message: error.to_string(),
+        },
     }
 }
 

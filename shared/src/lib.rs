@@ -11,6 +11,7 @@ pub mod convert;
 pub mod generate;
 pub mod grants;
 pub mod resources;
+pub mod workloads;
 
 /// The API group of every resource.
 pub const GROUP: &str = "nauthera.io";

@@ -5,6 +5,7 @@
 
 mod backoff;
 mod outcome;
+mod rotation;
 mod step;
 
 pub use backoff::Backoff;
@@ -16,7 +17,11 @@ pub use outcome::{
     secret_delivered, secret_ref_unavailable, secret_unreadable, superseding_drift,
     unencodable_branding,
 };
-pub use step::{Observed, SecretMode, SecretState, ServerView, Step, next_step};
+pub use rotation::{
+    Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
+    with_stale_removal,
+};
+pub use step::{Observed, Rotation, SecretMode, SecretState, ServerView, Step, next_step};
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -48,8 +53,13 @@ pub fn status_after(
     if let Some(generation_in_force) = fields.generation_in_force {
         new.generation_in_force = Some(generation_in_force);
     }
-    if let Some(secret_ref) = &fields.secret_ref {
-        new.secret_ref = Some(secret_ref.clone());
+    match &fields.secret_ref {
+        Update::Keep => {}
+        Update::Clear => new.secret_ref = None,
+        Update::Set(secret_ref) => new.secret_ref = Some(secret_ref.clone()),
+    }
+    if fields.secret_set {
+        new.secret_set_time = Some(Time(now));
     }
     if let Some(version) = &fields.secret_version {
         new.secret_version = Some(version.clone());
@@ -113,9 +123,12 @@ pub struct FieldUpdates {
     pub slug: Option<String>,
     pub revision: Option<String>,
     pub generation_in_force: Option<i64>,
-    pub secret_ref: Option<nauthera_shared::resources::LocalRef>,
+    /// The Secret the generated secret in force is delivered into.
+    pub secret_ref: Update<nauthera_shared::resources::LocalRef>,
     /// The version of the referenced Secret whose value was sent.
     pub secret_version: Option<String>,
+    /// The client secret in force was set now (delivered, or the team's value sent).
+    pub secret_set: bool,
     pub drift: DriftUpdate,
     /// The restore request this verdict carried out.
     pub last_restore: Option<RestoreRecord>,
@@ -141,14 +154,17 @@ pub fn restore_not_needed(
     status
 }
 
-/// What happens to `status.drift`.
+/// What happens to a status field that a verdict may set or clear.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub enum DriftUpdate {
+pub enum Update<T> {
     #[default]
     Keep,
     Clear,
-    Set(nauthera_shared::resources::Drift),
+    Set(T),
 }
+
+/// What happens to `status.drift`.
+pub type DriftUpdate = Update<nauthera_shared::resources::Drift>;
 
 /// One Kubernetes event to record.
 #[derive(Clone, Debug, PartialEq, Eq)]

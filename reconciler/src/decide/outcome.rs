@@ -11,7 +11,7 @@ use nauthera_shared::resources::{Drift, LocalRef, SupersededDrift};
 
 use crate::prerequisites::Manifest;
 
-use super::{DriftUpdate, EventNote, FieldUpdates};
+use super::{DriftUpdate, EventNote, FieldUpdates, Rotation, Update};
 
 /// What a step's outcome means for the resource.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,7 +37,7 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn new(reason: Reason, cause: Cause, message: String) -> Verdict {
+    pub(super) fn new(reason: Reason, cause: Cause, message: String) -> Verdict {
         Verdict {
             reason,
             cause,
@@ -81,14 +81,14 @@ pub enum SecretWriteFailure {
 }
 
 /// The outcome of a write of the declared state, with the delivery of a minted secret when one
-/// came back (`delivery: None` when there was nothing to deliver). `reminted`: the write minted
-/// a new secret because the one minted before was lost undelivered.
+/// came back (`delivery: None` when there was nothing to deliver). `rotation`: why the write
+/// minted a new secret (a rotation of a secret workloads held is told by [`super::rotated`]).
 pub fn after_apply(
     applied: &Applied,
     secret_name: Option<&str>,
     delivery: Option<Result<(), SecretWriteFailure>>,
     restore: bool,
-    reminted: bool,
+    rotation: Option<&Rotation>,
 ) -> Verdict {
     let mut applied_note = format!(
         "{} generation {} as revision {}",
@@ -106,7 +106,7 @@ pub fn after_apply(
     let mut verdict = match (delivery, secret_name) {
         (Some(Err(failure)), Some(name)) => after_secret_failure(&failure, name),
         (Some(Ok(())), Some(name)) => {
-            let note = if reminted {
+            let note = if rotation == Some(&Rotation::NeverDelivered) {
                 format!(
                     "minted a new client secret and wrote it into Secret {name}: the one minted \
                      before was lost undelivered (a restart, or an answer lost on its way back)"
@@ -135,10 +135,12 @@ pub fn after_apply(
 }
 
 impl Verdict {
+    /// The generated secret was delivered into this Secret, now.
     fn with_secret_ref(mut self, name: &str) -> Verdict {
-        self.fields.secret_ref = Some(LocalRef {
+        self.fields.secret_ref = Update::Set(LocalRef {
             name: name.to_owned(),
         });
+        self.fields.secret_set = true;
         self
     }
 }

@@ -37,6 +37,28 @@ pub enum SecretState {
     Forbidden,
 }
 
+/// Why a write mints a new generated secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rotation {
+    /// The Secret it was delivered into was deleted.
+    Deleted,
+    /// The Secret it was delivered into lost its value (the key removed or emptied).
+    Emptied,
+    /// The manifest names another Secret (`spec.secret.secretName` changed): the one it was
+    /// delivered into, `from`, holds a value the server no longer accepts once this is written.
+    Renamed { from: String },
+    /// The secret minted before never reached its Secret (a restart, or an answer lost on its
+    /// way back): nobody holds it, so nothing needs a restart.
+    NeverDelivered,
+}
+
+impl Rotation {
+    /// Whether workloads held the secret this one replaces.
+    pub fn replaces_a_delivered_secret(&self) -> bool {
+        !matches!(self, Rotation::NeverDelivered)
+    }
+}
+
 /// What the server's change-hint listing says about the object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServerView {
@@ -90,7 +112,8 @@ pub enum Step {
     /// must hold nothing). `restore`: this writes over a drift on request.
     Apply {
         if_revision: Option<String>,
-        rotate_secret: bool,
+        /// Mint a new generated secret, and why.
+        rotate: Option<Rotation>,
         restore: bool,
     },
     /// Write the minted secret held in memory into its Secret.
@@ -105,6 +128,12 @@ pub enum Step {
     ClearRestoreAnnotation,
     /// The Secret a generated secret goes into may not be read: say so.
     ReportSecretForbidden,
+    /// `spec.secret.secretName` names a Secret this resource does not own: nothing is minted
+    /// (the one in force stays in the Secret it was delivered into) until the name is free.
+    ReportSecretNameTaken { owner: Option<String> },
+    /// A Secret this resource delivered a generated secret into, which the manifest no longer
+    /// names: it holds a value the server no longer accepts, so it is removed.
+    RemoveStaleSecret { name: String },
     /// Delete the object on the server, only if it still holds this revision.
     Delete { if_revision: String },
     /// Leave the object on the server and let the manifest go (`Orphan`, or nothing registered).
@@ -127,6 +156,8 @@ impl Step {
             Step::CheckDrift => "check_drift",
             Step::ClearRestoreAnnotation => "clear_restore_annotation",
             Step::ReportSecretForbidden => "report_secret_forbidden",
+            Step::ReportSecretNameTaken { .. } => "report_secret_name_taken",
+            Step::RemoveStaleSecret { .. } => "remove_stale_secret",
             Step::Delete { .. } => "delete",
             Step::Release { .. } => "release",
             Step::AwaitPrerequisite { .. } => "await_prerequisite",
@@ -204,7 +235,7 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
         if observed.restore_requested {
             return Step::Apply {
                 if_revision: held,
-                rotate_secret: false,
+                rotate: None,
                 restore: true,
             };
         }
@@ -213,7 +244,7 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
         if !generation_seen {
             return Step::Apply {
                 if_revision: held,
-                rotate_secret: false,
+                rotate: None,
                 restore: false,
             };
         }
@@ -242,9 +273,25 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
         if let Some(wait) = refusal_stands(observed, generation_seen) {
             return wait;
         }
+        // A new Secret name rotates the secret with the same write, once the name is free.
+        let rotate = match (&observed.secret_mode, stale_secret(observed)) {
+            (SecretMode::Generate { .. }, Some(from)) => match &observed.secret_state {
+                SecretState::Unknown => return Step::ReadSecret,
+                SecretState::Forbidden => return Step::ReportSecretForbidden,
+                SecretState::Foreign { owner } => {
+                    return Step::ReportSecretNameTaken {
+                        owner: owner.clone(),
+                    };
+                }
+                _ => Some(Rotation::Renamed {
+                    from: from.to_owned(),
+                }),
+            },
+            _ => None,
+        };
         return Step::Apply {
             if_revision: written,
-            rotate_secret: false,
+            rotate,
             restore: false,
         };
     }
@@ -252,30 +299,67 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     if observed.secret_mode == SecretMode::Provided && observed.provided_secret_changed {
         return Step::Apply {
             if_revision: written,
-            rotate_secret: false,
+            rotate: None,
             restore: false,
         };
     }
     if let SecretMode::Generate { .. } = observed.secret_mode {
-        match observed.secret_state {
+        match &observed.secret_state {
             SecretState::Unknown => return Step::ReadSecret,
-            // Minted before a restart and lost with it: mint a new one.
             SecretState::Absent | SecretState::Owned { has_value: false } => {
                 return Step::Apply {
                     if_revision: written,
-                    rotate_secret: true,
+                    rotate: Some(rotation(observed)),
                     restore: false,
                 };
             }
             SecretState::Forbidden => return Step::ReportSecretForbidden,
+            SecretState::Foreign { owner } if stale_secret(observed).is_some() => {
+                return Step::ReportSecretNameTaken {
+                    owner: owner.clone(),
+                };
+            }
             SecretState::Foreign { .. } | SecretState::Owned { has_value: true } => {}
             SecretState::NotApplicable => {}
         }
+    }
+    // The secret in force is where the manifest says (or the manifest no longer generates
+    // one): the Secret delivered before holds a dead value.
+    if let Some(name) = stale_secret(observed) {
+        return Step::RemoveStaleSecret {
+            name: name.to_owned(),
+        };
     }
     match &observed.server {
         ServerView::Holds { revision } if Some(revision) != written.as_ref() => Step::CheckDrift,
         ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,
         _ => Step::Wait { after: None },
+    }
+}
+
+/// The Secret a generated secret was last delivered into (`status.secretRef`), when the
+/// manifest no longer generates into it: renamed, or no generated secret any more.
+fn stale_secret<'a>(observed: &'a Observed<'_>) -> Option<&'a str> {
+    let delivered = observed.status?.secret_ref.as_ref()?.name.as_str();
+    match &observed.secret_mode {
+        SecretMode::Generate { secret_name } if secret_name == delivered => None,
+        _ => Some(delivered),
+    }
+}
+
+/// Why the Secret of a generated secret needs a new one: it was delivered (the status names
+/// it) and is gone or empty now, or it never arrived.
+fn rotation(observed: &Observed<'_>) -> Rotation {
+    if let Some(from) = stale_secret(observed) {
+        return Rotation::Renamed {
+            from: from.to_owned(),
+        };
+    }
+    let delivered = observed.status.is_some_and(|s| s.secret_ref.is_some());
+    match observed.secret_state {
+        _ if !delivered => Rotation::NeverDelivered,
+        SecretState::Absent => Rotation::Deleted,
+        _ => Rotation::Emptied,
     }
 }
 

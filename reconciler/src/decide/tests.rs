@@ -52,7 +52,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
 fn apply(if_revision: Option<&str>) -> Step {
     Step::Apply {
         if_revision: if_revision.map(str::to_owned),
-        rotate_secret: false,
+        rotate: None,
         restore: false,
     }
 }
@@ -202,7 +202,7 @@ fn the_next_step_follows_the_resource() {
             }),
             Step::Apply {
                 if_revision: Some("r9".into()),
-                rotate_secret: false,
+                rotate: None,
                 restore: true,
             },
         ),
@@ -214,7 +214,7 @@ fn the_next_step_follows_the_resource() {
             }),
             Step::Apply {
                 if_revision: None,
-                rotate_secret: false,
+                rotate: None,
                 restore: true,
             },
         ),
@@ -253,7 +253,7 @@ fn the_next_step_follows_the_resource() {
             }),
             Step::Apply {
                 if_revision: Some("r1".into()),
-                rotate_secret: true,
+                rotate: Some(Rotation::NeverDelivered),
                 restore: false,
             },
         ),
@@ -371,6 +371,289 @@ fn the_next_step_follows_the_resource() {
         change(&mut o);
         assert_eq!(next_step(&o), expected, "{name}");
     }
+}
+
+#[test]
+fn every_rotation_says_why_and_a_secret_left_with_a_dead_value_is_removed() {
+    let mut delivered = registered(1, "r1");
+    delivered.secret_ref = Some(nauthera_shared::resources::LocalRef { name: "app".into() });
+    let generate = |name: &str| SecretMode::Generate {
+        secret_name: name.into(),
+    };
+    let renamed = || Rotation::Renamed { from: "app".into() };
+    type Change<'a> = Box<dyn Fn(&mut Observed<'a>) + 'a>;
+    let cases: Vec<(&str, Change<'_>, Step)> = vec![
+        (
+            "a deleted Secret is a rotation of a delivered secret",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.secret_mode = generate("app");
+                o.secret_state = SecretState::Absent;
+            }),
+            Step::Apply {
+                if_revision: Some("r1".into()),
+                rotate: Some(Rotation::Deleted),
+                restore: false,
+            },
+        ),
+        (
+            "an emptied Secret is one too",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.secret_mode = generate("app");
+                o.secret_state = SecretState::Owned { has_value: false };
+            }),
+            Step::Apply {
+                if_revision: Some("r1".into()),
+                rotate: Some(Rotation::Emptied),
+                restore: false,
+            },
+        ),
+        (
+            "a new Secret name is read before the write that rotates into it",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.generation = 2;
+                o.secret_mode = generate("app-v2");
+                o.secret_state = SecretState::Unknown;
+            }),
+            Step::ReadSecret,
+        ),
+        (
+            "a free new Secret name rotates with the generation's write",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.generation = 2;
+                o.secret_mode = generate("app-v2");
+                o.secret_state = SecretState::Absent;
+            }),
+            Step::Apply {
+                if_revision: Some("r1".into()),
+                rotate: Some(renamed()),
+                restore: false,
+            },
+        ),
+        (
+            "a new Secret name somebody else holds mints nothing",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.generation = 2;
+                o.secret_mode = generate("app-v2");
+                o.secret_state = SecretState::Foreign {
+                    owner: Some("Deployment/x".into()),
+                };
+            }),
+            Step::ReportSecretNameTaken {
+                owner: Some("Deployment/x".into()),
+            },
+        ),
+        (
+            "a renamed Secret in force but not yet delivered is rotated into",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.secret_mode = generate("app-v2");
+                o.secret_state = SecretState::Absent;
+            }),
+            Step::Apply {
+                if_revision: Some("r1".into()),
+                rotate: Some(renamed()),
+                restore: false,
+            },
+        ),
+        (
+            "once the new Secret holds the secret, the old one is removed",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.secret_mode = generate("app-v2");
+                o.secret_state = SecretState::Owned { has_value: true };
+            }),
+            Step::RemoveStaleSecret { name: "app".into() },
+        ),
+        (
+            "a manifest that no longer generates a secret removes the Secret it had",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.secret_mode = SecretMode::Provided;
+            }),
+            Step::RemoveStaleSecret { name: "app".into() },
+        ),
+        (
+            "but not before its new generation is in force",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.generation = 2;
+                o.secret_mode = SecretMode::Provided;
+            }),
+            apply(Some("r1")),
+        ),
+        (
+            "the Secret in force and delivered is left alone",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.secret_mode = generate("app");
+                o.secret_state = SecretState::Owned { has_value: true };
+            }),
+            Step::Wait { after: None },
+        ),
+    ];
+    for (name, change, expected) in cases {
+        let mut o = observed(None);
+        change(&mut o);
+        assert_eq!(next_step(&o), expected, "{name}");
+    }
+}
+
+#[test]
+fn a_rotation_event_names_the_secret_its_readers_and_how_to_restart_them() {
+    use nauthera_shared::workloads::Consumer;
+    let applied = Applied {
+        client_id: "cid".into(),
+        revision: "r2".into(),
+        generation_in_force: 1,
+        created: false,
+    };
+    let web = Consumer {
+        kind: "Deployment".into(),
+        name: "web".into(),
+        uses: vec!["volume creds".into()],
+    };
+    let delivered = after_apply(
+        &applied,
+        Some("app"),
+        Some(Ok(())),
+        false,
+        Some(&Rotation::Deleted),
+    );
+    let verdict = rotated(
+        delivered.clone(),
+        &Rotation::Deleted,
+        "app",
+        "team-a",
+        &Readers::Found(vec![web.clone()]),
+        None,
+    );
+    let event = verdict
+        .events
+        .iter()
+        .find(|e| e.reason == EventReason::SecretRotated)
+        .expect("a SecretRotated event");
+    assert!(
+        event.note.starts_with("Secret app was deleted"),
+        "{}",
+        event.note
+    );
+    assert!(
+        event
+            .note
+            .contains("read by Deployment/web: restart them (kubectl -n team-a rollout restart deployment/web)"),
+        "{}",
+        event.note
+    );
+    assert!(
+        !verdict
+            .events
+            .iter()
+            .any(|e| e.reason == EventReason::SecretDelivered),
+        "the rotation replaces the delivery event"
+    );
+
+    // A secret nobody held is a delivery, and says why it was minted again.
+    let never = after_apply(
+        &applied,
+        Some("app"),
+        Some(Ok(())),
+        false,
+        Some(&Rotation::NeverDelivered),
+    );
+    let never = rotated(
+        never,
+        &Rotation::NeverDelivered,
+        "app",
+        "team-a",
+        &Readers::Found(Vec::new()),
+        None,
+    );
+    assert!(
+        never.events.iter().any(
+            |e| e.reason == EventReason::SecretDelivered && e.note.contains("lost undelivered")
+        )
+    );
+
+    // A rename names the old Secret's fate and who still reads it.
+    let renamed = Rotation::Renamed { from: "app".into() };
+    let verdict = rotated(
+        delivered.clone(),
+        &renamed,
+        "app-v2",
+        "team-a",
+        &Readers::Unlisted("listing deployments is forbidden".into()),
+        Some((&Readers::Found(vec![web]), &StaleRemoval::Removed)),
+    );
+    let note = &verdict
+        .events
+        .iter()
+        .find(|e| e.reason == EventReason::SecretRotated)
+        .unwrap()
+        .note;
+    assert!(
+        note.contains("moved from Secret app to Secret app-v2"),
+        "{note}"
+    );
+    assert!(
+        note.contains("could not be listed (listing deployments is forbidden)"),
+        "{note}"
+    );
+    assert!(
+        note.contains("Secret app, which held the one before, was removed"),
+        "{note}"
+    );
+    assert!(
+        note.contains("Deployment/web still read Secret app"),
+        "{note}"
+    );
+
+    // A removal that failed keeps the old name in the status, so it is tried again.
+    let failed = StaleRemoval::Failed {
+        forbidden: true,
+        message: "forbidden".into(),
+    };
+    let kept = with_stale_removal(delivered.clone(), "app", &failed, Some("app-v2"));
+    assert_eq!(kept.fields.secret_ref, Update::Keep);
+    assert!(kept.keep_trying);
+    assert!(
+        kept.message
+            .contains("grant the reconciler delete on secrets"),
+        "{}",
+        kept.message
+    );
+    let done = with_stale_removal(delivered, "app", &StaleRemoval::Removed, None);
+    assert_eq!(done.fields.secret_ref, Update::Clear);
+    let status = status_after(None, &done, 1, at(5)).unwrap();
+    assert_eq!(status.secret_ref, None);
+}
+
+#[test]
+fn a_delivery_records_when_the_secret_was_set() {
+    let applied = Applied {
+        client_id: "cid".into(),
+        revision: "r1".into(),
+        generation_in_force: 1,
+        created: true,
+    };
+    let delivered = after_apply(&applied, Some("app"), Some(Ok(())), false, None);
+    let status = status_after(None, &delivered, 1, at(7)).unwrap();
+    assert_eq!(status.secret_set_time, Some(Time(at(7))));
+    let undelivered = after_apply(
+        &applied,
+        Some("app"),
+        Some(Err(SecretWriteFailure::Other {
+            message: "timeout".into(),
+        })),
+        false,
+        None,
+    );
+    let status = status_after(None, &undelivered, 1, at(7)).unwrap();
+    assert_eq!(status.secret_set_time, None);
 }
 
 #[test]
@@ -724,7 +1007,7 @@ fn the_transition_time_moves_only_on_a_real_change() {
     };
     let next = status_after(
         Some(&status),
-        &after_apply(&applied, None, None, false, false),
+        &after_apply(&applied, None, None, false, None),
         2,
         at(50),
     )
@@ -808,7 +1091,7 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
         generation_in_force: 1,
         created: true,
     };
-    let delivered = after_apply(&applied, Some("app-secret"), Some(Ok(())), false, false);
+    let delivered = after_apply(&applied, Some("app-secret"), Some(Ok(())), false, None);
     assert_eq!(delivered.reason, Reason::Registered);
     let reasons: Vec<EventReason> = events_for(None, &delivered)
         .into_iter()
@@ -832,7 +1115,7 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
             owner: Some("Deployment/web".into()),
         })),
         false,
-        false,
+        None,
     );
     assert_eq!(foreign.reason, Reason::SecretUndeliverable);
     assert_eq!(foreign.cause, Cause::ForeignSecret);
@@ -885,7 +1168,7 @@ fn a_restore_records_restored_and_clears_the_drift() {
         generation_in_force: 1,
         created: false,
     };
-    let verdict = after_apply(&applied, None, None, true, false);
+    let verdict = after_apply(&applied, None, None, true, None);
     assert_eq!(verdict.reason, Reason::Restored);
     let next = status_after(Some(&status), &verdict, 1, at(5)).unwrap();
     assert_eq!(next.drift, None);

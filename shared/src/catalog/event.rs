@@ -28,7 +28,8 @@ impl fmt::Display for EventType {
 }
 
 /// The `reason` of a Kubernetes event. Most follow a condition reason (the transition into it);
-/// `Applied`, `SecretDelivered` and `DriftSuperseded` are events only.
+/// `Applied`, `SecretDelivered`, `SecretRotated`, `SecretRemoved` and `DriftSuperseded` are
+/// events only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum EventReason {
     /// A new generation of the manifest was written to the server.
@@ -41,6 +42,11 @@ pub enum EventReason {
     Refused,
     /// A minted client secret was written into its Secret.
     SecretDelivered,
+    /// A new client secret replaced one that workloads held (its Secret was deleted or emptied,
+    /// or the manifest names another Secret): the workloads that read it must restart.
+    SecretRotated,
+    /// A Secret holding a generated client secret the server no longer accepts was removed.
+    SecretRemoved,
     /// A new generation of the manifest was written over a drift: the change made on the
     /// server is discarded.
     DriftSuperseded,
@@ -70,13 +76,15 @@ pub enum EventReason {
 }
 
 impl EventReason {
-    pub const ALL: [EventReason; 17] = [
+    pub const ALL: [EventReason; 19] = [
         EventReason::Applied,
         EventReason::DriftSuperseded,
         EventReason::Registered,
         EventReason::Pending,
         EventReason::Refused,
         EventReason::SecretDelivered,
+        EventReason::SecretRotated,
+        EventReason::SecretRemoved,
         EventReason::SecretUndeliverable,
         EventReason::SecretRefUnavailable,
         EventReason::Drifted,
@@ -98,6 +106,8 @@ impl EventReason {
             EventReason::Pending => "Pending",
             EventReason::Refused => "Refused",
             EventReason::SecretDelivered => "SecretDelivered",
+            EventReason::SecretRotated => "SecretRotated",
+            EventReason::SecretRemoved => "SecretRemoved",
             EventReason::DriftSuperseded => "DriftSuperseded",
             EventReason::SecretUndeliverable => "SecretUndeliverable",
             EventReason::SecretRefUnavailable => "SecretRefUnavailable",
@@ -120,6 +130,7 @@ impl EventReason {
             | EventReason::Registered
             | EventReason::Pending
             | EventReason::SecretDelivered
+            | EventReason::SecretRemoved
             | EventReason::Restored
             | EventReason::Deleting
             | EventReason::Deleted
@@ -132,7 +143,8 @@ impl EventReason {
             | EventReason::CredentialUnavailable
             | EventReason::TrustAnchorUnavailable
             | EventReason::DeletionSkippedDrifted
-            | EventReason::DriftSuperseded => EventType::Warning,
+            | EventReason::DriftSuperseded
+            | EventReason::SecretRotated => EventType::Warning,
         }
     }
 }

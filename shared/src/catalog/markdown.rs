@@ -128,6 +128,15 @@ fn event_meaning(event: EventReason) -> &'static str {
     match event {
         EventReason::Applied => "a new generation of the manifest was written to the server",
         EventReason::SecretDelivered => "a minted client secret was written into its Secret",
+        EventReason::SecretRotated => {
+            "a new client secret replaced one workloads held (its Secret deleted or emptied, or \
+             `spec.secret.secretName` changed); the note names the Secret, the workloads that \
+             read it and the command that restarts each"
+        }
+        EventReason::SecretRemoved => {
+            "a Secret holding a generated client secret the server no longer accepts was \
+             removed (the manifest names another Secret, or generates none)"
+        }
         EventReason::DriftSuperseded => {
             "a new generation was written over a drift, discarding the change made on the server \
              (`status.lastDrift` keeps who made it and what it changed)"

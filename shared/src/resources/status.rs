@@ -68,6 +68,10 @@ pub struct ResourceStatus {
     /// sent again, also one written while the reconciler was down. Never the value itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_version: Option<String>,
+    /// When the client secret in force was last set: a generated one written into its Secret
+    /// (the first delivery and every rotation), or the team's value sent to the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_set_time: Option<Time>,
     /// Set while the object on the server was changed or removed by something else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,

@@ -15,7 +15,7 @@ use crate::facts::{AccessVerdict, EventFact, SecretFacts};
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
 use crate::timefmt::{seconds_between, short_duration};
 use crate::view::{ResourceView, SecretUse};
-use crate::workloads::Consumer;
+use nauthera_shared::workloads::Consumer;
 
 /// How many recent events a diagnosis shows.
 const RECENT_EVENTS: usize = 10;

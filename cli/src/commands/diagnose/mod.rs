@@ -25,7 +25,7 @@ use crate::facts;
 use crate::kinds::{Kind, Target};
 use crate::output::{self, Painter};
 use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
-use crate::workloads;
+use nauthera_shared::workloads;
 
 /// The document `diagnose -o json|yaml` prints.
 #[derive(Debug, Serialize)]

@@ -11,7 +11,7 @@ use crate::output::Painter;
 use crate::snapshot::assert_snapshot;
 use crate::view::fixtures::{at, drifted, view};
 use crate::view::{ResourceView, SecretUse};
-use crate::workloads::Consumer;
+use nauthera_shared::workloads::Consumer;
 
 const NOW: i64 = 1_800_000_000;
 

@@ -27,7 +27,7 @@ use crate::kinds::{Kind, Target};
 use crate::output::{self, Painter, Tone, progress};
 use crate::timefmt::short_duration;
 use crate::view::ResourceView;
-use crate::workloads;
+use nauthera_shared::workloads;
 
 /// How often the resources are read while waiting.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -523,7 +523,7 @@ mod tests {
     use crate::snapshot::assert_snapshot;
     use crate::view::SecretUse;
     use crate::view::fixtures::{drifted, view};
-    use crate::workloads::Consumer;
+    use nauthera_shared::workloads::Consumer;
 
     #[test]
     fn plan_and_results_snapshot() {

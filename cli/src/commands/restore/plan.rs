@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::kinds::Kind;
 use crate::view::{ResourceView, SecretUse};
-use crate::workloads::Consumer;
+use nauthera_shared::workloads::Consumer;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

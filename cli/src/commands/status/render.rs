@@ -203,6 +203,7 @@ fn resources(rows: &[ResourceRow], wide: bool, painter: Painter) -> String {
             "REVISION",
             "SERVER REVISION",
             "CLIENT ID",
+            "SECRET SET",
             "ORGANIZATION",
             "GRANT",
             "AGE",
@@ -251,6 +252,13 @@ fn resources(rows: &[ResourceRow], wide: bool, painter: Painter) -> String {
             cells.push(painter.cell(opt(&row.declared_revision), None));
             cells.push(painter.cell(opt(&row.server_revision), None));
             cells.push(painter.cell(opt(&row.client_id), None));
+            cells.push(painter.cell(
+                row.secret_set_age_seconds.map_or_else(
+                    || "-".to_owned(),
+                    |seconds| format!("{} ago", short_duration(seconds)),
+                ),
+                None,
+            ));
             cells.push(painter.cell(opt(&row.organization), None));
         } else {
             cells.push(painter.cell(revision_cell(row), None));

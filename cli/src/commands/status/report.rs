@@ -115,6 +115,12 @@ pub struct ResourceRow {
     /// The revision the server holds (`(removed)` when gone).
     pub server_revision: Option<String>,
     pub client_id: Option<String>,
+    /// When the client secret in force was last set (delivered, rotated, or the team's value
+    /// sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_set_time: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_set_age_seconds: Option<i64>,
     pub organization: Option<String>,
     pub issuer: String,
     /// When the Ready condition last changed status.
@@ -324,6 +330,7 @@ pub fn resource_row(
         .map(|condition| condition.last_transition_time.0);
     let phase = view.phase();
     let attention = phase != Some(Phase::Registered) || grant.is_outside();
+    let secret_set_time = status.and_then(|status| status.secret_set_time.as_ref().map(|t| t.0));
     ResourceRow {
         kind: view.kind,
         namespace: view.namespace.clone(),
@@ -337,6 +344,8 @@ pub fn resource_row(
         declared_revision,
         server_revision,
         client_id: status.and_then(|status| status.client_id.clone()),
+        secret_set_time,
+        secret_set_age_seconds: secret_set_time.map(|at| seconds_between(at, now)),
         organization,
         issuer: view.issuer.clone(),
         condition_since,

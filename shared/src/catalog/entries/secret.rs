@@ -79,9 +79,14 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
             "Missing permission: give the reconciler's ServiceAccount get, list, watch, create \
              and patch on Secrets, as the RBAC under `deploy/` does, in every namespace it \
              manages.",
+            "A changed `spec.secret.secretName` that names a foreign Secret mints nothing: the \
+             client secret in force stays in the Secret `status.secretRef` names until the new \
+             name is free; then one write rotates the secret into it, the old Secret is removed \
+             and a `SecretRotated` event names the workloads that read either Secret.",
             "Once the write succeeds the condition returns to `Registered` and a \
-             `SecretDelivered` event is recorded. Restart the workloads that read the Secret only \
-             at start-up.",
+             `SecretDelivered` event is recorded (`SecretRotated` when it replaces a secret \
+             workloads held, with their restart commands). Restart the workloads that read the \
+             Secret only at start-up.",
         ],
         escalation: &[
             "A foreign Secret is the application team's; the reconciler's permissions are the \

@@ -1,8 +1,9 @@
-//! Which workloads mount or read a Secret, so they can be restarted when it changes. Pure over the
-//! pod templates; the listing is done by the caller.
+//! Which workloads mount or read a Secret, so they can be restarted when it changes: pure over
+//! the pod templates, with the one listing the reconciler and the plugin both make.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::PodSpec;
+use kube::api::{Api, ListParams};
 use serde::Serialize;
 
 /// A workload's pod template, from whichever kind holds it.
@@ -46,6 +47,50 @@ impl PodTemplate {
                 .and_then(|spec| spec.template.spec.clone()),
         }
     }
+}
+
+/// A listing of one workload kind that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot list {resource} in namespace {namespace}: {error}")]
+pub struct ListFailure {
+    /// The resource, as RBAC names it (`deployments`).
+    pub resource: &'static str,
+    pub namespace: String,
+    #[source]
+    pub error: kube::Error,
+}
+
+/// The pod templates of the Deployments, StatefulSets and DaemonSets in `namespace`: three
+/// listings, made only when a Secret's readers are wanted (a rotation, a diagnosis).
+pub async fn pod_templates(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Vec<PodTemplate>, ListFailure> {
+    let params = ListParams::default();
+    let fail = |resource: &'static str| {
+        move |error| ListFailure {
+            resource,
+            namespace: namespace.to_owned(),
+            error,
+        }
+    };
+    let mut templates = Vec::new();
+    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await
+        .map_err(fail("deployments"))?;
+    templates.extend(deployments.items.iter().map(PodTemplate::of_deployment));
+    let stateful_sets = Api::<StatefulSet>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await
+        .map_err(fail("statefulsets"))?;
+    templates.extend(stateful_sets.items.iter().map(PodTemplate::of_stateful_set));
+    let daemon_sets = Api::<DaemonSet>::namespaced(client.clone(), namespace)
+        .list(&params)
+        .await
+        .map_err(fail("daemonsets"))?;
+    templates.extend(daemon_sets.items.iter().map(PodTemplate::of_daemon_set));
+    Ok(templates)
 }
 
 /// A workload that uses the Secret, and how.
