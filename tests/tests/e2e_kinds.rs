@@ -106,12 +106,12 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
     // serves every event through two APIs).
     let diagnosis = stack.plugin(&["diagnose", "branding/sign-in"]).await;
     assert_eq!(diagnosis.code, 0, "{}", diagnosis.all());
-    let applied = diagnosis
+    let registered = diagnosis
         .stdout
         .lines()
-        .filter(|line| line.contains("Normal  Applied  registered generation 1"))
+        .filter(|line| line.contains("Normal  Registered  registered generation 1"))
         .count();
-    assert_eq!(applied, 1, "{}", diagnosis.stdout);
+    assert_eq!(registered, 1, "{}", diagnosis.stdout);
 }
 
 #[tokio::test(flavor = "multi_thread")]

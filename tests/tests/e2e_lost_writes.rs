@@ -64,7 +64,7 @@ async fn a_write_whose_answer_is_lost_is_adopted_and_its_secret_minted_again() {
     assert!(
         events
             .iter()
-            .any(|e| e.reason == "Applied" && e.message.contains("adopted revision")),
+            .any(|e| e.message.contains("adopted revision")),
         "an event says the lost write was adopted: {events:?}"
     );
     // The creation, then the new secret: nothing written twice for nothing.

@@ -70,11 +70,20 @@ async fn registers_with_a_generated_secret_then_writes_nothing_in_a_steady_state
         "the delivered secret is the one the server holds"
     );
 
-    // Events a user reads with `kubectl describe`.
-    for reason in ["Applied", "SecretDelivered", "Registered"] {
-        let event = stack.wait_event("web", reason).await;
-        assert_eq!(event.type_, "Normal", "{event:?}");
-    }
+    // What a user reads with `kubectl describe`: one event for the registration and its Secret.
+    let event = stack.wait_event("web", "Registered").await;
+    assert_eq!(event.type_, "Normal", "{event:?}");
+    assert!(
+        event
+            .message
+            .starts_with("registered generation 1 as revision")
+            && event
+                .message
+                .contains("wrote the client secret into Secret web"),
+        "{event:?}"
+    );
+    let events = stack.events_for("OIDCClient", "web").await;
+    assert_eq!(events.len(), 1, "one event per registration: {events:#?}");
 
     // Metrics.
     let metrics = reconciler.metrics().await;

@@ -25,7 +25,7 @@ pub use step::{Observed, Rotation, SecretMode, SecretState, ServerView, Step, ne
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use nauthera_shared::catalog::{Cause, EventReason};
+use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::resources::{
     ResourceStatus, RestoreOutcome, RestoreRecord, SupersededDrift, ready_condition, set_condition,
 };
@@ -175,7 +175,10 @@ pub struct EventNote {
 
 /// The events a verdict records: its own (applied, secret delivered, restored, deletion
 /// outcomes) and the transition into a new reason or message. The same reason and message again
-/// records nothing, so a retried failure does not flood the resource's events.
+/// records nothing, so a retried failure does not flood the resource's events. A write that puts
+/// the declared generation in force is one event: `Registered` when the resource enters it (its
+/// note the write's), `Applied` when it was registered already (the message moved only because
+/// the revision did).
 pub fn events_for(old: Option<&ResourceStatus>, verdict: &Verdict) -> Vec<EventNote> {
     let mut events = verdict.events.clone();
     let old_reason = old.and_then(|s| s.reason);
@@ -183,11 +186,20 @@ pub fn events_for(old: Option<&ResourceStatus>, verdict: &Verdict) -> Vec<EventN
     let transition =
         old_reason != Some(verdict.reason) || old_message != Some(verdict.message.as_str());
     let event = verdict.reason.entry().event;
-    if transition && !events.iter().any(|e| e.reason == event) {
-        events.push(EventNote {
+    if !transition || events.iter().any(|e| e.reason == event) {
+        return events;
+    }
+    let applied = events.iter_mut().find(|e| e.reason == EventReason::Applied);
+    match applied {
+        Some(applied) if event == EventReason::Registered => {
+            if old_reason != Some(Reason::Registered) {
+                applied.reason = EventReason::Registered;
+            }
+        }
+        _ => events.push(EventNote {
             reason: event,
             note: verdict.message.clone(),
-        });
+        }),
     }
     events
 }

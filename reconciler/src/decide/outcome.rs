@@ -105,6 +105,11 @@ pub fn after_apply(
     }
     let mut verdict = match (delivery, secret_name) {
         (Some(Err(failure)), Some(name)) => after_secret_failure(&failure, name),
+        // A first secret is told with the write; one that replaces another in its own event.
+        (Some(Ok(())), Some(name)) if rotation.is_none() => {
+            applied_note.push_str(&format!("; wrote the client secret into Secret {name}"));
+            in_force(applied.generation_in_force, &applied.revision, restore).with_secret_ref(name)
+        }
         (Some(Ok(())), Some(name)) => {
             let note = if rotation == Some(&Rotation::NeverDelivered) {
                 format!(

@@ -1093,17 +1093,45 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
     };
     let delivered = after_apply(&applied, Some("app-secret"), Some(Ok(())), false, None);
     assert_eq!(delivered.reason, Reason::Registered);
-    let reasons: Vec<EventReason> = events_for(None, &delivered)
-        .into_iter()
-        .map(|e| e.reason)
-        .collect();
+    // A first registration is one event that tells the write and the delivery.
+    let events = events_for(None, &delivered);
     assert_eq!(
-        reasons,
-        vec![
-            EventReason::Applied,
-            EventReason::SecretDelivered,
-            EventReason::Registered
-        ]
+        events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+        vec![EventReason::Registered]
+    );
+    assert_eq!(
+        events[0].note,
+        "registered generation 1 as revision r1 (client id cid); wrote the client secret into \
+         Secret app-secret"
+    );
+    // A later generation of a registered resource is an Applied event alone.
+    let registered = status_after(None, &delivered, 1, at(0)).unwrap();
+    let edit = Applied {
+        revision: "r2".into(),
+        generation_in_force: 2,
+        created: false,
+        ..applied.clone()
+    };
+    let events = events_for(
+        Some(&registered),
+        &after_apply(&edit, None, None, false, None),
+    );
+    assert_eq!(
+        events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+        vec![EventReason::Applied]
+    );
+    // A resource that was failing enters Registered with the write's note.
+    let mut refused = registered.clone();
+    refused.reason = Some(Reason::Refused);
+    let events = events_for(Some(&refused), &after_apply(&edit, None, None, false, None));
+    assert_eq!(
+        events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+        vec![EventReason::Registered]
+    );
+    assert!(
+        events[0]
+            .note
+            .starts_with("wrote generation 2 as revision r2")
     );
     let status = status_after(None, &delivered, 1, at(0)).unwrap();
     assert_eq!(status.secret_ref.unwrap().name, "app-secret");

@@ -126,8 +126,13 @@ fn indent_continuation(text: &str, indent: &str) -> String {
 
 fn event_meaning(event: EventReason) -> &'static str {
     match event {
-        EventReason::Applied => "a new generation of the manifest was written to the server",
-        EventReason::SecretDelivered => "a minted client secret was written into its Secret",
+        EventReason::Applied => {
+            "a new generation of a registered manifest was written to the server"
+        }
+        EventReason::SecretDelivered => {
+            "a minted client secret was written into its Secret after its write (a first \
+             secret delivered with the write is told in that write's event)"
+        }
         EventReason::SecretRotated => {
             "a new client secret replaced one workloads held (its Secret deleted or emptied, or \
              `spec.secret.secretName` changed); the note names the Secret, the workloads that \
@@ -141,7 +146,10 @@ fn event_meaning(event: EventReason) -> &'static str {
             "a new generation was written over a drift, discarding the change made on the server \
              (`status.lastDrift` keeps who made it and what it changed)"
         }
-        EventReason::Registered => "the resource enters `Registered`",
+        EventReason::Registered => {
+            "the resource enters `Registered`; when a write brought it there, the note tells the \
+             write (generation, revision, client id) and the Secret its secret went into"
+        }
         EventReason::Pending => "the resource enters `Pending`",
         EventReason::Refused => "the resource enters `Refused`",
         EventReason::SecretUndeliverable => "the resource enters `SecretUndeliverable`",

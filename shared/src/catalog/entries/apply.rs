@@ -36,8 +36,9 @@ pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::ConditionMessage,
             },
             DiagnosisStep {
-                text: "The events say when each generation was applied and when a secret was \
-                    delivered (`Applied`, `SecretDelivered`).",
+                text: "The events say when each generation was written and where its secret was \
+                    delivered (`Registered` for the first, `Applied` for later ones, \
+                    `SecretRotated` when a secret was replaced).",
                 command: EVENTS,
                 check: DiagnoseCheck::Events,
             },
