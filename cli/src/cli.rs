@@ -25,15 +25,45 @@ pub struct GlobalArgs {
     /// The kubeconfig context to use (default: the current context).
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
+    /// The kubeconfig cluster to use (default: the context's).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use (default: the context's).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// The API server's address, instead of the kubeconfig cluster's.
+    #[arg(short = 's', long, global = true, value_name = "URL")]
+    pub server: Option<String>,
+    /// The name the API server's certificate must carry, instead of its address's host.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Do not check the API server's certificate (insecure).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
+    /// Act as this user (impersonation, as `kubectl --as`).
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Act with this group (repeat for several; as `kubectl --as-group`).
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub as_groups: Vec<String>,
+    /// Act with this uid (as `kubectl --as-uid`).
+    #[arg(long = "as-uid", global = true, value_name = "UID")]
+    pub as_uid: Option<String>,
+    /// How long one request to the API server may take (`30s`, `1m`); `0` waits without limit.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = nauthera_shared::duration::parse)]
+    pub request_timeout: Option<Duration>,
     /// The namespace (default: the context's namespace).
     #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
-    /// Every namespace.
-    #[arg(short = 'A', long, global = true, conflicts_with = "namespace")]
+    /// Every namespace; wins over `-n`, as in kubectl.
+    #[arg(short = 'A', long, global = true)]
     pub all_namespaces: bool,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
+    /// Tables without their headers: the resources' rows alone (as `kubectl get --no-headers`).
+    #[arg(long, global = true)]
+    pub no_headers: bool,
     /// When to use colours; `NO_COLOR` in the environment always turns them off.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
@@ -58,6 +88,8 @@ pub enum OutputFormat {
     Json,
     /// The same report as YAML.
     Yaml,
+    /// The resources' names alone, as `kind.nauthera.io/name` (as `kubectl get -o name`).
+    Name,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -145,32 +177,13 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// How long to wait for the resources to be restored (e.g. 90s, 2m).
-    #[arg(long, value_parser = parse_duration, default_value = "2m")]
+    #[arg(long, value_parser = nauthera_shared::duration::parse, default_value = "2m")]
     pub timeout: Duration,
 }
 
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
     pub shell: clap_complete::Shell,
-}
-
-/// `90`, `90s`, `2m`, `1h`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration; write it like 90s, 2m or 1h"))?;
-    let seconds = match unit {
-        "s" => value,
-        "m" => value * 60,
-        "h" => value * 3600,
-        _ => return Err(format!("unknown unit in `{text}`; use s, m or h")),
-    };
-    Ok(Duration::from_secs(seconds))
 }
 
 #[cfg(test)]
@@ -200,16 +213,39 @@ mod tests {
     }
 
     #[test]
-    fn namespace_and_all_namespaces_exclude_each_other() {
-        assert!(Cli::try_parse_from(["kubectl-nauthera", "status", "-n", "a", "-A"]).is_err());
+    fn all_namespaces_and_a_namespace_are_both_accepted() {
+        let cli = Cli::try_parse_from(["kubectl-nauthera", "status", "-n", "a", "-A"]).unwrap();
+        assert!(cli.global.all_namespaces);
     }
 
     #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert!(parse_duration("2d").is_err());
-        assert!(parse_duration("soon").is_err());
+    fn connection_flags_and_durations_read_as_kubectl_writes_them() {
+        let cli = Cli::try_parse_from([
+            "kubectl-nauthera",
+            "restore",
+            "oidcclient/web",
+            "--as",
+            "jane",
+            "--as-group",
+            "devs",
+            "--as-group",
+            "ops",
+            "--request-timeout",
+            "1m30s",
+            "--timeout",
+            "90s",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.as_user.as_deref(), Some("jane"));
+        assert_eq!(cli.global.as_groups, ["devs", "ops"]);
+        assert_eq!(cli.global.request_timeout, Some(Duration::from_secs(90)));
+        let Command::Restore(restore) = cli.command else {
+            panic!("a restore")
+        };
+        assert_eq!(restore.timeout, Duration::from_secs(90));
+        assert!(
+            Cli::try_parse_from(["kubectl-nauthera", "status", "--request-timeout", "soon"])
+                .is_err()
+        );
     }
 }

@@ -28,8 +28,43 @@ pub struct Cluster {
     pub scope: Scope,
 }
 
+/// The kubeconfig overrides kubectl users script with: the server, its certificate check,
+/// impersonation and the request timeout.
+fn overrides(config: &mut Config, args: &GlobalArgs) -> Result<(), CliError> {
+    if let Some(server) = &args.server {
+        config.cluster_url = server.parse().map_err(|_| {
+            CliError::Usage(format!(
+                "--server: `{server}` is not a URL; give https://HOST:PORT"
+            ))
+        })?;
+    }
+    if let Some(name) = &args.tls_server_name {
+        config.tls_server_name = Some(name.clone());
+    }
+    if args.insecure_skip_tls_verify {
+        config.accept_invalid_certs = true;
+    }
+    if let Some(user) = &args.as_user {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !args.as_groups.is_empty() {
+        config.auth_info.impersonate_groups = Some(args.as_groups.clone());
+    }
+    if let Some(uid) = &args.as_uid {
+        config.auth_info.impersonate_uid = Some(uid.clone());
+    }
+    if let Some(timeout) = args.request_timeout {
+        let limit = (!timeout.is_zero()).then_some(timeout);
+        config.connect_timeout = limit;
+        config.read_timeout = limit;
+        config.write_timeout = limit;
+    }
+    Ok(())
+}
+
 impl Cluster {
-    /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`), `--context`, `-n`, `-A`.
+    /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`), `--context`, `--cluster`,
+    /// `--user`, the overrides above, `-n`, `-A` (which wins over `-n`).
     pub async fn connect(args: &GlobalArgs) -> Result<Cluster, CliError> {
         let (kubeconfig, where_) = match &args.kubeconfig {
             Some(path) => (
@@ -47,11 +82,13 @@ impl Cluster {
         })?;
         let options = KubeConfigOptions {
             context: args.context.clone(),
-            ..KubeConfigOptions::default()
+            cluster: args.cluster.clone(),
+            user: args.user.clone(),
         };
-        let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
             .map_err(|source| CliError::Kubeconfig { where_, source })?;
+        overrides(&mut config, args)?;
         let namespace = args
             .namespace
             .clone()

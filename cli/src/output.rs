@@ -99,9 +99,18 @@ pub fn table_text(table: &Table) -> String {
     text
 }
 
+/// `kind.nauthera.io/name`, as `kubectl get -o name` writes a resource.
+pub fn resource_name(kind: crate::kinds::Kind, name: &str) -> String {
+    format!("{}.nauthera.io/{name}\n", kind.singular())
+}
+
 /// The report as JSON or YAML.
 pub fn encode<T: Serialize>(value: &T, format: OutputFormat) -> Result<String, CliError> {
     match format {
+        OutputFormat::Name => Err(CliError::Usage(
+            "-o name lists resources of the cluster; this report has none: use -o json or -o yaml"
+                .to_owned(),
+        )),
         OutputFormat::Yaml => serde_saphyr::to_string(value).map_err(|error| CliError::Encode {
             format: "YAML",
             detail: error.to_string(),

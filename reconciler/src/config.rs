@@ -75,31 +75,34 @@ pub struct Args {
         value_name = "NAME"
     )]
     pub lease_name: String,
-    /// How long the Lease is held without renewal before another replica may take it, in seconds.
+    /// How long the Lease is held without renewal before another replica may take it.
     #[arg(
         long,
         env = "NAUTHERA_LEASE_DURATION",
-        default_value_t = 15,
-        value_name = "SECONDS"
+        default_value = "15s",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
     )]
-    pub lease_duration: u64,
-    /// How long the leader keeps writing without renewing the Lease, in seconds; shorter than
+    pub lease_duration: Duration,
+    /// How long the leader keeps writing without renewing the Lease,; shorter than
     /// the lease duration, so that it has stopped before another replica may take over.
     #[arg(
         long,
         env = "NAUTHERA_LEASE_RENEW_DEADLINE",
-        default_value_t = 10,
-        value_name = "SECONDS"
+        default_value = "10s",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
     )]
-    pub lease_renew_deadline: u64,
-    /// How often the leader renews the Lease and the other replicas try it, in seconds.
+    pub lease_renew_deadline: Duration,
+    /// How often the leader renews the Lease and the other replicas try it.
     #[arg(
         long,
         env = "NAUTHERA_LEASE_RETRY_PERIOD",
-        default_value_t = 2,
-        value_name = "SECONDS"
+        default_value = "2s",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
     )]
-    pub lease_retry_period: u64,
+    pub lease_retry_period: Duration,
     /// The namespace of the Lease and of the published state; the pod's own namespace when not
     /// set (`POD_NAMESPACE`, or the service account's namespace file).
     #[arg(long, env = "NAUTHERA_LEASE_NAMESPACE", value_name = "NS")]
@@ -139,30 +142,33 @@ pub struct Args {
         value_name = "FORMAT"
     )]
     pub log_format: LogFormat,
-    /// How often the control plane is probed while it answers, in seconds.
+    /// How often the control plane is probed while it answers.
     #[arg(
         long,
         env = "NAUTHERA_PROBE_INTERVAL",
-        default_value_t = 60,
-        value_name = "SECONDS"
+        default_value = "60s",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
     )]
-    pub probe_interval: u64,
-    /// How often the control plane is probed while it fails, in seconds.
+    pub probe_interval: Duration,
+    /// How often the control plane is probed while it fails.
     #[arg(
         long,
         env = "NAUTHERA_PROBE_RETRY_INTERVAL",
-        default_value_t = 15,
-        value_name = "SECONDS"
+        default_value = "15s",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
     )]
-    pub probe_retry_interval: u64,
-    /// How often the change hint is polled when the server cannot stream changes, in seconds.
+    pub probe_retry_interval: Duration,
+    /// How often the change hint is polled when the server cannot stream changes.
     #[arg(
         long,
         env = "NAUTHERA_CHANGE_POLL_INTERVAL",
-        default_value_t = 10,
-        value_name = "SECONDS"
+        default_value = "10s",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
     )]
-    pub change_poll_interval: u64,
+    pub change_poll_interval: Duration,
 }
 
 /// How log lines are written.
@@ -176,16 +182,30 @@ pub enum LogFormat {
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("{setting}: {problem}")]
-    Invalid {
-        setting: &'static str,
-        problem: String,
-    },
+    Invalid { setting: String, problem: String },
 }
 
-fn invalid(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+fn invalid(setting: impl Into<String>, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
-        setting,
+        setting: setting.into(),
         problem: problem.into(),
+    }
+}
+
+/// How messages name a setting: its flag and environment variable, as the flag defines them
+/// (`--probe-interval (NAUTHERA_PROBE_INTERVAL)`).
+pub fn setting(long: &str) -> String {
+    use clap::CommandFactory;
+    let command = Args::command();
+    let Some(arg) = command
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some(long))
+    else {
+        return format!("--{long}");
+    };
+    match arg.get_env() {
+        Some(env) => format!("--{long} ({})", env.to_string_lossy()),
+        None => format!("--{long}"),
     }
 }
 
@@ -261,7 +281,7 @@ impl Args {
         if let Some(name) = self.tls_server_name {
             if name.trim().is_empty() {
                 return Err(invalid(
-                    "--tls-server-name (NAUTHERA_TLS_SERVER_NAME)",
+                    setting("tls-server-name"),
                     "is empty; leave it unset to use the address's host",
                 ));
             }
@@ -269,7 +289,7 @@ impl Args {
         }
         if self.manager.trim().is_empty() {
             return Err(invalid(
-                "--manager (NAUTHERA_MANAGER)",
+                setting("manager"),
                 "is empty; the server records it with every write",
             ));
         }
@@ -279,97 +299,84 @@ impl Args {
             if namespace.is_empty() {
                 continue;
             }
-            check_dns_label("--namespace (NAUTHERA_NAMESPACES)", &namespace)?;
+            check_dns_label(&setting("namespace"), &namespace)?;
             if !namespaces.contains(&namespace) {
                 namespaces.push(namespace);
             }
         }
-        check_dns_subdomain("--lease-name (NAUTHERA_LEASE_NAME)", &self.lease_name)?;
+        check_dns_subdomain(&setting("lease-name"), &self.lease_name)?;
         let own_namespace = self
             .lease_namespace
             .filter(|ns| !ns.trim().is_empty())
             .or(pod.namespace)
             .ok_or_else(|| {
                 invalid(
-                    "--lease-namespace (NAUTHERA_LEASE_NAMESPACE)",
+                    setting("lease-namespace"),
                     format!(
                         "not set, and neither POD_NAMESPACE nor {SERVICE_ACCOUNT_NAMESPACE_FILE} \
                          says the pod's namespace; set one of them"
                     ),
                 )
             })?;
-        check_dns_label(
-            "--lease-namespace (NAUTHERA_LEASE_NAMESPACE)",
-            &own_namespace,
-        )?;
+        check_dns_label(&setting("lease-namespace"), &own_namespace)?;
         let identity = self
             .identity
             .filter(|id| !id.trim().is_empty())
             .or(pod.name)
             .ok_or_else(|| {
                 invalid(
-                    "--identity (NAUTHERA_IDENTITY)",
+                    setting("identity"),
                     "not set, and neither POD_NAME nor HOSTNAME is set; set one of them",
                 )
             })?;
-        let metrics_address = listen_address(
-            "--metrics-address (NAUTHERA_METRICS_ADDRESS)",
-            &self.metrics_address,
-        )?;
-        let probe_address = listen_address(
-            "--probe-address (NAUTHERA_PROBE_ADDRESS)",
-            &self.probe_address,
-        )?;
+        let metrics_address = listen_address(&setting("metrics-address"), &self.metrics_address)?;
+        let probe_address = listen_address(&setting("probe-address"), &self.probe_address)?;
         if metrics_address.port() != 0 && metrics_address == probe_address {
             return Err(invalid(
-                "--probe-address (NAUTHERA_PROBE_ADDRESS)",
+                setting("probe-address"),
                 format!("is the same as --metrics-address ({metrics_address}); use another port"),
             ));
         }
         if self.concurrency == 0 {
-            return Err(invalid(
-                "--concurrency (NAUTHERA_CONCURRENCY)",
-                "must be at least 1",
-            ));
+            return Err(invalid(setting("concurrency"), "must be at least 1"));
         }
-        let seconds = |setting: &'static str, value: u64| {
-            if value == 0 {
-                Err(invalid(setting, "must be at least 1 second"))
+        let positive = |long: &str, value: Duration| {
+            if value.is_zero() {
+                Err(invalid(
+                    setting(long),
+                    "must be longer than zero; write it like 15s",
+                ))
             } else {
-                Ok(Duration::from_secs(value))
+                Ok(value)
             }
         };
         let lease_timing = LeaseTiming {
-            duration: seconds(
-                "--lease-duration (NAUTHERA_LEASE_DURATION)",
-                self.lease_duration,
-            )?,
-            renew_deadline: seconds(
-                "--lease-renew-deadline (NAUTHERA_LEASE_RENEW_DEADLINE)",
-                self.lease_renew_deadline,
-            )?,
-            retry_period: seconds(
-                "--lease-retry-period (NAUTHERA_LEASE_RETRY_PERIOD)",
-                self.lease_retry_period,
-            )?,
+            duration: positive("lease-duration", self.lease_duration)?,
+            renew_deadline: positive("lease-renew-deadline", self.lease_renew_deadline)?,
+            retry_period: positive("lease-retry-period", self.lease_retry_period)?,
         };
+        let shown = nauthera_shared::duration::format;
         if lease_timing.renew_deadline >= lease_timing.duration {
             return Err(invalid(
-                "--lease-renew-deadline (NAUTHERA_LEASE_RENEW_DEADLINE)",
+                setting("lease-renew-deadline"),
                 format!(
-                    "{}s is not shorter than --lease-duration ({}s): a leader that cannot renew \
-                     must stop writing before another replica may take over",
-                    self.lease_renew_deadline, self.lease_duration
+                    "{} is not shorter than {} ({}): a leader that cannot renew must stop \
+                     writing before another replica may take over",
+                    shown(lease_timing.renew_deadline),
+                    setting("lease-duration"),
+                    shown(lease_timing.duration),
                 ),
             ));
         }
         if lease_timing.retry_period >= lease_timing.renew_deadline {
             return Err(invalid(
-                "--lease-retry-period (NAUTHERA_LEASE_RETRY_PERIOD)",
+                setting("lease-retry-period"),
                 format!(
-                    "{}s is not shorter than --lease-renew-deadline ({}s): the leader must try \
-                     to renew more than once before it stops",
-                    self.lease_retry_period, self.lease_renew_deadline
+                    "{} is not shorter than {} ({}): the leader must try to renew more than \
+                     once before it stops",
+                    shown(lease_timing.retry_period),
+                    setting("lease-renew-deadline"),
+                    shown(lease_timing.renew_deadline),
                 ),
             ));
         }
@@ -390,50 +397,41 @@ impl Args {
             probe_address,
             concurrency: self.concurrency,
             log_format: self.log_format,
-            probe_interval: seconds(
-                "--probe-interval (NAUTHERA_PROBE_INTERVAL)",
-                self.probe_interval,
-            )?,
-            probe_retry_interval: seconds(
-                "--probe-retry-interval (NAUTHERA_PROBE_RETRY_INTERVAL)",
-                self.probe_retry_interval,
-            )?,
-            change_poll_interval: seconds(
-                "--change-poll-interval (NAUTHERA_CHANGE_POLL_INTERVAL)",
-                self.change_poll_interval,
-            )?,
+            probe_interval: positive("probe-interval", self.probe_interval)?,
+            probe_retry_interval: positive("probe-retry-interval", self.probe_retry_interval)?,
+            change_poll_interval: positive("change-poll-interval", self.change_poll_interval)?,
         })
     }
 }
 
 fn check_server_address(address: &str) -> Result<(), ConfigError> {
-    const SETTING: &str = "--server-address (NAUTHERA_SERVER_ADDRESS)";
+    let setting = setting("server-address");
     let authority = address
         .strip_prefix("https://")
         .unwrap_or(address)
         .trim_end_matches('/');
     if address.starts_with("http://") {
         return Err(invalid(
-            SETTING,
+            &setting,
             format!("`{address}` is plain http; the AdminService needs mutual TLS: give host:port"),
         ));
     }
     let (host, port) = authority.rsplit_once(':').ok_or_else(|| {
         invalid(
-            SETTING,
+            &setting,
             format!("`{address}` has no port; give host:port, for example nauthera-server.nauthera.svc:8443"),
         )
     })?;
     if host.is_empty() || host.contains('/') {
         return Err(invalid(
-            SETTING,
+            &setting,
             format!("`{address}` has no host; give host:port"),
         ));
     }
     match port.parse::<u16>() {
         Ok(port) if port != 0 => Ok(()),
         _ => Err(invalid(
-            SETTING,
+            &setting,
             format!("`{port}` is not a port number (1-65535)"),
         )),
     }
@@ -449,37 +447,28 @@ fn tls_files(
     let in_dir = dir.map(TlsFiles::in_dir);
     let pick = |given: Option<PathBuf>,
                 from_dir: Option<PathBuf>,
-                setting: &'static str|
+                long: &str|
      -> Result<PathBuf, ConfigError> {
         given.or(from_dir).ok_or_else(|| {
             invalid(
-                setting,
-                "not set; give --tls-dir (NAUTHERA_TLS_DIR), the folder of a mounted \
-                 kubernetes.io/tls Secret, or the file itself",
+                setting(long),
+                format!(
+                    "not set; give {}, the folder of a mounted kubernetes.io/tls Secret, or the \
+                     file itself",
+                    setting("tls-dir")
+                ),
             )
         })
     };
     Ok(TlsFiles {
-        cert: pick(
-            cert,
-            in_dir.as_ref().map(|f| f.cert.clone()),
-            "--tls-cert (NAUTHERA_TLS_CERT)",
-        )?,
-        key: pick(
-            key,
-            in_dir.as_ref().map(|f| f.key.clone()),
-            "--tls-key (NAUTHERA_TLS_KEY)",
-        )?,
-        ca: pick(
-            ca,
-            in_dir.as_ref().map(|f| f.ca.clone()),
-            "--tls-ca (NAUTHERA_TLS_CA)",
-        )?,
+        cert: pick(cert, in_dir.as_ref().map(|f| f.cert.clone()), "tls-cert")?,
+        key: pick(key, in_dir.as_ref().map(|f| f.key.clone()), "tls-key")?,
+        ca: pick(ca, in_dir.as_ref().map(|f| f.ca.clone()), "tls-ca")?,
     })
 }
 
 /// `:8080` (every interface), `127.0.0.1:8080` or `[::1]:8080`.
-fn listen_address(setting: &'static str, value: &str) -> Result<SocketAddr, ConfigError> {
+fn listen_address(setting: &str, value: &str) -> Result<SocketAddr, ConfigError> {
     let value = value.trim();
     let full = match value.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}"),
@@ -493,7 +482,7 @@ fn listen_address(setting: &'static str, value: &str) -> Result<SocketAddr, Conf
     })
 }
 
-fn check_dns_label(setting: &'static str, value: &str) -> Result<(), ConfigError> {
+fn check_dns_label(setting: &str, value: &str) -> Result<(), ConfigError> {
     let valid = !value.is_empty()
         && value.len() <= 63
         && value
@@ -513,7 +502,7 @@ fn check_dns_label(setting: &'static str, value: &str) -> Result<(), ConfigError
     }
 }
 
-fn check_dns_subdomain(setting: &'static str, value: &str) -> Result<(), ConfigError> {
+fn check_dns_subdomain(setting: &str, value: &str) -> Result<(), ConfigError> {
     let valid = !value.is_empty()
         && value.len() <= 253
         && value.split('.').all(|label| {
@@ -612,6 +601,14 @@ mod tests {
             (&["--lease-name=-x"], "--lease-name"),
             (&["--manager", " "], "--manager"),
             (&["--probe-interval", "0"], "--probe-interval"),
+            (
+                &["--probe-interval", "soon"],
+                "`soon` is not a duration; write it like 90s, 1m30s or 2m",
+            ),
+            (
+                &["--lease-renew-deadline", "20s"],
+                "20s is not shorter than --lease-duration (NAUTHERA_LEASE_DURATION) (15s)",
+            ),
             (&["--log-format", "xml"], "--log-format"),
             (
                 &["--lease-renew-deadline", "15"],
@@ -627,6 +624,40 @@ mod tests {
             let error = parse(argv).unwrap_err();
             assert!(error.contains(expected), "{argv:?}: {error}");
         }
+    }
+
+    #[test]
+    fn durations_are_read_as_kubectl_writes_them() {
+        let config = parse(&[
+            "--probe-interval",
+            "1m30s",
+            "--probe-retry-interval",
+            "20",
+            "--change-poll-interval",
+            "500ms",
+            "--lease-duration",
+            "1m",
+            "--lease-renew-deadline",
+            "40s",
+            "--lease-retry-period",
+            "5s",
+        ])
+        .unwrap();
+        assert_eq!(config.probe_interval, Duration::from_secs(90));
+        assert_eq!(config.probe_retry_interval, Duration::from_secs(20));
+        assert_eq!(config.change_poll_interval, Duration::from_millis(500));
+        assert_eq!(config.lease_timing.duration, Duration::from_secs(60));
+        assert_eq!(config.lease_timing.renew_deadline, Duration::from_secs(40));
+        assert_eq!(config.lease_timing.retry_period, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn messages_name_each_flag_as_it_is_defined() {
+        assert_eq!(
+            setting("probe-interval"),
+            "--probe-interval (NAUTHERA_PROBE_INTERVAL)"
+        );
+        assert_eq!(setting("namespace"), "--namespace (NAUTHERA_NAMESPACES)");
     }
 
     #[test]

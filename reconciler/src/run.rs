@@ -42,12 +42,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let metrics = Metrics::new();
     let metrics_listener = http::bind(
         config.metrics_address,
-        "--metrics-address (NAUTHERA_METRICS_ADDRESS)",
+        &crate::config::setting("metrics-address"),
     )
     .await?;
     let probe_listener = http::bind(
         config.probe_address,
-        "--probe-address (NAUTHERA_PROBE_ADDRESS)",
+        &crate::config::setting("probe-address"),
     )
     .await?;
     // The bound addresses, which differ from the settings when those ask for port 0.

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod client;
 pub mod control_plane;
 pub mod convert;
+pub mod duration;
 pub mod generate;
 pub mod grants;
 pub mod resources;

@@ -455,3 +455,54 @@ spec:
         "a public client with a secret: {rules}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plugin_takes_kubectl_output_and_connection_flags() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+
+    // `-A` wins over `-n`, as in kubectl; `-o name` prints what `kubectl get -o name` does.
+    let names = stack
+        .plugin(&["status", "-n", "elsewhere", "-A", "-o", "name"])
+        .await;
+    assert_eq!(
+        names.stdout.lines().collect::<Vec<_>>(),
+        ["oidcclient.nauthera.io/web"],
+        "{}",
+        names.all()
+    );
+    // `--no-headers`: the rows alone.
+    let rows = stack.plugin(&["status", "--no-headers"]).await;
+    let lines: Vec<&str> = rows.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", rows.all());
+    assert!(
+        lines[0].starts_with("OIDCClient") && lines[0].contains("web"),
+        "{}",
+        rows.stdout
+    );
+    // Durations in kubectl's form.
+    let timed = stack
+        .plugin(&["status", "--request-timeout", "1m30s", "-o", "name"])
+        .await;
+    assert_eq!(timed.code, 0, "{}", timed.all());
+    let bad = stack.plugin(&["status", "--request-timeout", "soon"]).await;
+    assert_ne!(bad.code, 0);
+    assert!(bad.stderr.contains("90s, 1m30s or 2m"), "{}", bad.all());
+    // Impersonation: a user without RBAC on the resources is refused by the API server.
+    let denied = stack
+        .plugin(&[
+            "status",
+            "--as",
+            "nobody@example.test",
+            "--as-group",
+            "nobody",
+        ])
+        .await;
+    assert_ne!(denied.code, 0, "{}", denied.all());
+    assert!(
+        denied.all().contains("forbidden") || denied.all().contains("Forbidden"),
+        "{}",
+        denied.all()
+    );
+}

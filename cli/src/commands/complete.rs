@@ -18,32 +18,62 @@ const NO_SPACE: u8 = 2;
 const NO_FILE_COMPLETION: u8 = 4;
 const DEFAULT: u8 = 0;
 
-const SUBCOMMANDS: [&str; 4] = ["status", "diagnose", "restore", "completion"];
-const GLOBAL_FLAGS: [&str; 9] = [
-    "--kubeconfig",
-    "--context",
-    "--namespace",
-    "--all-namespaces",
-    "--output",
-    "--color",
-    "--reconciler-namespace",
-    "--help",
-    "--version",
-];
-/// Flags that take a value in the next word.
-const VALUE_FLAGS: [&str; 11] = [
-    "--kubeconfig",
-    "--context",
-    "-n",
-    "--namespace",
-    "-o",
-    "--output",
-    "--color",
-    "--reconciler-namespace",
-    "-f",
-    "--filename",
-    "--timeout",
-];
+/// The command line's definition: subcommands and flags are completed from it, never retyped.
+fn definition() -> clap::Command {
+    let mut command = <crate::cli::Cli as clap::CommandFactory>::command();
+    // Built, so that every subcommand carries the global flags.
+    command.build();
+    command
+}
+
+/// The values a flag of this type takes, as the command line spells them.
+fn values<T: clap::ValueEnum>() -> Vec<String> {
+    T::value_variants()
+        .iter()
+        .filter_map(|value| value.to_possible_value())
+        .map(|value| value.get_name().to_owned())
+        .collect()
+}
+
+/// The subcommands users type (not the hidden helpers).
+fn subcommands(command: &clap::Command) -> Vec<String> {
+    command
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
+        .map(|sub| sub.get_name().to_owned())
+        .collect()
+}
+
+/// `--long` of every flag `command` takes, the global ones included.
+fn long_flags(command: &clap::Command) -> Vec<String> {
+    let mut flags: Vec<String> = command
+        .get_arguments()
+        .filter(|arg| !arg.is_positional() && !arg.is_hide_set())
+        .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
+        .collect();
+    flags.extend(["--help".to_owned(), "--version".to_owned()]);
+    flags.dedup();
+    flags
+}
+
+/// Whether `flag` (`-n`, `--namespace`) takes its value in the next word, in the root command
+/// or any subcommand.
+fn takes_value(command: &clap::Command, flag: &str) -> bool {
+    let matches = |arg: &clap::Arg| {
+        let long = flag
+            .strip_prefix("--")
+            .is_some_and(|long| arg.get_long() == Some(long));
+        let short = flag
+            .strip_prefix('-')
+            .filter(|short| short.len() == 1)
+            .is_some_and(|short| arg.get_short().map(String::from).as_deref() == Some(short));
+        (long || short) && arg.get_action().takes_values()
+    };
+    command.get_arguments().any(matches)
+        || command
+            .get_subcommands()
+            .any(|sub| sub.get_arguments().any(matches))
+}
 
 /// What the words call for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +101,8 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
         Some((last, done)) => (last.as_str(), done),
         None => ("", &[][..]),
     };
+    let command = definition();
+    let names = subcommands(&command);
     let mut connection = Connection::default();
     let mut subcommand: Option<&str> = None;
     let mut index = 0;
@@ -80,7 +112,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
             Some((flag, value)) if word.starts_with("--") => (flag, Some(value.to_owned())),
             _ => (word, None),
         };
-        if VALUE_FLAGS.contains(&flag) {
+        if flag.starts_with('-') && takes_value(&command, flag) {
             let value = inline.or_else(|| done.get(index + 1).cloned());
             if !word.contains('=') {
                 index += 1;
@@ -92,7 +124,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                 _ => {}
             }
         } else if !word.starts_with('-') && subcommand.is_none() {
-            subcommand = SUBCOMMANDS.iter().copied().find(|name| *name == word);
+            subcommand = names.iter().map(String::as_str).find(|name| *name == word);
         }
         index += 1;
     }
@@ -108,22 +140,38 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
     };
     let previous = done.last().map(String::as_str);
     let wanted = match previous {
-        Some("-o" | "--output") => words(&["table", "wide", "json", "yaml"], NO_FILE_COMPLETION),
-        Some("--color") => words(&["auto", "always", "never"], NO_FILE_COMPLETION),
+        Some("-o" | "--output") => {
+            let formats = values::<OutputFormat>();
+            words(
+                &formats.iter().map(String::as_str).collect::<Vec<_>>(),
+                NO_FILE_COMPLETION,
+            )
+        }
+        Some("--color") => {
+            let choices = values::<ColorChoice>();
+            words(
+                &choices.iter().map(String::as_str).collect::<Vec<_>>(),
+                NO_FILE_COMPLETION,
+            )
+        }
         Some("-n" | "--namespace" | "--reconciler-namespace") => Wanted::Namespaces,
         Some("-f" | "--filename" | "--kubeconfig") => Wanted::Files,
-        Some("--context" | "--timeout") => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
+        Some(flag) if flag.starts_with('-') && takes_value(&command, flag) => {
+            Wanted::Words(Vec::new(), NO_FILE_COMPLETION)
+        }
         _ if typed.starts_with('-') => {
-            let mut flags: Vec<&str> = GLOBAL_FLAGS.to_vec();
-            flags.extend(match subcommand {
-                Some("diagnose") => &["--all", "--filename", "--local"][..],
-                Some("restore") => &["--all-drifted", "--yes", "--dry-run", "--timeout"][..],
-                _ => &[][..],
-            });
+            let flags = match subcommand.and_then(|name| command.find_subcommand(name)) {
+                Some(sub) => long_flags(sub),
+                None => long_flags(&command),
+            };
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
             words(&flags, NO_FILE_COMPLETION)
         }
         _ => match subcommand {
-            None => words(&SUBCOMMANDS, NO_FILE_COMPLETION),
+            None => {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                words(&names, NO_FILE_COMPLETION)
+            }
             Some("completion") => words(
                 &["bash", "zsh", "fish", "elvish", "powershell"],
                 NO_FILE_COMPLETION,
@@ -133,10 +181,12 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                     Ok(kind) => Wanted::Names(kind),
                     Err(_) => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
                 },
+                // Every name kubectl knows a kind by: singular, plural and short name.
                 None => {
                     let kinds: Vec<String> = Kind::ALL
                         .iter()
-                        .map(|kind| format!("{}/", kind.singular()))
+                        .flat_map(|kind| [kind.singular(), kind.plural(), kind.short_name()])
+                        .map(|name| format!("{name}/"))
                         .collect();
                     let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
                     words(&kinds, NO_SPACE | NO_FILE_COMPLETION)
@@ -195,7 +245,7 @@ fn connection_args(global: &GlobalArgs, connection: &Connection) -> GlobalArgs {
         all_namespaces: false,
         output: OutputFormat::Table,
         color: ColorChoice::Never,
-        reconciler_namespace: global.reconciler_namespace.clone(),
+        ..global.clone()
     }
 }
 
@@ -251,20 +301,51 @@ mod tests {
 
     #[test]
     fn subcommands_flags_and_values() {
-        assert_eq!(fixed("").0, SUBCOMMANDS.map(str::to_owned).to_vec());
+        assert_eq!(
+            fixed("").0,
+            vec!["status", "diagnose", "restore", "completion"]
+        );
         assert_eq!(fixed("st").0, vec!["status"]);
-        assert_eq!(fixed("status -o ").0, vec!["table", "wide", "json", "yaml"]);
+        assert_eq!(
+            fixed("status -o ").0,
+            vec!["table", "wide", "json", "yaml", "name"]
+        );
         assert_eq!(fixed("status -o j").0, vec!["json"]);
         assert!(fixed("restore --d").0.contains(&"--dry-run".to_owned()));
         assert!(!fixed("status --d").0.contains(&"--dry-run".to_owned()));
         assert_eq!(fixed("completion b").0, vec!["bash"]);
+        // The connection flags come from the command line's definition.
+        for flag in [
+            "--as",
+            "--as-group",
+            "--request-timeout",
+            "--cluster",
+            "--user",
+        ] {
+            assert!(fixed("status --").0.contains(&flag.to_owned()), "{flag}");
+        }
+        assert_eq!(fixed("status --request-timeout ").0, Vec::<String>::new());
+        let (_, connection) = wanted(&words("--as jane -n team-a status "));
+        assert_eq!(connection.namespace.as_deref(), Some("team-a"));
     }
 
     #[test]
     fn kinds_then_names_then_namespaces() {
         let (kinds, directive) = fixed("diagnose o");
-        assert_eq!(kinds, vec!["oidcclient/", "organization/"]);
+        assert_eq!(
+            kinds,
+            vec![
+                "oidcclient/",
+                "oidcclients/",
+                "oidcc/",
+                "organization/",
+                "organizations/"
+            ]
+        );
         assert_eq!(directive, NO_SPACE | NO_FILE_COMPLETION);
+        for (typed, kind) in [("nbr", "nbrand/"), ("nid", "nidp/"), ("nor", "norg/")] {
+            assert_eq!(fixed(&format!("status {typed}")).0, vec![kind]);
+        }
         let (names, connection) = wanted(&words("-n team-a restore oidcc/sh"));
         assert_eq!(names, Wanted::Names(Kind::OIDCClient));
         assert_eq!(connection.namespace.as_deref(), Some("team-a"));

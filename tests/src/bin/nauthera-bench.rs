@@ -34,22 +34,22 @@ struct Args {
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
     /// How long the cold start may take before it is reported unfinished (e.g. 15m, 90s).
-    #[arg(long, default_value = "15m", value_parser = duration)]
+    #[arg(long, default_value = "15m", value_parser = nauthera_shared::duration::parse)]
     cold_start_timeout: Duration,
     /// How long the reconciler is left alone after its cold start before the steady window.
-    #[arg(long, default_value = "15s", value_parser = duration)]
+    #[arg(long, default_value = "15s", value_parser = nauthera_shared::duration::parse)]
     settle: Duration,
     /// The steady-state window.
-    #[arg(long, default_value = "60s", value_parser = duration)]
+    #[arg(long, default_value = "60s", value_parser = nauthera_shared::duration::parse)]
     steady_window: Duration,
     /// How many out-of-band edits the drift measure makes, one at a time.
     #[arg(long, default_value_t = 20)]
     drift_edits: usize,
     /// How long one edit may take to show as Drifted.
-    #[arg(long, default_value = "60s", value_parser = duration)]
+    #[arg(long, default_value = "60s", value_parser = nauthera_shared::duration::parse)]
     drift_timeout: Duration,
     /// How long after a drift shows its trailing reconciles and calls are still counted.
-    #[arg(long, default_value = "2s", value_parser = duration)]
+    #[arg(long, default_value = "2s", value_parser = nauthera_shared::duration::parse)]
     drift_settle: Duration,
     /// How many measured runs of each plugin and kubectl command (0 skips the comparison).
     #[arg(long, default_value_t = 5)]
@@ -79,14 +79,6 @@ enum Helper {
         #[arg(long)]
         all_kinds: bool,
     },
-}
-
-/// A duration such as `90s`, `1m30s` or `15m`.
-fn duration(text: &str) -> Result<Duration, String> {
-    let parsed: jiff::SignedDuration = text
-        .parse()
-        .map_err(|e| format!("{text:?} is not a duration such as 90s, 1m30s or 15m: {e}"))?;
-    Duration::try_from(parsed).map_err(|_| format!("{text:?} is negative"))
 }
 
 #[tokio::main]

@@ -102,6 +102,10 @@ pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, Cl
         OutputFormat::Table | OutputFormat::Wide => {
             render::render(&diagnoses, Painter::detect(global.color))
         }
+        OutputFormat::Name => diagnoses
+            .iter()
+            .map(|diagnosis| output::resource_name(diagnosis.kind, &diagnosis.name))
+            .collect(),
         format => output::encode(
             &DiagnoseReport {
                 api_version: output::REPORT_API_VERSION,

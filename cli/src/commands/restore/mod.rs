@@ -191,7 +191,19 @@ fn finish(
     results: Vec<RestoreResult>,
     attention: bool,
 ) -> Result<Outcome, CliError> {
-    if !matches!(global.output, OutputFormat::Table | OutputFormat::Wide) {
+    if global.output == OutputFormat::Name {
+        let names: String = results
+            .iter()
+            .filter(|result| {
+                matches!(
+                    result.outcome,
+                    RestoreOutcome::Restored | RestoreOutcome::DryRun
+                )
+            })
+            .map(|result| output::resource_name(result.kind, &result.name))
+            .collect();
+        output::print(&names)?;
+    } else if !matches!(global.output, OutputFormat::Table | OutputFormat::Wide) {
         output::print(&output::encode(
             &RestoreReport {
                 api_version: output::REPORT_API_VERSION,

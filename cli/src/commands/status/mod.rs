@@ -46,12 +46,19 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
         scope,
         Timestamp::now(),
     );
+    let wide = global.output == OutputFormat::Wide;
     let text = match global.output {
-        OutputFormat::Table | OutputFormat::Wide => render::render(
-            &report,
-            global.output == OutputFormat::Wide,
-            Painter::detect(global.color),
-        ),
+        OutputFormat::Table | OutputFormat::Wide if global.no_headers => {
+            render::rows(&report, wide, Painter::detect(global.color))
+        }
+        OutputFormat::Table | OutputFormat::Wide => {
+            render::render(&report, wide, Painter::detect(global.color))
+        }
+        OutputFormat::Name => report
+            .resources
+            .iter()
+            .map(|row| output::resource_name(row.kind, &row.name))
+            .collect(),
         format => output::encode(&report, format)?,
     };
     output::print(&text)?;

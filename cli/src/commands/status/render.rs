@@ -46,6 +46,18 @@ pub fn render(report: &StatusReport, wide: bool, painter: Painter) -> String {
     out
 }
 
+/// The resources' rows alone, without the header, the control plane or the summary: what
+/// scripts read (`--no-headers`).
+pub fn rows(report: &StatusReport, wide: bool, painter: Painter) -> String {
+    if report.resources.is_empty() {
+        return String::new();
+    }
+    let table = resources(&report.resources, wide, painter);
+    table
+        .split_once('\n')
+        .map_or_else(String::new, |(_, rows)| rows.to_owned())
+}
+
 fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
     let _ = writeln!(
         out,

@@ -135,6 +135,18 @@ fn wide_snapshot() {
 }
 
 #[test]
+fn without_headers_only_the_rows_are_printed() {
+    let report = scenario();
+    let text = super::render::rows(&report, false, Painter::PLAIN);
+    assert_eq!(text.lines().count(), report.resources.len(), "{text}");
+    assert!(
+        !text.contains("KIND") && !text.contains("Summary"),
+        "{text}"
+    );
+    assert!(text.lines().all(|line| !line.trim().is_empty()));
+}
+
+#[test]
 fn json_snapshot() {
     let json = crate::output::encode(&scenario(), crate::cli::OutputFormat::Json).unwrap();
     assert_snapshot("status.json", &json);
