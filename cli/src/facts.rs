@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::cluster::Cluster;
 use crate::control_plane::RECONCILER_NAME;
-use crate::error::describe_kube_error;
+use crate::error::{api_code, describe_kube_error};
 use crate::kinds::Kind;
 use nauthera_shared::workloads::{self, PodTemplate};
 
@@ -286,38 +286,70 @@ pub async fn reconciler_log_lines(
     name: &str,
 ) -> Result<Vec<String>, String> {
     let pods: Api<Pod> = cluster.namespaced(reconciler_namespace);
-    let names: Vec<String> = match leader.filter(|leader| !leader.is_empty()) {
-        Some(leader) => vec![leader.to_owned()],
-        None => pods
-            .list(&ListParams::default())
-            .await
-            .map_err(|error| {
-                let (detail, hint) = describe_kube_error(&error);
-                format!("cannot list pods in {reconciler_namespace}: {detail}; {hint}")
-            })?
-            .items
-            .into_iter()
-            .filter_map(|pod| pod.metadata.name)
-            .filter(|pod| pod.starts_with(RECONCILER_NAME))
-            .collect(),
-    };
-    if names.is_empty() {
-        return Err(format!("no reconciler pod found in {reconciler_namespace}"));
-    }
     let params = LogParams {
         since_seconds: Some(LOG_SINCE_SECONDS),
         tail_lines: Some(LOG_TAIL_LINES),
         ..LogParams::default()
     };
+    // The leader's identity is its pod's name when it runs in a pod; when there is no such pod
+    // (it moved, or the identity was set by hand), the Deployment's pods are read instead.
+    if let Some(leader) = leader.filter(|leader| !leader.is_empty()) {
+        match pods.logs(leader, &params).await {
+            Ok(log) => return Ok(lines_about(&log, namespace, name, LOG_LINES_KEPT)),
+            Err(error) if api_code(&error) == Some(404) => {}
+            Err(error) => return Err(log_read_error(leader, reconciler_namespace, &error)),
+        }
+    }
+    let names: Vec<String> = pods
+        .list(&ListParams::default())
+        .await
+        .map_err(|error| {
+            let (detail, hint) = describe_kube_error(&error);
+            format!("cannot list pods in {reconciler_namespace}: {detail}; {hint}")
+        })?
+        .items
+        .into_iter()
+        .filter_map(|pod| pod.metadata.name)
+        .filter(|pod| pod.starts_with(RECONCILER_NAME))
+        .collect();
+    if names.is_empty() {
+        return Err(format!(
+            "no reconciler pod found in {reconciler_namespace}; check where it runs with \
+             kubectl -n {reconciler_namespace} get deploy,pods"
+        ));
+    }
     let mut lines = Vec::new();
     for pod in names {
-        let log = pods.logs(&pod, &params).await.map_err(|error| {
-            let (detail, hint) = describe_kube_error(&error);
-            format!("cannot read the logs of pod {pod} in {reconciler_namespace}: {detail}; {hint}")
-        })?;
+        let log = pods
+            .logs(&pod, &params)
+            .await
+            .map_err(|error| log_read_error(&pod, reconciler_namespace, &error))?;
         lines.extend(lines_about(&log, namespace, name, LOG_LINES_KEPT));
     }
     Ok(lines)
+}
+
+/// Why a pod's log could not be read, and what to do: advice about logs, never about CRDs.
+pub fn log_read_error(pod: &str, namespace: &str, error: &kube::Error) -> String {
+    let detail = match error {
+        kube::Error::Api(status) => format!("{} ({})", status.message, status.code),
+        other => other.to_string(),
+    };
+    let hint = match api_code(error) {
+        Some(403) => format!(
+            "reading logs needs get on pods/log in {namespace}; ask for it, or read the logs \
+             where the cluster keeps them"
+        ),
+        Some(404) => format!(
+            "the pod is gone (restarted or rescheduled): run diagnose again, or kubectl -n \
+             {namespace} logs deploy/{RECONCILER_NAME}"
+        ),
+        Some(400) => "the pod has no container running yet (starting, or crash-looping): \
+                      kubectl describe the pod"
+            .to_owned(),
+        _ => "check that the cluster is reachable, then run diagnose again".to_owned(),
+    };
+    format!("cannot read the logs of pod {pod} in {namespace}: {detail}; {hint}")
 }
 
 /// The last `keep` lines that name both the namespace and the resource.
@@ -371,5 +403,26 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert!(lines[1].contains("secret write failed"));
         assert_eq!(lines_about(log, "team-a", "shop", 1).len(), 1);
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_read_gets_advice_about_logs() {
+        let api = |code: u16, message: &str| {
+            kube::Error::Api(Box::new(
+                kube::core::Status::failure(message, "").with_code(code),
+            ))
+        };
+        let gone = log_read_error(
+            "replica-a",
+            "nauthera-system",
+            &api(404, "pods \"replica-a\" not found"),
+        );
+        assert!(gone.contains("the pod is gone"), "{gone}");
+        assert!(!gone.contains("CRD"), "{gone}");
+        let denied = log_read_error("r-1", "nauthera-system", &api(403, "forbidden"));
+        assert!(
+            denied.contains("get on pods/log in nauthera-system"),
+            "{denied}"
+        );
     }
 }
