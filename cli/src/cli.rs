@@ -130,6 +130,9 @@ pub struct StatusArgs {
     /// KIND or KIND/NAME (oidcclient, branding, identityprovider, organization, or their short
     /// names); every kind when absent.
     pub target: Option<String>,
+    /// After the report, print a row for each change, as `kubectl get -w`, until interrupted.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,8 +1,11 @@
 //! The Kubernetes edge: a client built from the kubeconfig the way kubectl builds it, and the
 //! reads every command shares.
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Config};
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use serde::de::DeserializeOwned;
@@ -61,6 +64,9 @@ fn overrides(config: &mut Config, args: &GlobalArgs) -> Result<(), CliError> {
     }
     Ok(())
 }
+
+/// Objects per page of a listing: kubectl's own page size.
+const LIST_PAGE: u32 = 500;
 
 impl Cluster {
     /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`), `--context`, `--cluster`,
@@ -130,45 +136,108 @@ impl Cluster {
         scope: &Scope,
     ) -> Result<Option<Vec<ResourceView>>, CliError> {
         match kind {
-            Kind::OIDCClient => self.list::<OIDCClient>(kind, scope).await.map(|items| {
-                items.map(|items| items.iter().map(ResourceView::of_client).collect())
-            }),
-            Kind::Branding => self.list::<Branding>(kind, scope).await.map(|items| {
-                items.map(|items| items.iter().map(ResourceView::of_branding).collect())
-            }),
+            Kind::OIDCClient => self.list(kind, scope, ResourceView::of_client).await,
+            Kind::Branding => self.list(kind, scope, ResourceView::of_branding).await,
             Kind::IdentityProvider => {
-                self.list::<IdentityProvider>(kind, scope)
+                self.list(kind, scope, ResourceView::of_identity_provider)
                     .await
-                    .map(|items| {
-                        items.map(|items| {
-                            items
-                                .iter()
-                                .map(ResourceView::of_identity_provider)
-                                .collect()
-                        })
-                    })
             }
-            Kind::Organization => self.list::<Organization>(kind, scope).await.map(|items| {
-                items.map(|items| items.iter().map(ResourceView::of_organization).collect())
-            }),
+            Kind::Organization => self.list(kind, scope, ResourceView::of_organization).await,
         }
     }
 
-    async fn list<K>(&self, kind: Kind, scope: &Scope) -> Result<Option<Vec<K>>, CliError>
+    /// Lists in pages, as kubectl does, keeping only the view of each object: a page's objects
+    /// are dropped before the next page is read.
+    async fn list<K>(
+        &self,
+        kind: Kind,
+        scope: &Scope,
+        view: fn(&K) -> ResourceView,
+    ) -> Result<Option<Vec<ResourceView>>, CliError>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
             + Clone
             + DeserializeOwned
             + std::fmt::Debug,
     {
-        match self.api::<K>(scope).list(&ListParams::default()).await {
-            Ok(list) => Ok(Some(list.items)),
-            Err(error) if api_code(&error) == Some(404) => Ok(None),
-            Err(error) => Err(CliError::kube(
-                format!("listing {}{}", kind.plural(), scope_words(scope)),
-                &error,
-            )),
+        let api = self.api::<K>(scope);
+        let mut views = Vec::new();
+        let mut params = ListParams::default().limit(LIST_PAGE);
+        loop {
+            let page = match api.list(&params).await {
+                Ok(page) => page,
+                Err(error) if api_code(&error) == Some(404) && views.is_empty() => {
+                    return Ok(None);
+                }
+                Err(error) => {
+                    return Err(CliError::kube(
+                        format!("listing {}{}", kind.plural(), scope_words(scope)),
+                        &error,
+                    ));
+                }
+            };
+            views.extend(page.items.iter().map(view));
+            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => return Ok(Some(views)),
+            }
         }
+    }
+
+    /// The changes of one kind in `scope` (of one name, when given) as views, after the current
+    /// state: each resource as it is after a change, and as it was when it is deleted.
+    pub fn watch_views(
+        &self,
+        kind: Kind,
+        scope: &Scope,
+        name: Option<&str>,
+    ) -> BoxStream<'static, Result<ResourceView, String>> {
+        match kind {
+            Kind::OIDCClient => self.watch(kind, scope, name, ResourceView::of_client),
+            Kind::Branding => self.watch(kind, scope, name, ResourceView::of_branding),
+            Kind::IdentityProvider => {
+                self.watch(kind, scope, name, ResourceView::of_identity_provider)
+            }
+            Kind::Organization => self.watch(kind, scope, name, ResourceView::of_organization),
+        }
+    }
+
+    fn watch<K>(
+        &self,
+        kind: Kind,
+        scope: &Scope,
+        name: Option<&str>,
+        view: fn(&K) -> ResourceView,
+    ) -> BoxStream<'static, Result<ResourceView, String>>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + 'static,
+    {
+        let config = match name {
+            Some(name) => watcher::Config::default().fields(&format!("metadata.name={name}")),
+            None => watcher::Config::default(),
+        };
+        let what = format!("watching {}{}", kind.plural(), scope_words(scope));
+        watcher(self.api::<K>(scope), config)
+            .default_backoff()
+            .filter_map(move |event| {
+                let what = what.clone();
+                async move {
+                    match event {
+                        // The current state was shown before the watch began.
+                        Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
+                            Some(Ok(view(&object)))
+                        }
+                        Ok(_) => None,
+                        Err(error) => Some(Err(format!("{what}: {error}; retrying"))),
+                    }
+                }
+            })
+            .boxed()
     }
 
     /// One resource; `Ok(None)` when it does not exist.

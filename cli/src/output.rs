@@ -104,26 +104,53 @@ pub fn resource_name(kind: crate::kinds::Kind, name: &str) -> String {
     format!("{}.nauthera.io/{name}\n", kind.singular())
 }
 
-/// The report as JSON or YAML.
+/// The report as JSON or YAML, as text.
 pub fn encode<T: Serialize>(value: &T, format: OutputFormat) -> Result<String, CliError> {
+    let mut out = Vec::new();
+    write_encoded(&mut out, value, format)?;
+    String::from_utf8(out).map_err(|error| CliError::Encode {
+        format: "JSON",
+        detail: error.to_string(),
+    })
+}
+
+/// Writes the report as JSON or YAML to standard output as it is encoded, never holding the
+/// whole text: a report of a hundred thousand resources is as large as its objects.
+pub fn emit<T: Serialize>(value: &T, format: OutputFormat) -> Result<(), CliError> {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    write_encoded(&mut out, value, format)?;
+    out.flush().map_err(CliError::Output)
+}
+
+fn write_encoded<W: Write, T: Serialize>(
+    out: &mut W,
+    value: &T,
+    format: OutputFormat,
+) -> Result<(), CliError> {
     match format {
         OutputFormat::Name => Err(CliError::Usage(
             "-o name lists resources of the cluster; this report has none: use -o json or -o yaml"
                 .to_owned(),
         )),
-        OutputFormat::Yaml => serde_saphyr::to_string(value).map_err(|error| CliError::Encode {
-            format: "YAML",
-            detail: error.to_string(),
-        }),
-        _ => serde_json::to_string_pretty(value)
-            .map(|mut text| {
-                text.push('\n');
-                text
-            })
-            .map_err(|error| CliError::Encode {
-                format: "JSON",
+        OutputFormat::Yaml => {
+            serde_saphyr::to_io_writer(out, value).map_err(|error| CliError::Encode {
+                format: "YAML",
                 detail: error.to_string(),
-            }),
+            })
+        }
+        _ => {
+            serde_json::to_writer_pretty(&mut *out, value).map_err(|error| {
+                if error.is_io() {
+                    CliError::Output(error.into())
+                } else {
+                    CliError::Encode {
+                        format: "JSON",
+                        detail: error.to_string(),
+                    }
+                }
+            })?;
+            out.write_all(b"\n").map_err(CliError::Output)
+        }
     }
 }
 

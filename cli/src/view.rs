@@ -66,7 +66,15 @@ impl ResourceView {
             generation: meta.generation,
             created: meta.creation_timestamp.as_ref().map(|time| time.0),
             deleting: meta.deletion_timestamp.is_some(),
-            annotations: meta.annotations.clone().unwrap_or_default(),
+            // Only the project's own: kubectl's last-applied copy of the manifest would double
+            // what a listing holds.
+            annotations: meta
+                .annotations
+                .iter()
+                .flatten()
+                .filter(|(key, _)| key.starts_with(nauthera_shared::ANNOTATION_PREFIX))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
             issuer: issuer.to_owned(),
             own_slug: None,
             secret: SecretUse::None,

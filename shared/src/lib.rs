@@ -20,6 +20,8 @@ pub const GROUP: &str = "nauthera.io";
 pub const VERSION: &str = "v1alpha1";
 /// The annotation that asks the reconciler to write the declared state over a drifted object.
 pub const RESTORE_ANNOTATION: &str = "nauthera.io/restore";
+/// Every annotation and label of the project starts with this.
+pub const ANNOTATION_PREFIX: &str = "nauthera.io/";
 /// Set beside the restore annotation to tell one restore request from another: the reconciler
 /// names it in `status.lastRestore.request` once the request is carried out.
 pub const RESTORE_REQUEST_ANNOTATION: &str = "nauthera.io/restore-request";

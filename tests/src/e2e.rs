@@ -622,6 +622,41 @@ impl Stack {
 
     /// Like [`Stack::plugin`], with `input` on standard input (closed when `None`).
     pub async fn plugin_with_input(&self, args: &[&str], input: Option<&str>) -> PluginRun {
+        let mut command = self.plugin_command(args);
+        command.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        let mut child = command.spawn().expect("kubectl runs");
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin
+                .write_all(input.as_bytes())
+                .await
+                .expect("stdin is written");
+        }
+        let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+            .await
+            .expect("the plugin ends within two minutes")
+            .expect("the plugin's output is read");
+        PluginRun {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Starts `kubectl nauthera ARGS` that runs until stopped (`status -w`): its standard
+    /// output is piped, and it is killed when the child is dropped.
+    pub fn plugin_spawn(&self, args: &[&str]) -> tokio::process::Child {
+        let mut command = self.plugin_command(args);
+        command.stdin(Stdio::null());
+        command.spawn().expect("kubectl runs")
+    }
+
+    /// The plugin through real kubectl, the plugin's folder first on PATH, as the
+    /// administrator, in the test's namespace unless the arguments say otherwise.
+    fn plugin_command(&self, args: &[&str]) -> tokio::process::Command {
         let plugin_dir = Binary::Plugin
             .path()
             .expect("the plugin builds")
@@ -643,33 +678,13 @@ impl Stack {
             .env("HOME", self.home.path())
             .env("NO_COLOR", "1")
             .env_remove("KUBECONFIG")
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         if !args.iter().any(|a| *a == "-A" || *a == "-n") {
             command.args(["-n", self.namespace()]);
         }
-        let mut child = command.spawn().expect("kubectl runs");
-        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
-            stdin
-                .write_all(input.as_bytes())
-                .await
-                .expect("stdin is written");
-        }
-        let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
-            .await
-            .expect("the plugin ends within two minutes")
-            .expect("the plugin's output is read");
-        PluginRun {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        command
     }
 
     /// Every replica's log tail, for a failure message.

@@ -506,3 +506,44 @@ async fn the_plugin_takes_kubectl_output_and_connection_flags() {
         denied.all()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_watch_prints_a_row_for_each_change_until_stopped() {
+    use tokio::io::AsyncBufReadExt;
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+
+    let mut watch = stack.plugin_spawn(&["status", "oidcclient", "-w", "--no-headers"]);
+    let mut lines = tokio::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut next_line = async || {
+        tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("a line within a minute")
+            .expect("the output is read")
+            .expect("the watch is still running")
+    };
+    // The current state first, then a row per change.
+    let first = next_line().await;
+    assert!(
+        first.starts_with("OIDCClient") && first.contains("web"),
+        "{first}"
+    );
+    stack.apply(&generated_client("shop")).await;
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|line: &String| line.contains("shop") && line.contains("Registered"))
+    {
+        seen.push(next_line().await);
+    }
+    assert!(
+        seen.iter().all(|line| line.starts_with("OIDCClient")),
+        "rows only: {seen:#?}"
+    );
+    assert!(
+        watch.try_wait().unwrap().is_none(),
+        "it runs until it is stopped"
+    );
+    watch.kill().await.unwrap();
+}

@@ -204,7 +204,7 @@ fn finish(
             .collect();
         output::print(&names)?;
     } else if !matches!(global.output, OutputFormat::Table | OutputFormat::Wide) {
-        output::print(&output::encode(
+        output::emit(
             &RestoreReport {
                 api_version: output::REPORT_API_VERSION,
                 kind: "RestoreReport",
@@ -214,7 +214,7 @@ fn finish(
                 attention,
             },
             global.output,
-        )?)?;
+        )?;
     }
     Ok(Outcome::from_attention(attention))
 }

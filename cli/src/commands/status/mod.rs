@@ -2,6 +2,7 @@
 
 mod render;
 pub mod report;
+mod watch;
 
 use jiff::Timestamp;
 
@@ -34,13 +35,20 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
         None => cluster.list_views(&Kind::ALL, &cluster.scope).await?,
     };
     let organizations = OrganizationDirectory::from_views(&cluster.organizations().await);
+    let watched_kinds: Vec<Kind> = match &target {
+        Some(target) => vec![target.kind],
+        None => Kind::ALL.to_vec(),
+    }
+    .into_iter()
+    .filter(|kind| !not_installed.contains(kind))
+    .collect();
     let scope = match (&cluster.scope, &target) {
         (Scope::All, None | Some(Target { name: None, .. })) => "*".to_owned(),
         _ => cluster.namespace.clone(),
     };
     let report = report::build(
         &facts,
-        &views,
+        views,
         &organizations,
         not_installed,
         scope,
@@ -59,9 +67,23 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
             .iter()
             .map(|row| output::resource_name(row.kind, &row.name))
             .collect(),
-        format => output::encode(&report, format)?,
+        format => {
+            output::emit(&report, format)?;
+            String::new()
+        }
     };
     output::print(&text)?;
+    if args.watch {
+        let watched = watch::Watched {
+            kinds: &watched_kinds,
+            scope: match target.as_ref().and_then(|target| target.name.as_deref()) {
+                Some(_) => Scope::Namespace(cluster.namespace.clone()),
+                None => cluster.scope.clone(),
+            },
+            name: target.as_ref().and_then(|target| target.name.as_deref()),
+        };
+        watch::follow(&cluster, watched, &facts, &organizations, global).await?;
+    }
     Ok(Outcome::from_attention(report.attention))
 }
 

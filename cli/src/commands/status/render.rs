@@ -49,10 +49,15 @@ pub fn render(report: &StatusReport, wide: bool, painter: Painter) -> String {
 /// The resources' rows alone, without the header, the control plane or the summary: what
 /// scripts read (`--no-headers`).
 pub fn rows(report: &StatusReport, wide: bool, painter: Painter) -> String {
-    if report.resources.is_empty() {
+    row_lines(&report.resources, wide, painter)
+}
+
+/// Table rows without their header (`--no-headers`, and each change `-w` prints).
+pub fn row_lines(rows: &[ResourceRow], wide: bool, painter: Painter) -> String {
+    if rows.is_empty() {
         return String::new();
     }
-    let table = resources(&report.resources, wide, painter);
+    let table = resources(rows, wide, painter);
     table
         .split_once('\n')
         .map_or_else(String::new, |(_, rows)| rows.to_owned())

@@ -184,18 +184,20 @@ pub struct DriftSummary {
 /// Builds the report.
 pub fn build(
     facts: &ControlPlaneFacts,
-    views: &[ResourceView],
+    views: Vec<ResourceView>,
     organizations: &OrganizationDirectory,
     not_installed: Vec<Kind>,
     scope: String,
     now: Timestamp,
 ) -> StatusReport {
     let control_plane = control_plane_report(facts, now);
+    let drift = drift_summary(&views);
+    // Each view is let go once its row is made, so the two are not held whole at once.
     let resources: Vec<ResourceRow> = views
-        .iter()
-        .map(|view| resource_row(view, facts, organizations, now))
+        .into_iter()
+        .map(|view| resource_row(&view, facts, organizations, now))
         .collect();
-    let summary = summarize(views, &resources);
+    let summary = summarize(&resources, drift);
     let attention = !control_plane.findings.is_empty()
         || resources.iter().any(|row| row.attention)
         || !not_installed.is_empty();
@@ -363,7 +365,7 @@ pub fn resource_row(
     }
 }
 
-fn summarize(views: &[ResourceView], rows: &[ResourceRow]) -> Summary {
+fn summarize(rows: &[ResourceRow], drift: DriftSummary) -> Summary {
     let mut by_phase = BTreeMap::new();
     let mut by_reason = BTreeMap::new();
     for row in rows {
@@ -377,7 +379,7 @@ fn summarize(views: &[ResourceView], rows: &[ResourceRow]) -> Summary {
         by_phase,
         by_reason,
         outside_grant: rows.iter().filter(|row| row.grant.is_outside()).count(),
-        drift: drift_summary(views),
+        drift,
     }
 }
 

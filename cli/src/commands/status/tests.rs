@@ -110,7 +110,7 @@ fn scenario() -> StatusReport {
     crate::cluster::sort_views(&mut views);
     report::build(
         &facts(),
-        &views,
+        views,
         &OrganizationDirectory::from_views([&organization]),
         Vec::new(),
         "*".into(),
@@ -188,7 +188,7 @@ fn all_registered_and_covered_needs_no_attention() {
     let client = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, NOW);
     let report = report::build(
         &facts,
-        &[organization.clone(), client],
+        vec![organization.clone(), client],
         &OrganizationDirectory::from_views([&organization]),
         Vec::new(),
         "*".into(),
@@ -219,7 +219,7 @@ fn a_steady_state_written_hours_ago_is_current_as_of_the_lease() {
     let text = render(
         &report::build(
             &facts,
-            &[],
+            Vec::new(),
             &OrganizationDirectory::default(),
             Vec::new(),
             "*".into(),
@@ -296,7 +296,7 @@ fn a_failing_probe_says_since_when_and_the_last_answer() {
     };
     let report = report::build(
         &facts,
-        &[],
+        Vec::new(),
         &OrganizationDirectory::default(),
         Vec::new(),
         "*".into(),
@@ -323,7 +323,7 @@ fn a_missing_state_is_a_finding() {
     };
     let report = report::build(
         &facts,
-        &[],
+        Vec::new(),
         &OrganizationDirectory::default(),
         Vec::new(),
         "team-a".into(),
