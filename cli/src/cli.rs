@@ -140,6 +140,7 @@ pub struct StatusArgs {
   kubectl nauthera diagnose oidcclient/shop -n team-a
   kubectl nauthera diagnose --all -A
   kubectl nauthera diagnose -f client.yaml          check a manifest before applying it
+  kubectl nauthera diagnose -f manifests/ -R        every manifest under a directory
   kustomize build . | kubectl nauthera diagnose -f - --local
 
 Exit codes: 0 all good, 1 something needs attention, 2 an error.")]
@@ -150,9 +151,13 @@ pub struct DiagnoseArgs {
     /// Every resource in scope that is not Registered.
     #[arg(long, conflicts_with = "file")]
     pub all: bool,
-    /// Check manifests before they are applied (a file, or `-` for standard input).
+    /// Check manifests before they are applied: a file, a directory (its .yaml, .yml and .json
+    /// files), or `-` for standard input; repeat for several.
     #[arg(short = 'f', long = "filename", value_name = "FILE")]
-    pub file: Option<PathBuf>,
+    pub file: Vec<PathBuf>,
+    /// With -f: also the directories inside the directories named, as `kubectl apply -R`.
+    #[arg(short = 'R', long, requires = "file")]
+    pub recursive: bool,
     /// With -f: check only the files, without the cluster.
     #[arg(long, requires = "file")]
     pub local: bool,

@@ -25,5 +25,21 @@ pub const ANNOTATION_PREFIX: &str = "nauthera.io/";
 /// Set beside the restore annotation to tell one restore request from another: the reconciler
 /// names it in `status.lastRestore.request` once the request is carried out.
 pub const RESTORE_REQUEST_ANNOTATION: &str = "nauthera.io/restore-request";
+/// Client names nauthera-server keeps for itself; it refuses a client of such a name
+/// (`RESERVED_NAME`), in any case.
+pub const RESERVED_CLIENT_NAMES: [&str; 6] = [
+    "admin",
+    "nauthera",
+    "dashboard",
+    "system",
+    "root",
+    "internal",
+];
+
+/// Whether nauthera-server keeps this client name for itself.
+pub fn is_reserved_client_name(name: &str) -> bool {
+    RESERVED_CLIENT_NAMES.contains(&name.to_ascii_lowercase().as_str())
+}
+
 /// The finalizer the reconciler puts on every resource it registers.
 pub const FINALIZER: &str = "nauthera.io/finalizer";

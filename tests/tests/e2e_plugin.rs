@@ -449,10 +449,69 @@ spec:
     // Kubernetes: a warning, not a failure.
     let issuer = checks.iter().find(|c| c["name"] == "issuer").unwrap();
     assert_eq!(issuer["status"], "warning", "{issuer}");
-    let rules = checks.iter().find(|c| c["name"] == "rules").unwrap();
+    // The CRD's own rule, as the API server would apply it.
+    let schema = checks.iter().find(|c| c["name"] == "schema").unwrap();
+    assert_eq!(schema["status"], "failed", "{schema}");
+    assert!(
+        schema["findings"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("a public client"),
+        "a public client with a secret: {schema}"
+    );
+
+    // A directory, and with -R the directories inside it, as kubectl apply reads them.
+    let nested = dir.path().join("team");
+    std::fs::create_dir(&nested).unwrap();
+    std::fs::write(
+        nested.join("admin.yaml"),
+        generated_client("admin").replace(
+            "  deletionPolicy: Delete\n",
+            "  deletionPolicy: Delete\n  brandingRef: {name: missing}\n",
+        ),
+    )
+    .unwrap();
+    let flat = stack
+        .plugin(&["diagnose", "-f", dir.path().to_str().unwrap(), "-o", "json"])
+        .await;
+    assert_eq!(json(&flat)["documents"].as_array().unwrap().len(), 2);
+    let deep = stack
+        .plugin(&[
+            "diagnose",
+            "-f",
+            dir.path().to_str().unwrap(),
+            "-R",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(deep.code, 1, "{}", deep.all());
+    let report = json(&deep);
+    let documents = report["documents"].as_array().unwrap();
+    assert_eq!(documents.len(), 3, "{report}");
+    let admin = documents
+        .iter()
+        .find(|d| d["name"] == "admin")
+        .expect("the nested file is read");
+    assert!(admin["file"].as_str().unwrap().ends_with("team/admin.yaml"));
+    let check = |name: &str| {
+        admin["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap_or_default()
+    };
     assert_eq!(
-        rules["status"], "failed",
-        "a public client with a secret: {rules}"
+        check("rules")["status"],
+        "failed",
+        "a reserved name: {admin}"
+    );
+    assert_eq!(
+        check("branding")["status"],
+        "failed",
+        "a missing Branding: {admin}"
     );
 }
 

@@ -7,15 +7,7 @@ use nauthera_proto::v1::{
 
 use crate::refusal::violation;
 
-/// Client names the server keeps for itself.
-pub const RESERVED_CLIENT_NAMES: [&str; 6] = [
-    "admin",
-    "nauthera",
-    "dashboard",
-    "system",
-    "root",
-    "internal",
-];
+pub use nauthera_shared::is_reserved_client_name;
 
 pub const GRANT_AUTHORIZATION_CODE: &str = "authorization_code";
 pub const GRANT_REFRESH_TOKEN: &str = "refresh_token";
@@ -43,11 +35,6 @@ const AUTH_METHODS: [&str; 4] = [
     "private_key_jwt",
     "none",
 ];
-
-/// Whether a client name is reserved.
-pub fn is_reserved_client_name(name: &str) -> bool {
-    RESERVED_CLIENT_NAMES.contains(&name.to_ascii_lowercase().as_str())
-}
 
 /// The token endpoint auth method, `client_secret_basic` when none is declared.
 pub fn auth_method(spec: &ClientSpec) -> &str {

@@ -7,7 +7,7 @@ mod render;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::PathBuf;
 
 use jiff::Timestamp;
 use nauthera_shared::access;
@@ -43,14 +43,14 @@ struct DiagnoseReport {
 struct ManifestsReport {
     api_version: &'static str,
     kind: &'static str,
-    file: String,
+    files: Vec<String>,
     documents: Vec<ManifestReport>,
     attention: bool,
 }
 
 pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, CliError> {
-    if let Some(file) = &args.file {
-        return run_manifests(global, file, args.local).await;
+    if !args.file.is_empty() {
+        return run_manifests(global, &args.file, args.recursive, args.local).await;
     }
     if args.target.is_none() && !args.all {
         return Err(CliError::Usage(
@@ -219,20 +219,25 @@ async fn gather(
     }
 }
 
-async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<Outcome, CliError> {
-    let text = if file == Path::new("-") {
-        std::io::read_to_string(std::io::stdin()).map_err(|source| CliError::ReadFile {
-            path: file.to_owned(),
-            source,
-        })?
-    } else {
-        std::fs::read_to_string(file).map_err(|source| CliError::ReadFile {
-            path: file.to_owned(),
-            source,
-        })?
-    };
-    let documents = manifest::split_documents(&text)
-        .map_err(|problem| CliError::Usage(format!("{}: {problem}", file.display())))?;
+async fn run_manifests(
+    global: &GlobalArgs,
+    paths: &[PathBuf],
+    recursive: bool,
+    local: bool,
+) -> Result<Outcome, CliError> {
+    let sources = manifest::sources::read_sources(paths, recursive)?;
+    let mut documents = Vec::new();
+    for source in &sources {
+        let file = source.path.display().to_string();
+        let split = manifest::split_documents(&source.text)
+            .map_err(|problem| CliError::Usage(format!("{file}: {problem}")))?;
+        documents.extend(
+            split
+                .into_iter()
+                .enumerate()
+                .map(|(index, document)| (file.clone(), index + 1, document)),
+        );
+    }
     let cluster = if local {
         None
     } else {
@@ -245,8 +250,13 @@ async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<
     };
     let parsed: Vec<_> = documents
         .iter()
-        .enumerate()
-        .map(|(index, document)| manifest::parse_document(index + 1, document, &default_namespace))
+        .map(|(file, index, document)| {
+            manifest::parse_document(file, *index, document, &default_namespace)
+        })
+        .collect();
+    let documents: Vec<serde_json::Value> = documents
+        .into_iter()
+        .map(|(_, _, document)| document)
         .collect();
     let file_organizations: Vec<ResourceView> = parsed
         .iter()
@@ -259,6 +269,17 @@ async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<
         file_secrets: manifest::declared_secrets(&documents, &default_namespace),
         ..ManifestContext::default()
     };
+    for view in parsed
+        .iter()
+        .filter_map(|document| document.view.as_ref().ok())
+    {
+        if view.kind == Kind::Branding {
+            context.brandings.insert(
+                (view.namespace.clone(), view.name.clone()),
+                manifest::BrandingStanding::Declared,
+            );
+        }
+    }
     let mut organizations = file_organizations;
     if let Some(cluster) = &cluster {
         organizations.extend(cluster.organizations().await);
@@ -278,6 +299,25 @@ async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<
             }
         }
         context.secrets = secrets;
+        for document in &parsed {
+            let (Some(branding), Ok(view)) = (&document.branding_ref, &document.view) else {
+                continue;
+            };
+            let key = (view.namespace.clone(), branding.clone());
+            if context.brandings.contains_key(&key) {
+                continue;
+            }
+            if let Some(held) = cluster
+                .get_view(Kind::Branding, &view.namespace, branding)
+                .await?
+            {
+                let standing = match held.reason() {
+                    Some(Reason::Registered) => manifest::BrandingStanding::Registered,
+                    reason => manifest::BrandingStanding::NotRegistered(reason),
+                };
+                context.brandings.insert(key, standing);
+            }
+        }
     }
     context.organizations = OrganizationDirectory::from_views(&organizations);
     let reports: Vec<ManifestReport> = parsed
@@ -287,12 +327,15 @@ async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<
     let attention = reports.iter().any(|report| report.attention);
     let painter = Painter::detect(global.color);
     let text = match global.output {
-        OutputFormat::Table | OutputFormat::Wide => render_manifests(file, &reports, painter),
+        OutputFormat::Table | OutputFormat::Wide => render_manifests(&reports, painter),
         format => output::encode(
             &ManifestsReport {
                 api_version: output::REPORT_API_VERSION,
                 kind: "ManifestReport",
-                file: file.display().to_string(),
+                files: sources
+                    .iter()
+                    .map(|source| source.path.display().to_string())
+                    .collect(),
                 documents: reports,
                 attention,
             },
@@ -303,17 +346,17 @@ async fn run_manifests(global: &GlobalArgs, file: &Path, local: bool) -> Result<
     Ok(Outcome::from_attention(attention))
 }
 
-fn render_manifests(file: &Path, reports: &[ManifestReport], painter: Painter) -> String {
+fn render_manifests(reports: &[ManifestReport], painter: Painter) -> String {
     let mut out = String::new();
     if reports.is_empty() {
-        let _ = writeln!(out, "{}: no documents", file.display());
+        let _ = writeln!(out, "no documents to check");
         return out;
     }
     for report in reports {
         let _ = writeln!(
             out,
             "{}#{} {} {}/{}",
-            file.display(),
+            report.file,
             report.document,
             report.kind,
             report.namespace,

@@ -2,13 +2,15 @@
 //! local files against a live cluster. Parsing and every check are pure; the caller gathers the
 //! cluster facts (Organizations, the published grant, Secrets) in between.
 
+pub mod sources;
+
 use std::collections::BTreeMap;
 
 use nauthera_shared::branding;
+use nauthera_shared::catalog::Reason;
 use nauthera_shared::control_plane::ControlPlaneState;
 use nauthera_shared::resources::{
-    Branding, GrantType, IdentityProvider, IdentityProviderKind, OIDCClient, Organization,
-    TokenEndpointAuthMethod,
+    Branding, IdentityProvider, OIDCClient, Organization, admission_violations,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -22,6 +24,8 @@ use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
 /// One document of the file, parsed as far as it goes.
 #[derive(Clone, Debug)]
 pub struct ParsedDocument {
+    /// The file it comes from (`-` for standard input).
+    pub file: String,
     /// 1-based position in the file.
     pub index: usize,
     pub api_version: String,
@@ -31,8 +35,12 @@ pub struct ParsedDocument {
     pub namespace: String,
     /// The typed resource, or why it does not deserialize.
     pub view: Result<ResourceView, String>,
-    pub unknown_fields: Vec<String>,
+    /// What the API server would refuse: the CRD's schema and rules, from the CRD itself.
+    pub admission: Vec<String>,
+    /// What the reconciler or the server would refuse of a manifest the API server admits.
     pub rule_violations: Vec<String>,
+    /// An OIDCClient's `spec.brandingRef`.
+    pub branding_ref: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -47,6 +55,7 @@ pub struct ManifestCheck {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestReport {
+    pub file: String,
     pub document: usize,
     pub api_version: String,
     pub kind: String,
@@ -80,7 +89,12 @@ pub fn split_documents(text: &str) -> Result<Vec<Value>, String> {
 }
 
 /// Parses one document into a typed resource and checks its schema and rules.
-pub fn parse_document(index: usize, document: &Value, default_namespace: &str) -> ParsedDocument {
+pub fn parse_document(
+    file: &str,
+    index: usize,
+    document: &Value,
+    default_namespace: &str,
+) -> ParsedDocument {
     let text = |pointer: &str| {
         document
             .pointer(pointer)
@@ -100,6 +114,7 @@ pub fn parse_document(index: usize, document: &Value, default_namespace: &str) -
         .into_iter()
         .find(|kind| nauthera && kind.as_str() == kind_name);
     let mut parsed = ParsedDocument {
+        file: file.to_owned(),
         index,
         api_version,
         kind_name,
@@ -107,8 +122,9 @@ pub fn parse_document(index: usize, document: &Value, default_namespace: &str) -
         name,
         namespace: namespace.clone(),
         view: Err(String::new()),
-        unknown_fields: Vec::new(),
+        admission: Vec::new(),
         rule_violations: Vec::new(),
+        branding_ref: None,
     };
     let Some(kind) = kind else {
         parsed.view = Err("not a nauthera resource".to_owned());
@@ -118,245 +134,56 @@ pub fn parse_document(index: usize, document: &Value, default_namespace: &str) -
     if let Some(metadata) = document.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.insert("namespace".to_owned(), Value::String(namespace));
     }
+    parsed.admission = admission_violations(&document, None)
+        .iter()
+        .map(|violation| {
+            format!("{violation}; the API server refuses the manifest (kubectl validates strictly)")
+        })
+        .collect();
     let typed = match kind {
-        Kind::OIDCClient => typed::<OIDCClient>(&document).map(|(client, back)| {
-            parsed.rule_violations = client_rules(&client);
-            (ResourceView::of_client(&client), back)
+        Kind::OIDCClient => serde_json::from_value::<OIDCClient>(document).map(|client| {
+            parsed.rule_violations = server_client_rules(&client);
+            parsed.branding_ref = client.spec.branding_ref.as_ref().map(|r| r.name.clone());
+            ResourceView::of_client(&client)
         }),
-        Kind::Branding => typed::<Branding>(&document).map(|(branding, back)| {
-            parsed.rule_violations = branding::encode(&branding.spec.branding)
-                .err()
-                .map(|error| vec![format!("spec.branding.{error}")])
-                .unwrap_or_default();
-            (ResourceView::of_branding(&branding), back)
+        Kind::Branding => serde_json::from_value::<Branding>(document).map(|branding| {
+            parsed.rule_violations = encodable(&branding.spec.branding, "spec.branding");
+            ResourceView::of_branding(&branding)
         }),
-        Kind::IdentityProvider => typed::<IdentityProvider>(&document).map(|(provider, back)| {
-            parsed.rule_violations = identity_provider_rules(&provider);
-            (ResourceView::of_identity_provider(&provider), back)
-        }),
-        Kind::Organization => typed::<Organization>(&document).map(|(organization, back)| {
-            parsed.rule_violations = organization_rules(&organization);
-            (ResourceView::of_organization(&organization), back)
-        }),
-    };
-    match typed {
-        Ok((view, back)) => {
-            if view.name.is_empty() {
-                parsed
-                    .rule_violations
-                    .push("metadata.name is required".to_owned());
-            }
-            parsed.unknown_fields = unknown_fields(
-                document.get("spec").unwrap_or(&Value::Null),
-                back.get("spec").unwrap_or(&Value::Null),
-                "spec",
-            );
-            parsed.view = Ok(view);
+        Kind::IdentityProvider => serde_json::from_value::<IdentityProvider>(document)
+            .map(|provider| ResourceView::of_identity_provider(&provider)),
+        Kind::Organization => {
+            serde_json::from_value::<Organization>(document).map(|organization| {
+                if let Some(content) = &organization.spec.branding {
+                    parsed.rule_violations = encodable(content, "spec.branding");
+                }
+                ResourceView::of_organization(&organization)
+            })
         }
-        Err(error) => parsed.view = Err(error),
-    }
+    };
+    parsed.view = typed.map_err(|error| error.to_string());
     parsed
 }
 
-fn typed<K>(document: &Value) -> Result<(K, Value), String>
-where
-    K: serde::de::DeserializeOwned + Serialize,
-{
-    let typed: K = serde_json::from_value(document.clone()).map_err(|error| error.to_string())?;
-    let back = serde_json::to_value(&typed).map_err(|error| error.to_string())?;
-    Ok((typed, back))
-}
-
-/// Keys of `original` that did not survive a round trip through the typed resource: fields the
-/// CRD does not know, which the API server would prune (or refuse with strict validation).
-pub fn unknown_fields(original: &Value, round_trip: &Value, path: &str) -> Vec<String> {
-    match (original, round_trip) {
-        (Value::Object(original), Value::Object(back)) => original
-            .iter()
-            .flat_map(|(key, value)| {
-                let child = format!("{path}.{key}");
-                match back.get(key) {
-                    None if !value.is_null() => vec![child],
-                    None => Vec::new(),
-                    Some(back_value) => unknown_fields(value, back_value, &child),
-                }
-            })
-            .collect(),
-        (Value::Array(original), Value::Array(back)) => original
-            .iter()
-            .zip(back)
-            .enumerate()
-            .flat_map(|(index, (value, back_value))| {
-                unknown_fields(value, back_value, &format!("{path}[{index}]"))
-            })
-            .collect(),
-        _ => Vec::new(),
+/// What the server refuses of a client the API server admits: a name it keeps for itself.
+fn server_client_rules(client: &OIDCClient) -> Vec<String> {
+    let name = client.metadata.name.as_deref().unwrap_or_default();
+    if nauthera_shared::is_reserved_client_name(name) {
+        vec![format!(
+            "metadata.name `{name}` is a client name nauthera-server keeps for itself: it \
+             refuses the client (RESERVED_NAME); choose another name"
+        )]
+    } else {
+        Vec::new()
     }
 }
 
-/// The CRD's validation rules and patterns of OIDCClient, checked locally.
-pub fn client_rules(client: &OIDCClient) -> Vec<String> {
-    let spec = &client.spec;
-    let mut violations = Vec::new();
-    issuer_rule(&spec.issuer, &mut violations);
-    let has_secret = spec
-        .secret
-        .as_ref()
-        .is_some_and(|secret| secret.generate || secret.secret_ref.is_some());
-    match spec.token_endpoint_auth_method {
-        TokenEndpointAuthMethod::ClientSecretBasic | TokenEndpointAuthMethod::ClientSecretPost
-            if !has_secret =>
-        {
-            violations.push(
-                "a confidential client (tokenEndpointAuthMethod client_secret_basic or \
-                 client_secret_post) needs spec.secret.generate: true or spec.secret.secretRef"
-                    .to_owned(),
-            )
-        }
-        TokenEndpointAuthMethod::None if has_secret => violations.push(
-            "a public client (tokenEndpointAuthMethod none) has no secret: remove spec.secret"
-                .to_owned(),
-        ),
-        _ => {}
-    }
-    if spec.grant_types.contains(&GrantType::AuthorizationCode) && spec.redirect_uris.is_empty() {
-        violations.push(
-            "the authorization_code grant needs at least one entry in spec.redirectUris".to_owned(),
-        );
-    }
-    if let Some(secret) = &spec.secret {
-        if secret.generate && secret.secret_ref.is_some() {
-            violations.push(
-                "spec.secret.generate and spec.secret.secretRef are exclusive: choose one"
-                    .to_owned(),
-            );
-        }
-        if secret.secret_name.is_some() && !secret.generate {
-            violations.push(
-                "spec.secret.secretName names the Secret a generated secret is delivered into: \
-                 it needs spec.secret.generate: true"
-                    .to_owned(),
-            );
-        }
-    }
-    for (field, uris) in [
-        ("spec.redirectUris", &spec.redirect_uris),
-        (
-            "spec.postLogoutRedirectUris",
-            &spec.post_logout_redirect_uris,
-        ),
-    ] {
-        for (index, uri) in uris.iter().enumerate() {
-            if !redirect_uri_ok(uri) {
-                violations.push(format!(
-                    "{field}[{index}] `{uri}` must be https://, or http:// on 127.0.0.1, [::1] or \
-                     localhost"
-                ));
-            }
-        }
-    }
-    for (index, scope) in spec.scopes.iter().enumerate() {
-        let valid = !scope.is_empty()
-            && scope
-                .chars()
-                .all(|c| c.is_ascii_graphic() && c != '"' && c != '\\');
-        if !valid {
-            violations.push(format!(
-                "spec.scopes[{index}] `{scope}` is not a scope token (printable ASCII, no spaces, \
-                 quotes or backslashes)"
-            ));
-        }
-    }
-    violations
-}
-
-fn identity_provider_rules(provider: &IdentityProvider) -> Vec<String> {
-    let spec = &provider.spec;
-    let mut violations = Vec::new();
-    issuer_rule(&spec.issuer, &mut violations);
-    if matches!(
-        spec.kind,
-        IdentityProviderKind::Oidc | IdentityProviderKind::Saml
-    ) && spec.upstream_url.is_none()
-    {
-        violations.push(
-            "an oidc or saml provider needs spec.upstreamUrl (the upstream issuer or metadata URL)"
-                .to_owned(),
-        );
-    }
-    if spec.kind != IdentityProviderKind::Saml
-        && (spec.client_id.is_none() || spec.secret_ref.is_none())
-    {
-        violations.push(
-            "an OAuth provider needs spec.clientId and spec.secretRef (its upstream client secret)"
-                .to_owned(),
-        );
-    }
-    violations
-}
-
-fn organization_rules(organization: &Organization) -> Vec<String> {
-    let spec = &organization.spec;
-    let mut violations = Vec::new();
-    issuer_rule(&spec.issuer, &mut violations);
-    let slug_ok = !spec.slug.is_empty()
-        && spec.slug.len() <= 63
-        && spec
-            .slug
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !spec.slug.starts_with('-')
-        && !spec.slug.ends_with('-');
-    if !slug_ok {
-        violations.push(format!(
-            "spec.slug `{}` must be lower-case letters, digits and dashes (at most 63), not \
-             starting or ending with a dash",
-            spec.slug
-        ));
-    }
-    if let Some(content) = &spec.branding
-        && let Err(error) = branding::encode(content)
-    {
-        violations.push(format!("spec.branding.{error}"));
-    }
-    violations
-}
-
-fn issuer_rule(issuer: &str, violations: &mut Vec<String>) {
-    let valid = issuer.strip_prefix("https://").is_some_and(|rest| {
-        !rest.is_empty()
-            && !rest.starts_with('/')
-            && !rest.contains(|c: char| c.is_whitespace() || c == '?' || c == '#')
-    });
-    if !valid {
-        violations.push(format!(
-            "spec.issuer `{issuer}` must be an https:// URL without query or fragment"
-        ));
-    }
-}
-
-fn redirect_uri_ok(uri: &str) -> bool {
-    if uri.contains(|c: char| c.is_whitespace() || c == '#') {
-        return false;
-    }
-    if let Some(rest) = uri.strip_prefix("https://") {
-        return !rest.is_empty() && !rest.starts_with('/');
-    }
-    let Some(rest) = uri.strip_prefix("http://") else {
-        return false;
-    };
-    let host_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let authority = &rest[..host_end];
-    let host = match authority.rsplit_once(':') {
-        Some((host, port)) if !authority.ends_with(']') => {
-            if port.is_empty() || port.len() > 5 || !port.chars().all(|c| c.is_ascii_digit()) {
-                return false;
-            }
-            host
-        }
-        _ => authority,
-    };
-    matches!(host, "127.0.0.1" | "[::1]" | "localhost")
+/// A branding the reconciler cannot encode, which it refuses without sending it.
+fn encodable(content: &nauthera_shared::resources::SignInBranding, field: &str) -> Vec<String> {
+    branding::encode(content)
+        .err()
+        .map(|error| vec![format!("{field}.{error}; the reconciler refuses it")])
+        .unwrap_or_default()
 }
 
 /// What the checks compare a manifest against.
@@ -370,8 +197,69 @@ pub struct ManifestContext {
     pub secrets: BTreeMap<(String, String), Result<SecretFacts, String>>,
     /// Secrets the files themselves declare, by (namespace, name), with their key names.
     pub file_secrets: BTreeMap<(String, String), Vec<String>>,
+    /// Brandings of the files and of the cluster, by (namespace, name).
+    pub brandings: BTreeMap<(String, String), BrandingStanding>,
     /// Checked without the cluster.
     pub local: bool,
+}
+
+/// Where a Branding a client names stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BrandingStanding {
+    /// The files declare it: applied together, the client waits for it to register.
+    Declared,
+    /// In the cluster, Registered.
+    Registered,
+    /// In the cluster, not Registered (its reason, if it has one yet).
+    NotRegistered(Option<Reason>),
+}
+
+/// An OIDCClient's `spec.brandingRef`: a Branding the files declare or the cluster holds
+/// registered is fine; one that is not registered yet makes the client wait; a missing one makes
+/// the server refuse it.
+fn branding_check(namespace: &str, branding: &str, context: &ManifestContext) -> ManifestCheck {
+    let standing = context
+        .brandings
+        .get(&(namespace.to_owned(), branding.to_owned()));
+    let (status, finding) = match standing {
+        Some(BrandingStanding::Declared) => (
+            CheckStatus::Passed,
+            format!(
+                "Branding {branding} is declared in the files: the client waits until it is \
+                 registered, then is written"
+            ),
+        ),
+        Some(BrandingStanding::Registered) => (
+            CheckStatus::Passed,
+            format!("Branding {branding} is registered"),
+        ),
+        Some(BrandingStanding::NotRegistered(reason)) => (
+            CheckStatus::Warning,
+            format!(
+                "Branding {branding} exists but is not registered ({}): the client waits \
+                 (Pending, cause reference_not_ready) until it is; see kubectl nauthera \
+                 diagnose branding/{branding} -n {namespace}",
+                reason.map_or("not reconciled yet", Reason::as_str)
+            ),
+        ),
+        None if context.local => (
+            CheckStatus::Info,
+            format!("Branding {branding} is not in the files; the cluster was not asked (--local)"),
+        ),
+        None => (
+            CheckStatus::Failed,
+            format!(
+                "no Branding {branding} in namespace {namespace}, in the files or the cluster: \
+                 the server refuses the client (REFERENCE_NOT_FOUND); apply the Branding with \
+                 it, or remove spec.brandingRef"
+            ),
+        ),
+    };
+    ManifestCheck {
+        name: "branding",
+        status,
+        findings: vec![finding],
+    }
 }
 
 /// Every check of one parsed document.
@@ -386,6 +274,11 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
                 parsed.api_version, parsed.kind_name
             )],
         },
+        (Some(_), _) if !parsed.admission.is_empty() => ManifestCheck {
+            name: "schema",
+            status: CheckStatus::Failed,
+            findings: parsed.admission.clone(),
+        },
         (Some(_), Err(error)) => ManifestCheck {
             name: "schema",
             status: CheckStatus::Failed,
@@ -393,19 +286,6 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
                 "does not match the {} schema: {error}",
                 parsed.kind_name
             )],
-        },
-        (Some(_), Ok(_)) if !parsed.unknown_fields.is_empty() => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Failed,
-            findings: parsed
-                .unknown_fields
-                .iter()
-                .map(|field| {
-                    format!(
-                        "unknown field {field}: the API server would drop it; check its spelling"
-                    )
-                })
-                .collect(),
         },
         (Some(_), Ok(_)) => ManifestCheck {
             name: "schema",
@@ -436,9 +316,13 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
         if let Some(check) = secret_check(view, context) {
             checks.push(check);
         }
+        if let Some(branding) = &parsed.branding_ref {
+            checks.push(branding_check(&view.namespace, branding, context));
+        }
     }
     let attention = checks.iter().any(|check| check.status.needs_attention());
     ManifestReport {
+        file: parsed.file.clone(),
         document: parsed.index,
         api_version: parsed.api_version.clone(),
         kind: parsed.kind_name.clone(),

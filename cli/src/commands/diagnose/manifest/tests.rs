@@ -69,6 +69,7 @@ fn context() -> ManifestContext {
         state: Some(state()),
         secrets,
         file_secrets: BTreeMap::new(),
+        brandings: BTreeMap::new(),
         local: false,
     }
 }
@@ -79,7 +80,10 @@ fn reports(text: &str) -> Vec<ManifestReport> {
         .iter()
         .enumerate()
         .map(|(index, document)| {
-            check_document(&parse_document(index + 1, document, "team-a"), &context())
+            check_document(
+                &parse_document("manifests.yaml", index + 1, document, "team-a"),
+                &context(),
+            )
         })
         .collect()
 }
@@ -124,17 +128,31 @@ fn a_bad_manifest_names_each_problem() {
             .map(|check| check.findings.join("\n"))
             .unwrap_or_default()
     };
-    assert!(findings("schema").contains("unknown field spec.redirectUri"));
-    let rules = findings("rules");
+    // The API server's checks, from the CRD: an unknown field (kubectl validates strictly) and
+    // the issuer's pattern.
+    let schema = findings("schema");
     assert!(
-        rules.contains("generate and spec.secret.secretRef are exclusive"),
-        "{rules}"
+        schema.contains("spec.redirectUri: unknown field"),
+        "{schema}"
     );
+    assert!(schema.contains("spec.issuer:"), "{schema}");
+    // Its rules, once the schema holds, from the same CRD.
+    let fixed = BAD
+        .replace("  redirectUri: [https://typo.example.com]\n", "")
+        .replace("http://id.example.com", "https://id.example.com");
+    let fixed_reports = super::tests::reports(&fixed);
+    let schema = fixed_reports[0]
+        .checks
+        .iter()
+        .find(|check| check.name == "schema")
+        .map(|check| check.findings.join("\n"))
+        .unwrap_or_default();
+    assert!(schema.contains("spec.secret:"), "{schema}");
     assert!(
-        rules.contains("spec.issuer `http://id.example.com/unknown`"),
-        "{rules}"
+        schema.contains("authorization_code grant needs"),
+        "{schema}"
     );
-    assert!(rules.contains("authorization_code grant needs"), "{rules}");
+    let report = &reports[0];
     assert_eq!(status_of(report, "issuer"), Some(CheckStatus::Warning));
     assert_eq!(status_of(report, "grant"), Some(CheckStatus::Warning));
     assert_eq!(status_of(report, "secret"), Some(CheckStatus::Failed));
@@ -175,7 +193,10 @@ spec:
         .iter()
         .enumerate()
         .map(|(index, document)| {
-            check_document(&parse_document(index + 1, document, "team-a"), &context)
+            check_document(
+                &parse_document("manifests.yaml", index + 1, document, "team-a"),
+                &context,
+            )
         })
         .collect();
     assert_eq!(status_of(&reports[0], "secret"), Some(CheckStatus::Passed));
@@ -192,33 +213,96 @@ fn a_wrong_type_fails_the_schema_check() {
 }
 
 #[test]
-fn redirect_uris_follow_the_server_rule() {
-    for good in [
-        "https://a.example/cb",
-        "http://localhost/cb",
-        "http://[::1]:8080",
-        "http://127.0.0.1:53/x?y",
-    ] {
-        assert!(redirect_uri_ok(good), "{good}");
-    }
-    for bad in [
-        "http://example.com/cb",
-        "https://",
-        "ftp://x",
-        "https://a/#frag",
-        "http://localhost:/",
-    ] {
-        assert!(!redirect_uri_ok(bad), "{bad}");
-    }
+fn what_the_api_server_and_the_server_refuse_is_found_before_apply() {
+    let long_name = "x".repeat(10_000);
+    let text = format!(
+        "apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata: {{name: admin}}
+spec:
+  issuer: https://id.example.com/acme
+  displayName: {long_name}
+  redirectUris: [http://example.com/cb]
+  tokenEndpointAuthMethod: none
+"
+    );
+    let report = &reports(&text)[0];
+    let schema = report
+        .checks
+        .iter()
+        .find(|check| check.name == "schema")
+        .unwrap();
+    assert_eq!(schema.status, CheckStatus::Failed);
+    let findings = schema.findings.join("\n");
+    assert!(
+        findings.contains("spec.displayName: 10000 characters, at most 200"),
+        "{findings}"
+    );
+    assert!(findings.contains("spec.redirectUris[0]"), "{findings}");
+    let admitted = text
+        .replace(&long_name, "Admin console")
+        .replace("http://example.com/cb", "https://admin.example.com/cb");
+    let report = &reports(&admitted)[0];
+    assert_eq!(
+        status_of(report, "schema"),
+        Some(CheckStatus::Passed),
+        "{report:#?}"
+    );
+    let rules = report
+        .checks
+        .iter()
+        .find(|check| check.name == "rules")
+        .unwrap();
+    assert_eq!(rules.status, CheckStatus::Failed);
+    assert!(rules.findings[0].contains("RESERVED_NAME"), "{rules:?}");
 }
 
 #[test]
-fn unknown_fields_are_found_at_any_depth() {
-    let original =
-        serde_json::json!({"a": 1, "b": {"c": 2, "d": 3}, "e": [{"f": 1, "g": 2}], "h": null});
-    let back = serde_json::json!({"a": 1, "b": {"c": 2}, "e": [{"f": 1}]});
-    assert_eq!(
-        unknown_fields(&original, &back, "spec"),
-        vec!["spec.b.d", "spec.e[0].g"]
+fn a_branding_ref_is_checked_against_the_files_and_the_cluster() {
+    let client = |branding: &str| {
+        format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata: {{name: shop}}
+spec:
+  issuer: https://id.example.com/acme
+  redirectUris: [https://shop.example.com/cb]
+  tokenEndpointAuthMethod: none
+  brandingRef: {{name: {branding}}}
+"
+        )
+    };
+    let check = |text: &str, context: &ManifestContext| {
+        let document = &split_documents(text).unwrap()[0];
+        let report = check_document(
+            &parse_document("client.yaml", 1, document, "team-a"),
+            context,
+        );
+        report
+            .checks
+            .into_iter()
+            .find(|check| check.name == "branding")
+            .unwrap()
+    };
+    let mut context = context();
+    let missing = check(&client("look"), &context);
+    assert_eq!(missing.status, CheckStatus::Failed);
+    assert!(
+        missing.findings[0].contains("REFERENCE_NOT_FOUND"),
+        "{missing:?}"
     );
+    context.brandings.insert(
+        ("team-a".into(), "look".into()),
+        BrandingStanding::NotRegistered(Some(Reason::Refused)),
+    );
+    let waiting = check(&client("look"), &context);
+    assert_eq!(waiting.status, CheckStatus::Warning);
+    assert!(
+        waiting.findings[0].contains("not registered (Refused)"),
+        "{waiting:?}"
+    );
+    context
+        .brandings
+        .insert(("team-a".into(), "look".into()), BrandingStanding::Declared);
+    assert_eq!(check(&client("look"), &context).status, CheckStatus::Passed);
 }
