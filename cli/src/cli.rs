@@ -58,9 +58,16 @@ pub struct GlobalArgs {
     /// Every namespace; wins over `-n`, as in kubectl.
     #[arg(short = 'A', long, global = true)]
     pub all_namespaces: bool,
-    /// Output format.
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
+    /// Output format: table, wide, json, yaml, name, or jsonpath=TEMPLATE (as kubectl).
+    #[arg(
+        short = 'o',
+        long,
+        global = true,
+        value_parser = parse_output,
+        default_value = "table",
+        value_name = "FORMAT"
+    )]
+    pub output: Output,
     /// Tables without their headers: the resources' rows alone (as `kubectl get --no-headers`).
     #[arg(long, global = true)]
     pub no_headers: bool,
@@ -90,6 +97,39 @@ pub enum OutputFormat {
     Yaml,
     /// The resources' names alone, as `kind.nauthera.io/name` (as `kubectl get -o name`).
     Name,
+    /// `jsonpath=TEMPLATE` over the JSON report, as `kubectl get -o jsonpath`.
+    #[value(skip)]
+    JsonPath,
+}
+
+/// What `-o` asks for: a format, and the template of `jsonpath=`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub format: OutputFormat,
+    pub jsonpath: Option<crate::jsonpath::Template>,
+}
+
+impl Output {
+    pub fn of(format: OutputFormat) -> Output {
+        Output {
+            format,
+            jsonpath: None,
+        }
+    }
+}
+
+fn parse_output(text: &str) -> Result<Output, String> {
+    if let Some(template) = text.strip_prefix("jsonpath=") {
+        return Ok(Output {
+            format: OutputFormat::JsonPath,
+            jsonpath: Some(crate::jsonpath::Template::parse(template)?),
+        });
+    }
+    <OutputFormat as ValueEnum>::from_str(text, true)
+        .map(Output::of)
+        .map_err(|_| {
+            format!("`{text}` is not an output format; use table, wide, json, yaml, name or jsonpath=TEMPLATE")
+        })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -217,7 +257,17 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(cli.global.namespace.as_deref(), Some("team-a"));
-        assert_eq!(cli.global.output, OutputFormat::Json);
+        assert_eq!(cli.global.output.format, OutputFormat::Json);
+        let cli = Cli::try_parse_from([
+            "kubectl-nauthera",
+            "status",
+            "-o",
+            "jsonpath={.resources[*].name}",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.output.format, OutputFormat::JsonPath);
+        assert!(Cli::try_parse_from(["kubectl-nauthera", "status", "-o", "jsonpath={.a"]).is_err());
+        assert!(Cli::try_parse_from(["kubectl-nauthera", "status", "-o", "xml"]).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod control_plane;
 mod error;
 mod facts;
 mod grant_check;
+mod jsonpath;
 mod kinds;
 mod output;
 mod timefmt;

@@ -3,11 +3,10 @@
 
 use std::io::{IsTerminal, Write};
 
-use comfy_table::{Cell, Color, Table, presets};
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-use crate::cli::{ColorChoice, OutputFormat};
+use crate::cli::{ColorChoice, Output, OutputFormat};
 use crate::error::CliError;
 
 /// The `apiVersion` of every JSON and YAML report; a change of shape that can break a script
@@ -58,45 +57,71 @@ impl Painter {
             Tone::Strong => text.bold().to_string(),
         }
     }
-
-    /// A table cell in a tone (comfy-table measures its own colours correctly).
-    pub fn cell(&self, text: impl Into<String>, tone: Option<Tone>) -> Cell {
-        let cell = Cell::new(text.into());
-        match (self.color, tone) {
-            (true, Some(Tone::Good)) => cell.fg(Color::Green),
-            (true, Some(Tone::Warn)) => cell.fg(Color::Yellow),
-            (true, Some(Tone::Bad)) => cell.fg(Color::Red),
-            (true, Some(Tone::Dim)) => cell.fg(Color::DarkGrey),
-            _ => cell,
-        }
-    }
-
-    /// A kubectl-looking table: no borders, a header row, columns two spaces apart.
-    pub fn table(&self, header: &[&str]) -> Table {
-        let mut table = Table::new();
-        table.load_style(presets::NOTHING);
-        table.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
-        if self.color {
-            table.enforce_styling();
-        } else {
-            table.force_no_tty();
-        }
-        table.set_header(header.iter().map(|title| Cell::new(*title)));
-        for column in table.column_iter_mut() {
-            column.set_padding((0, 2));
-        }
-        table
-    }
 }
 
-/// A table as text, each line without trailing blanks.
-pub fn table_text(table: &Table) -> String {
-    let mut text = String::new();
-    for line in table.lines() {
-        text.push_str(line.trim_end());
-        text.push('\n');
+/// One cell of a [`write_table`] row: its text and its tone.
+pub type TableCell = (String, Option<Tone>);
+
+/// A table laid out as [`Painter::table`] lays it out (columns two spaces apart, no trailing
+/// blanks), written line by line: the widths come from a first pass over the rows, so that a
+/// hundred thousand rows are never held as cells or as one text. `header: None` writes the
+/// rows alone.
+pub fn write_table<W: Write + ?Sized, R>(
+    out: &mut W,
+    header: Option<&[&str]>,
+    rows: &[R],
+    cells: impl Fn(&R) -> Vec<TableCell>,
+    painter: Painter,
+) -> std::io::Result<()> {
+    let mut widths: Vec<usize> = header
+        .unwrap_or_default()
+        .iter()
+        .map(|title| title.chars().count())
+        .collect();
+    for row in rows {
+        for (column, (text, _)) in cells(row).iter().enumerate() {
+            let width = text.chars().count();
+            match widths.get_mut(column) {
+                Some(known) => *known = (*known).max(width),
+                None => widths.push(width),
+            }
+        }
     }
-    text
+    let mut write_line = |line: Vec<TableCell>| {
+        let mut text = String::new();
+        for (column, (cell, tone)) in line.into_iter().enumerate() {
+            let pad = widths[column] + 2 - cell.chars().count();
+            match tone {
+                Some(tone) => text.push_str(&painter.paint(&cell, tone)),
+                None => text.push_str(&cell),
+            }
+            text.extend(std::iter::repeat_n(' ', pad));
+        }
+        let trimmed = text.trim_end();
+        out.write_all(trimmed.as_bytes())?;
+        out.write_all(b"\n")
+    };
+    if let Some(header) = header {
+        write_line(
+            header
+                .iter()
+                .map(|title| ((*title).to_owned(), None))
+                .collect(),
+        )?;
+    }
+    for row in rows {
+        write_line(cells(row))?;
+    }
+    Ok(())
+}
+
+/// Writes to standard output through a buffer, as `write` produces it.
+pub fn write_stdout(
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    write(&mut out).map_err(CliError::Output)?;
+    out.flush().map_err(CliError::Output)
 }
 
 /// `kind.nauthera.io/name`, as `kubectl get -o name` writes a resource.
@@ -105,9 +130,9 @@ pub fn resource_name(kind: crate::kinds::Kind, name: &str) -> String {
 }
 
 /// The report as JSON or YAML, as text.
-pub fn encode<T: Serialize>(value: &T, format: OutputFormat) -> Result<String, CliError> {
+pub fn encode<T: Serialize>(value: &T, output: &Output) -> Result<String, CliError> {
     let mut out = Vec::new();
-    write_encoded(&mut out, value, format)?;
+    write_encoded(&mut out, value, output)?;
     String::from_utf8(out).map_err(|error| CliError::Encode {
         format: "JSON",
         detail: error.to_string(),
@@ -116,18 +141,31 @@ pub fn encode<T: Serialize>(value: &T, format: OutputFormat) -> Result<String, C
 
 /// Writes the report as JSON or YAML to standard output as it is encoded, never holding the
 /// whole text: a report of a hundred thousand resources is as large as its objects.
-pub fn emit<T: Serialize>(value: &T, format: OutputFormat) -> Result<(), CliError> {
+pub fn emit<T: Serialize>(value: &T, output: &Output) -> Result<(), CliError> {
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
-    write_encoded(&mut out, value, format)?;
+    write_encoded(&mut out, value, output)?;
     out.flush().map_err(CliError::Output)
 }
 
 fn write_encoded<W: Write, T: Serialize>(
     out: &mut W,
     value: &T,
-    format: OutputFormat,
+    output: &Output,
 ) -> Result<(), CliError> {
-    match format {
+    let encoding = |error: serde_json::Error| CliError::Encode {
+        format: "JSON",
+        detail: error.to_string(),
+    };
+    match output.format {
+        OutputFormat::JsonPath => {
+            let document = serde_json::to_value(value).map_err(encoding)?;
+            let text = output
+                .jsonpath
+                .as_ref()
+                .map(|template| template.render(&document))
+                .unwrap_or_default();
+            out.write_all(text.as_bytes()).map_err(CliError::Output)
+        }
         OutputFormat::Name => Err(CliError::Usage(
             "-o name lists resources of the cluster; this report has none: use -o json or -o yaml"
                 .to_owned(),
@@ -143,10 +181,7 @@ fn write_encoded<W: Write, T: Serialize>(
                 if error.is_io() {
                     CliError::Output(error.into())
                 } else {
-                    CliError::Encode {
-                        format: "JSON",
-                        detail: error.to_string(),
-                    }
+                    encoding(error)
                 }
             })?;
             out.write_all(b"\n").map_err(CliError::Output)
@@ -201,20 +236,55 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_table_has_aligned_columns_and_no_trailing_blanks() {
-        let painter = Painter::PLAIN;
-        let mut table = painter.table(&["NAME", "PHASE"]);
-        table.add_row(vec![
-            painter.cell("shop", None),
-            painter.cell("Registered", Some(Tone::Good)),
-        ]);
-        table.add_row(vec![
-            painter.cell("a-longer-name", None),
-            painter.cell("Error", None),
-        ]);
+    fn a_table_has_aligned_columns_and_no_trailing_blanks_in_colour_too() {
+        let rows = [("shop", Some(Tone::Good)), ("a-longer-name", None)];
+        let table = |painter: Painter, header: bool| {
+            let mut out = Vec::new();
+            write_table(
+                &mut out,
+                header.then_some(&["NAME", "PHASE"][..]),
+                &rows,
+                |(name, tone)| {
+                    vec![
+                        ((*name).to_owned(), None),
+                        (
+                            if tone.is_some() {
+                                "Registered"
+                            } else {
+                                "Error"
+                            }
+                            .to_owned(),
+                            *tone,
+                        ),
+                    ]
+                },
+                painter,
+            )
+            .unwrap();
+            String::from_utf8(out).unwrap()
+        };
         assert_eq!(
-            table_text(&table),
+            table(Painter::PLAIN, true),
             "NAME           PHASE\nshop           Registered\na-longer-name  Error\n"
         );
+        assert_eq!(
+            table(Painter::PLAIN, false),
+            "shop           Registered\na-longer-name  Error\n"
+        );
+        // Escape codes take no room in the layout.
+        let coloured = table(Painter { color: true }, true);
+        assert!(coloured.contains('\u{1b}'));
+        let stripped: String = coloured
+            .split('\u{1b}')
+            .enumerate()
+            .map(|(index, part)| {
+                if index == 0 {
+                    part
+                } else {
+                    part.split_once('m').map_or(part, |(_, rest)| rest)
+                }
+            })
+            .collect();
+        assert_eq!(stripped, table(Painter::PLAIN, true));
     }
 }

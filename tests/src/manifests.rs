@@ -93,6 +93,36 @@ async fn wait_for_group(client: &kube::Client, group: &str, kinds: usize) -> any
 
 /// Applies objects with server-side apply, each into `namespace` when its kind is namespaced and
 /// it names none.
+/// The annotation `kubectl apply` keeps the applied manifest in, to compute its next patch.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The manifests as `kubectl apply` leaves them: each carries its own JSON in
+/// [`LAST_APPLIED_ANNOTATION`], so that a person who applies the same files again with kubectl
+/// gets a clean three-way patch, not a warning that the annotation is missing.
+pub fn as_kubectl_applies(objects: &[DynamicObject]) -> anyhow::Result<Vec<DynamicObject>> {
+    objects
+        .iter()
+        .map(|object| {
+            let mut applied = object.clone();
+            let mut recorded = serde_json::to_value(object)?;
+            if let Some(annotations) = recorded
+                .pointer_mut("/metadata/annotations")
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                annotations.remove(LAST_APPLIED_ANNOTATION);
+            }
+            let mut text = serde_json::to_string(&recorded)?;
+            text.push('\n');
+            applied
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(LAST_APPLIED_ANNOTATION.to_owned(), text);
+            Ok(applied)
+        })
+        .collect()
+}
+
 pub async fn apply_all(
     client: &kube::Client,
     objects: &[DynamicObject],
@@ -150,5 +180,33 @@ fn api_for(
                 .unwrap_or("default");
             Api::namespaced_with(client.clone(), ns, resource)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn applied_manifests_carry_their_own_json_as_kubectl_apply_keeps_it() {
+        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "x", "annotations": {"team": "a"}},
+            "data": {"k": "v"}
+        }))
+        .unwrap();
+        let applied = as_kubectl_applies(&[object]).unwrap();
+        let annotations = applied[0].metadata.annotations.as_ref().unwrap();
+        assert_eq!(annotations["team"], "a");
+        let recorded: serde_json::Value =
+            serde_json::from_str(&annotations[LAST_APPLIED_ANNOTATION]).unwrap();
+        assert_eq!(recorded["data"]["k"], "v");
+        assert_eq!(recorded["metadata"]["annotations"]["team"], "a");
+        assert!(
+            recorded["metadata"]["annotations"]
+                .get(LAST_APPLIED_ANNOTATION)
+                .is_none()
+        );
     }
 }

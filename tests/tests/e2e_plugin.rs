@@ -531,6 +531,20 @@ async fn the_plugin_takes_kubectl_output_and_connection_flags() {
         "{}",
         names.all()
     );
+    // `-o jsonpath=` over the JSON report, ranges and literals as kubectl reads them.
+    let names = stack
+        .plugin(&[
+            "status",
+            "-o",
+            r#"jsonpath={range .resources[*]}{.name}:{.phase}{"\n"}{end}"#,
+        ])
+        .await;
+    assert_eq!(names.stdout, "web:Registered\n", "{}", names.all());
+    let bad = stack
+        .plugin(&["status", "-o", "jsonpath={.a[?(@.b)]}"])
+        .await;
+    assert_ne!(bad.code, 0);
+    assert!(bad.stderr.contains("a filter"), "{}", bad.all());
     // `--no-headers`: the rows alone.
     let rows = stack.plugin(&["status", "--no-headers"]).await;
     let lines: Vec<&str> = rows.stdout.lines().collect();

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 
 use crate::Outcome;
-use crate::cli::{ColorChoice, GlobalArgs, OutputFormat};
+use crate::cli::{ColorChoice, GlobalArgs, Output, OutputFormat};
 use crate::cluster::{Cluster, Scope};
 use crate::error::CliError;
 use crate::kinds::Kind;
@@ -243,7 +243,7 @@ fn connection_args(global: &GlobalArgs, connection: &Connection) -> GlobalArgs {
             .clone()
             .or_else(|| global.namespace.clone()),
         all_namespaces: false,
-        output: OutputFormat::Table,
+        output: Output::of(OutputFormat::Table),
         color: ColorChoice::Never,
         ..global.clone()
     }

@@ -84,7 +84,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut examples = manifests::load_dir(&workspace_root().join("examples"))?;
     // Namespaces before what lives in them.
     examples.sort_by_key(|o| o.types.as_ref().is_none_or(|t| t.kind != "Namespace"));
-    manifests::apply_all(&client, &examples, None).await?;
+    // As `kubectl apply -f examples/` leaves them, so that applying them again is clean.
+    manifests::apply_all(&client, &manifests::as_kubectl_applies(&examples)?, None).await?;
     apply_reconciler_namespace(&client).await?;
 
     let reconciler = start_reconciler(&dir, &kubeconfig, &server).await?;

@@ -98,7 +98,7 @@ pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, Cl
         diagnoses.push(evaluate::diagnose(&gathered));
     }
     let attention = diagnoses.iter().any(|diagnosis| diagnosis.attention);
-    let text = match global.output {
+    let text = match global.output.format {
         OutputFormat::Table | OutputFormat::Wide => {
             render::render(&diagnoses, Painter::detect(global.color))
         }
@@ -106,14 +106,14 @@ pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, Cl
             .iter()
             .map(|diagnosis| output::resource_name(diagnosis.kind, &diagnosis.name))
             .collect(),
-        format => output::encode(
+        _ => output::encode(
             &DiagnoseReport {
                 api_version: output::REPORT_API_VERSION,
                 kind: "DiagnoseReport",
                 diagnoses,
                 attention,
             },
-            format,
+            &global.output,
         )?,
     };
     output::print(&text)?;
@@ -326,9 +326,9 @@ async fn run_manifests(
         .collect();
     let attention = reports.iter().any(|report| report.attention);
     let painter = Painter::detect(global.color);
-    let text = match global.output {
+    let text = match global.output.format {
         OutputFormat::Table | OutputFormat::Wide => render_manifests(&reports, painter),
-        format => output::encode(
+        _ => output::encode(
             &ManifestsReport {
                 api_version: output::REPORT_API_VERSION,
                 kind: "ManifestReport",
@@ -339,7 +339,7 @@ async fn run_manifests(
                 documents: reports,
                 attention,
             },
-            format,
+            &global.output,
         )?,
     };
     output::print(&text)?;

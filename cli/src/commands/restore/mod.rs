@@ -106,7 +106,10 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
         plans.push(plan::plan(view, consumers));
     }
     let painter = Painter::detect(global.color);
-    let human = matches!(global.output, OutputFormat::Table | OutputFormat::Wide);
+    let human = matches!(
+        global.output.format,
+        OutputFormat::Table | OutputFormat::Wide
+    );
     let to_restore: Vec<&RestorePlan> = plans.iter().filter(|plan| plan.drifted).collect();
     let text = render_plans(&plans, painter);
     if human {
@@ -191,7 +194,7 @@ fn finish(
     results: Vec<RestoreResult>,
     attention: bool,
 ) -> Result<Outcome, CliError> {
-    if global.output == OutputFormat::Name {
+    if global.output.format == OutputFormat::Name {
         let names: String = results
             .iter()
             .filter(|result| {
@@ -203,7 +206,10 @@ fn finish(
             .map(|result| output::resource_name(result.kind, &result.name))
             .collect();
         output::print(&names)?;
-    } else if !matches!(global.output, OutputFormat::Table | OutputFormat::Wide) {
+    } else if !matches!(
+        global.output.format,
+        OutputFormat::Table | OutputFormat::Wide
+    ) {
         output::emit(
             &RestoreReport {
                 api_version: output::REPORT_API_VERSION,
@@ -213,7 +219,7 @@ fn finish(
                 results,
                 attention,
             },
-            global.output,
+            &global.output,
         )?;
     }
     Ok(Outcome::from_attention(attention))

@@ -54,25 +54,22 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
         scope,
         Timestamp::now(),
     );
-    let wide = global.output == OutputFormat::Wide;
-    let text = match global.output {
+    let wide = global.output.format == OutputFormat::Wide;
+    let painter = Painter::detect(global.color);
+    match global.output.format {
         OutputFormat::Table | OutputFormat::Wide if global.no_headers => {
-            render::rows(&report, wide, Painter::detect(global.color))
+            output::write_stdout(|out| render::write_rows(out, &report.resources, wide, painter))?;
         }
         OutputFormat::Table | OutputFormat::Wide => {
-            render::render(&report, wide, Painter::detect(global.color))
+            output::write_stdout(|out| render::render_to(out, &report, wide, painter))?;
         }
-        OutputFormat::Name => report
-            .resources
-            .iter()
-            .map(|row| output::resource_name(row.kind, &row.name))
-            .collect(),
-        format => {
-            output::emit(&report, format)?;
-            String::new()
-        }
-    };
-    output::print(&text)?;
+        OutputFormat::Name => output::write_stdout(|out| {
+            report.resources.iter().try_for_each(|row| {
+                out.write_all(output::resource_name(row.kind, &row.name).as_bytes())
+            })
+        })?,
+        _ => output::emit(&report, &global.output)?,
+    }
     if args.watch {
         let watched = watch::Watched {
             kinds: &watched_kinds,

@@ -1,6 +1,7 @@
 //! The status report as text: a header for the control plane, a table of resources, a summary.
 
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::Write;
 
 use nauthera_shared::catalog::Phase;
 use nauthera_shared::grants::GrantEntry;
@@ -10,19 +11,33 @@ use super::report::{
 };
 use crate::control_plane::Freshness;
 use crate::grant_check::{GrantCheck, entry_yaml};
-use crate::output::{Painter, Tone, shorten, table_text};
+use crate::output::{Painter, TableCell, Tone, shorten, write_table};
 use crate::timefmt::short_duration;
 
 /// How many characters of a message the narrow table shows.
 const MESSAGE_CHARS: usize = 60;
 
+#[cfg(test)]
 pub fn render(report: &StatusReport, wide: bool, painter: Painter) -> String {
-    let mut out = String::new();
-    control_plane(&mut out, &report.control_plane, painter);
-    out.push('\n');
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = render_to(&mut out, report, wide, painter);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The report for people, written as it goes: the resources' table is never held whole.
+pub fn render_to<W: Write + ?Sized>(
+    out: &mut W,
+    report: &StatusReport,
+    wide: bool,
+    painter: Painter,
+) -> std::io::Result<()> {
+    let mut head = String::new();
+    control_plane(&mut head, &report.control_plane, painter);
+    head.push('\n');
     if report.resources.is_empty() {
         let _ = writeln!(
-            out,
+            head,
             "No nauthera resources found{}.",
             if report.scope == "*" {
                 String::new()
@@ -30,37 +45,34 @@ pub fn render(report: &StatusReport, wide: bool, painter: Painter) -> String {
                 format!(" in namespace {}", report.scope)
             }
         );
-    } else {
-        out.push_str(&resources(&report.resources, wide, painter));
     }
+    out.write_all(head.as_bytes())?;
+    if !report.resources.is_empty() {
+        write_resources(out, &report.resources, wide, true, painter)?;
+    }
+    let mut tail = String::new();
     for kind in &report.not_installed {
         let _ = writeln!(
-            out,
+            tail,
             "{} the CRD {}.nauthera.io is not installed: kubectl apply -k deploy/crds",
             painter.paint("warning:", Tone::Warn),
             kind.plural()
         );
     }
-    out.push('\n');
-    summary(&mut out, &report.summary, &report.resources, painter);
-    out
+    tail.push('\n');
+    summary(&mut tail, &report.summary, &report.resources, painter);
+    out.write_all(tail.as_bytes())
 }
 
 /// The resources' rows alone, without the header, the control plane or the summary: what
-/// scripts read (`--no-headers`).
-pub fn rows(report: &StatusReport, wide: bool, painter: Painter) -> String {
-    row_lines(&report.resources, wide, painter)
-}
-
-/// Table rows without their header (`--no-headers`, and each change `-w` prints).
-pub fn row_lines(rows: &[ResourceRow], wide: bool, painter: Painter) -> String {
-    if rows.is_empty() {
-        return String::new();
-    }
-    let table = resources(rows, wide, painter);
-    table
-        .split_once('\n')
-        .map_or_else(String::new, |(_, rows)| rows.to_owned())
+/// scripts read (`--no-headers`), and each change `-w` prints.
+pub fn write_rows<W: Write + ?Sized>(
+    out: &mut W,
+    rows: &[ResourceRow],
+    wide: bool,
+    painter: Painter,
+) -> std::io::Result<()> {
+    write_resources(out, rows, wide, false, painter)
 }
 
 fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
@@ -208,7 +220,13 @@ fn grant_tone(grant: &GrantCheck) -> Tone {
     }
 }
 
-fn resources(rows: &[ResourceRow], wide: bool, painter: Painter) -> String {
+fn write_resources<W: Write + ?Sized>(
+    out: &mut W,
+    rows: &[ResourceRow],
+    wide: bool,
+    with_header: bool,
+    painter: Painter,
+) -> std::io::Result<()> {
     let header: &[&str] = if wide {
         &[
             "KIND",
@@ -239,60 +257,58 @@ fn resources(rows: &[ResourceRow], wide: bool, painter: Painter) -> String {
             "MESSAGE",
         ]
     };
-    let mut table = painter.table(header);
+    write_table(
+        out,
+        with_header.then_some(header),
+        rows,
+        |row| resource_cells(row, wide),
+        painter,
+    )
+}
+
+fn resource_cells(row: &ResourceRow, wide: bool) -> Vec<TableCell> {
     let opt = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".to_owned());
     let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
-    for row in rows {
-        let phase = row.phase.map_or("-", Phase::as_str);
-        let reason = row.reason.map_or("-", |reason| reason.as_str());
-        let age = row
-            .condition_age_seconds
-            .map_or_else(|| "-".to_owned(), short_duration);
-        let message = row.message.clone().unwrap_or_default();
-        let mut cells = vec![
-            painter.cell(row.kind.as_str(), None),
-            painter.cell(&row.namespace, None),
-            painter.cell(&row.name, None),
-            painter.cell(phase, Some(phase_tone(row.phase))),
-            painter.cell(reason, None),
-        ];
-        if wide {
-            cells.push(painter.cell(
-                format!(
-                    "{}/{}/{}",
-                    number(row.generation),
-                    number(row.observed_generation),
-                    number(row.generation_in_force)
-                ),
-                None,
-            ));
-            cells.push(painter.cell(opt(&row.declared_revision), None));
-            cells.push(painter.cell(opt(&row.server_revision), None));
-            cells.push(painter.cell(opt(&row.client_id), None));
-            cells.push(painter.cell(
-                row.secret_set_age_seconds.map_or_else(
-                    || "-".to_owned(),
-                    |seconds| format!("{} ago", short_duration(seconds)),
-                ),
-                None,
-            ));
-            cells.push(painter.cell(opt(&row.organization), None));
-        } else {
-            cells.push(painter.cell(revision_cell(row), None));
-        }
-        cells.push(painter.cell(row.grant.label(), Some(grant_tone(&row.grant))));
-        cells.push(painter.cell(age, None));
-        cells.push(painter.cell(
-            if wide {
-                shorten(&message, usize::MAX)
-            } else {
-                shorten(&message, MESSAGE_CHARS)
-            },
-            None,
-        ));
-        table.add_row(cells);
+    let plain = |text: String| (text, None);
+    let phase = row.phase.map_or("-", Phase::as_str);
+    let reason = row.reason.map_or("-", |reason| reason.as_str());
+    let age = row
+        .condition_age_seconds
+        .map_or_else(|| "-".to_owned(), short_duration);
+    let message = row.message.as_deref().unwrap_or_default();
+    let mut cells = vec![
+        plain(row.kind.as_str().to_owned()),
+        plain(row.namespace.clone()),
+        plain(row.name.clone()),
+        (phase.to_owned(), Some(phase_tone(row.phase))),
+        plain(reason.to_owned()),
+    ];
+    if wide {
+        cells.push(plain(format!(
+            "{}/{}/{}",
+            number(row.generation),
+            number(row.observed_generation),
+            number(row.generation_in_force)
+        )));
+        cells.push(plain(opt(&row.declared_revision)));
+        cells.push(plain(opt(&row.server_revision)));
+        cells.push(plain(opt(&row.client_id)));
+        cells.push(plain(row.secret_set_age_seconds.map_or_else(
+            || "-".to_owned(),
+            |seconds| format!("{} ago", short_duration(seconds)),
+        )));
+        cells.push(plain(opt(&row.organization)));
+    } else {
+        cells.push(plain(revision_cell(row)));
     }
-    table_text(&table)
+    cells.push((row.grant.label().to_owned(), Some(grant_tone(&row.grant))));
+    cells.push(plain(age));
+    cells.push(plain(if wide {
+        shorten(message, usize::MAX)
+    } else {
+        shorten(message, MESSAGE_CHARS)
+    }));
+    cells
 }
 
 fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: Painter) {

@@ -137,7 +137,9 @@ fn wide_snapshot() {
 #[test]
 fn without_headers_only_the_rows_are_printed() {
     let report = scenario();
-    let text = super::render::rows(&report, false, Painter::PLAIN);
+    let mut out = Vec::new();
+    super::render::write_rows(&mut out, &report.resources, false, Painter::PLAIN).unwrap();
+    let text = String::from_utf8(out).unwrap();
     assert_eq!(text.lines().count(), report.resources.len(), "{text}");
     assert!(
         !text.contains("KIND") && !text.contains("Summary"),
@@ -148,14 +150,22 @@ fn without_headers_only_the_rows_are_printed() {
 
 #[test]
 fn json_snapshot() {
-    let json = crate::output::encode(&scenario(), crate::cli::OutputFormat::Json).unwrap();
+    let json = crate::output::encode(
+        &scenario(),
+        &crate::cli::Output::of(crate::cli::OutputFormat::Json),
+    )
+    .unwrap();
     assert_snapshot("status.json", &json);
 }
 
 #[test]
 fn yaml_is_the_same_document() {
     let report = scenario();
-    let yaml = crate::output::encode(&report, crate::cli::OutputFormat::Yaml).unwrap();
+    let yaml = crate::output::encode(
+        &report,
+        &crate::cli::Output::of(crate::cli::OutputFormat::Yaml),
+    )
+    .unwrap();
     let from_yaml: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
     assert_eq!(from_yaml, serde_json::to_value(&report).unwrap());
 }

@@ -45,14 +45,17 @@ pub async fn follow(
             }
         };
         let row = resource_row(&view, facts, organizations, Timestamp::now());
-        match global.output {
-            OutputFormat::Table | OutputFormat::Wide => output::print(&render::row_lines(
-                std::slice::from_ref(&row),
-                global.output == OutputFormat::Wide,
-                painter,
-            ))?,
+        match global.output.format {
+            OutputFormat::Table | OutputFormat::Wide => output::write_stdout(|out| {
+                render::write_rows(
+                    out,
+                    std::slice::from_ref(&row),
+                    global.output.format == OutputFormat::Wide,
+                    painter,
+                )
+            })?,
             OutputFormat::Name => output::print(&output::resource_name(row.kind, &row.name))?,
-            format => output::emit(&row, format)?,
+            _ => output::emit(&row, &global.output)?,
         }
     }
     Ok(())
