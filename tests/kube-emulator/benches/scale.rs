@@ -23,6 +23,9 @@ fn crd() -> Value {
         "spec": {"group": "bench.example.com", "scope": "Namespaced",
             "names": {"kind": "Gadget", "plural": "gadgets"},
             "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Issuer", "type": "string", "jsonPath": ".spec.issuer"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                     "spec": {"type": "object", "properties": {
                         "issuer": {"type": "string"}, "redirectUris": {"type": "array", "items": {"type": "string"}},
@@ -128,6 +131,50 @@ async fn main() {
         "full list over HTTPS, raw bytes (no client parsing)",
         started.elapsed(),
         Some(text.len()),
+    );
+    // What `kubectl get` asks for: the list as a server-side Table, whole and in its pages.
+    let table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let table_request = |uri: String| {
+        http::Request::get(uri)
+            .header(http::header::ACCEPT, table)
+            .body(vec![])
+            .expect("request")
+    };
+    let started = Instant::now();
+    let text = client
+        .request_text(table_request(path.to_owned()))
+        .await
+        .expect("table");
+    report(
+        "full list as a Table over HTTPS, raw bytes",
+        started.elapsed(),
+        Some(text.len()),
+    );
+    let started = Instant::now();
+    let mut pages = 0;
+    let mut token: Option<String> = None;
+    loop {
+        let mut uri = format!("{path}?limit=500");
+        if let Some(t) = &token {
+            uri.push_str(&format!("&continue={t}"));
+        }
+        let page: Value = serde_json::from_str(
+            &client
+                .request_text(table_request(uri))
+                .await
+                .expect("table page"),
+        )
+        .expect("a Table");
+        pages += 1;
+        token = page["metadata"]["continue"].as_str().map(str::to_owned);
+        if token.is_none() {
+            break;
+        }
+    }
+    report(
+        &format!("Table in pages of 500 ({pages} pages), as kubectl get"),
+        started.elapsed(),
+        None,
     );
     let started = Instant::now();
     let listed = gadgets.list(&ListParams::default()).await.expect("list");

@@ -43,10 +43,62 @@ impl UserInfo {
     }
 }
 
-/// Bearer tokens and whom they stand for. Tokens never appear in Debug output.
+/// The audience of the emulator's API (the API server's default `--api-audiences`, its issuer).
+pub const API_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// An object a token is bound to: the token is valid while it exists with this uid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub resource: ResourceKey,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+/// What a bearer token stands for and the limits on it. Tokens the test helpers mint have
+/// none; those of the TokenRequest API expire, name their audiences and are bound to their
+/// ServiceAccount (and any object the request named).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub user: UserInfo,
+    /// Unix seconds after which the token no longer authenticates.
+    pub expires: Option<i64>,
+    /// Empty: any; otherwise the API's audience must be among them.
+    pub audiences: Vec<String>,
+    pub bindings: Vec<Binding>,
+}
+
+impl Credential {
+    pub fn unlimited(user: UserInfo) -> Self {
+        Self {
+            user,
+            expires: None,
+            audiences: Vec::new(),
+            bindings: Vec::new(),
+        }
+    }
+
+    /// Whether the token is valid at `now` (Unix seconds) for the API, its bound objects
+    /// aside.
+    pub fn valid_at(&self, now: i64) -> bool {
+        self.expires.is_none_or(|expires| now < expires)
+            && (self.audiences.is_empty() || self.audiences.iter().any(|a| a == API_AUDIENCE))
+    }
+
+    /// Whether every object the token is bound to still exists as the same object.
+    pub fn bindings_hold(&self, store: &Store) -> bool {
+        self.bindings.iter().all(|b| {
+            store
+                .get(&b.resource, &b.namespace, &b.name)
+                .is_some_and(|live| live.uid() == b.uid)
+        })
+    }
+}
+
+/// Bearer tokens and what they stand for. Tokens never appear in Debug output.
 #[derive(Default)]
 pub struct Tokens {
-    by_token: HashMap<String, UserInfo>,
+    by_token: HashMap<String, Credential>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -59,10 +111,14 @@ impl std::fmt::Debug for Tokens {
 
 impl Tokens {
     pub fn insert(&mut self, token: String, user: UserInfo) {
-        self.by_token.insert(token, user);
+        self.insert_credential(token, Credential::unlimited(user));
     }
 
-    pub fn user(&self, token: &str) -> Option<&UserInfo> {
+    pub fn insert_credential(&mut self, token: String, credential: Credential) {
+        self.by_token.insert(token, credential);
+    }
+
+    pub fn credential(&self, token: &str) -> Option<&Credential> {
         self.by_token.get(token)
     }
 }
@@ -280,6 +336,45 @@ mod tests {
             &named,
             &attributes("list", "oidcclients", "", "")
         ));
+    }
+
+    #[test]
+    fn credentials_expire_name_audiences_and_follow_their_bound_objects() {
+        let user = UserInfo::service_account("ops", "bot");
+        assert!(Credential::unlimited(user.clone()).valid_at(i64::MAX));
+        let mut credential = Credential {
+            expires: Some(1_000),
+            audiences: vec![API_AUDIENCE.to_owned(), "vault".to_owned()],
+            ..Credential::unlimited(user)
+        };
+        assert!(credential.valid_at(999));
+        assert!(!credential.valid_at(1_000), "expired at its expiry");
+        credential.audiences = vec!["vault".to_owned()];
+        assert!(!credential.valid_at(999), "not for the API");
+
+        let mut store = Store::default();
+        let accounts = key("", "serviceaccounts");
+        store.put(
+            &accounts,
+            json!({"metadata": {"namespace": "ops", "name": "bot", "uid": "u1"}}),
+        );
+        credential.bindings = vec![Binding {
+            resource: accounts.clone(),
+            namespace: "ops".into(),
+            name: "bot".into(),
+            uid: "u1".into(),
+        }];
+        assert!(credential.bindings_hold(&store));
+        store.remove(&accounts, "ops", "bot");
+        assert!(!credential.bindings_hold(&store));
+        store.put(
+            &accounts,
+            json!({"metadata": {"namespace": "ops", "name": "bot", "uid": "u2"}}),
+        );
+        assert!(
+            !credential.bindings_hold(&store),
+            "a new account is not the old one"
+        );
     }
 
     #[test]

@@ -91,6 +91,28 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if info.scale.is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", info.plural),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if info.group.is_empty() && info.plural == "serviceaccounts" {
+            resources.push(json!({
+                "name": "serviceaccounts/token",
+                "singularName": "",
+                "namespaced": true,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
+                "verbs": ["create"],
+            }));
+        }
     }
     if resources.is_empty() {
         return None;
@@ -205,6 +227,26 @@ pub fn openapi_document(registry: &Registry, path: &str) -> Option<Value> {
                 json!({"get": operation("get"), "put": operation("put"), "patch": operation("patch")}),
             );
         }
+        if info.scale.is_some() {
+            let scale = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+            let operation = |verb: &str| {
+                json!({"x-kubernetes-action": verb, "x-kubernetes-group-version-kind": scale,
+                    "parameters": write_parameters, "responses": {"200": {"description": "OK"}}})
+            };
+            paths.insert(
+                format!("{collection}/{{name}}/scale"),
+                json!({"get": operation("get"), "put": operation("put"), "patch": operation("patch")}),
+            );
+        }
+        if info.group.is_empty() && info.plural == "serviceaccounts" {
+            let token =
+                json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"});
+            paths.insert(
+                format!("{collection}/{{name}}/token"),
+                json!({"post": {"x-kubernetes-action": "post", "x-kubernetes-group-version-kind": token,
+                    "parameters": write_parameters, "responses": {"201": {"description": "Created"}}}}),
+            );
+        }
     }
     any.then(|| {
         json!({
@@ -231,6 +273,16 @@ mod tests {
             .filter_map(|r| r["name"].as_str())
             .collect();
         assert!(names.contains(&"secrets") && names.contains(&"namespaces/status"));
+        assert!(names.contains(&"serviceaccounts/token"));
+        let apps = resource_list(&registry, "apps", "v1").unwrap();
+        let scales: Vec<&str> = apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["kind"] == "Scale" && r["group"] == "autoscaling")
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert_eq!(scales, ["deployments/scale", "statefulsets/scale"]);
         let groups = group_list(&registry);
         assert!(
             groups["groups"]

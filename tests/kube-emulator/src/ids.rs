@@ -44,6 +44,22 @@ pub fn new_token() -> String {
     format!("{:016x}{:016x}", random_u64(), random_u64())
 }
 
+/// A token shaped like the API server's service account tokens: a JWT of `claims`, so tools
+/// that read a token's claims (expiry, subject, audiences) work on it. The emulator knows its
+/// tokens by value; the signature is random bytes, not a signature.
+pub fn token_like_jwt(claims: &serde_json::Value) -> String {
+    use base64::Engine;
+    let encode = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let header = serde_json::json!({"alg": "RS256", "kid": "nauthera-kube-emulator"});
+    let signature: Vec<u8> = (0..4).flat_map(|_| random_u64().to_le_bytes()).collect();
+    format!(
+        "{}.{}.{}",
+        encode(header.to_string().as_bytes()),
+        encode(claims.to_string().as_bytes()),
+        encode(&signature)
+    )
+}
+
 /// Now, as the API server writes timestamps (RFC 3339, whole seconds, UTC).
 pub fn now_rfc3339() -> String {
     jiff::Timestamp::now()
@@ -51,13 +67,12 @@ pub fn now_rfc3339() -> String {
         .to_string()
 }
 
-/// A short age the way kubectl prints it (`45s`, `3m12s`, `5h`, `12d`).
-pub fn human_age(timestamp: &str) -> String {
+/// A short age the way kubectl prints it (`45s`, `3m12s`, `5h`, `12d`), at `now` (Unix seconds).
+pub fn human_age_at(timestamp: &str, now: i64) -> String {
     let Ok(then) = timestamp.parse::<jiff::Timestamp>() else {
         return "<unknown>".into();
     };
-    let seconds = jiff::Timestamp::now().as_second() - then.as_second();
-    human_duration(seconds)
+    human_duration(now - then.as_second())
 }
 
 pub fn human_duration(seconds: i64) -> String {

@@ -22,11 +22,17 @@ pub enum Scope {
     Whole,
     /// Only `status` (the status subresource).
     Status,
+    /// The replicas, through the scale subresource (what it changes is all outside `status`).
+    Scale,
 }
 
 impl Scope {
     pub fn subresource(self) -> Option<&'static str> {
-        (self == Scope::Status).then_some("status")
+        match self {
+            Scope::Status => Some("status"),
+            Scope::Scale => Some("scale"),
+            Scope::MainWithoutStatus | Scope::Whole => None,
+        }
     }
 }
 
@@ -54,7 +60,9 @@ pub fn fields_of(object: &Value, scope: Scope) -> FieldSet {
     for (key, value) in map {
         let included = match scope {
             Scope::Status => key == "status",
-            Scope::MainWithoutStatus => !matches!(key.as_str(), "apiVersion" | "kind" | "status"),
+            Scope::MainWithoutStatus | Scope::Scale => {
+                !matches!(key.as_str(), "apiVersion" | "kind" | "status")
+            }
             Scope::Whole => !matches!(key.as_str(), "apiVersion" | "kind"),
         };
         if !included {

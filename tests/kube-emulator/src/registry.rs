@@ -22,6 +22,8 @@ pub struct ResourceInfo {
     pub categories: Vec<String>,
     pub namespaced: bool,
     pub status_subresource: bool,
+    /// The `scale` subresource (Deployments, StatefulSets, CRDs that declare one).
+    pub scale: Option<ScaleSubresource>,
     /// Whether `metadata.generation` is kept (custom resources and workloads).
     pub has_generation: bool,
     /// Create-only review resources (SubjectAccessReview and friends) are answered, never stored.
@@ -47,6 +49,26 @@ pub struct PrinterColumn {
     pub description: String,
     pub priority: i64,
     pub json_path: String,
+}
+
+/// Where a resource keeps what its `scale` subresource shows, as JSON paths (`.spec.replicas`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleSubresource {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub selector: Option<ScaleSelector>,
+    /// The replicas when the object names none (the API server defaults built-in workloads
+    /// to 1).
+    pub default_replicas: i64,
+}
+
+/// Where the label selector a Scale reports comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScaleSelector {
+    /// A `LabelSelector` object (built-in workloads' `.spec.selector`).
+    Object(String),
+    /// A selector already in string form (a CRD's `labelSelectorPath`).
+    Text(String),
 }
 
 /// The group and plural that name a resource regardless of version.
@@ -127,6 +149,7 @@ fn builtin(
         categories: Vec::new(),
         namespaced,
         status_subresource: false,
+        scale: None,
         has_generation: false,
         review_only: false,
         custom: false,
@@ -138,6 +161,12 @@ fn builtin(
 
 /// Built-in kinds: stored faithfully, with the behaviour the project relies on.
 pub fn builtins() -> Vec<ResourceInfo> {
+    let scale = || ScaleSubresource {
+        spec_replicas: ".spec.replicas".into(),
+        status_replicas: ".status.replicas".into(),
+        selector: Some(ScaleSelector::Object(".spec.selector".into())),
+        default_replicas: 1,
+    };
     let workload = |kind: &str, plural: &str, short: &[&str]| ResourceInfo {
         status_subresource: true,
         has_generation: true,
@@ -175,8 +204,14 @@ pub fn builtins() -> Vec<ResourceInfo> {
             ..builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"])
         },
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[]),
-        workload("Deployment", "deployments", &["deploy"]),
-        workload("StatefulSet", "statefulsets", &["sts"]),
+        ResourceInfo {
+            scale: Some(scale()),
+            ..workload("Deployment", "deployments", &["deploy"])
+        },
+        ResourceInfo {
+            scale: Some(scale()),
+            ..workload("StatefulSet", "statefulsets", &["sts"])
+        },
         workload("DaemonSet", "daemonsets", &["ds"]),
         builtin(
             "rbac.authorization.k8s.io",
@@ -423,6 +458,7 @@ pub fn resource_from_crd(crd: &Value) -> ApiResult<ResourceInfo> {
     let mut schemas = BTreeMap::new();
     let mut printer_columns = BTreeMap::new();
     let mut status_subresource = false;
+    let mut scale = None;
     for version in &versions {
         let Some(version_name) = version["name"].as_str() else {
             causes.push(required("spec.versions[].name"));
@@ -436,6 +472,17 @@ pub fn resource_from_crd(crd: &Value) -> ApiResult<ResourceInfo> {
         }
         if version.pointer("/subresources/status").is_some() {
             status_subresource = true;
+        }
+        if let Some(declared) = version.pointer("/subresources/scale") {
+            let path = |key: &str| declared[key].as_str().unwrap_or_default().to_owned();
+            scale = Some(ScaleSubresource {
+                spec_replicas: path("specReplicasPath"),
+                status_replicas: path("statusReplicasPath"),
+                selector: declared["labelSelectorPath"]
+                    .as_str()
+                    .map(|p| ScaleSelector::Text(p.to_owned())),
+                default_replicas: 0,
+            });
         }
         let columns = version["additionalPrinterColumns"]
             .as_array()
@@ -465,6 +512,7 @@ pub fn resource_from_crd(crd: &Value) -> ApiResult<ResourceInfo> {
         categories: strings_at(crd, "/spec/names/categories"),
         namespaced,
         status_subresource,
+        scale,
         has_generation: true,
         review_only: false,
         custom: true,

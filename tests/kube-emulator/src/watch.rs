@@ -58,14 +58,16 @@ impl Encoding {
             return Bytes::from(serde_json::to_vec(&partial).unwrap_or_default());
         }
         if let Some(include) = self.table {
-            let table = json!({
-                "kind": "Table",
-                "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"resourceVersion": stored.value.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null)},
-                "columnDefinitions": table::column_definitions(&self.info, &self.version),
-                "rows": [table::row(&self.info, &self.version, &stored.value, include)],
-            });
-            return Bytes::from(serde_json::to_vec(&table).unwrap_or_default());
+            let revision = stored
+                .value
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return table::TableWriter::new(&self.info, &self.version, include).table(
+                std::iter::once(stored),
+                revision,
+                None,
+            );
         }
         if self.info.converted() {
             let converted = crate::events::from_core(stored.value.clone());

@@ -1474,3 +1474,248 @@ async fn metadata_only_lists_and_watches_carry_no_data() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn scale_subresource_reads_and_writes_replicas() {
+    use k8s_openapi::api::autoscaling::v1::Scale;
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("scale").await;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), &namespace);
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "d"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    let scale = deployments.get_scale("d").await.unwrap();
+    assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(2));
+    assert_eq!(
+        scale.status.as_ref().unwrap().selector.as_deref(),
+        Some("app=d")
+    );
+    assert_eq!(scale.metadata.name.as_deref(), Some("d"));
+
+    let patched = deployments
+        .patch_scale(
+            "d",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.spec.unwrap().replicas, Some(4));
+    let live = deployments.get("d").await.unwrap();
+    assert_eq!(live.spec.unwrap().replicas, Some(4));
+    assert_eq!(live.metadata.generation, Some(2));
+    assert_eq!(
+        patched.metadata.resource_version,
+        live.metadata.resource_version
+    );
+
+    // A replace carries the Scale's resourceVersion as a precondition.
+    let mut stale = scale.clone();
+    stale.spec.as_mut().unwrap().replicas = Some(1);
+    let conflict = deployments
+        .replace_scale("d", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(conflict).code, 409);
+    let current = deployments.get_scale("d").await.unwrap();
+    let mut wanted = current.clone();
+    wanted.spec.as_mut().unwrap().replicas = Some(1);
+    let replaced: Scale = deployments
+        .replace_scale("d", &PostParams::default(), &wanted)
+        .await
+        .unwrap();
+    assert_eq!(replaced.spec.unwrap().replicas, Some(1));
+    let negative = deployments
+        .patch_scale(
+            "d",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": -1}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(negative).code, 422);
+    let scaled_by = deployments
+        .get("d")
+        .await
+        .unwrap()
+        .metadata
+        .managed_fields
+        .unwrap();
+    assert!(
+        scaled_by
+            .iter()
+            .any(|entry| entry.subresource.as_deref() == Some("scale")),
+        "{scaled_by:?}"
+    );
+
+    // Discovery names the subresource and its kind.
+    let apps = cluster
+        .client
+        .list_api_group_resources("apps/v1")
+        .await
+        .unwrap();
+    let entry = apps
+        .resources
+        .iter()
+        .find(|r| r.name == "deployments/scale")
+        .unwrap();
+    assert_eq!(
+        (
+            entry.group.as_deref(),
+            entry.version.as_deref(),
+            entry.kind.as_str()
+        ),
+        (Some("autoscaling"), Some("v1"), "Scale")
+    );
+}
+
+#[tokio::test]
+async fn custom_resources_declare_a_scale_subresource() {
+    let cluster = Cluster::start().await;
+    let group = test_group("crdscale");
+    let mut crd = widget_crd(&group);
+    crd["spec"]["versions"][0]["subresources"]["scale"] = json!({
+        "specReplicasPath": ".spec.size",
+        "statusReplicasPath": ".status.observedGeneration",
+        "labelSelectorPath": ".status.phase"
+    });
+    cluster.install_crd(crd).await;
+    let namespace = cluster.namespace("crdscale").await;
+    let widgets: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), &namespace, &widget_resource(&group));
+    widgets
+        .create(
+            &PostParams::default(),
+            &widget(&group, "w", json!({"size": 2})),
+        )
+        .await
+        .unwrap();
+    widgets
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"observedGeneration": 1, "phase": "app=w"}})),
+        )
+        .await
+        .unwrap();
+    let scale = widgets.get_scale("w").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(2));
+    let status = scale.status.unwrap();
+    assert_eq!(
+        (status.replicas, status.selector.as_deref()),
+        (1, Some("app=w"))
+    );
+    widgets
+        .patch_scale(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(widgets.get("w").await.unwrap().data["spec"]["size"], 5);
+}
+
+#[tokio::test]
+async fn token_requests_mint_tokens_that_authenticate_as_the_account() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("tokens").await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client.clone(), &namespace);
+    accounts
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "bot"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let request = |spec: Value| json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec});
+    let issued: Value = accounts
+        .create_subresource(
+            "token",
+            "bot",
+            &PostParams::default(),
+            &request(json!({"expirationSeconds": 1200})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(issued["kind"], "TokenRequest");
+    assert_eq!(issued["spec"]["expirationSeconds"], 1200);
+    assert!(
+        !issued["spec"]["audiences"].as_array().unwrap().is_empty(),
+        "the API's audience is the default"
+    );
+    let expires: jiff::Timestamp = issued["status"]["expirationTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let lifetime = expires.as_second() - jiff::Timestamp::now().as_second();
+    assert!((1100..=1200).contains(&lifetime), "{lifetime}");
+
+    let bot = cluster.client_with_token(issued["status"]["token"].as_str().unwrap());
+    let review = Api::<SelfSubjectReview>::all(bot.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let user = review.status.unwrap().user_info.unwrap();
+    assert_eq!(
+        user.username.as_deref(),
+        Some(format!("system:serviceaccount:{namespace}:bot").as_str())
+    );
+    let groups = user.groups.unwrap();
+    for group in [
+        "system:serviceaccounts".to_owned(),
+        format!("system:serviceaccounts:{namespace}"),
+        "system:authenticated".to_owned(),
+    ] {
+        assert!(groups.contains(&group), "{groups:?}");
+    }
+
+    let short = accounts
+        .create_subresource::<Value, Value>(
+            "token",
+            "bot",
+            &PostParams::default(),
+            &request(json!({"expirationSeconds": 60})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(short).code, 422);
+    let missing = accounts
+        .create_subresource::<Value, Value>(
+            "token",
+            "nobody",
+            &PostParams::default(),
+            &request(json!({})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(missing).code, 404);
+
+    // Deleting the account ends its tokens.
+    accounts
+        .delete("bot", &DeleteParams::default())
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(bot, &namespace);
+    eventually(|| async {
+        match configmaps.list(&ListParams::default()).await {
+            Err(kube::Error::Api(status)) if status.code == 401 => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+}

@@ -515,3 +515,455 @@ async fn kubectl_auth_can_i_follows_rbac() {
         "{whoami}"
     );
 }
+
+/// The claims of a JWT-shaped token.
+fn claims(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_and_scales_workloads() {
+    if !kubectl_available() {
+        eprintln!("{KUBECTL} is not installed; skipping");
+        return;
+    }
+    let emulator = Emulator::start().await.unwrap();
+    let kubectl = Kubectl::new(&emulator, emulator.superuser_token(), "shop");
+    kubectl.ok(&["create", "namespace", "shop"]).await;
+
+    // kubectl sends these as protobuf.
+    assert_eq!(
+        kubectl
+            .ok(&["create", "deployment", "web", "--image=nginx", "--port=80"])
+            .await
+            .trim(),
+        "deployment.apps/web created"
+    );
+    let deployment: Value = serde_json::from_str(
+        &kubectl
+            .ok(&["get", "deployment", "web", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(
+        deployment["metadata"]["labels"],
+        serde_json::json!({"app": "web"})
+    );
+    assert_eq!(deployment["metadata"]["generation"], 1);
+    assert_eq!(
+        deployment["spec"],
+        serde_json::json!({
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx",
+                    "ports": [{"containerPort": 80}], "resources": {}}]}
+            }
+        })
+    );
+    kubectl
+        .ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"])
+        .await;
+    assert_eq!(
+        kubectl
+            .ok(&["get", "service", "web", "-o", "jsonpath={.spec.selector.app} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.type}"])
+            .await,
+        "web 80 8080 ClusterIP"
+    );
+
+    // scale sends a merge patch to the scale subresource.
+    assert_eq!(
+        kubectl
+            .ok(&["scale", "deployment/web", "--replicas=3"])
+            .await
+            .trim(),
+        "deployment.apps/web scaled"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.spec.replicas} {.metadata.generation}"
+            ])
+            .await,
+        "3 2"
+    );
+    let scale: Value = serde_json::from_str(
+        &kubectl
+            .ok(&[
+                "get",
+                "deployment",
+                "web",
+                "--subresource=scale",
+                "-o",
+                "json",
+            ])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            &scale["kind"],
+            &scale["apiVersion"],
+            &scale["spec"]["replicas"],
+            &scale["status"]["selector"]
+        ),
+        (
+            &serde_json::json!("Scale"),
+            &serde_json::json!("autoscaling/v1"),
+            &serde_json::json!(3),
+            &serde_json::json!("app=web")
+        )
+    );
+    let table = kubectl
+        .ok(&["get", "deployment", "web", "--subresource=scale"])
+        .await;
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [vec!["NAME", "DESIRED", "AVAILABLE"], vec!["web", "3", "0"]]
+    );
+    // With a precondition kubectl reads the Scale and replaces it.
+    let stale = kubectl
+        .fails(&[
+            "scale",
+            "deployment/web",
+            "--current-replicas=2",
+            "--replicas=5",
+        ])
+        .await;
+    assert!(
+        stale.contains("Expected replicas to be 2, was 3"),
+        "{stale}"
+    );
+    kubectl
+        .ok(&[
+            "scale",
+            "deployment/web",
+            "--current-replicas=3",
+            "--replicas=5",
+        ])
+        .await;
+    let facts = kubectl
+        .ok(&["get", "deployment", "web", "--show-managed-fields", "-o",
+            "jsonpath={.spec.replicas} {.metadata.managedFields[?(@.subresource==\"scale\")].manager}"])
+        .await;
+    assert_eq!(facts, "5 kubectl");
+    let negative = kubectl
+        .fails(&["scale", "deployment/web", "--replicas=-1"])
+        .await;
+    assert!(negative.contains("replicas"), "{negative}");
+
+    // A StatefulSet applied from a manifest scales the same way; a DaemonSet has no scale.
+    let statefulset = kubectl.file(
+        "statefulset.yaml",
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec: {containers: [{name: db, image: postgres}]}\n",
+    );
+    kubectl.ok(&["apply", "-f", &statefulset]).await;
+    assert_eq!(
+        kubectl
+            .ok(&["scale", "statefulset/db", "--replicas=2"])
+            .await
+            .trim(),
+        "statefulset.apps/db scaled"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "get",
+                "statefulset",
+                "db",
+                "-o",
+                "jsonpath={.spec.replicas}"
+            ])
+            .await,
+        "2"
+    );
+
+    // Scaling is its own permission.
+    kubectl.ok(&["create", "serviceaccount", "viewer"]).await;
+    kubectl
+        .ok(&[
+            "create",
+            "role",
+            "read-deployments",
+            "--verb=get,list",
+            "--resource=deployments",
+        ])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "rolebinding",
+            "viewer-reads",
+            "--role=read-deployments",
+            "--serviceaccount=shop:viewer",
+        ])
+        .await;
+    let viewer = Kubectl::new(
+        &emulator,
+        &emulator.token_for_service_account("shop", "viewer"),
+        "shop",
+    );
+    viewer.ok(&["get", "deployment", "web"]).await;
+    let denied = viewer
+        .fails(&["scale", "deployment/web", "--replicas=1"])
+        .await;
+    assert!(
+        denied.contains("cannot patch resource \"deployments/scale\" in API group \"apps\""),
+        "{denied}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_token_authenticates_as_the_service_account() {
+    if !kubectl_available() {
+        eprintln!("{KUBECTL} is not installed; skipping");
+        return;
+    }
+    let emulator = Emulator::start().await.unwrap();
+    let admin = Kubectl::new(&emulator, emulator.superuser_token(), "team");
+    admin.ok(&["create", "namespace", "team"]).await;
+    admin.ok(&["create", "serviceaccount", "bot"]).await;
+
+    let token = admin
+        .ok(&["create", "token", "bot"])
+        .await
+        .trim()
+        .to_owned();
+    let claims = claims(&token);
+    assert_eq!(claims["sub"], "system:serviceaccount:team:bot");
+    assert_eq!(
+        claims["aud"],
+        serde_json::json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    assert_eq!(claims["kubernetes.io"]["serviceaccount"]["name"], "bot");
+    let lifetime = claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap();
+    assert_eq!(lifetime, 3600);
+    let short = admin
+        .ok(&["create", "token", "bot", "--duration=15m"])
+        .await;
+    let short = self::claims(short.trim());
+    assert_eq!(
+        short["exp"].as_i64().unwrap() - short["iat"].as_i64().unwrap(),
+        900
+    );
+
+    // The token is the account: its identity, its groups and its RBAC.
+    let bot = Kubectl::new(&emulator, &token, "team");
+    let whoami = bot.ok(&["auth", "whoami", "-o", "json"]).await;
+    let review: Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(
+        review["status"]["userInfo"],
+        serde_json::json!({"username": "system:serviceaccount:team:bot",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]})
+    );
+    let forbidden = bot.fails(&["get", "configmaps"]).await;
+    assert!(
+        forbidden.contains(
+            "User \"system:serviceaccount:team:bot\" cannot list resource \"configmaps\""
+        ),
+        "{forbidden}"
+    );
+    admin
+        .ok(&[
+            "create",
+            "role",
+            "cm-reader",
+            "--verb=list",
+            "--resource=configmaps",
+        ])
+        .await;
+    admin
+        .ok(&[
+            "create",
+            "rolebinding",
+            "bot-reads",
+            "--role=cm-reader",
+            "--serviceaccount=team:bot",
+        ])
+        .await;
+    bot.ok(&["get", "configmaps"]).await;
+
+    // What the API server refuses.
+    let too_short = admin
+        .fails(&["create", "token", "bot", "--duration=1m"])
+        .await;
+    assert!(
+        too_short.contains("spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"),
+        "{too_short}"
+    );
+    let missing = admin.fails(&["create", "token", "nobody"]).await;
+    assert!(
+        missing.contains("serviceaccounts \"nobody\" not found"),
+        "{missing}"
+    );
+    // A token for another audience does not authenticate to the API.
+    let elsewhere = admin
+        .ok(&[
+            "create",
+            "token",
+            "bot",
+            "--audience=https://vault.example.com",
+        ])
+        .await;
+    let elsewhere = Kubectl::new(&emulator, elsewhere.trim(), "team");
+    assert!(
+        elsewhere
+            .fails(&["auth", "whoami"])
+            .await
+            .contains("Unauthorized")
+    );
+
+    // A token bound to a Secret ends with it; every token of the account ends with the account.
+    admin.ok(&["create", "secret", "generic", "session"]).await;
+    let bound = admin
+        .ok(&[
+            "create",
+            "token",
+            "bot",
+            "--bound-object-kind=Secret",
+            "--bound-object-name=session",
+        ])
+        .await;
+    assert_eq!(
+        self::claims(bound.trim())["kubernetes.io"]["secret"]["name"],
+        "session"
+    );
+    let bound = Kubectl::new(&emulator, bound.trim(), "team");
+    bound.ok(&["auth", "whoami"]).await;
+    admin.ok(&["delete", "secret", "session"]).await;
+    assert!(
+        bound
+            .fails(&["auth", "whoami"])
+            .await
+            .contains("Unauthorized")
+    );
+    bot.ok(&["auth", "whoami"]).await;
+    admin.ok(&["delete", "serviceaccount", "bot"]).await;
+    assert!(
+        bot.fails(&["auth", "whoami"])
+            .await
+            .contains("Unauthorized")
+    );
+    admin.ok(&["create", "serviceaccount", "bot"]).await;
+    assert!(
+        bot.fails(&["auth", "whoami"])
+            .await
+            .contains("Unauthorized"),
+        "a new account of the same name is not the old one"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_pages_a_large_table() {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, PostParams};
+
+    if !kubectl_available() {
+        eprintln!("{KUBECTL} is not installed; skipping");
+        return;
+    }
+    // More than two of kubectl's 500-object pages, and fewer pages than its client-side rate
+    // limit lets through at once.
+    const COUNT: usize = 1_234;
+    let emulator = Emulator::start().await.unwrap();
+    let kubectl = Kubectl::new(&emulator, emulator.superuser_token(), "bulk");
+    kubectl.ok(&["create", "namespace", "bulk"]).await;
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(
+            &emulator.kubeconfig(emulator.superuser_token(), "bulk"),
+        )
+        .unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let maps: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "bulk");
+    futures::stream::iter(0..COUNT)
+        .map(|i| {
+            let maps = maps.clone();
+            async move {
+                let data: serde_json::Map<String, Value> = (0..i % 4)
+                    .map(|k| (format!("key{k}"), Value::String(i.to_string())))
+                    .collect();
+                let map: ConfigMap = serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": format!("cm-{i:05}"), "labels": {"shard": (i % 10).to_string()}},
+                    "data": data,
+                }))
+                .unwrap();
+                maps.create(&PostParams::default(), &map).await.unwrap();
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+
+    let table = kubectl.ok(&["get", "configmaps"]).await;
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "DATA", "AGE"]);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), COUNT);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row[0], format!("cm-{i:05}"), "rows come in name order");
+        assert_eq!(row[1], (i % 4).to_string(), "{row:?}");
+        assert!(
+            row[2].ends_with('s') || row[2].ends_with('m'),
+            "an age: {row:?}"
+        );
+    }
+    // One page or many, the same table; a selector, the selected rows.
+    let unpaged = kubectl
+        .ok(&["get", "configmaps", "--chunk-size=0", "--no-headers"])
+        .await;
+    let names = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .filter(|n| n != "NAME")
+            .collect()
+    };
+    assert_eq!(names(&unpaged), names(&table));
+    let selected = kubectl
+        .ok(&[
+            "get",
+            "configmaps",
+            "-l",
+            "shard=3",
+            "--no-headers",
+            "--chunk-size=100",
+        ])
+        .await;
+    let expected: Vec<String> = (0..COUNT)
+        .filter(|i| i % 10 == 3)
+        .map(|i| format!("cm-{i:05}"))
+        .collect();
+    assert_eq!(names(&selected), expected);
+    let wide = kubectl
+        .ok(&[
+            "get",
+            "configmaps",
+            "-A",
+            "--show-labels",
+            "--chunk-size=1000",
+        ])
+        .await;
+    let first: Vec<&str> = wide.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!((first[0], first[1], first[2]), ("bulk", "cm-00000", "0"));
+    assert_eq!(first.last(), Some(&"shard=0"));
+    assert_eq!(wide.lines().count(), COUNT + 1);
+}

@@ -4,9 +4,11 @@
 
 mod deletion;
 mod draft;
+mod scale;
 
 pub use deletion::{DeleteOptions, Deleted, delete, remove_now};
 pub use draft::{Access, Committed, Draft, commit as commit_draft};
+pub use scale::{ScaleChange, to_scale, write as write_scale};
 
 use std::sync::Arc;
 
@@ -654,7 +656,8 @@ fn commit(
                 }
             }
         },
-        Scope::Whole => {}
+        // A scale write starts from the live object and changes only its replicas.
+        Scope::Whole | Scope::Scale => {}
     }
     let meta = &mut object["metadata"];
     for system in [
@@ -709,8 +712,8 @@ fn commit(
             let mut entries = managed_fields::read_entries(live);
             let now = ids::now_rfc3339();
             let api_version = info.api_version(&ctx.version);
-            let effective_scope = if scope == Scope::Status {
-                Scope::Status
+            let effective_scope = if matches!(scope, Scope::Status | Scope::Scale) {
+                scope
             } else if info.status_subresource {
                 Scope::MainWithoutStatus
             } else {

@@ -105,7 +105,8 @@ impl Call<'_> {
                     ));
                 };
                 let token = crate::ids::new_token();
-                self.app.add_token(token.clone(), identity.clone())?;
+                self.app
+                    .add_token(token.clone(), Credential::unlimited(identity.clone()))?;
                 Ok(value_response(
                     StatusCode::OK,
                     &json!({"token": token, "user": identity.name, "groups": identity.groups}),
@@ -115,7 +116,9 @@ impl Call<'_> {
         }
     }
 
-    /// TokenRequest (`serviceaccounts/<name>/token`): mints a bearer token for the account.
+    /// TokenRequest (`serviceaccounts/<name>/token`): a token for the ServiceAccount that
+    /// authenticates as it until it expires, while the account (and the object the request
+    /// binds it to, if any) exists, for the API's audience.
     pub(super) fn token_request(
         &self,
         info: &ResourceInfo,
@@ -123,38 +126,114 @@ impl Call<'_> {
         namespace: &str,
     ) -> ApiResult<Response> {
         let name = path.name.as_deref().unwrap_or_default();
-        if self.app.lock()?.get(&info.key(), namespace, name).is_none() {
-            return Err(ApiError::not_found(
-                &crate::status::ResourceName {
-                    group: "",
-                    plural: "serviceaccounts",
-                },
-                name,
-            ));
-        }
         let request = if self.body.is_empty() {
             json!({})
         } else {
             self.body_json()?
         };
-        let token = crate::ids::new_token();
-        self.app
-            .add_token(token.clone(), UserInfo::service_account(namespace, name))?;
-        let seconds = request
-            .pointer("/spec/expirationSeconds")
-            .and_then(Value::as_i64)
-            .unwrap_or(3600);
-        let expires = jiff::Timestamp::now()
-            .checked_add(jiff::SignedDuration::from_secs(seconds))
-            .unwrap_or_else(|_| jiff::Timestamp::now())
+        let spec = &request["spec"];
+        let seconds = match spec.get("expirationSeconds") {
+            None | Some(Value::Null) => 3600,
+            Some(value) => value.as_i64().ok_or_else(|| {
+                ApiError::bad_request("spec.expirationSeconds must be an integer")
+            })?,
+        };
+        let too = if seconds < 600 {
+            Some("may not specify a duration less than 10 minutes")
+        } else if seconds > 1 << 32 {
+            Some("may not specify a duration larger than 2^32 seconds")
+        } else {
+            None
+        };
+        if let Some(problem) = too {
+            return Err(ApiError::invalid(
+                "TokenRequest",
+                "authentication.k8s.io",
+                name,
+                vec![crate::status::Cause {
+                    kind: "FieldValueInvalid",
+                    message: format!("Invalid value: {seconds}: {problem}"),
+                    field: "spec.expirationSeconds".into(),
+                }],
+            ));
+        }
+        let mut audiences: Vec<String> = spec["audiences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        if audiences.is_empty() {
+            audiences.push(authz::API_AUDIENCE.to_owned());
+        }
+        let (account, bound) = {
+            let store = self.app.lock()?;
+            let account = store.get(&info.key(), namespace, name).ok_or_else(|| {
+                ApiError::not_found(
+                    &crate::status::ResourceName {
+                        group: "",
+                        plural: "serviceaccounts",
+                    },
+                    name,
+                )
+            })?;
+            let bound = match spec.get("boundObjectRef").filter(|r| r.is_object()) {
+                Some(reference) => Some(bound_object(&store, namespace, reference)?),
+                None => None,
+            };
+            (account, bound)
+        };
+        let now = jiff::Timestamp::now().as_second();
+        let expires = now + seconds;
+        let mut bindings = vec![authz::Binding {
+            resource: info.key(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            uid: account.uid().to_owned(),
+        }];
+        let mut claims = json!({
+            "aud": audiences,
+            "exp": expires,
+            "iat": now,
+            "nbf": now,
+            "iss": authz::API_AUDIENCE,
+            "jti": crate::ids::new_uid(),
+            "sub": format!("system:serviceaccount:{namespace}:{name}"),
+            "kubernetes.io": {
+                "namespace": namespace,
+                "serviceaccount": {"name": name, "uid": account.uid()},
+            },
+        });
+        if let Some((kind, binding)) = bound {
+            claims["kubernetes.io"][kind] = json!({"name": binding.name, "uid": binding.uid});
+            bindings.push(binding);
+        }
+        let token = crate::ids::token_like_jwt(&claims);
+        self.app.add_token(
+            token.clone(),
+            Credential {
+                user: UserInfo::service_account(namespace, name),
+                expires: Some(expires),
+                audiences: audiences.clone(),
+                bindings,
+            },
+        )?;
+        let expiration = jiff::Timestamp::from_second(expires)
+            .map_err(|_| ApiError::internal("the expiration time is out of range"))?
             .strftime("%Y-%m-%dT%H:%M:%SZ")
             .to_string();
+        let mut spec = spec.clone();
+        if !spec.is_object() {
+            spec = json!({});
+        }
+        spec["audiences"] = json!(audiences);
+        spec["expirationSeconds"] = json!(seconds);
         let response = json!({
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": crate::ids::now_rfc3339()},
-            "spec": request.get("spec").cloned().unwrap_or_else(|| json!({})),
-            "status": {"token": token, "expirationTimestamp": expires},
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": null},
+            "spec": spec,
+            "status": {"token": token, "expirationTimestamp": expiration},
         });
         Ok(value_response(StatusCode::CREATED, &response))
     }
@@ -255,4 +334,63 @@ impl Call<'_> {
         review["status"] = status;
         Ok(value_response(StatusCode::CREATED, &review))
     }
+}
+
+/// The object a TokenRequest binds its token to (`boundObjectRef`): a Pod or Secret of the
+/// namespace, as the API server allows (it also allows Nodes, of which the emulator has none).
+/// Returns the claim's name (`pod`, `secret`) and the binding.
+fn bound_object(
+    store: &Store,
+    namespace: &str,
+    reference: &Value,
+) -> ApiResult<(&'static str, authz::Binding)> {
+    let text = |key: &str| reference[key].as_str().unwrap_or_default();
+    let api_version = match text("apiVersion") {
+        "" => "v1",
+        other => other,
+    };
+    let (claim, plural) = match (api_version, text("kind")) {
+        ("v1", "Pod") => ("pod", "pods"),
+        ("v1", "Secret") => ("secret", "secrets"),
+        ("v1", "Node") => ("node", "nodes"),
+        (_, kind) => {
+            let group_version = if api_version.contains('/') {
+                api_version.to_owned()
+            } else {
+                format!("/{api_version}")
+            };
+            return Err(ApiError::bad_request(format!(
+                "cannot bind token for object of type {group_version}, Kind={kind}"
+            )));
+        }
+    };
+    let name = text("name");
+    let resource = crate::registry::ResourceKey {
+        group: String::new(),
+        plural: plural.into(),
+    };
+    let object_namespace = if plural == "nodes" { "" } else { namespace };
+    let live = store
+        .get(&resource, object_namespace, name)
+        .ok_or_else(|| {
+            ApiError::not_found(&crate::status::ResourceName { group: "", plural }, name)
+        })?;
+    let uid = text("uid");
+    if !uid.is_empty() && uid != live.uid() {
+        return Err(ApiError::new(
+            StatusReason::Conflict,
+            format!(
+                "Operation cannot be fulfilled on {plural} \"{name}\": the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
+            ),
+        ));
+    }
+    Ok((
+        claim,
+        authz::Binding {
+            resource,
+            namespace: object_namespace.to_owned(),
+            name: name.to_owned(),
+            uid: live.uid().to_owned(),
+        },
+    ))
 }

@@ -13,7 +13,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::admission::FieldValidation;
-use crate::authz::{self, Attributes, Tokens, UserInfo};
+use crate::authz::{self, Attributes, Credential, Tokens, UserInfo};
 use crate::discovery;
 use crate::objects::{self, DeleteOptions, Deleted, PatchKind, WriteContext};
 use crate::registry::ResourceInfo;
@@ -25,6 +25,7 @@ use crate::watch::{Encoding, Filter};
 
 mod identity;
 mod reads;
+mod scale;
 mod writes;
 
 /// Shared state of a running emulator.
@@ -56,11 +57,11 @@ impl AppState {
         Ok(revision)
     }
 
-    pub fn add_token(&self, token: String, user: UserInfo) -> ApiResult<()> {
+    pub fn add_token(&self, token: String, credential: Credential) -> ApiResult<()> {
         self.tokens
             .write()
             .map_err(|_| ApiError::internal("the token table is unavailable"))?
-            .insert(token, user);
+            .insert_credential(token, credential);
         Ok(())
     }
 }
@@ -187,19 +188,30 @@ impl Call<'_> {
             .unwrap_or_default()
     }
 
+    /// The bearer token's identity: unknown, expired or wrong-audience tokens and tokens
+    /// whose bound objects are gone answer 401, as the API server does.
     fn authenticate(&self) -> ApiResult<UserInfo> {
+        let unauthorized = || ApiError::new(StatusReason::Unauthorized, "Unauthorized");
         let token = self
             .header(header::AUTHORIZATION)
             .strip_prefix("Bearer ")
-            .map(str::trim);
-        let tokens = self
+            .map(str::trim)
+            .ok_or_else(unauthorized)?;
+        let credential = self
             .app
             .tokens
             .read()
-            .map_err(|_| ApiError::internal("the token table is unavailable"))?;
-        token
-            .and_then(|t| tokens.user(t).cloned())
-            .ok_or_else(|| ApiError::new(StatusReason::Unauthorized, "Unauthorized"))
+            .map_err(|_| ApiError::internal("the token table is unavailable"))?
+            .credential(token)
+            .cloned()
+            .ok_or_else(unauthorized)?;
+        if !credential.valid_at(jiff::Timestamp::now().as_second()) {
+            return Err(unauthorized());
+        }
+        if !credential.bindings.is_empty() && !credential.bindings_hold(&*self.app.lock()?) {
+            return Err(unauthorized());
+        }
+        Ok(credential.user)
     }
 
     fn dispatch(&self) -> ApiResult<Response> {
@@ -327,6 +339,9 @@ impl Call<'_> {
             && info.plural == "serviceaccounts"
         {
             return self.token_request(&info, &path, &namespace);
+        }
+        if path.subresource.as_deref() == Some("scale") && info.scale.is_some() {
+            return self.scale(&info, &path, &namespace, user, verb);
         }
         match verb {
             "get" => self.get(&info, &path, &namespace),

@@ -32,22 +32,18 @@ impl Call<'_> {
             )
         })?;
         let encoding = self.encoding(info, path);
-        if encoding.table.is_some() {
+        if let Some(include) = encoding.table {
             let revision = stored
                 .value
                 .pointer("/metadata/resourceVersion")
                 .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let table = table::table(
-                info,
-                &path.version,
-                std::iter::once(&stored.value),
-                encoding.table.unwrap_or_default(),
-                &revision,
+                .unwrap_or_default();
+            let table = table::TableWriter::new(info, &path.version, include).table(
+                std::iter::once(&*stored),
+                revision,
                 None,
             );
-            return Ok(value_response(StatusCode::OK, &table));
+            return Ok(json_response(StatusCode::OK, table));
         }
         Ok(json_response(
             StatusCode::OK,
@@ -80,15 +76,12 @@ impl Call<'_> {
             items.push(stored);
         }
         if let Some(include) = encoding.table {
-            let table = table::table(
-                info,
-                &path.version,
-                items.iter().map(|s| &s.value),
-                include,
+            let table = table::TableWriter::new(info, &path.version, include).table(
+                items.iter().map(|s| s.as_ref()),
                 &revision,
                 next.as_deref(),
             );
-            return Ok(value_response(StatusCode::OK, &table));
+            return Ok(json_response(StatusCode::OK, table));
         }
         let mut metadata = json!({"resourceVersion": revision});
         if let Some(token) = &next {

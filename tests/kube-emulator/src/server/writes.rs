@@ -34,7 +34,7 @@ impl Call<'_> {
     /// Carries out a write: prepared outside the store's lock and committed under it (prepared
     /// again when what it read changed meanwhile), or, for what only the locked store can do
     /// and after too many changes meanwhile, carried out under the lock.
-    fn prepared(
+    pub(super) fn prepared(
         &self,
         write: impl Fn(&mut dyn objects::Access) -> ApiResult<objects::Written>,
     ) -> ApiResult<objects::Written> {
