@@ -87,7 +87,13 @@ async fn a_deleted_secret_is_minted_again_and_the_event_names_who_must_restart()
         .clone()
         .expect("the delivery time");
     let first = secret_in_force(&stack, "web", "web").await;
-    stack.wait_event("web", "SecretDelivered").await;
+    let registered = stack.wait_event("web", "Registered").await;
+    assert!(
+        registered
+            .message
+            .contains("wrote the client secret into Secret web"),
+        "the first delivery is told with the registration: {registered:?}"
+    );
 
     // Status times have a resolution of a second: let one pass, so the new time is later.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
@@ -134,6 +140,19 @@ async fn a_deleted_secret_is_minted_again_and_the_event_names_who_must_restart()
             .iter()
             .any(|e| e.message.contains("lost undelivered")),
         "a deleted Secret is not a secret lost on its way: {events:#?}"
+    );
+    // diagnose shows when the secret was set, and the rotation among the events.
+    let diagnosis = stack.plugin(&["diagnose", "oidcclient/web"]).await;
+    for expected in ["client secret last set into Secret web", "SecretRotated"] {
+        assert!(
+            diagnosis.stdout.contains(expected),
+            "{expected}: {}",
+            diagnosis.all()
+        );
+    }
+    assert!(
+        !diagnosis.all().contains(&second),
+        "no secret in the output"
     );
 }
 

@@ -257,6 +257,21 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     if let Some(client_id) = &status.client_id {
         findings.push(format!("client id: {client_id}"));
     }
+    // When the secret in force was set, and where a generated one went: a rotation since a
+    // workload started means it holds a value the server no longer accepts.
+    if let Some(set) = &status.secret_set_time {
+        let into = status
+            .secret_ref
+            .as_ref()
+            .map(|secret| format!(" into Secret {}", secret.name))
+            .unwrap_or_default();
+        findings.push(format!(
+            "client secret last set{into} at {} ({} ago); workloads started before then hold an \
+             older one",
+            set.0,
+            short_duration(seconds_between(set.0, facts.now))
+        ));
+    }
     if view.generation.is_some() && status.observed_generation < view.generation {
         findings.push("the newest generation has not been processed yet".to_owned());
     }
