@@ -352,32 +352,7 @@ impl Stack {
         if self.cluster.emulator().is_none() {
             return Ok(());
         }
-        let deployment = rendered()?
-            .iter()
-            .find(|o| o["kind"] == "Deployment")
-            .context("deploy/base renders no Deployment")?
-            .clone();
-        let mut object: DynamicObject = serde_json::from_value(deployment)?;
-        object.data["spec"]["replicas"] = replicas.into();
-        manifests::apply_all(&self.client(), &[object], None).await?;
-        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
-            Api::namespaced(self.client(), RECONCILER_NAMESPACE);
-        let status = serde_json::json!({ "status": {
-            "observedGeneration": 1,
-            "replicas": replicas,
-            "readyReplicas": replicas,
-            "availableReplicas": replicas,
-            "updatedReplicas": replicas,
-        }});
-        deployments
-            .patch_status(
-                RECONCILER_ACCOUNT,
-                &PatchParams::default(),
-                &Patch::Merge(&status),
-            )
-            .await
-            .context("cannot set the Deployment's status")?;
-        Ok(())
+        show_deployment_ready(&self.client(), replicas).await
     }
 
     /// The first replica.
@@ -971,6 +946,42 @@ pub async fn apply_cluster_role(client: &kube::Client, role: &serde_json::Value)
         .expect("the ClusterRole is applied");
 }
 
+/// Stores the shipped Deployment with `replicas` and a status of `replicas` ready, as the
+/// Deployment controller would report the pods these processes stand for: only for a cluster
+/// where nothing runs the Deployment (the emulator).
+pub async fn show_deployment_ready(client: &kube::Client, replicas: i32) -> anyhow::Result<()> {
+    let mut object = shipped_deployment()?;
+    object.data["spec"]["replicas"] = replicas.into();
+    manifests::apply_all(client, &[object], None).await?;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), RECONCILER_NAMESPACE);
+    let status = serde_json::json!({ "status": {
+        "observedGeneration": 1,
+        "replicas": replicas,
+        "readyReplicas": replicas,
+        "availableReplicas": replicas,
+        "updatedReplicas": replicas,
+    }});
+    deployments
+        .patch_status(
+            RECONCILER_ACCOUNT,
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await
+        .context("cannot set the Deployment's status")?;
+    Ok(())
+}
+
+/// The Deployment of `deploy/base` as rendered.
+pub fn shipped_deployment() -> anyhow::Result<DynamicObject> {
+    let deployment = rendered()?
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .context("deploy/base renders no Deployment")?;
+    Ok(serde_json::from_value(deployment.clone())?)
+}
+
 /// The kubectl the tests run: the system one, else the first on PATH.
 pub fn kubectl() -> PathBuf {
     let system = PathBuf::from("/usr/bin/kubectl");
@@ -992,11 +1003,23 @@ async fn write_service_account_kubeconfig(
         emulator.write_kubeconfig(path, &token, RECONCILER_NAMESPACE)?;
         return Ok(());
     }
-    let accounts: Api<ServiceAccount> = Api::namespaced(cluster.client(), RECONCILER_NAMESPACE);
+    write_token_kubeconfig(&cluster.client(), cluster.kubeconfig(), path, 3600).await
+}
+
+/// Asks the TokenRequest API for a token of the reconciler's ServiceAccount that lasts
+/// `expiration_seconds`, and writes `admin_kubeconfig` with that token as its current user (and
+/// the reconciler's namespace) to `path`.
+pub async fn write_token_kubeconfig(
+    client: &kube::Client,
+    admin_kubeconfig: &Path,
+    path: &Path,
+    expiration_seconds: i64,
+) -> anyhow::Result<()> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), RECONCILER_NAMESPACE);
     let request = TokenRequest {
         spec: TokenRequestSpec {
             audiences: Vec::new(),
-            expiration_seconds: Some(3600),
+            expiration_seconds: Some(expiration_seconds),
             ..TokenRequestSpec::default()
         },
         ..TokenRequest::default()
@@ -1009,7 +1032,7 @@ async fn write_service_account_kubeconfig(
         .status
         .context("the TokenRequest has no status")?
         .token;
-    let mut kubeconfig = kube::config::Kubeconfig::read_from(cluster.kubeconfig())?;
+    let mut kubeconfig = kube::config::Kubeconfig::read_from(admin_kubeconfig)?;
     let context_name = kubeconfig
         .current_context
         .clone()

@@ -29,8 +29,9 @@ mod table;
 mod tls;
 mod watch;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -66,6 +67,9 @@ pub struct Options {
     pub bookmark_interval: Duration,
     /// The port on 127.0.0.1; 0 picks a free one.
     pub port: u16,
+    /// Log files served as pods' logs (`pods/<name>/log`), by (namespace, pod name). Nothing
+    /// runs pods here: whoever starts the emulator says which file stands for which pod.
+    pub pod_logs: BTreeMap<(String, String), PathBuf>,
 }
 
 impl Default for Options {
@@ -73,6 +77,7 @@ impl Default for Options {
         Self {
             bookmark_interval: Duration::from_secs(1),
             port: 0,
+            pod_logs: BTreeMap::new(),
         }
     }
 }
@@ -127,6 +132,7 @@ impl Emulator {
             bookmark_interval: options.bookmark_interval,
             address: address.to_string(),
             requests: Default::default(),
+            pod_logs: options.pod_logs,
         });
         seed(&state).map_err(StartError::Seed)?;
         let collector = tokio::spawn(gc::run(store));

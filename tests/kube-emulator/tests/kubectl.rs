@@ -967,3 +967,115 @@ async fn kubectl_get_pages_a_large_table() {
     assert_eq!(first.last(), Some(&"shard=0"));
     assert_eq!(wide.lines().count(), COUNT + 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_logs_reads_the_file_attached_to_a_pod() {
+    if !kubectl_available() {
+        eprintln!("{KUBECTL} is not installed; skipping");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("web.log");
+    std::fs::write(&log, "first\nsecond\nthird\n").unwrap();
+    let options = nauthera_kube_emulator::Options {
+        pod_logs: [(
+            ("default".to_owned(), "web-5d8f-abcde".to_owned()),
+            log.clone(),
+        )]
+        .into(),
+        ..Default::default()
+    };
+    let emulator = Emulator::start_with(options).await.unwrap();
+    let admin = Kubectl::new(&emulator, emulator.superuser_token(), "default");
+    let manifests = admin.file(
+        "web.yaml",
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: web}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-5d8f-abcde, labels: {app: web}}
+spec: {containers: [{name: app, image: web}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: quiet}
+spec: {containers: [{name: app, image: web}, {name: side, image: side}]}
+"#,
+    );
+    admin.ok(&["apply", "-f", &manifests]).await;
+
+    // kubectl finds the Deployment's pod by its selector, then reads pods/log.
+    assert_eq!(
+        admin.ok(&["logs", "deploy/web"]).await,
+        "first\nsecond\nthird\n"
+    );
+    assert_eq!(
+        admin.ok(&["logs", "web-5d8f-abcde", "--tail=1"]).await,
+        "third\n"
+    );
+    assert_eq!(
+        admin
+            .ok(&["logs", "pod/web-5d8f-abcde", "-c", "app", "--since=1h"])
+            .await,
+        "first\nsecond\nthird\n"
+    );
+    // The file is read at each request.
+    std::fs::write(&log, "first\nsecond\nthird\nfourth\n").unwrap();
+    assert_eq!(
+        admin.ok(&["logs", "web-5d8f-abcde", "--tail=2"]).await,
+        "third\nfourth\n"
+    );
+    // A pod without a file has an empty log; a wrong container or an unknown pod is refused.
+    assert_eq!(admin.ok(&["logs", "quiet", "-c", "side"]).await, "");
+    let wrong = admin.fails(&["logs", "web-5d8f-abcde", "-c", "nope"]).await;
+    assert!(wrong.contains("container nope is not valid"), "{wrong}");
+    let missing = admin.fails(&["logs", "nobody"]).await;
+    assert!(missing.contains("pods \"nobody\" not found"), "{missing}");
+
+    // RBAC: pods/log is its own resource.
+    let token = emulator.token_for_user("reader", &[]);
+    let reader = Kubectl::new(&emulator, &token, "default");
+    let role = admin.file(
+        "role.yaml",
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pods-only}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pods-only}
+subjects: [{kind: User, name: reader}]
+"#,
+    );
+    admin.ok(&["apply", "-f", &role]).await;
+    let denied = reader.fails(&["logs", "web-5d8f-abcde"]).await;
+    assert!(
+        denied.contains("cannot get resource \"pods/log\""),
+        "{denied}"
+    );
+    admin
+        .ok(&[
+            "patch",
+            "role",
+            "pods-only",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["pods/log"],"verbs":["get"]}}]"#,
+        ])
+        .await;
+    assert_eq!(
+        reader.ok(&["logs", "web-5d8f-abcde", "--tail=1"]).await,
+        "fourth\n"
+    );
+}

@@ -4,6 +4,12 @@
 //! and the reconciler as child processes, installs the CRDs, applies `examples/`, writes a
 //! kubeconfig and prints how to use it. Ctrl-C (or SIGTERM) stops every child; none outlives the
 //! sandbox, because each dies with its handle.
+//!
+//! The cluster looks like a real install: `deploy/base`'s Namespace, ServiceAccount, RBAC and
+//! Deployment are applied, and since nothing runs Deployments in the emulator, the sandbox stores
+//! the Deployment's one Pod itself and reports both ready once the reconciler is. The reconciler
+//! runs on this machine but as that Pod: with the ServiceAccount's token (so under the shipped
+//! RBAC), the Pod's name as its identity, and its log served as the Pod's (`kubectl logs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,7 +21,7 @@ use nauthera_shared::catalog::Phase;
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use nauthera_tests::binaries::{Binary, workspace_root};
 use nauthera_tests::cluster::client_from;
-use nauthera_tests::e2e::Declared;
+use nauthera_tests::e2e::{self, Declared, RECONCILER_ACCOUNT};
 use nauthera_tests::manifests;
 use nauthera_tests::process::ChildProcess;
 
@@ -26,7 +32,11 @@ const EXAMPLES_TIMEOUT: Duration = Duration::from_secs(60);
 /// The identity the fake server admits and the sandbox's reconciler certificate carries.
 const RECONCILER_IDENTITY: &str = "dns:nauthera-reconciler.nauthera-system.svc";
 const EXAMPLES_NAMESPACE: &str = "nauthera-examples";
-const RECONCILER_NAMESPACE: &str = "nauthera-system";
+const RECONCILER_NAMESPACE: &str = e2e::RECONCILER_NAMESPACE;
+/// How long the reconciler's ServiceAccount token lasts; a sandbox is restarted well before.
+const TOKEN_SECONDS: i64 = 7 * 24 * 3600;
+/// The alphabet Kubernetes writes pod-template hashes and generated name suffixes in.
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// Runs the sandbox: a Kubernetes API emulator, a fake nauthera-server and the reconciler.
 #[derive(Debug, Parser)]
@@ -62,6 +72,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
 
+    let deployment = e2e::shipped_deployment()?;
+    let pod = ReconcilerPod::new(&deployment)?;
+    // `ChildProcess` logs the reconciler (named "reconciler") to this file.
+    let reconciler_log = dir.join("reconciler.log");
+
     let kubeconfig = dir.join("kubeconfig");
     let emulator = ChildProcess::start(
         "kube-emulator",
@@ -71,6 +86,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
             kubeconfig.display().to_string(),
             "--namespace".into(),
             EXAMPLES_NAMESPACE.into(),
+            "--pod-log".into(),
+            format!(
+                "{RECONCILER_NAMESPACE}/{}={}",
+                pod.name,
+                reconciler_log.display()
+            ),
         ],
         &[],
         &dir,
@@ -86,9 +107,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
     examples.sort_by_key(|o| o.types.as_ref().is_none_or(|t| t.kind != "Namespace"));
     // As `kubectl apply -f examples/` leaves them, so that applying them again is clean.
     manifests::apply_all(&client, &manifests::as_kubectl_applies(&examples)?, None).await?;
-    apply_reconciler_namespace(&client).await?;
+    // As deploy/base installs the reconciler: Namespace, ServiceAccount, RBAC, Deployment.
+    manifests::apply_all(&client, &e2e::shipped_rbac()?, None).await?;
+    let mut deployment = deployment;
+    deployment.data["spec"]["replicas"] = 1.into();
+    manifests::apply_all(&client, &[deployment], None).await?;
+    pod.create(&client).await?;
+    let reconciler_kubeconfig = dir.join("reconciler.kubeconfig");
+    e2e::write_token_kubeconfig(&client, &kubeconfig, &reconciler_kubeconfig, TOKEN_SECONDS)
+        .await?;
 
-    let reconciler = start_reconciler(&dir, &kubeconfig, &server).await?;
+    let reconciler = start_reconciler(&dir, &reconciler_kubeconfig, &server, &pod).await?;
+    pod.show_running(&client).await?;
+    e2e::show_deployment_ready(&client, 1).await?;
     let examples = wait_for_examples(&client).await?;
     println!("\nThe examples:\n{}", examples.lines.join("\n"));
 
@@ -99,6 +130,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         &server,
         &emulator,
         &reconciler,
+        &pod,
     )?;
     if args.once && !examples.all_registered {
         anyhow::bail!("not every example registered within {EXAMPLES_TIMEOUT:?}");
@@ -153,19 +185,11 @@ async fn start_fake_server(dir: &Path) -> anyhow::Result<ChildProcess> {
     .await
 }
 
-async fn apply_reconciler_namespace(client: &kube::Client) -> anyhow::Result<()> {
-    let namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": { "name": RECONCILER_NAMESPACE }
-    }))?;
-    manifests::apply_all(client, &[namespace], None).await
-}
-
 async fn start_reconciler(
     dir: &Path,
     kubeconfig: &Path,
     server: &ChildProcess,
+    pod: &ReconcilerPod,
 ) -> anyhow::Result<ChildProcess> {
     let env = [
         ("KUBECONFIG", kubeconfig.display().to_string()),
@@ -173,7 +197,11 @@ async fn start_reconciler(
         ("NAUTHERA_TLS_SERVER_NAME", server.announced("server_name")?),
         ("NAUTHERA_TLS_DIR", server.announced("client_tls_dir")?),
         ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_string()),
-        ("NAUTHERA_IDENTITY", "sandbox-reconciler".to_string()),
+        // What the Pod's environment would hold: its name (the leader identity, as deploy/base
+        // sets it from metadata.name) and the container's own settings.
+        ("POD_NAME", pod.name.clone()),
+        ("NAUTHERA_IDENTITY", pod.name.clone()),
+        ("NAUTHERA_TLS_SECRET", pod.tls_secret.clone()),
         // Port 0, then the addresses it logs: nothing else can take them in between.
         ("NAUTHERA_PROBE_ADDRESS", "127.0.0.1:0".to_string()),
         ("NAUTHERA_METRICS_ADDRESS", "127.0.0.1:0".to_string()),
@@ -216,18 +244,21 @@ fn print_summary(
     server: &ChildProcess,
     emulator: &ChildProcess,
     reconciler: &ChildProcess,
+    pod: &ReconcilerPod,
 ) -> anyhow::Result<()> {
     println!(
         "\nThe sandbox runs:\n\
          \x20 Kubernetes API emulator  {api}\n\
          \x20 fake nauthera-server     {grpc} (control API http://{control})\n\
          \x20 nauthera-reconciler      probes http://{probe}/readyz, metrics http://{metrics}/metrics\n\
+         \x20                          as pod {namespace}/{pod} of deploy/{deployment}\n\
          \x20 logs                     {dir}\n\n\
          In another terminal:\n\n\
          \x20 export KUBECONFIG={kubeconfig}\n\
          \x20 export PATH={plugin}:$PATH\n\
          \x20 kubectl get oidcclients -A\n\
-         \x20 kubectl nauthera status -A\n\n\
+         \x20 kubectl nauthera status -A\n\
+         \x20 kubectl logs -n {namespace} deploy/{deployment}\n\n\
          Ctrl-C stops everything.",
         api = emulator.announced("listening")?,
         grpc = server.announced("grpc_address")?,
@@ -237,8 +268,124 @@ fn print_summary(
         dir = dir.display(),
         kubeconfig = kubeconfig.display(),
         plugin = plugin_dir.display(),
+        namespace = RECONCILER_NAMESPACE,
+        pod = pod.name,
+        deployment = RECONCILER_ACCOUNT,
     );
     Ok(())
+}
+
+/// The Pod the Deployment controller would have made for the reconciler, stored by the sandbox.
+struct ReconcilerPod {
+    /// `nauthera-reconciler-<template hash>-<suffix>`, as a ReplicaSet names its pods.
+    name: String,
+    template_hash: String,
+    /// The Deployment's pod template.
+    template: serde_json::Value,
+    /// The container's `NAUTHERA_TLS_SECRET`.
+    tls_secret: String,
+}
+
+impl ReconcilerPod {
+    fn new(deployment: &kube::api::DynamicObject) -> anyhow::Result<ReconcilerPod> {
+        let template = deployment.data["spec"]["template"].clone();
+        let template_hash = name_part(&serde_json::to_vec(&template)?, 10);
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let seed = format!("{}:{}", std::process::id(), started.as_nanos());
+        let suffix = name_part(seed.as_bytes(), 5);
+        let tls_secret = template["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["env"].as_array().into_iter().flatten())
+            .find(|e| e["name"] == "NAUTHERA_TLS_SECRET")
+            .and_then(|e| e["value"].as_str())
+            .context("deploy/base's container sets no NAUTHERA_TLS_SECRET")?
+            .to_owned();
+        Ok(ReconcilerPod {
+            name: format!("{RECONCILER_ACCOUNT}-{template_hash}-{suffix}"),
+            template_hash,
+            template,
+            tls_secret,
+        })
+    }
+
+    /// Stores the Pod, pending: the template's labels (which the Deployment selects) and spec.
+    async fn create(&self, client: &kube::Client) -> anyhow::Result<()> {
+        let mut labels = self.template["metadata"]["labels"].clone();
+        labels["pod-template-hash"] = self.template_hash.clone().into();
+        let mut spec = self.template["spec"].clone();
+        spec["nodeName"] = "sandbox".into();
+        let pod = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": self.name,
+                "namespace": RECONCILER_NAMESPACE,
+                "labels": labels,
+            },
+            "spec": spec,
+        }))?;
+        manifests::apply_all(client, &[pod], None).await
+    }
+
+    /// Reports the Pod running and ready, as the kubelet would once its readiness probe passes.
+    async fn show_running(&self, client: &kube::Client) -> anyhow::Result<()> {
+        let now = jiff::Timestamp::now()
+            .round(jiff::Unit::Second)?
+            .to_string();
+        let condition = |kind: &str| serde_json::json!({"type": kind, "status": "True", "lastTransitionTime": now});
+        let containers = self.template["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                serde_json::json!({
+                    "name": c["name"],
+                    "image": c["image"],
+                    "imageID": "",
+                    "ready": true,
+                    "started": true,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": now}},
+                })
+            })
+            .collect::<Vec<_>>();
+        let status = serde_json::json!({ "status": {
+            "phase": "Running",
+            "hostIP": "127.0.0.1",
+            "podIP": "127.0.0.1",
+            "startTime": now,
+            "conditions": [
+                condition("PodScheduled"),
+                condition("Initialized"),
+                condition("ContainersReady"),
+                condition("Ready"),
+            ],
+            "containerStatuses": containers,
+        }});
+        Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), RECONCILER_NAMESPACE)
+            .patch_status(
+                &self.name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&status),
+            )
+            .await
+            .context("cannot set the reconciler Pod's status")?;
+        Ok(())
+    }
+}
+
+/// `length` characters of Kubernetes' name alphabet derived from `seed`.
+fn name_part(seed: &[u8], length: usize) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(seed)
+        .iter()
+        .take(length)
+        .map(|byte| char::from(NAME_ALPHABET[usize::from(*byte) % NAME_ALPHABET.len()]))
+        .collect()
 }
 
 /// Where the examples stand once they all registered, or the time ran out.

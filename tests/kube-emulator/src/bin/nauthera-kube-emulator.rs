@@ -23,6 +23,19 @@ struct Args {
     /// Seconds between watch bookmarks.
     #[arg(long, default_value_t = 1)]
     bookmark_seconds: u64,
+    /// Serve FILE as the log of pod NAMESPACE/POD (`kubectl logs`); repeatable. The file is read
+    /// at each request, so it may still be written to.
+    #[arg(long = "pod-log", value_name = "NAMESPACE/POD=FILE", value_parser = parse_pod_log)]
+    pod_logs: Vec<((String, String), PathBuf)>,
+}
+
+fn parse_pod_log(text: &str) -> Result<((String, String), PathBuf), String> {
+    let (pod, file) = text.split_once('=').ok_or("expected NAMESPACE/POD=FILE")?;
+    let (namespace, name) = pod.split_once('/').ok_or("expected NAMESPACE/POD=FILE")?;
+    if namespace.is_empty() || name.is_empty() || file.is_empty() {
+        return Err("expected NAMESPACE/POD=FILE".into());
+    }
+    Ok(((namespace.into(), name.into()), PathBuf::from(file)))
 }
 
 #[tokio::main]
@@ -41,6 +54,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let options = Options {
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
         port: args.port,
+        pod_logs: args.pod_logs.into_iter().collect(),
     };
     let emulator = Emulator::start_with(options).await?;
     emulator

@@ -24,6 +24,7 @@ use crate::table::{self, IncludeObject};
 use crate::watch::{Encoding, Filter};
 
 mod identity;
+mod logs;
 mod reads;
 mod scale;
 mod writes;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub bookmark_interval: Duration,
     pub address: String,
     pub requests: crate::requests::RequestTally,
+    /// The files served as pods' logs, by (namespace, pod name).
+    pub pod_logs: std::collections::BTreeMap<(String, String), std::path::PathBuf>,
 }
 
 impl AppState {
@@ -339,6 +342,9 @@ impl Call<'_> {
             && info.plural == "serviceaccounts"
         {
             return self.token_request(&info, &path, &namespace);
+        }
+        if verb == "get" && path.subresource.as_deref() == Some("log") && info.plural == "pods" {
+            return self.pod_log(&info, &path, &namespace);
         }
         if path.subresource.as_deref() == Some("scale") && info.scale.is_some() {
             return self.scale(&info, &path, &namespace, user, verb);
