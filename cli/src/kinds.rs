@@ -62,6 +62,30 @@ impl Kind {
         }
     }
 
+    /// The plugin's own short forms (`br/`, `idp/`, `org/`): inside the plugin only this
+    /// project's kinds are meant, so they need not avoid other CRDs' names as the CRDs' short
+    /// names (`nbrand`, ...) must in kubectl.
+    pub const fn abbreviation(self) -> &'static str {
+        match self {
+            Kind::OIDCClient => "oidcc",
+            Kind::Branding => "br",
+            Kind::IdentityProvider => "idp",
+            Kind::Organization => "org",
+        }
+    }
+
+    /// Every name the plugin takes the kind by, kubectl's first.
+    pub fn names(self) -> Vec<&'static str> {
+        let mut names = vec![
+            self.singular(),
+            self.plural(),
+            self.short_name(),
+            self.abbreviation(),
+        ];
+        names.dedup();
+        names
+    }
+
     /// The grant operation the reconciler needs for this kind.
     pub const fn operation(self) -> Operation {
         match self {
@@ -78,14 +102,11 @@ impl Kind {
         let name = lower.strip_suffix(".nauthera.io").unwrap_or(&lower);
         Kind::ALL
             .into_iter()
-            .find(|kind| {
-                [kind.singular(), kind.plural(), kind.short_name()].contains(&name)
-                    || kind.as_str().eq_ignore_ascii_case(name)
-            })
+            .find(|kind| kind.names().contains(&name) || kind.as_str().eq_ignore_ascii_case(name))
             .ok_or_else(|| {
                 CliError::Usage(format!(
                     "unknown kind `{text}`; use oidcclient, branding, identityprovider or \
-                     organization (or oidcc, nbrand, nidp, norg)"
+                     organization (or oidcc, br, idp, org)"
                 ))
             })
     }

@@ -181,11 +181,11 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                     Ok(kind) => Wanted::Names(kind),
                     Err(_) => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
                 },
-                // Every name kubectl knows a kind by: singular, plural and short name.
+                // Every name a kind is taken by: singular, plural and short names.
                 None => {
                     let kinds: Vec<String> = Kind::ALL
                         .iter()
-                        .flat_map(|kind| [kind.singular(), kind.plural(), kind.short_name()])
+                        .flat_map(|kind| kind.names())
                         .map(|name| format!("{name}/"))
                         .collect();
                     let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
@@ -339,13 +339,27 @@ mod tests {
                 "oidcclients/",
                 "oidcc/",
                 "organization/",
-                "organizations/"
+                "organizations/",
+                "org/"
             ]
         );
         assert_eq!(directive, NO_SPACE | NO_FILE_COMPLETION);
-        for (typed, kind) in [("nbr", "nbrand/"), ("nid", "nidp/"), ("nor", "norg/")] {
-            assert_eq!(fixed(&format!("status {typed}")).0, vec![kind]);
+        for (typed, kind) in [
+            ("nbr", "nbrand/"),
+            ("nid", "nidp/"),
+            ("nor", "norg/"),
+            ("id", "idp/"),
+        ] {
+            assert!(
+                fixed(&format!("status {typed}"))
+                    .0
+                    .contains(&kind.to_owned()),
+                "{typed}"
+            );
         }
+        assert_eq!(fixed("status br").0, vec!["branding/", "brandings/", "br/"]);
+        let (names, _) = wanted(&words("restore idp/gi"));
+        assert_eq!(names, Wanted::Names(Kind::IdentityProvider));
         let (names, connection) = wanted(&words("-n team-a restore oidcc/sh"));
         assert_eq!(names, Wanted::Names(Kind::OIDCClient));
         assert_eq!(connection.namespace.as_deref(), Some("team-a"));
