@@ -57,6 +57,8 @@ pub fn router(server: Arc<FakeServer>) -> Router {
     Router::new()
         .route("/v1/state", get(get_state))
         .route("/v1/counters", get(get_counters))
+        .route("/v1/secret-hashes", get(get_secret_hashes))
+        .route("/v1/audit", get(get_audit))
         .route("/v1/counters/reset", post(reset_counters))
         .route("/v1/faults", post(add_fault))
         .route("/v1/faults", delete(clear_faults))
@@ -87,6 +89,51 @@ async fn get_state(State(state): State<ControlState>) -> Json<serde_json::Value>
 
 async fn get_counters(State(state): State<ControlState>) -> Json<crate::controls::Counters> {
     Json(state.server.counters())
+}
+
+async fn get_secret_hashes(
+    State(state): State<ControlState>,
+) -> Json<Vec<crate::server::SecretHash>> {
+    Json(state.server.secret_hashes())
+}
+
+/// The audit log, oldest first, with enum values by name.
+async fn get_audit(State(state): State<ControlState>) -> Json<Vec<serde_json::Value>> {
+    let events = state.server.audit_events();
+    Json(
+        events
+            .into_iter()
+            .map(|event| {
+                let reference = event.r#ref.unwrap_or_default();
+                json!({
+                    "id": event.id,
+                    "time": event.time.map(|t| {
+                        jiff::Timestamp::new(t.seconds, t.nanos)
+                            .map(|t| t.to_string())
+                            .unwrap_or_default()
+                    }),
+                    "action": event.action,
+                    "outcome": nauthera_proto::v1::AuditOutcome::try_from(event.outcome)
+                        .map(|o| o.as_str_name())
+                        .unwrap_or_default(),
+                    "kind": ObjectKind::try_from(event.kind)
+                        .map(|k| k.as_str_name())
+                        .unwrap_or_default(),
+                    "issuer": reference.issuer,
+                    "namespace": reference.namespace,
+                    "name": reference.name,
+                    "organization": event.organization,
+                    "client_id": event.client_id,
+                    "manager": event.manager,
+                    "actor": event.actor,
+                    "cause": event.cause,
+                    "revision": event.revision,
+                    "generation": event.generation,
+                    "reason": event.reason,
+                })
+            })
+            .collect(),
+    )
 }
 
 async fn reset_counters(State(state): State<ControlState>) -> StatusCode {

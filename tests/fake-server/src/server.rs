@@ -19,6 +19,17 @@ use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::config::FakeServerConfig;
+
+/// The hash of one secret the server holds; never the secret.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SecretHash {
+    /// `client` or `identity_provider`.
+    pub kind: &'static str,
+    pub issuer: String,
+    pub namespace: String,
+    pub name: String,
+    pub sha256: String,
+}
 use crate::controls::{Controls, Counters, Fault};
 use crate::core::{Actor, Core, Target};
 use crate::kinds::{
@@ -357,6 +368,34 @@ impl FakeServer {
     /// Every audit event, oldest first.
     pub fn audit_events(&self) -> Vec<v1::AuditEvent> {
         self.shared.core().audit.events().to_vec()
+    }
+
+    /// The sha-256 (hex) of every secret the server holds (clients' and identity providers'),
+    /// for checks that every delivered Secret holds the one in force.
+    pub fn secret_hashes(&self) -> Vec<SecretHash> {
+        let core = self.shared.core();
+        let of = |kind: &'static str,
+                  (issuer, namespace, name): &(String, String, String),
+                  hash: &Option<String>| {
+            hash.clone().map(|sha256| SecretHash {
+                kind,
+                issuer: issuer.clone(),
+                namespace: namespace.clone(),
+                name: name.clone(),
+                sha256,
+            })
+        };
+        let clients = core
+            .objects
+            .clients
+            .iter()
+            .filter_map(|(key, client)| of("client", key, &client.secret_hash));
+        let providers = core
+            .objects
+            .identity_providers
+            .iter()
+            .filter_map(|(key, provider)| of("identity_provider", key, &provider.secret_hash));
+        clients.chain(providers).collect()
     }
 
     /// The sha-256 (hex) of a client's current secret, to check which secret is in force.

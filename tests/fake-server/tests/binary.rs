@@ -204,6 +204,39 @@ async fn the_control_api_edits_deletes_and_restores_behind_the_clients_back() {
         .await
         .unwrap();
 
+    // What checks of invariants read: the hash of each secret in force, and the audit log.
+    let (status, body) = control(&control_address, "GET", "/v1/secret-hashes", "").await;
+    assert_eq!(status, 200, "{body}");
+    let hashes: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let web = hashes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|hash| hash["kind"] == "client" && hash["name"] == "web")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(web["namespace"], "team-a", "{hashes}");
+    assert_eq!(web["sha256"].as_str().map(str::len), Some(64), "{hashes}");
+    let (status, body) = control(&control_address, "GET", "/v1/audit", "").await;
+    assert_eq!(status, 200, "{body}");
+    let audit: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let applied = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["name"] == "web")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(applied["kind"], "OBJECT_KIND_CLIENT", "{audit}");
+    assert_eq!(
+        applied["actor"], "dns:nauthera-operator.nauthera.svc",
+        "{audit}"
+    );
+    assert!(
+        applied["time"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{audit}"
+    );
+
     let (status, body) = control(&control_address, "POST", "/v1/backups", "").await;
     assert_eq!(status, 200, "{body}");
     let backup: serde_json::Value = serde_json::from_str(&body).unwrap();
