@@ -19,8 +19,9 @@ use crate::decide::{
     DriftUpdate, Observed, Readers, Rotation, SecretMode, SecretRelease, SecretState, StaleRemoval,
     Step, Verdict, after_apply, after_secret_failure, awaiting_prerequisite, naming_dependents,
     released, released_with_secret, restore_not_needed, rotated, secret_delivered,
-    secret_name_taken, secret_ref_unavailable, secret_unreadable, stale_secret_removed,
-    superseding_drift, unencodable_branding, with_removal_told, with_stale_removal,
+    secret_name_taken, secret_ref_unavailable, secret_unreadable, stale_secret,
+    stale_secret_removed, superseding_drift, unencodable_branding, with_removal_told,
+    with_stale_removal,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -97,13 +98,14 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             _ => return Ok(Action::await_change()),
         },
         Step::ReportSecretNameTaken { owner } => {
-            let (SecretMode::Generate { secret_name }, Some(delivered)) =
-                (resource.secret_mode(), delivered_into(status))
+            let mode = resource.secret_mode();
+            let (Some(secret_name), Some(delivered)) =
+                (mode.generated_into(), stale_secret(status, &mode))
             else {
                 return Ok(Action::await_change());
             };
             let written = status.and_then(|s| s.generation_in_force) == Some(observed.generation);
-            secret_name_taken(&secret_name, owner.as_deref(), delivered, written)
+            secret_name_taken(secret_name, owner.as_deref(), delivered, written)
         }
         Step::RemoveStaleSecret { name } => {
             if !ctx.leadership.is_leader() {
@@ -115,7 +117,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
                 _ => Readers::Found(Vec::new()),
             };
             let mode = resource.secret_mode();
-            let current = generated_into(&mode);
+            let current = mode.generated_into();
             stale_secret_removed(
                 status
                     .and_then(|s| s.generation_in_force)
@@ -510,19 +512,6 @@ async fn deliver<K: Managed, A>(
     }
 }
 
-/// The Secret the manifest generates a secret into, if it does.
-fn generated_into(mode: &SecretMode) -> Option<&str> {
-    match mode {
-        SecretMode::Generate { secret_name } => Some(secret_name),
-        _ => None,
-    }
-}
-
-/// The Secret the status says a generated secret was last delivered into.
-fn delivered_into(status: Option<&ResourceStatus>) -> Option<&str> {
-    Some(status?.secret_ref.as_ref()?.name.as_str())
-}
-
 /// Once the secret in force is settled (delivered, or no longer generated): the Secret left
 /// with a dead value is removed, and a rotation is told with the workloads that must restart.
 async fn after_settled<K: Managed, A>(
@@ -532,8 +521,8 @@ async fn after_settled<K: Managed, A>(
     rotation: Option<&Rotation>,
 ) -> Verdict {
     let mode = edges.resource.secret_mode();
-    let current = generated_into(&mode);
-    let stale = delivered_into(status).filter(|delivered| Some(*delivered) != current);
+    let current = mode.generated_into();
+    let stale = stale_secret(status, &mode);
     let removal = match stale {
         Some(stale) => Some(remove_stale_secret(edges, stale).await),
         None => None,

@@ -21,7 +21,9 @@ pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
 };
-pub use step::{Observed, Rotation, SecretMode, SecretState, ServerView, Step, next_step};
+pub use step::{
+    Observed, Rotation, SecretMode, SecretState, ServerView, Step, next_step, stale_secret,
+};
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -19,6 +19,23 @@ pub enum SecretMode {
     Provided,
 }
 
+impl SecretMode {
+    /// The Secret a generated secret goes into, if the manifest generates one.
+    pub fn generated_into(&self) -> Option<&str> {
+        match self {
+            SecretMode::Generate { secret_name } => Some(secret_name),
+            _ => None,
+        }
+    }
+}
+
+/// The Secret a generated secret was last delivered into (`status.secretRef`), when the
+/// manifest no longer generates into it: renamed, or no generated secret any more.
+pub fn stale_secret<'a>(status: Option<&'a ResourceStatus>, mode: &SecretMode) -> Option<&'a str> {
+    let delivered = status?.secret_ref.as_ref()?.name.as_str();
+    (mode.generated_into() != Some(delivered)).then_some(delivered)
+}
+
 /// What the Secret a generated secret goes into holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SecretState {
@@ -274,7 +291,10 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
             return wait;
         }
         // A new Secret name rotates the secret with the same write, once the name is free.
-        let rotate = match (&observed.secret_mode, stale_secret(observed)) {
+        let rotate = match (
+            &observed.secret_mode,
+            stale_secret(observed.status, &observed.secret_mode),
+        ) {
             (SecretMode::Generate { .. }, Some(from)) => match &observed.secret_state {
                 SecretState::Unknown => return Step::ReadSecret,
                 SecretState::Forbidden => return Step::ReportSecretForbidden,
@@ -314,7 +334,9 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
                 };
             }
             SecretState::Forbidden => return Step::ReportSecretForbidden,
-            SecretState::Foreign { owner } if stale_secret(observed).is_some() => {
+            SecretState::Foreign { owner }
+                if stale_secret(observed.status, &observed.secret_mode).is_some() =>
+            {
                 return Step::ReportSecretNameTaken {
                     owner: owner.clone(),
                 };
@@ -325,7 +347,7 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     }
     // The secret in force is where the manifest says (or the manifest no longer generates
     // one): the Secret delivered before holds a dead value.
-    if let Some(name) = stale_secret(observed) {
+    if let Some(name) = stale_secret(observed.status, &observed.secret_mode) {
         return Step::RemoveStaleSecret {
             name: name.to_owned(),
         };
@@ -337,20 +359,10 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     }
 }
 
-/// The Secret a generated secret was last delivered into (`status.secretRef`), when the
-/// manifest no longer generates into it: renamed, or no generated secret any more.
-fn stale_secret<'a>(observed: &'a Observed<'_>) -> Option<&'a str> {
-    let delivered = observed.status?.secret_ref.as_ref()?.name.as_str();
-    match &observed.secret_mode {
-        SecretMode::Generate { secret_name } if secret_name == delivered => None,
-        _ => Some(delivered),
-    }
-}
-
 /// Why the Secret of a generated secret needs a new one: it was delivered (the status names
 /// it) and is gone or empty now, or it never arrived.
 fn rotation(observed: &Observed<'_>) -> Rotation {
-    if let Some(from) = stale_secret(observed) {
+    if let Some(from) = stale_secret(observed.status, &observed.secret_mode) {
         return Rotation::Renamed {
             from: from.to_owned(),
         };
