@@ -169,6 +169,16 @@ pub struct Args {
         value_name = "DURATION"
     )]
     pub change_poll_interval: Duration,
+    /// The longest wait before a failed reconcile is retried (the wait doubles from 1 s up to
+    /// this).
+    #[arg(
+        long,
+        env = "NAUTHERA_RETRY_BACKOFF_MAX",
+        default_value = "5m",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
+    )]
+    pub retry_backoff_max: Duration,
 }
 
 /// How log lines are written.
@@ -231,6 +241,7 @@ pub struct Config {
     pub probe_interval: Duration,
     pub probe_retry_interval: Duration,
     pub change_poll_interval: Duration,
+    pub retry_backoff_max: Duration,
 }
 
 /// What the process environment says about the pod, read by the caller so that tests pass
@@ -400,6 +411,7 @@ impl Args {
             probe_interval: positive("probe-interval", self.probe_interval)?,
             probe_retry_interval: positive("probe-retry-interval", self.probe_retry_interval)?,
             change_poll_interval: positive("change-poll-interval", self.change_poll_interval)?,
+            retry_backoff_max: positive("retry-backoff-max", self.retry_backoff_max)?,
         })
     }
 }
@@ -641,8 +653,11 @@ mod tests {
             "40s",
             "--lease-retry-period",
             "5s",
+            "--retry-backoff-max",
+            "30s",
         ])
         .unwrap();
+        assert_eq!(config.retry_backoff_max, Duration::from_secs(30));
         assert_eq!(config.probe_interval, Duration::from_secs(90));
         assert_eq!(config.probe_retry_interval, Duration::from_secs(20));
         assert_eq!(config.change_poll_interval, Duration::from_millis(500));

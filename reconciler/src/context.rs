@@ -81,6 +81,9 @@ impl<A> Context<A> {
     where
         K: Kind,
     {
+        // What the server answered and what manifests hold reach the message: escaped here,
+        // once, for the status, the events and the log.
+        let verdict = &*verdict.printable();
         let now = (self.clock)();
         let uid = resource.uid().unwrap_or_default();
         let generation = resource.meta().generation.unwrap_or(0);

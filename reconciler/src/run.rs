@@ -254,7 +254,10 @@ fn lead(
         references,
         prerequisites,
         leadership,
-        backoff: Backoff::default(),
+        backoff: Backoff {
+            cap: config.retry_backoff_max.max(Backoff::default().base),
+            ..Backoff::default()
+        },
         clock: system_clock,
         jitter: random_jitter,
     });

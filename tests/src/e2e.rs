@@ -244,15 +244,7 @@ impl Stack {
         identity: &str,
         proxy: &crate::proxy::CuttableProxy,
     ) -> anyhow::Result<Reconciler> {
-        let mut kubeconfig = kube::config::Kubeconfig::read_from(&self.reconciler_kubeconfig)?;
-        for cluster in &mut kubeconfig.clusters {
-            if let Some(cluster) = cluster.cluster.as_mut() {
-                cluster.server = Some(format!("https://{}", proxy.address()));
-            }
-        }
-        let path = self.cluster.dir().join(format!("{identity}.kubeconfig"));
-        std::fs::write(&path, serde_json::to_string(&kubeconfig)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let path = self.kubeconfig_through(identity, proxy)?;
         self.start_replica_with(identity, &path).await
     }
 
@@ -268,6 +260,37 @@ impl Stack {
         extra.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
         self.start_replica_with_env(identity, &self.reconciler_kubeconfig, &extra)
             .await
+    }
+
+    /// Starts a replica with its own kubeconfig (for example one through a proxy, see
+    /// [`Stack::kubeconfig_through`]) and `env` on top of the stack's (for example its own
+    /// `NAUTHERA_TLS_DIR`, so that each replica carries its own certificate identity).
+    pub async fn start_replica_configured(
+        &self,
+        identity: &str,
+        kubeconfig: &Path,
+        env: &[(String, String)],
+    ) -> anyhow::Result<Reconciler> {
+        self.start_replica_with_env(identity, kubeconfig, env).await
+    }
+
+    /// Writes a kubeconfig of the reconciler's ServiceAccount that reaches the Kubernetes API
+    /// through `proxy`, named after `identity`.
+    pub fn kubeconfig_through(
+        &self,
+        identity: &str,
+        proxy: &crate::proxy::CuttableProxy,
+    ) -> anyhow::Result<PathBuf> {
+        let mut kubeconfig = kube::config::Kubeconfig::read_from(&self.reconciler_kubeconfig)?;
+        for cluster in &mut kubeconfig.clusters {
+            if let Some(cluster) = cluster.cluster.as_mut() {
+                cluster.server = Some(format!("https://{}", proxy.address()));
+            }
+        }
+        let path = self.cluster.dir().join(format!("{identity}.kubeconfig"));
+        std::fs::write(&path, serde_json::to_string(&kubeconfig)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
     }
 
     async fn start_replica_with(
@@ -748,6 +771,11 @@ impl Reconciler {
     /// The whole log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Where the process's log is written (it stays after the process ends).
+    pub fn log_path(&self) -> PathBuf {
+        self.log.clone()
     }
 
     /// The last lines of the log, headed by the replica's identity.

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod binaries;
+pub mod chaos;
 pub mod cluster;
 pub mod e2e;
 pub mod krew;

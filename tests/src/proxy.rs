@@ -44,6 +44,11 @@ impl CuttableProxy {
         self.cut.send_replace(true);
     }
 
+    /// Whether it is cut now.
+    pub fn is_cut(&self) -> bool {
+        *self.cut.borrow()
+    }
+
     /// Forwards again; connections held while cut are closed.
     pub fn heal(&self) {
         self.cut.send_replace(false);

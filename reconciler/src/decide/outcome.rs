@@ -1,5 +1,7 @@
 //! What the outcome of a step means: the reason, cause, message, field updates and events.
 
+use std::borrow::Cow;
+
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_proto::v1::ErrorReason;
@@ -58,6 +60,47 @@ impl Verdict {
         });
         self
     }
+
+    /// The verdict with its message and event notes [`printable`], as status, events and log
+    /// lines take them; borrowed when they are already.
+    pub fn printable(&self) -> Cow<'_, Verdict> {
+        let plain = |text: &str| matches!(printable(text), Cow::Borrowed(_));
+        if plain(&self.message) && self.events.iter().all(|e| plain(&e.note)) {
+            return Cow::Borrowed(self);
+        }
+        let mut verdict = self.clone();
+        verdict.message = printable(&self.message).into_owned();
+        for event in &mut verdict.events {
+            event.note = printable(&event.note).into_owned();
+        }
+        Cow::Owned(verdict)
+    }
+}
+
+/// A text fit for a status message, an event or a log line: control characters (C0, DEL, C1)
+/// and bidirectional formatting characters, which terminals and pages act on, written as
+/// escapes (`\n`, `\u{1b}`). Messages quote what the server answered and what manifests hold
+/// (an issuer, a claim name), and neither is sure to be printable.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let bidi = |c: char| {
+        matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let acted_on = |c: char| c.is_control() || bidi(c);
+    if !text.chars().any(acted_on) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if acted_on(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// A written client, as `ApplyClient` answered.

@@ -227,6 +227,14 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
             (DeletionPolicy::Orphan, _) => Step::Release {
                 reason: Reason::Orphaned,
             },
+            // No write was recorded, but the server holds the object: a write whose answer was
+            // lost. Look at it first (an own write is adopted, then deleted; anyone else's is
+            // reported, not deleted).
+            (DeletionPolicy::Delete, None)
+                if matches!(observed.server, ServerView::Holds { .. }) =>
+            {
+                Step::CheckDrift
+            }
             // Nothing was ever registered: nothing to delete.
             (DeletionPolicy::Delete, None) => Step::Release {
                 reason: Reason::Deleted,
@@ -352,9 +360,13 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
             name: name.to_owned(),
         };
     }
+    // A check that failed (its read was retried) left another reason than Registered in status
+    // although the generation is in force: look again, so the status says what holds now.
+    let settled = status.is_some_and(|s| s.reason == Some(Reason::Registered));
     match &observed.server {
         ServerView::Holds { revision } if Some(revision) != written.as_ref() => Step::CheckDrift,
         ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,
+        _ if !settled => Step::CheckDrift,
         _ => Step::Wait { after: None },
     }
 }

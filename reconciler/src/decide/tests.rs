@@ -12,7 +12,7 @@ use nauthera_shared::client::{CallError, ConnectError, ConnectProblem, ServerErr
 use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
 use tonic::Code;
 
-use super::outcome::{failure_verdict, in_force};
+use super::outcome::{failure_verdict, in_force, printable};
 use super::*;
 use crate::prerequisites::Manifest;
 
@@ -84,6 +84,8 @@ fn server_error(code: Code, reason: Option<&str>, metadata: &[(&str, &str)]) -> 
 #[test]
 fn the_next_step_follows_the_resource() {
     let in_force_1 = registered(1, "r1");
+    let mut in_force_after_failed_check = registered(1, "r1");
+    in_force_after_failed_check.reason = Some(Reason::Pending);
     let mut drifted_status = registered(1, "r1");
     drifted_status.drift = Some(Drift {
         server_revision: "r9".into(),
@@ -124,6 +126,16 @@ fn the_next_step_follows_the_resource() {
                 };
             }),
             Step::Wait { after: None },
+        ),
+        (
+            "a check that failed and was retried is made again, though the listing agrees",
+            Box::new(|o| {
+                o.status = Some(&in_force_after_failed_check);
+                o.server = ServerView::Holds {
+                    revision: "r1".into(),
+                };
+            }),
+            Step::CheckDrift,
         ),
         (
             "a listing with another revision is checked",
@@ -347,6 +359,16 @@ fn the_next_step_follows_the_resource() {
             Step::Release {
                 reason: Reason::Deleted,
             },
+        ),
+        (
+            "deletion with no write recorded looks first when the server holds the object",
+            Box::new(|o| {
+                o.deleting = true;
+                o.server = ServerView::Holds {
+                    revision: "r1".into(),
+                };
+            }),
+            Step::CheckDrift,
         ),
         (
             "a deletion this reconciler finished is not sent again from a stale cache",
@@ -1350,4 +1372,46 @@ fn a_generation_written_over_a_drift_names_what_it_discards() {
     );
     assert!(unwritten.fields.last_drift.is_none());
     assert!(unwritten.events.is_empty());
+}
+
+#[test]
+fn what_the_server_and_the_manifest_say_is_recorded_printable() {
+    // A refusal quoting the manifest: a claim name and an issuer with terminal escapes, a bidi
+    // override and line breaks.
+    let mut error = server_error(Code::InvalidArgument, Some("INVALID_FIELD"), &[]);
+    error.cause = Some("no organization serves https://x.test/acme\u{1b}[8m".into());
+    error.violations[0].field = "spec.claim_mapping[email\u{1b}[2K]".into();
+    error.violations[0].description = "not a claim\r\nSet-Cookie: x \u{202e}txet\u{0}".into();
+    let verdict = failure_verdict(&CallError::Server(error), "ApplyIdentityProvider");
+    let shown = verdict.printable();
+    let message = shown.message.as_str();
+    assert!(
+        !message.chars().any(|c| c.is_control() || c == '\u{202e}'),
+        "{message:?}"
+    );
+    for part in [
+        "https://x.test/acme\\u{1b}[8m",
+        "spec.claim_mapping[email\\u{1b}[2K]",
+        "not a claim\\r\\nSet-Cookie: x \\u{202e}txet\\u{0}",
+    ] {
+        assert!(message.contains(part), "{part:?} missing from {message:?}");
+    }
+    let events = events_for(None, &shown);
+    assert!(events.iter().all(|e| e.note == message), "{events:?}");
+
+    // The escaped message is what the status holds, so the same refusal again changes nothing
+    // and records no second event.
+    let status = status_after(None, &shown, 1, at(0)).unwrap();
+    assert_eq!(status.message.as_deref(), Some(message));
+    assert_eq!(status_after(Some(&status), &shown, 1, at(5)), None);
+    assert!(events_for(Some(&status), &shown).is_empty());
+
+    // A printable verdict is not copied; other text is kept as it is.
+    let plain = in_force(1, "r1", false);
+    assert!(matches!(plain.printable(), std::borrow::Cow::Borrowed(_)));
+    assert_eq!(
+        printable("Bücher & Söhne 請求 🚀"),
+        "Bücher & Söhne 請求 🚀"
+    );
+    assert_eq!(printable("a\tb\u{7f}c\u{85}"), "a\\tb\\u{7f}c\\u{85}");
 }

@@ -44,38 +44,42 @@ pub(super) fn check(css: &str, field: &str) -> Result<(), BrandingError> {
             ),
         );
     }
-    let compact = compact(css);
-    if let Some(word) = FORBIDDEN.iter().find(|word| compact.contains(*word)) {
-        return refuse(
-            BrandingErrorKind::CssForbidden,
-            format!("holds `{word}`, which the sign-in pages do not allow; remove it"),
-        );
-    }
-    let mut from = 0;
-    while let Some(offset) = compact[from..].find("url(") {
-        from += offset + "url(".len();
-        if !compact[from..]
-            .trim_start_matches(['"', '\''])
-            .starts_with("data:image/")
-        {
+    // Without comments, so that `ex/**/pression(` is found; and with them, because nothing may
+    // hide in one: the HTML parser ends the `<style>` element at a `</style` inside a comment,
+    // and a `/*` inside a string or an unquoted `url(...)` starts no comment at all.
+    for compact in [compact(css, true), compact(css, false)] {
+        if let Some(word) = FORBIDDEN.iter().find(|word| compact.contains(*word)) {
             return refuse(
                 BrandingErrorKind::CssForbidden,
-                String::from(
-                    "holds `url(` with an outside address; only inline images (`url(data:image/...)`) are allowed",
-                ),
+                format!("holds `{word}`, which the sign-in pages do not allow; remove it"),
             );
+        }
+        let mut from = 0;
+        while let Some(offset) = compact[from..].find("url(") {
+            from += offset + "url(".len();
+            if !compact[from..]
+                .trim_start_matches(['"', '\''])
+                .starts_with("data:image/")
+            {
+                return refuse(
+                    BrandingErrorKind::CssForbidden,
+                    String::from(
+                        "holds `url(` with an outside address; only inline images (`url(data:image/...)`) are allowed",
+                    ),
+                );
+            }
         }
     }
     Ok(())
 }
 
-/// Lower-cased, without comments and whitespace. An unterminated comment runs to the end, as in
-/// CSS itself.
-fn compact(css: &str) -> String {
+/// Lower-cased, without whitespace and, if `without_comments`, without comments. An
+/// unterminated comment runs to the end, as in CSS itself.
+fn compact(css: &str, without_comments: bool) -> String {
     let lower = css.to_lowercase();
     let mut out = String::with_capacity(lower.len());
     let mut rest = lower.as_str();
-    while let Some(start) = rest.find("/*") {
+    while let Some(start) = rest.find("/*").filter(|_| without_comments) {
         out.push_str(&rest[..start]);
         rest = match rest[start + 2..].find("*/") {
             Some(end) => &rest[start + 2 + end + 2..],

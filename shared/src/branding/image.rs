@@ -24,8 +24,9 @@ pub(super) fn check(
         ));
     }
     if declared == LogoMediaType::Svg {
-        // `sniff` found an SVG, so the bytes are UTF-8.
-        let svg = String::from_utf8_lossy(bytes).to_lowercase();
+        // `sniff` found an SVG, so the bytes are UTF-8. The checks read it as a browser does,
+        // with character references decoded (`u&#114;l(` is `url(`).
+        let svg = decode_character_references(&String::from_utf8_lossy(bytes)).to_lowercase();
         check_svg(&svg, data_field)?;
     }
     Ok(())
@@ -81,6 +82,37 @@ fn is_svg(bytes: &[u8]) -> bool {
         .is_some_and(|c| c.is_whitespace() || c == '>' || c == '/')
 }
 
+/// The text with its XML character references (`&#114;`, `&#x72;`) replaced by their characters,
+/// as an XML parser reads attribute values and text. A malformed reference is left as it is.
+fn decode_character_references(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("&#") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let (digits, radix) = match after.strip_prefix(['x', 'X']) {
+            Some(hex) => (hex, 16),
+            None => (after, 10),
+        };
+        let decoded = digits.find(';').and_then(|end| {
+            let code = u32::from_str_radix(&digits[..end], radix).ok()?;
+            Some((char::from_u32(code)?, &digits[end + 1..]))
+        });
+        match decoded {
+            Some((c, after_reference)) => {
+                out.push(c);
+                rest = after_reference;
+            }
+            None => {
+                out.push_str("&#");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// What a lower-cased SVG must not carry.
 fn check_svg(svg: &str, field: &str) -> Result<(), BrandingError> {
     let refuse = |kind, what: &str| {
@@ -114,6 +146,14 @@ fn check_svg(svg: &str, field: &str) -> Result<(), BrandingError> {
         return refuse(
             BrandingErrorKind::SvgEventHandler,
             &format!("carries the event handler attribute {name}"),
+        );
+    }
+    // A CSS escape (in a `<style>`, a `style` or a presentation attribute) spells anything:
+    // `u\72l(` is `url(`.
+    if svg.contains('\\') {
+        return refuse(
+            BrandingErrorKind::SvgExternalReference,
+            "carries a backslash, which in its styles can spell `url(` or `@import`",
         );
     }
     if let Some(reference) = external_reference(svg) {

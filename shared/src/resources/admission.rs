@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -87,6 +88,7 @@ pub fn admission_violations(document: &Value, old: Option<&Value>) -> Vec<Violat
     {
         violations.push(Violation::new("metadata.name", "required"));
     }
+    violations.extend(metadata_violations(document.get("metadata")));
     let schema = crd
         .spec
         .versions
@@ -118,6 +120,28 @@ pub fn admission_violations(document: &Value, old: Option<&Value>) -> Vec<Violat
         }
     }
     violations
+}
+
+/// The metadata as the API server reads it, an `ObjectMeta`: a field of the wrong type (a
+/// `namespace` that is a list) is refused. Unknown fields are dropped by the API server, and a
+/// missing or empty name is reported as `metadata.name` already.
+fn metadata_violations(metadata: Option<&Value>) -> Vec<Violation> {
+    let Some(metadata) = metadata.filter(|m| !m.is_null()) else {
+        return Vec::new();
+    };
+    let Some(fields) = metadata.as_object() else {
+        return vec![Violation::new("metadata", "must be an object")];
+    };
+    fields
+        .iter()
+        .filter(|(name, value)| *name != "name" || value.is_string())
+        .filter_map(|(name, value)| {
+            let single = Value::Object([(name.clone(), value.clone())].into_iter().collect());
+            let error = serde_json::from_value::<ObjectMeta>(single).err()?;
+            let message: String = error.to_string().chars().take(200).collect();
+            Some(Violation::new(format!("metadata.{name}"), message))
+        })
+        .collect()
 }
 
 /// The CEL rules of a kind, evaluated on a document that passed its schema.
@@ -159,7 +183,7 @@ fn rule_message(schema: &Value, outcome: RuleOutcome) -> Option<&str> {
 
 /// The OpenAPI checks the generated schemas use, as the API server applies them.
 fn schema_violations(schema: &Value, value: &Value, path: &str, out: &mut Vec<Violation>) {
-    let field = || path.trim_start_matches('.').to_owned();
+    let field = || path.strip_prefix('.').unwrap_or(path).to_owned();
     if value.is_null() {
         if schema.get("nullable") != Some(&Value::Bool(true)) {
             out.push(Violation::new(field(), "must not be null"));
@@ -240,13 +264,18 @@ fn schema_violations(schema: &Value, value: &Value, path: &str, out: &mut Vec<Vi
             let properties = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|a| a.is_object());
             for (name, value) in fields {
-                let child = format!("{path}.{name}");
+                // A name a path could not show (empty, or with `.`, `[` or `]`) is quoted.
+                let child = if name.is_empty() || name.contains(['.', '[', ']']) {
+                    format!("{path}[{name:?}]")
+                } else {
+                    format!("{path}.{name}")
+                };
                 match (properties.and_then(|p| p.get(name)), additional) {
                     (Some(property), _) | (None, Some(property)) => {
                         schema_violations(property, value, &child, out);
                     }
                     (None, None) if properties.is_some() => out.push(Violation::new(
-                        child.trim_start_matches('.'),
+                        child.strip_prefix('.').unwrap_or(&child),
                         "unknown field (check its spelling)",
                     )),
                     (None, None) => {}

@@ -7,8 +7,18 @@ use serde::{Deserialize, Serialize};
 pub(crate) const ISSUER_PATTERN: &str = r"^https://[^\s/?#]+(/[^\s?#]*)?$";
 
 /// A redirect URI: `https://`, or `http://` on a loopback address for native applications (the
-/// rule the server applies, checked here so that a typo is refused at `kubectl apply`).
-pub(crate) const REDIRECT_URI_PATTERN: &str = r"^(https://[^\s/?#]+[^\s#]*|http://(127\.0\.0\.1|\[::1\]|localhost)(:[0-9]{1,5})?([/?][^\s#]*)?)$";
+/// rule the server applies, checked here so that a typo is refused at `kubectl apply`). Printable
+/// ASCII without `#`, as RFC 3986 has it: no control characters or whitespace, and a host with
+/// letters beyond ASCII in its punycode form (`xn--...`), so that no look-alike letter (a
+/// Cyrillic `а` for a Latin `a`) or bidirectional override hides in it. The classes are
+/// `[^\s/?#]` and `[^\s#]` of printable ASCII (`\x21`-`\x7e`).
+pub(crate) const REDIRECT_URI_PATTERN: &str = r"^(https://[\x21\x22\x24-\x2e\x30-\x3e\x40-\x7e]+[\x21\x22\x24-\x7e]*|http://(127\.0\.0\.1|\[::1\]|localhost)(:[0-9]{1,5})?([/?][\x21\x22\x24-\x7e]*)?)$";
+
+/// A name shown to people (a display name): no control characters (C0, DEL, C1), which a
+/// terminal or a page acts on, and no bidirectional formatting characters (U+061C, U+200E,
+/// U+200F, U+202A-U+202E, U+2066-U+2069), which make a name read otherwise than it is written.
+pub(crate) const DISPLAY_NAME_PATTERN: &str =
+    r"^[^\x00-\x1f\x7f-\x9f\x{61c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}]*$";
 
 /// An OAuth scope token (RFC 6749, section 3.3): printable ASCII except space, `"` and `\`.
 pub(crate) const SCOPE_PATTERN: &str = r#"^[!#-\[\]-~]+$"#;

@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
-use super::common::{DeletionPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef};
+use super::common::{
+    DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef,
+};
 use super::status::ResourceStatus;
 
 /// The CEL rules of the schema; `IdentityProviderSpec::rule_outcomes` mirrors them in Rust.
@@ -62,9 +64,9 @@ pub struct IdentityProviderSpec {
     pub issuer: String,
     /// The kind of upstream provider.
     pub kind: IdentityProviderKind,
-    /// Shown on the sign-in page's button.
+    /// Shown on the sign-in page's button. No control or bidirectional formatting characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 100))]
+    #[schemars(length(min = 1, max = 100), regex(pattern = DISPLAY_NAME_PATTERN))]
     pub display_name: Option<String>,
     /// The upstream issuer URL (oidc) or metadata URL (saml); not used by github, google and
     /// microsoft.

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::common::{
-    DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN, REDIRECT_URI_PATTERN,
-    SCOPE_PATTERN, SecretKeyRef,
+    DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN,
+    REDIRECT_URI_PATTERN, SCOPE_PATTERN, SecretKeyRef,
 };
 use super::status::ResourceStatus;
 
@@ -74,9 +74,10 @@ pub struct OIDCClientSpec {
     /// `https://login.example.com/acme`. It selects the organization.
     #[schemars(length(max = 512), regex(pattern = ISSUER_PATTERN))]
     pub issuer: String,
-    /// Shown to end users on the consent page.
+    /// Shown to end users on the consent page. No control or bidirectional formatting
+    /// characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = 200), regex(pattern = DISPLAY_NAME_PATTERN))]
     pub display_name: Option<String>,
     /// Allowed redirect URIs: `https://`, or `http://` on a loopback address (127.0.0.1, [::1],
     /// localhost) for native applications.

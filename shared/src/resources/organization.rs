@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::branding::SignInBranding;
-use super::common::{DeletionPolicy, ISSUER_PATTERN};
+use super::common::{DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN};
 use super::status::ResourceStatus;
 
 /// The CEL rules of the schema; `OrganizationSpec::rule_outcomes` mirrors them in Rust.
@@ -63,9 +63,9 @@ pub struct OrganizationSpec {
     /// The issuer URL the organization serves.
     #[schemars(length(max = 512), regex(pattern = ISSUER_PATTERN))]
     pub issuer: String,
-    /// The organization's name for people.
+    /// The organization's name for people. No control or bidirectional formatting characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = 200), regex(pattern = DISPLAY_NAME_PATTERN))]
     pub display_name: Option<String>,
     /// The organization's default sign-in branding.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -570,6 +570,94 @@ fn the_schema_refuses_what_it_can() {
 }
 
 #[test]
+fn control_characters_and_look_alike_hosts_are_refused_at_admission() {
+    let issuer = "https://login.example.test/acme";
+    let redirect = |uri: &str| {
+        client_with(serde_json::json!({
+            "issuer": issuer, "tokenEndpointAuthMethod": "none", "redirectUris": [uri]
+        }))
+    };
+    for uri in [
+        "https://app.example.test/cb\u{0}",
+        "https://app.example.test/\u{1b}[31m",
+        "https://app.example.test/cb\r\nLocation: https://evil.test/",
+        "https://\u{202e}tset.live.app.example.test/cb",
+        // A Cyrillic а in the host, and a host written in Unicode rather than punycode.
+        "https://p\u{430}yments.example.test/cb",
+        "https://b\u{fc}cher.example.test/cb",
+        "http://127.0.0.1:8400/cb\u{7f}",
+    ] {
+        let errors = admission_errors(&redirect(uri));
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("spec.redirectUris[0]: ")),
+            "{uri:?}: {errors:?}"
+        );
+    }
+    for uri in [
+        "https://xn--bcher-kva.example.test/cb?x=%E2%80%AE&y=[1]",
+        "https://app.example.test:8443/a/b;c=d/~e/!$&'()*+,=@:",
+        "http://[::1]:8400/cb",
+    ] {
+        assert_eq!(
+            admission_errors(&redirect(uri)),
+            Vec::<String>::new(),
+            "{uri}"
+        );
+    }
+
+    let named = |kind: &str, display_name: &str| {
+        let mut spec = match kind {
+            "OIDCClient" => serde_json::json!({
+                "issuer": issuer, "tokenEndpointAuthMethod": "none",
+                "redirectUris": ["https://app.example.test/cb"]
+            }),
+            "IdentityProvider" => serde_json::json!({
+                "issuer": issuer, "kind": "github", "clientId": "id",
+                "secretRef": { "name": "creds" }
+            }),
+            _ => serde_json::json!({ "slug": "acme", "issuer": issuer }),
+        };
+        spec["displayName"] = display_name.into();
+        serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1", "kind": kind,
+            "metadata": { "name": "x" }, "spec": spec
+        })
+    };
+    for kind in ["OIDCClient", "IdentityProvider", "Organization"] {
+        for display_name in [
+            "Billing\u{0}admin",
+            "\u{1b}[2JBilling",
+            "Billing\r\nSet-Cookie: x",
+            "Billing\tteam",
+            "Billing\u{85}",
+            "Acme \u{202e}nimda",
+            "Acme \u{2066}x\u{2069}",
+        ] {
+            let errors = admission_errors(&named(kind, display_name));
+            assert!(
+                errors.iter().any(|e| e.starts_with("spec.displayName: ")),
+                "{kind} {display_name:?}: {errors:?}"
+            );
+        }
+        for display_name in [
+            "Billing",
+            "Bücher & Söhne",
+            "請求",
+            "مرحبا",
+            "Billing \u{1f680}",
+        ] {
+            assert_eq!(
+                admission_errors(&named(kind, display_name)),
+                Vec::<String>::new(),
+                "{kind} {display_name:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_schema_checks_slugs_colours_and_media_types() {
     let organization = |slug: &str| {
         serde_json::json!({

@@ -63,6 +63,8 @@ pub fn router(server: Arc<FakeServer>) -> Router {
         .route("/v1/faults", post(add_fault))
         .route("/v1/faults", delete(clear_faults))
         .route("/v1/latency", post(set_latency))
+        .route("/v1/hang", post(hang))
+        .route("/v1/streams/break", post(break_streams))
         .route("/v1/unimplemented", post(set_unimplemented))
         .route("/v1/allowed-clients", put(set_allowed_clients))
         .route("/v1/clients/edit", post(edit_client))
@@ -82,6 +84,7 @@ async fn get_state(State(state): State<ControlState>) -> Json<serde_json::Value>
     Json(json!({
         "grpc_address": state.server.address().to_string(),
         "listening": state.server.is_listening().await,
+        "hung": state.server.is_hung(),
         "change_hint": { "epoch": hint.epoch, "sequence": hint.sequence },
         "counters": state.server.counters(),
     }))
@@ -157,6 +160,8 @@ struct FaultRequest {
     lose_answer: bool,
     #[serde(default)]
     answer_delay_ms: Option<u64>,
+    #[serde(default)]
+    mid_stream: bool,
 }
 
 async fn add_fault(
@@ -168,6 +173,11 @@ async fn add_fault(
     {
         return Err(bad_request("probability must be between 0 and 1"));
     }
+    if request.mid_stream && request.lose_answer {
+        return Err(bad_request(
+            "a fault breaks open streams (mid_stream) or loses answers (lose_answer), not both",
+        ));
+    }
     state.server.inject_fault(
         request.method,
         Fault {
@@ -177,6 +187,7 @@ async fn add_fault(
             message: request.message,
             lose_answer: request.lose_answer,
             answer_delay_ms: request.answer_delay_ms,
+            mid_stream: request.mid_stream,
         },
     );
     Ok(StatusCode::NO_CONTENT)
@@ -202,6 +213,36 @@ async fn set_latency(
 ) -> StatusCode {
     let latency = (request.millis > 0).then(|| Duration::from_millis(request.millis));
     state.server.set_latency(request.method, latency);
+    StatusCode::NO_CONTENT
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HangRequest {
+    /// 0 ends the hang.
+    millis: u64,
+}
+
+async fn hang(State(state): State<ControlState>, Json(request): Json<HangRequest>) -> StatusCode {
+    if request.millis == 0 {
+        state.server.end_hang();
+    } else {
+        state.server.hang_for(Duration::from_millis(request.millis));
+    }
+    StatusCode::NO_CONTENT
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BreakRequest {
+    code: FaultCode,
+}
+
+async fn break_streams(
+    State(state): State<ControlState>,
+    Json(request): Json<BreakRequest>,
+) -> StatusCode {
+    state.server.break_streams(request.code);
     StatusCode::NO_CONTENT
 }
 

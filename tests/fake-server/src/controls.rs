@@ -1,5 +1,5 @@
-//! Test controls that act before a call takes effect: faults, latency, methods an older server
-//! lacks; and the counters tests read.
+//! Test controls that act on calls: faults (before a call takes effect, after it, or on an open
+//! stream), latency, methods an older server lacks; and the counters tests read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -31,7 +31,8 @@ impl FaultCode {
     }
 }
 
-/// A fault answered instead of a call, before the call takes effect.
+/// A fault answered instead of a call: before the call takes effect, after it (`lose_answer`),
+/// or on an open WatchChanges stream (`mid_stream`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fault {
     pub code: FaultCode,
@@ -52,6 +53,12 @@ pub struct Fault {
     /// milliseconds (a server that hangs after committing; the caller may give up first).
     #[serde(default)]
     pub answer_delay_ms: Option<u64>,
+    /// The fault ends open WatchChanges streams instead of answering calls: before each event
+    /// an open stream would send, it draws (by `probability`, `count`), and a hit ends the stream
+    /// with this fault's status. It never acts on the call that opens a stream. Wins over
+    /// `lose_answer`.
+    #[serde(default)]
+    pub mid_stream: bool,
 }
 
 /// A fault that acts on a call.
@@ -63,11 +70,41 @@ pub struct Injected {
     pub delay: Option<Duration>,
 }
 
-/// When a fault acts: before the call takes effect, or after it (the answer is lost).
+impl Injected {
+    /// What ends every open stream on [`crate::FakeServer::break_streams`]: the same status a
+    /// mid-stream fault with this code ends a stream with.
+    pub fn broken_stream(code: FaultCode) -> Injected {
+        Injected {
+            code: code.code(),
+            message: Stage::MidStream.message(code, Method::WatchChanges),
+            delay: None,
+        }
+    }
+}
+
+/// When a fault acts: before the call takes effect, after it (the answer is lost), or on an
+/// open stream before it sends an event (the stream breaks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
     BeforeEffect,
     AfterEffect,
+    MidStream,
+}
+
+impl Stage {
+    /// The default status message: names the fault and what it did.
+    fn message(self, code: FaultCode, method: Method) -> String {
+        match self {
+            Stage::BeforeEffect => format!("injected fault {code:?} on {method}"),
+            Stage::AfterEffect => format!(
+                "injected fault {code:?} on {method}: the answer was lost after the call took \
+                 effect"
+            ),
+            Stage::MidStream => {
+                format!("injected fault {code:?} on {method}: the stream was broken mid-stream")
+            }
+        }
+    }
 }
 
 impl Fault {
@@ -80,6 +117,7 @@ impl Fault {
             message: None,
             lose_answer: false,
             answer_delay_ms: None,
+            mid_stream: false,
         }
     }
 
@@ -109,6 +147,27 @@ impl Fault {
             message: None,
             lose_answer: false,
             answer_delay_ms: None,
+            mid_stream: false,
+        }
+    }
+
+    /// Breaks open WatchChanges streams: before each event, with this chance, the stream ends
+    /// with `code` instead; until cleared. Opening a stream is not affected.
+    pub fn breaking_streams(code: FaultCode, probability: f64) -> Fault {
+        Fault {
+            mid_stream: true,
+            ..Fault::with_probability(code, probability)
+        }
+    }
+
+    /// The stage this fault acts at.
+    pub fn stage(&self) -> Stage {
+        if self.mid_stream {
+            Stage::MidStream
+        } else if self.lose_answer {
+            Stage::AfterEffect
+        } else {
+            Stage::BeforeEffect
         }
     }
 
@@ -121,6 +180,7 @@ impl Fault {
             message: None,
             lose_answer: false,
             answer_delay_ms: None,
+            mid_stream: false,
         }
     }
 }
@@ -185,7 +245,7 @@ impl Controls {
             return None;
         };
         let fault = self.faults.get_mut(&key)?;
-        if fault.lose_answer != (stage == Stage::AfterEffect) {
+        if fault.stage() != stage {
             return None;
         }
         if let Some(probability) = fault.probability
@@ -195,14 +255,10 @@ impl Controls {
         }
         let answer = Injected {
             code: fault.code.code(),
-            message: fault.message.clone().unwrap_or_else(|| match stage {
-                Stage::BeforeEffect => format!("injected fault {:?} on {method}", fault.code),
-                Stage::AfterEffect => format!(
-                    "injected fault {:?} on {method}: the answer was lost after the call took \
-                     effect",
-                    fault.code
-                ),
-            }),
+            message: fault
+                .message
+                .clone()
+                .unwrap_or_else(|| stage.message(fault.code, method)),
             delay: fault.answer_delay_ms.map(Duration::from_millis),
         };
         if let Some(count) = fault.count.as_mut() {
@@ -211,12 +267,17 @@ impl Controls {
                 self.faults.remove(&key);
             }
         }
+        self.count_fault(method);
+        Some(answer)
+    }
+
+    /// Counts a fault that acted on a call or a stream of `method`.
+    pub fn count_fault(&mut self, method: Method) {
         *self
             .counters
             .faults
             .entry(method.as_str().to_owned())
             .or_default() += 1;
-        Some(answer)
     }
 }
 
@@ -298,6 +359,41 @@ mod tests {
         assert!(
             controls
                 .take_fault(Method::GetClient, 0.5, Stage::BeforeEffect)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_mid_stream_fault_acts_only_on_open_streams() {
+        let mut controls = Controls::default();
+        controls.faults.insert(
+            Some(Method::WatchChanges),
+            Fault::breaking_streams(FaultCode::Unavailable, 1.0),
+        );
+        for stage in [Stage::BeforeEffect, Stage::AfterEffect] {
+            assert!(
+                controls
+                    .take_fault(Method::WatchChanges, 0.0, stage)
+                    .is_none()
+            );
+        }
+        let injected = controls
+            .take_fault(Method::WatchChanges, 0.5, Stage::MidStream)
+            .unwrap();
+        assert_eq!(injected.code, Code::Unavailable);
+        assert!(
+            injected.message.contains("broken mid-stream"),
+            "{}",
+            injected.message
+        );
+        assert_eq!(controls.counters.faults.get("WatchChanges"), Some(&1));
+        // Ordinary faults leave open streams alone.
+        controls
+            .faults
+            .insert(None, Fault::always(FaultCode::Aborted));
+        assert!(
+            controls
+                .take_fault(Method::GetClient, 0.0, Stage::MidStream)
                 .is_none()
         );
     }

@@ -18,6 +18,9 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::ReceiverStream;
 
+mod held;
+pub use held::HeldObject;
+
 use crate::config::FakeServerConfig;
 
 /// The hash of one secret the server holds; never the secret.
@@ -30,7 +33,7 @@ pub struct SecretHash {
     pub name: String,
     pub sha256: String,
 }
-use crate::controls::{Controls, Counters, Fault};
+use crate::controls::{Controls, Counters, Fault, FaultCode};
 use crate::core::{Actor, Core, Target};
 use crate::kinds::{
     StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
@@ -227,6 +230,8 @@ impl FakeServer {
             core: Mutex::new(core),
             controls: Mutex::new(controls),
             stopped: watch::Sender::new(0),
+            hung: watch::Sender::new(None),
+            breaks: watch::Sender::new(None),
         });
         let (address, running) = listen(Arc::clone(&shared), config.listen, &tls).await?;
         Ok(FakeServer {
@@ -285,6 +290,42 @@ impl FakeServer {
     /// Replaces the server certificate and trusted client CAs, used from the next restart.
     pub fn set_tls(&self, tls: ServerTls) {
         *self.lock_tls() = tls;
+    }
+
+    // ----- a hang and broken streams --------------------------------------------------------
+
+    /// Stops answering for `duration` without closing connections, as a server stuck in a
+    /// long pause does: every call that arrives (or is still before its effect) waits, then
+    /// proceeds as usual (counted, faults applied); open streams send nothing and then every
+    /// held change in order. Replaces a running hang; a zero `duration` ends it. Connections
+    /// are still accepted and HTTP/2 pings still answered: only the service is stuck.
+    pub fn hang_for(&self, duration: Duration) {
+        let now = tokio::time::Instant::now();
+        // A duration too long to add is a hang for good (until `end_hang`).
+        let until = now
+            .checked_add(duration)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
+        self.shared.hung.send_replace(Some(until));
+    }
+
+    /// Ends a hang now: the calls and streams it held go on at once.
+    pub fn end_hang(&self) {
+        self.shared.hung.send_replace(None);
+    }
+
+    /// Whether a hang holds calls now.
+    pub fn is_hung(&self) -> bool {
+        self.shared
+            .hung
+            .borrow()
+            .is_some_and(|until| tokio::time::Instant::now() < until)
+    }
+
+    /// Ends every WatchChanges stream open now with `code`, as a proxy or a restarting handler
+    /// would break them; each one counts as a fault of `WatchChanges`. Streams opened later are
+    /// not affected.
+    pub fn break_streams(&self, code: FaultCode) {
+        self.shared.breaks.send_replace(Some(code));
     }
 
     // ----- controls before a call takes effect ----------------------------------------------
@@ -374,12 +415,13 @@ impl FakeServer {
     /// for checks that every delivered Secret holds the one in force.
     pub fn secret_hashes(&self) -> Vec<SecretHash> {
         let core = self.shared.core();
+        // Objects are keyed by their organization's slug; the hash names the issuer it serves.
         let of = |kind: &'static str,
-                  (issuer, namespace, name): &(String, String, String),
+                  (slug, namespace, name): &(String, String, String),
                   hash: &Option<String>| {
             hash.clone().map(|sha256| SecretHash {
                 kind,
-                issuer: issuer.clone(),
+                issuer: core.objects.issuer_of(slug),
                 namespace: namespace.clone(),
                 name: name.clone(),
                 sha256,

@@ -1,16 +1,17 @@
 //! The AdminService over the core: identity from the client certificate, then the test controls
-//! (latency, `Unimplemented`, faults) before the call takes effect, then the call's rules.
+//! (a hang, latency, `Unimplemented`, faults) before the call takes effect, then the call's rules.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use nauthera_proto::v1::admin_service_server::AdminService;
 use nauthera_proto::v1::{self, ChangeEvent};
 use nauthera_shared::client::certificate_identities;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::controls::{Controls, Stage};
+use crate::controls::{Controls, FaultCode, Injected, Stage};
 use crate::core::{Applied, Caller, Core, Target};
 use crate::kinds::{
     StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
@@ -19,6 +20,8 @@ use crate::method::Method;
 use crate::refusal::Refusal;
 use crate::state::random_unit;
 
+mod feed;
+
 /// What the service and the handle share.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -26,6 +29,12 @@ pub(crate) struct Shared {
     pub controls: Mutex<Controls>,
     /// Bumped when the server stops listening, so open streams end.
     pub stopped: watch::Sender<u64>,
+    /// Until when the server is hung (`None`: it is not). Calls and open streams wait on it; a
+    /// change wakes them, so a hang ended early releases them at once.
+    pub hung: watch::Sender<Option<Instant>>,
+    /// The code of the last `break_streams` (`None` before any); each change ends every stream
+    /// open at that moment.
+    pub breaks: watch::Sender<Option<FaultCode>>,
 }
 
 impl Shared {
@@ -40,6 +49,26 @@ impl Shared {
         self.controls
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Returns once the server is not hung: at once when it is not, else when the hang's time is
+    /// up or it is ended or moved. No polling: it sleeps to the hang's end and wakes on a change.
+    pub async fn while_hung(&self) {
+        let mut hung = self.hung.subscribe();
+        loop {
+            let Some(until) = *hung.borrow_and_update() else {
+                return;
+            };
+            if Instant::now() >= until {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => {}
+                changed = hung.changed() => if changed.is_err() {
+                    return;
+                },
+            }
+        }
     }
 
     /// The optional features this server offers, without the ones made `Unimplemented`.
@@ -59,9 +88,30 @@ pub(crate) struct Service {
     pub shared: Arc<Shared>,
 }
 
+/// The status a fault answers with. The real server explains its rate limit; the other faults come
+/// bare, the way a proxy or a crashing handler would answer.
+fn fault_status(fault: Injected) -> Status {
+    if fault.code == tonic::Code::ResourceExhausted {
+        return Refusal::new(fault.code, v1::ErrorReason::RateLimited, fault.message).to_status();
+    }
+    Status::new(fault.code, fault.message)
+}
+
 impl Service {
-    /// Counts the call, applies latency, `Unimplemented` and faults, and finds the caller.
+    /// Holds a call while the server is hung. A call still held when the server stops listening
+    /// fails instead, so that it does not keep the graceful shutdown waiting for the hang's end.
+    async fn hold_while_hung(&self) -> Result<(), Status> {
+        let mut stopped = self.shared.stopped.subscribe();
+        tokio::select! {
+            () = self.shared.while_hung() => Ok(()),
+            _ = stopped.changed() => Err(Status::unavailable("the server stopped listening")),
+        }
+    }
+
+    /// Waits out a hang, counts the call, applies latency, `Unimplemented` and faults, and finds
+    /// the caller.
     async fn begin<T>(&self, method: Method, request: &Request<T>) -> Result<Caller, Status> {
+        self.hold_while_hung().await?;
         let latency = {
             let mut controls = self.shared.controls();
             *controls
@@ -74,6 +124,8 @@ impl Service {
         if let Some(latency) = latency {
             tokio::time::sleep(latency).await;
         }
+        // A hang that began while the call was delayed holds it too: it takes effect after.
+        self.hold_while_hung().await?;
         {
             let mut controls = self.shared.controls();
             if controls.unimplemented.contains(&method) {
@@ -82,17 +134,7 @@ impl Service {
                 )));
             }
             if let Some(fault) = controls.take_fault(method, random_unit(), Stage::BeforeEffect) {
-                // The real server explains its rate limit; the other faults come bare, the way
-                // a proxy or a crashing handler would answer.
-                if fault.code == tonic::Code::ResourceExhausted {
-                    return Err(Refusal::new(
-                        fault.code,
-                        v1::ErrorReason::RateLimited,
-                        fault.message,
-                    )
-                    .to_status());
-                }
-                return Err(Status::new(fault.code, fault.message));
+                return Err(fault_status(fault));
             }
         }
         let identities = request
@@ -228,37 +270,13 @@ impl AdminService for Service {
         let caller = self.begin(Method::WatchChanges, &request).await?;
         let since = request.into_inner().since;
         let watched = self.shared.core().watch(&caller, since.as_ref());
-        let (first, mut changes) = match watched {
+        let (first, changes) = match watched {
             Ok(watched) => watched,
             Err(refusal) => return self.answer(Err(refusal)),
         };
         let (sender, receiver) = mpsc::channel(64);
-        let mut stopped = self.shared.stopped.subscribe();
-        let shared = Arc::clone(&self.shared);
-        tokio::spawn(async move {
-            for event in first {
-                if sender.send(Ok(event)).await.is_err() {
-                    return;
-                }
-            }
-            loop {
-                let event = tokio::select! {
-                    _ = stopped.changed() => return,
-                    _ = sender.closed() => return,
-                    received = changes.recv() => match received {
-                        Ok(event) => event,
-                        // Too slow a reader missed changes: it must list again.
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            shared.core().history.resync_event()
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
-                };
-                if sender.send(Ok(event)).await.is_err() {
-                    return;
-                }
-            }
-        });
+        let feed = feed::Feed::new(Arc::clone(&self.shared), sender);
+        tokio::spawn(feed.run(first, changes));
         Ok(Response::new(ReceiverStream::new(receiver)))
     }
 

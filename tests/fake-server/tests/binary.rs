@@ -308,3 +308,104 @@ async fn the_control_api_edits_deletes_and_restores_behind_the_clients_back() {
         Some(nauthera_proto::v1::ErrorReason::IdentityNotAllowed)
     );
 }
+
+#[tokio::test]
+async fn the_control_api_hangs_the_server_and_breaks_its_streams() {
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-server.yaml");
+    std::fs::write(
+        &config,
+        "organizations:\n  - slug: acme\n    issuer: https://login.example.com/acme\nallowed_clients:\n  - identity: dns:nauthera-operator.nauthera.svc\n    operations: [clients]\n    organizations: [\"*\"]\n    namespaces: [\"*\"]\n",
+    )
+    .unwrap();
+    let (_running, ready) = start(&config);
+    let control_address = ready["control_address"].as_str().unwrap().to_owned();
+    let settings = ConnectSettings::new(
+        ready["grpc_address"].as_str().unwrap(),
+        TlsFiles::in_dir(ready["client_tls_dir"].as_str().unwrap()),
+    )
+    .with_server_name(ready["server_name"].as_str().unwrap());
+    let client = AdminClient::connect(settings).await.unwrap();
+    client
+        .apply_client(support::apply(
+            support::acme("team-a", "web"),
+            support::web_spec(),
+            1,
+        ))
+        .await
+        .unwrap();
+    let edit = r#"{"issuer":"https://login.example.com/acme","namespace":"team-a","name":"web","actor":"user:alice@example.com","changes":{"display_name":"By hand"}}"#;
+
+    // A timed hang holds the call until it is over.
+    let started = Instant::now();
+    let (status, _) = control(&control_address, "POST", "/v1/hang", r#"{"millis":300}"#).await;
+    assert_eq!(status, 204);
+    let (_, body) = control(&control_address, "GET", "/v1/state", "").await;
+    let state: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(state["hung"], true, "{state}");
+    client.get_server_info().await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+
+    // A long hang is ended by `millis: 0`, and the held call goes on.
+    let (status, _) = control(&control_address, "POST", "/v1/hang", r#"{"millis":60000}"#).await;
+    assert_eq!(status, 204);
+    let held = {
+        let client = client.clone();
+        tokio::spawn(async move { client.get_server_info().await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!held.is_finished());
+    let (status, _) = control(&control_address, "POST", "/v1/hang", r#"{"millis":0}"#).await;
+    assert_eq!(status, 204);
+    tokio::time::timeout(Duration::from_secs(1), held)
+        .await
+        .expect("released at once")
+        .unwrap()
+        .unwrap();
+
+    // A mid-stream fault spares the opening call and breaks the stream at its next event.
+    let (status, body) = control(
+        &control_address,
+        "POST",
+        "/v1/faults",
+        r#"{"method":"WatchChanges","code":"Aborted","mid_stream":true}"#,
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+    let mut stream = client.watch_changes(None).await.unwrap();
+    let (status, _) = control(&control_address, "POST", "/v1/clients/edit", edit).await;
+    assert_eq!(status, 200);
+    let broken = stream.next().await.unwrap_err();
+    assert_eq!(broken.server().unwrap().code, tonic::Code::Aborted);
+    let (status, _) = control(&control_address, "DELETE", "/v1/faults", "").await;
+    assert_eq!(status, 204);
+    let (status, body) = control(
+        &control_address,
+        "POST",
+        "/v1/faults",
+        r#"{"code":"Aborted","mid_stream":true,"lose_answer":true}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+
+    // Breaking the open streams ends them now with the code.
+    let mut stream = client.watch_changes(None).await.unwrap();
+    let (status, _) = control(
+        &control_address,
+        "POST",
+        "/v1/streams/break",
+        r#"{"code":"Unavailable"}"#,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let broken = tokio::time::timeout(Duration::from_secs(1), stream.next())
+        .await
+        .expect("ended at once")
+        .unwrap_err();
+    assert_eq!(broken.server().unwrap().code, tonic::Code::Unavailable);
+    let (_, body) = control(&control_address, "GET", "/v1/counters", "").await;
+    let counters: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(counters["faults"]["WatchChanges"], 2, "{counters}");
+}

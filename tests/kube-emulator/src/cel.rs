@@ -76,12 +76,33 @@ enum Expr {
     Conditional(Box<Expr>, Box<Expr>, Box<Expr>),
 }
 
+/// How deep a rule may nest (parentheses, `!` and `-`, each further `||`, `&&`, `?:` and field
+/// access): deeper rules do not parse, so that neither parsing nor evaluating a rule can overflow
+/// the stack. The API server's CEL refuses such rules too (its parser has a recursion limit).
+const MAX_DEPTH: usize = 100;
+
 struct Parser {
     tokens: Vec<Token>,
     position: usize,
+    /// How deep the expression being parsed nests here.
+    depth: usize,
 }
 
 impl Parser {
+    /// One level deeper; `None` past `MAX_DEPTH`.
+    fn deeper(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// Parses with `parse`, then returns to the depth of before.
+    fn scoped(&mut self, parse: impl FnOnce(&mut Self) -> Option<Expr>) -> Option<Expr> {
+        let depth = self.depth;
+        let parsed = parse(self);
+        self.depth = depth;
+        parsed
+    }
+
     fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.position)
     }
@@ -99,34 +120,43 @@ impl Parser {
     }
 
     fn conditional(&mut self) -> Option<Expr> {
-        let condition = self.or()?;
-        if self.eat("?") {
-            let then = self.conditional()?;
-            self.expect(":")?;
-            let otherwise = self.conditional()?;
-            return Some(Expr::Conditional(
-                Box::new(condition),
-                Box::new(then),
-                Box::new(otherwise),
-            ));
-        }
-        Some(condition)
+        self.scoped(|p| {
+            p.deeper()?;
+            let condition = p.or()?;
+            if p.eat("?") {
+                let then = p.conditional()?;
+                p.expect(":")?;
+                let otherwise = p.conditional()?;
+                return Some(Expr::Conditional(
+                    Box::new(condition),
+                    Box::new(then),
+                    Box::new(otherwise),
+                ));
+            }
+            Some(condition)
+        })
     }
 
     fn or(&mut self) -> Option<Expr> {
-        let mut left = self.and()?;
-        while self.eat("||") {
-            left = Expr::Binary("||", Box::new(left), Box::new(self.and()?));
-        }
-        Some(left)
+        self.scoped(|p| {
+            let mut left = p.and()?;
+            while p.eat("||") {
+                p.deeper()?;
+                left = Expr::Binary("||", Box::new(left), Box::new(p.and()?));
+            }
+            Some(left)
+        })
     }
 
     fn and(&mut self) -> Option<Expr> {
-        let mut left = self.relation()?;
-        while self.eat("&&") {
-            left = Expr::Binary("&&", Box::new(left), Box::new(self.relation()?));
-        }
-        Some(left)
+        self.scoped(|p| {
+            let mut left = p.relation()?;
+            while p.eat("&&") {
+                p.deeper()?;
+                left = Expr::Binary("&&", Box::new(left), Box::new(p.relation()?));
+            }
+            Some(left)
+        })
     }
 
     fn relation(&mut self) -> Option<Expr> {
@@ -140,30 +170,37 @@ impl Parser {
     }
 
     fn unary(&mut self) -> Option<Expr> {
-        if self.eat("!") {
-            return Some(Expr::Not(Box::new(self.unary()?)));
-        }
-        if self.eat("-") {
-            return Some(Expr::Negate(Box::new(self.unary()?)));
-        }
-        self.member()
+        self.scoped(|p| {
+            if p.eat("!") {
+                p.deeper()?;
+                return Some(Expr::Not(Box::new(p.unary()?)));
+            }
+            if p.eat("-") {
+                p.deeper()?;
+                return Some(Expr::Negate(Box::new(p.unary()?)));
+            }
+            p.member()
+        })
     }
 
     fn member(&mut self) -> Option<Expr> {
-        let mut expr = self.primary()?;
-        while self.eat(".") {
-            let Some(Token::Ident(name)) = self.peek().cloned() else {
-                return None;
-            };
-            self.position += 1;
-            if name == "size" && self.eat("(") {
-                self.expect(")")?;
-                expr = Expr::Size(Box::new(expr));
-            } else {
-                expr = Expr::Member(Box::new(expr), name);
+        self.scoped(|p| {
+            let mut expr = p.primary()?;
+            while p.eat(".") {
+                p.deeper()?;
+                let Some(Token::Ident(name)) = p.peek().cloned() else {
+                    return None;
+                };
+                p.position += 1;
+                if name == "size" && p.eat("(") {
+                    p.expect(")")?;
+                    expr = Expr::Size(Box::new(expr));
+                } else {
+                    expr = Expr::Member(Box::new(expr), name);
+                }
             }
-        }
-        Some(expr)
+            Some(expr)
+        })
     }
 
     fn primary(&mut self) -> Option<Expr> {
@@ -241,6 +278,7 @@ impl Rule {
         let mut parser = Parser {
             tokens: tokenize(text)?,
             position: 0,
+            depth: 0,
         };
         let expr = parser.conditional()?;
         (parser.position == parser.tokens.len()).then_some(Self(expr))
@@ -275,6 +313,21 @@ impl Rule {
 
 fn number(value: &Value) -> Option<f64> {
     value.as_f64()
+}
+
+/// CEL's equality: numbers by value whatever their kind (`-1`, computed, is a double; `-1` read
+/// from an object is an int), lists and maps by their entries.
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) => a == b || number(a) == number(b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| equal(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| equal(v, w)))
+        }
+        _ => a == b,
+    }
 }
 
 fn eval(expr: &Expr, this: &Value, old: Option<&Value>) -> Result<Value, String> {
@@ -335,12 +388,11 @@ fn eval(expr: &Expr, this: &Value, old: Option<&Value>) -> Result<Value, String>
         },
         Expr::Binary(op, a, b) => {
             let (a, b) = (eval(a, this, old)?, eval(b, this, old)?);
-            let equal = a == b || (number(&a).is_some() && number(&a) == number(&b));
             match *op {
-                "==" => Value::Bool(equal),
-                "!=" => Value::Bool(!equal),
+                "==" => Value::Bool(equal(&a, &b)),
+                "!=" => Value::Bool(!equal(&a, &b)),
                 "in" => match &b {
-                    Value::Array(items) => Value::Bool(items.contains(&a)),
+                    Value::Array(items) => Value::Bool(items.iter().any(|item| equal(&a, item))),
                     Value::Object(map) => {
                         Value::Bool(a.as_str().is_some_and(|k| map.contains_key(k)))
                     }

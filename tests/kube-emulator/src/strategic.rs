@@ -31,8 +31,14 @@ fn merge_key(field: &str, items: &[Value]) -> Option<&'static str> {
     };
     items
         .iter()
-        .all(|item| item.get(key).is_some() || item.get("$patch").is_some())
+        .all(|item| item.get(key).is_some_and(is_scalar) || item.get("$patch").is_some())
         .then_some(key)
+}
+
+/// Whether a value can be a merge key: a string, number or boolean (an object or a list would
+/// never match the item it was stored as, once its directives are gone).
+fn is_scalar(value: &Value) -> bool {
+    matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_))
 }
 
 fn without_directives(value: &Value) -> Value {
@@ -80,15 +86,22 @@ pub fn apply(target: &mut Value, patch: &Value) {
                 target_map.remove(key);
             }
             Value::Object(_) => apply(target_map.entry(key.clone()).or_insert(Value::Null), value),
-            Value::Array(items) => {
-                let live = target_map.get_mut(key).and_then(Value::as_array_mut);
-                match (live, merge_key(key, items)) {
-                    (Some(live), Some(merge_key)) => merge_list(live, items, merge_key),
-                    _ => {
-                        target_map.insert(key.clone(), without_directives(value));
+            Value::Array(items) => match merge_key(key, items) {
+                // A keyed list merges into the live one, or into none (so that a `$patch:
+                // delete` item is not added where there was no list).
+                Some(merge_key) => {
+                    let live = target_map.entry(key.clone()).or_insert(Value::Null);
+                    if !live.is_array() {
+                        *live = Value::Array(Vec::new());
+                    }
+                    if let Some(live) = live.as_array_mut() {
+                        merge_list(live, items, merge_key);
                     }
                 }
-            }
+                None => {
+                    target_map.insert(key.clone(), without_directives(value));
+                }
+            },
             other => {
                 target_map.insert(key.clone(), other.clone());
             }
@@ -98,8 +111,13 @@ pub fn apply(target: &mut Value, patch: &Value) {
 
 fn merge_list(live: &mut Vec<Value>, items: &[Value], key: &str) {
     for item in items {
-        let wanted = item.get(key);
-        let position = live.iter().position(|existing| existing.get(key) == wanted);
+        // A directive without a merge key names no item.
+        let Some(wanted) = item.get(key).filter(|v| is_scalar(v)) else {
+            continue;
+        };
+        let position = live
+            .iter()
+            .position(|existing| existing.get(key) == Some(wanted));
         let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
         match (position, delete) {
             (Some(index), true) => {
@@ -107,7 +125,13 @@ fn merge_list(live: &mut Vec<Value>, items: &[Value], key: &str) {
             }
             (None, true) => {}
             (Some(index), false) => apply(&mut live[index], item),
-            (None, false) => live.push(without_directives(item)),
+            // A new item is the item applied to nothing: without its directives and its nulls
+            // (as in a merge patch), so that applying the patch again changes nothing.
+            (None, false) => {
+                let mut added = Value::Object(Map::new());
+                apply(&mut added, item);
+                live.push(added);
+            }
         }
     }
 }

@@ -1,0 +1,106 @@
+//! `cargo run --release -p nauthera-tests --bin nauthera-chaos`: the reliability suite's chaos
+//! program (docs/reliability.md). Runs each scenario against the real binaries, checks the
+//! invariants, scans for leaked secrets, prints the figures and exits 1 if anything broke.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use nauthera_tests::chaos::{self, Config, Scenario};
+
+/// Churn under faults, crashes, partitions and certificate trouble, with invariants checked.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// How many manifests (of every kind) the churn keeps around.
+    #[arg(long, default_value_t = 300)]
+    resources: usize,
+    /// Churn operations per second while the faults act.
+    #[arg(long, default_value_t = 10.0)]
+    churn_per_second: f64,
+    /// How long each scenario's faults act (e.g. 30s).
+    #[arg(long, default_value = "30s", value_parser = nauthera_shared::duration::parse)]
+    fault_phase: Duration,
+    /// How long the run watches for writes once everything converged.
+    #[arg(long, default_value = "10s", value_parser = nauthera_shared::duration::parse)]
+    steady_window: Duration,
+    /// How long convergence may take after the faults stop.
+    #[arg(long, default_value = "3m", value_parser = nauthera_shared::duration::parse)]
+    converge_timeout: Duration,
+    /// The scenarios, comma-separated (default: all of them, in this order).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    scenario: Vec<Scenario>,
+    /// The churn's seed: a run's operations are reproducible from it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The replicas' Lease duration and renew deadline.
+    #[arg(long, default_value = "6s", value_parser = nauthera_shared::duration::parse)]
+    lease: Duration,
+    #[arg(long, default_value = "3s", value_parser = nauthera_shared::duration::parse)]
+    renew_deadline: Duration,
+    /// The replicas' longest wait before retrying a failed reconcile (the reconciler's
+    /// --retry-backoff-max; its default is 5m).
+    #[arg(long, default_value = "10s", value_parser = nauthera_shared::duration::parse)]
+    retry_backoff_max: Duration,
+    /// Write the figures as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Replace the figures section of this Markdown file (between the `chaos-figures` markers),
+    /// for example docs/reliability.md.
+    #[arg(long)]
+    update_doc: Option<PathBuf>,
+}
+
+const BEGIN: &str = "<!-- chaos-figures:begin -->";
+const END: &str = "<!-- chaos-figures:end -->";
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let config = Config {
+        resources: args.resources,
+        churn_per_second: args.churn_per_second,
+        fault_phase: args.fault_phase,
+        steady_window: args.steady_window,
+        converge_timeout: args.converge_timeout,
+        scenarios: if args.scenario.is_empty() {
+            Scenario::ALL.to_vec()
+        } else {
+            args.scenario.clone()
+        },
+        seed: args.seed,
+        lease: args.lease,
+        renew_deadline: args.renew_deadline,
+        retry_backoff_max: args.retry_backoff_max,
+    };
+    let report = chaos::run(&config).await?;
+    let figures = report.markdown();
+    println!("{figures}");
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.update_doc {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
+            anyhow::bail!(
+                "{} has no {BEGIN} ... {END} section to replace",
+                path.display()
+            );
+        };
+        let updated = format!("{}{BEGIN}\n{figures}{}", &text[..begin], &text[end..]);
+        std::fs::write(path, updated)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let failures = report.failures();
+    if !failures.is_empty() {
+        eprintln!("broken:");
+        for failure in &failures {
+            eprintln!("  {failure}");
+        }
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! The run's figures: printed as a table, written as JSON, and as the figures section of
+//! docs/reliability.md.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::churn::ChurnCounts;
+use super::invariants::Verdict;
+use super::leaks::Scan;
+use super::scenario::{Disruption, Scenario};
+
+/// What one scenario did and found.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioReport {
+    pub scenario: Scenario,
+    /// Live manifests of each kind at the end.
+    pub census: BTreeMap<&'static str, usize>,
+    pub churn: ChurnCounts,
+    pub disruption: Disruption,
+    /// From the moment the faults stopped until every state invariant held.
+    pub converged_after_seconds: Option<f64>,
+    pub steady_writes: u64,
+    pub objects_lost: u64,
+    pub objects_duplicated: u64,
+    pub verdicts: Vec<Verdict>,
+}
+
+impl ScenarioReport {
+    pub fn holds(&self) -> bool {
+        self.verdicts.iter().all(|v| v.holds)
+    }
+
+    /// `faults-20: 120 operations, 48 faults, converged in 2.1 s, every invariant holds`.
+    pub fn one_line(&self) -> String {
+        let converged = match self.converged_after_seconds {
+            Some(seconds) => format!("converged in {seconds:.1} s"),
+            None => "did not converge".to_owned(),
+        };
+        let broken: Vec<String> = self
+            .verdicts
+            .iter()
+            .filter(|v| !v.holds)
+            .map(|v| format!("{} ({})", v.invariant, v.problems.join(" | ")))
+            .collect();
+        let verdict = if broken.is_empty() {
+            "every invariant holds".to_owned()
+        } else {
+            format!("BROKEN: {}", broken.join("; "))
+        };
+        format!(
+            "{}: {} operations, {} faults, {} kills, {converged}, {verdict}",
+            self.scenario.name(),
+            self.churn.operations(),
+            self.disruption.faults_answered,
+            self.disruption.kills,
+        )
+    }
+}
+
+/// The leak scan and its planted secret.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LeakReport {
+    pub scan: Scan,
+    /// Whether the secret planted in an Event was found (it must be).
+    pub planted_found: bool,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub resources: usize,
+    pub seed: u64,
+    pub scenarios: Vec<ScenarioReport>,
+    pub leaks: LeakReport,
+    /// Processes started over the run (two, and one per kill).
+    pub replica_starts: u64,
+    pub duration_seconds: f64,
+}
+
+impl Report {
+    /// Every invariant of every scenario holds, nothing leaked, and the plant was found.
+    pub fn holds(&self) -> bool {
+        self.scenarios.iter().all(ScenarioReport::holds)
+            && self.leaks.scan.leaks.is_empty()
+            && self.leaks.planted_found
+    }
+
+    /// What broke, one line each (empty when everything holds).
+    pub fn failures(&self) -> Vec<String> {
+        let mut failures: Vec<String> = self
+            .scenarios
+            .iter()
+            .flat_map(|s| {
+                s.verdicts.iter().filter(|v| !v.holds).map(move |v| {
+                    format!(
+                        "{}: {}: {}",
+                        s.scenario.name(),
+                        v.invariant,
+                        v.problems.join(" | ")
+                    )
+                })
+            })
+            .collect();
+        failures.extend(
+            self.leaks
+                .scan
+                .leaks
+                .iter()
+                .map(|leak| format!("leak: {} in {} ({})", leak.what, leak.source, leak.form)),
+        );
+        if !self.leaks.planted_found {
+            failures.push("the leak scan did not find the planted secret".to_owned());
+        }
+        failures
+    }
+
+    /// The figures as a Markdown section.
+    pub fn markdown(&self) -> String {
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "{} manifests kept by the churn (seed {}), {} replica processes started, {:.0} s in all.\n",
+            self.resources, self.seed, self.replica_starts, self.duration_seconds
+        );
+        let _ = writeln!(
+            text,
+            "| scenario | manifests at the end | churn (create/update/secretName/upstream/delete) | faults answered | hangs | kills | partitions | certificates replaced | converged after | steady writes | lost | duplicated | invariants |"
+        );
+        let _ = writeln!(
+            text,
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for s in &self.scenarios {
+            let census: Vec<String> = s.census.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            let c = &s.churn;
+            let d = &s.disruption;
+            let _ = writeln!(
+                text,
+                "| {} | {} | {}/{}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.scenario.name(),
+                census.join(", "),
+                c.creates,
+                c.updates,
+                c.secret_name_moves,
+                c.upstream_secret_changes,
+                c.deletes,
+                d.faults_answered,
+                d.hangs,
+                d.kills,
+                d.partitions,
+                d.certificates_replaced,
+                s.converged_after_seconds
+                    .map_or("not converged".to_owned(), |v| format!("{v:.1} s")),
+                s.steady_writes,
+                s.objects_lost,
+                s.objects_duplicated,
+                if s.holds() {
+                    format!("all {} hold", s.verdicts.len())
+                } else {
+                    let broken = s.verdicts.iter().filter(|v| !v.holds).count();
+                    format!("{broken} broken")
+                },
+            );
+        }
+        let scan = &self.leaks.scan;
+        let _ = writeln!(
+            text,
+            "\nLeak scan: {} sources ({} bytes) searched for {} secret values and private keys \
+             (raw, base64, base64url, {}-character prefixes): {} found; the planted one {}.",
+            scan.sources,
+            scan.bytes_scanned,
+            scan.secrets_searched,
+            super::leaks::PREFIX_LENGTH,
+            scan.leaks.len(),
+            if self.leaks.planted_found {
+                "was found"
+            } else {
+                "was NOT found"
+            },
+        );
+        text
+    }
+}

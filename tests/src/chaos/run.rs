@@ -1,0 +1,428 @@
+//! One run: the stack, two replicas, the churn, then each scenario in turn, then the leak scan.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, ListParams, PostParams};
+use nauthera_fake_server::grant_everything;
+use tokio::time::Instant;
+
+use super::Config;
+use super::churn::{Churn, ChurnCounts, pause};
+use super::invariants::{self, Snapshot, Verdict};
+use super::leaks::{self, Known, Source};
+use super::observe::Observer;
+use super::replicas::{IDENTITIES, Replica, certificate_identity};
+use super::report::{LeakReport, Report, ScenarioReport};
+use super::scenario::{self, Disruption, Scenario};
+use super::snapshot;
+use super::world::World;
+use crate::e2e::{RECONCILER_NAMESPACE, Stack, StackOptions, short_lease};
+
+const POLL: Duration = Duration::from_millis(250);
+
+struct Run<'a> {
+    config: &'a Config,
+    stack: Stack,
+    replicas: Vec<Replica>,
+    observer: Observer,
+    world: World,
+    churn: Churn,
+    organizations_at_start: BTreeSet<String>,
+    started: jiff::Timestamp,
+}
+
+/// Runs every configured scenario and the leak scan.
+pub async fn run(config: &Config) -> anyhow::Result<Report> {
+    let mut run = Run::start(config).await?;
+    let began = Instant::now();
+    let mut report = Report {
+        resources: config.resources,
+        seed: config.seed,
+        ..Report::default()
+    };
+    let mut setup = ChurnCounts::default();
+    let populated = run.churn.populate(&mut run.world).await?;
+    setup.add(&populated);
+    let converged = run.converge().await?;
+    if converged.is_none() {
+        bail!(
+            "the first {} manifests did not converge without faults: {:#?}",
+            config.resources,
+            run.failing().await?
+        );
+    }
+    for scenario in &config.scenarios {
+        let scenario_report = run.scenario(*scenario).await?;
+        eprintln!("{}", scenario_report.one_line());
+        report.scenarios.push(scenario_report);
+    }
+    report.leaks = run.scan_for_leaks().await?;
+    report.replica_starts = run.replicas.iter().map(|r| r.starts).sum();
+    report.duration_seconds = began.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+impl<'a> Run<'a> {
+    async fn start(config: &'a Config) -> anyhow::Result<Run<'a>> {
+        let grants = IDENTITIES
+            .iter()
+            .map(|identity| grant_everything(&certificate_identity(identity)))
+            .collect();
+        let stack = Stack::try_start(StackOptions {
+            grants: Some(grants),
+            start_reconciler: false,
+            reconciler_env: short_lease(config.lease.as_secs(), config.renew_deadline.as_secs()),
+            ..StackOptions::default()
+        })
+        .await?;
+        let observer = Observer::start(&stack.client(), stack.namespace());
+        let mut replicas = Vec::new();
+        for identity in IDENTITIES {
+            let mut replica = Replica::new(&stack, identity, config.retry_backoff_max).await?;
+            replica.start(&stack).await?;
+            replicas.push(replica);
+            if replicas.len() == 1 {
+                wait_for_a_leader(&observer).await?;
+            }
+        }
+        stack.show_deployment_ready(2).await?;
+        let organizations_at_start = stack
+            .server
+            .held_objects()
+            .into_iter()
+            .filter(|h| h.kind == "organization")
+            .map(|h| h.name)
+            .collect();
+        let churn = Churn::new(
+            stack.client(),
+            stack.namespace(),
+            config.seed,
+            config.resources,
+        );
+        Ok(Run {
+            config,
+            stack,
+            replicas,
+            observer,
+            world: World::default(),
+            churn,
+            organizations_at_start,
+            started: jiff::Timestamp::now(),
+        })
+    }
+
+    fn leader(&self) -> Option<String> {
+        self.observer
+            .lock()
+            .leaderships
+            .last()
+            .map(|l| l.holder.clone())
+    }
+
+    async fn scenario(&mut self, scenario: Scenario) -> anyhow::Result<ScenarioReport> {
+        self.stack.server.reset_counters();
+        let mut disruption = Disruption::default();
+        let mut churned = ChurnCounts::default();
+        scenario::begin(scenario, &self.stack, &mut self.replicas, &mut disruption)?;
+        let end = Instant::now() + self.config.fault_phase;
+        let interval = scenario::tick_interval(scenario, self.config.lease);
+        let mut next_tick = interval.map(|i| Instant::now() + i / 2);
+        let mut next_step = Instant::now();
+        while Instant::now() < end {
+            if next_tick.is_some_and(|t| Instant::now() >= t) {
+                let leader = self.leader();
+                scenario::tick(
+                    scenario,
+                    &self.stack,
+                    &mut self.replicas,
+                    leader.as_deref(),
+                    &mut disruption,
+                )
+                .await?;
+                next_tick = interval.map(|i| Instant::now() + i);
+            }
+            if Instant::now() >= next_step {
+                self.churn.step(&mut self.world, &mut churned).await?;
+                next_step += pause(self.config.churn_per_second);
+            }
+            let wake = next_tick.map_or(next_step, |t| t.min(next_step)).min(end);
+            tokio::time::sleep_until(wake).await;
+        }
+        scenario::end(scenario, &self.stack, &mut self.replicas)?;
+        disruption.faults_answered = self.stack.server.counters().faults.values().sum();
+        let converged_after = self.converge().await?;
+        let snapshot = snapshot::take(&self.stack).await?;
+        let mut verdicts = self.verdicts(&snapshot);
+        if converged_after.is_none() {
+            self.explain_unsettled(&snapshot);
+        }
+        self.stack.server.reset_counters();
+        tokio::time::sleep(self.config.steady_window).await;
+        let steady_writes = self.stack.server.counters().total_writes();
+        verdicts.push(invariants::verdict(
+            "no write in the steady state",
+            (steady_writes > 0)
+                .then(|| {
+                    format!(
+                        "{steady_writes} writes in {:?} after converging",
+                        self.config.steady_window
+                    )
+                })
+                .into_iter()
+                .collect(),
+        ));
+        verdicts.push(invariants::verdict(
+            "converged after the faults stopped",
+            converged_after
+                .is_none()
+                .then(|| format!("not within {:?}", self.config.converge_timeout))
+                .into_iter()
+                .collect(),
+        ));
+        Ok(ScenarioReport {
+            scenario,
+            census: self.world.census(),
+            churn: churned,
+            disruption,
+            converged_after_seconds: converged_after.map(|d| d.as_secs_f64()),
+            steady_writes,
+            objects_lost: invariants::objects_missing(&self.world, &snapshot),
+            objects_duplicated: verdicts
+                .iter()
+                .filter(|v| v.invariant == "no duplicate object on the server")
+                .map(|v| v.violations as u64)
+                .sum(),
+            verdicts,
+        })
+    }
+
+    fn verdicts(&self, snapshot: &Snapshot) -> Vec<Verdict> {
+        let leaderships = self.observer.lock().leaderships.clone();
+        let replica_of = |actor: &str| {
+            IDENTITIES
+                .iter()
+                .find(|identity| certificate_identity(identity) == actor)
+                .map(|identity| (*identity).to_owned())
+        };
+        vec![
+            invariants::every_resource_settled(&self.world, snapshot),
+            invariants::server_holds_exactly_the_manifests(
+                &self.world,
+                snapshot,
+                &self.organizations_at_start,
+            ),
+            invariants::no_duplicate_clients(snapshot),
+            invariants::delivered_secrets_are_in_force(&self.world, snapshot),
+            invariants::no_dead_values(snapshot),
+            invariants::only_the_leader_wrote(snapshot, &leaderships, self.started, replica_of),
+        ]
+    }
+
+    /// Waits until the state-based invariants hold; how long that took, or `None` at the timeout.
+    async fn converge(&mut self) -> anyhow::Result<Option<Duration>> {
+        let began = Instant::now();
+        while began.elapsed() < self.config.converge_timeout {
+            let snapshot = snapshot::take(&self.stack).await?;
+            if self.verdicts(&snapshot).iter().all(|v| v.holds) {
+                return Ok(Some(began.elapsed()));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(None)
+    }
+
+    async fn failing(&self) -> anyhow::Result<Vec<Verdict>> {
+        let snapshot = snapshot::take(&self.stack).await?;
+        Ok(self
+            .verdicts(&snapshot)
+            .into_iter()
+            .filter(|v| !v.holds)
+            .collect())
+    }
+
+    /// Prints what the replicas logged about the first resource that did not settle.
+    fn explain_unsettled(&self, snapshot: &Snapshot) {
+        let unsettled = self.world.live.iter().find(|(key, declared)| {
+            snapshot.shown.get(*key).and_then(|s| s.reason.clone())
+                != Some(declared.expected_reason().to_string())
+        });
+        let Some(((kind, name), _)) = unsettled else {
+            return;
+        };
+        let needle = format!("\"name\":\"{name}\"");
+        for replica in &self.replicas {
+            let logs = replica.all_logs();
+            let lines: Vec<&str> = logs.lines().filter(|l| l.contains(&needle)).collect();
+            eprintln!(
+                "--- {} {name}: the last lines replica {} logged about it:\n{}",
+                kind.name(),
+                replica.identity,
+                lines[lines.len().saturating_sub(15)..].join("\n")
+            );
+        }
+    }
+
+    /// Everything a person or a tool can read after the run.
+    async fn readable(&self) -> anyhow::Result<Vec<Source>> {
+        let mut sources: Vec<Source> = self
+            .replicas
+            .iter()
+            .map(|r| Source {
+                name: format!("reconciler {} logs", r.identity),
+                text: r.all_logs(),
+            })
+            .collect();
+        for replica in &self.replicas {
+            if let Some(process) = &replica.process {
+                sources.push(Source {
+                    name: format!("reconciler {} /metrics", replica.identity),
+                    text: process.metrics().await,
+                });
+            }
+        }
+        sources.push(self.events().await?);
+        let snapshot = snapshot::take(&self.stack).await?;
+        let statuses = self.statuses().await?;
+        sources.push(Source {
+            name: "statuses".to_owned(),
+            text: statuses,
+        });
+        let status = self.stack.plugin(&["status", "-A", "-o", "json"]).await;
+        sources.push(Source {
+            name: "kubectl nauthera status -A -o json".to_owned(),
+            text: status.all(),
+        });
+        let mut targets: Vec<String> = snapshot
+            .shown
+            .keys()
+            .map(|(kind, name)| format!("{}/{name}", kind.name().to_lowercase()))
+            .collect();
+        targets.truncate(12);
+        for target in targets {
+            let run = self.stack.plugin(&["diagnose", &target]).await;
+            sources.push(Source {
+                name: format!("kubectl nauthera diagnose {target}"),
+                text: run.all(),
+            });
+        }
+        Ok(sources)
+    }
+
+    async fn events(&self) -> anyhow::Result<Source> {
+        let mut text = String::new();
+        for namespace in [self.stack.namespace(), RECONCILER_NAMESPACE] {
+            let events = Api::<Event>::namespaced(self.stack.client(), namespace)
+                .list(&ListParams::default())
+                .await?;
+            text.push_str(&serde_json::to_string(&events.items)?);
+        }
+        Ok(Source {
+            name: "Events".to_owned(),
+            text,
+        })
+    }
+
+    async fn statuses(&self) -> anyhow::Result<String> {
+        use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
+        let client = self.stack.client();
+        let namespace = self.stack.namespace();
+        let lp = ListParams::default();
+        let mut text = serde_json::to_string(
+            &Api::<OIDCClient>::namespaced(client.clone(), namespace)
+                .list(&lp)
+                .await?
+                .items,
+        )?;
+        text.push_str(&serde_json::to_string(
+            &Api::<Branding>::namespaced(client.clone(), namespace)
+                .list(&lp)
+                .await?
+                .items,
+        )?);
+        text.push_str(&serde_json::to_string(
+            &Api::<IdentityProvider>::namespaced(client.clone(), namespace)
+                .list(&lp)
+                .await?
+                .items,
+        )?);
+        text.push_str(&serde_json::to_string(
+            &Api::<Organization>::namespaced(client, namespace)
+                .list(&lp)
+                .await?
+                .items,
+        )?);
+        Ok(text)
+    }
+
+    /// The secrets of the run: every secret value a Secret held, every private key.
+    fn known_secrets(&self) -> Vec<Known> {
+        let mut known: Vec<Known> = self
+            .observer
+            .lock()
+            .secret_values
+            .iter()
+            .map(|value| Known {
+                what: "a secret value a Secret held".to_owned(),
+                value: value.clone(),
+            })
+            .collect();
+        for replica in &self.replicas {
+            known.extend(replica.private_keys.iter().map(|key| Known {
+                what: format!("a private key of {}", replica.identity),
+                value: key.clone(),
+            }));
+        }
+        known.push(Known {
+            what: "the server's private key".to_owned(),
+            value: self.stack.pki.server.key_pem.clone(),
+        });
+        known
+    }
+
+    async fn scan_for_leaks(&self) -> anyhow::Result<LeakReport> {
+        let known = self.known_secrets();
+        let sources = self.readable().await?;
+        let scan = leaks::scan(&sources, &known);
+        // A planted secret proves the scan looks where it says: an Event whose note carries one
+        // delivered secret in base64 must be found.
+        let planted = known
+            .iter()
+            .find(|k| !k.value.contains("-----BEGIN"))
+            .context("the run delivered no secret to plant")?;
+        self.plant(&planted.value).await?;
+        let planted_scan = leaks::scan(&[self.events().await?], std::slice::from_ref(planted));
+        Ok(LeakReport {
+            scan,
+            planted_found: planted_scan.leaks.iter().any(|l| l.source == "Events"),
+        })
+    }
+
+    async fn plant(&self, value: &str) -> anyhow::Result<()> {
+        use base64::Engine as _;
+        let event: Event = serde_json::from_value(serde_json::json!({
+            "metadata": { "generateName": "planted-" },
+            "involvedObject": { "kind": "Namespace", "name": self.stack.namespace() },
+            "reason": "Planted",
+            "message": format!("a planted leak: {}", base64::engine::general_purpose::STANDARD.encode(value)),
+            "type": "Normal",
+        }))?;
+        Api::<Event>::namespaced(self.stack.client(), self.stack.namespace())
+            .create(&PostParams::default(), &event)
+            .await?;
+        Ok(())
+    }
+}
+
+async fn wait_for_a_leader(observer: &Observer) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while observer.lock().leaderships.is_empty() {
+        if Instant::now() > deadline {
+            bail!("no replica took the Lease within 60 s");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(())
+}

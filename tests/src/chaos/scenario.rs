@@ -1,0 +1,241 @@
+//! The scenarios: what each one does to the server, the replicas or their certificates while the
+//! churn runs, and how it ends (the faults stop; the run then measures how long the product takes
+//! to converge).
+
+use std::time::Duration;
+
+use nauthera_fake_server::{ClientCertOptions, Fault, FaultCode, Method, TestCa};
+use serde::Serialize;
+
+use super::replicas::{Replica, certificate_identity};
+use crate::e2e::Stack;
+
+/// One way of breaking things.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    #[value(name = "faults-20")]
+    #[serde(rename = "faults-20")]
+    /// Every AdminService method fails 20 % of its calls (codes in turn; open change streams
+    /// break mid-stream as often).
+    Faults20,
+    /// The same at 50 %.
+    #[value(name = "faults-50")]
+    #[serde(rename = "faults-50")]
+    Faults50,
+    /// 30 % of the writes of every kind take effect and then lose their answer.
+    LostAnswers,
+    /// The server stops answering (connections stay open) for 3 s in every 5 s.
+    HungServer,
+    /// `kill -9` of the leader every few seconds; it starts again at once, like a crashing pod.
+    KillLeader,
+    /// The leader is cut off from the Kubernetes API for longer than its Lease, again and again.
+    LeaderPartition,
+    /// Both replicas' client certificates are renewed in place every 2 s.
+    CertificateRotated,
+    /// Both replicas' client certificates are replaced by expired ones until the faults stop.
+    CertificateExpired,
+    /// Both replicas' client certificates are replaced by ones from a CA the server does not
+    /// trust until the faults stop.
+    CertificateForeignCa,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 9] = [
+        Scenario::Faults20,
+        Scenario::Faults50,
+        Scenario::LostAnswers,
+        Scenario::HungServer,
+        Scenario::KillLeader,
+        Scenario::LeaderPartition,
+        Scenario::CertificateRotated,
+        Scenario::CertificateExpired,
+        Scenario::CertificateForeignCa,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Faults20 => "faults-20",
+            Scenario::Faults50 => "faults-50",
+            Scenario::LostAnswers => "lost-answers",
+            Scenario::HungServer => "hung-server",
+            Scenario::KillLeader => "kill-leader",
+            Scenario::LeaderPartition => "leader-partition",
+            Scenario::CertificateRotated => "certificate-rotated",
+            Scenario::CertificateExpired => "certificate-expired",
+            Scenario::CertificateForeignCa => "certificate-foreign-ca",
+        }
+    }
+}
+
+/// What a scenario did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Disruption {
+    /// Faults the server answered instead of (or after) a call, by method.
+    pub faults_answered: u64,
+    pub hangs: u64,
+    pub kills: u64,
+    pub partitions: u64,
+    pub certificates_replaced: u64,
+}
+
+const WRITES: [Method; 8] = [
+    Method::ApplyClient,
+    Method::DeleteClient,
+    Method::ApplyBranding,
+    Method::DeleteBranding,
+    Method::ApplyIdentityProvider,
+    Method::DeleteIdentityProvider,
+    Method::ApplyOrganization,
+    Method::DeleteOrganization,
+];
+
+const CODES: [FaultCode; 5] = [
+    FaultCode::Unavailable,
+    FaultCode::Aborted,
+    FaultCode::Internal,
+    FaultCode::Unknown,
+    FaultCode::ResourceExhausted,
+];
+
+/// Sets the scenario's standing faults (those that act by themselves until cleared).
+pub fn begin(
+    scenario: Scenario,
+    stack: &Stack,
+    replicas: &mut [Replica],
+    disruption: &mut Disruption,
+) -> anyhow::Result<()> {
+    match scenario {
+        Scenario::Faults20 | Scenario::Faults50 => {
+            let probability = if scenario == Scenario::Faults20 {
+                0.2
+            } else {
+                0.5
+            };
+            for (index, method) in Method::ALL.into_iter().enumerate() {
+                let fault = if method == Method::WatchChanges {
+                    Fault::breaking_streams(CODES[index % CODES.len()], probability)
+                } else {
+                    Fault::with_probability(CODES[index % CODES.len()], probability)
+                };
+                stack.server.inject_fault(Some(method), fault);
+            }
+        }
+        Scenario::LostAnswers => {
+            for method in WRITES {
+                stack.server.inject_fault(
+                    Some(method),
+                    Fault {
+                        probability: Some(0.3),
+                        ..Fault::losing_answers(FaultCode::Unavailable, u32::MAX)
+                    },
+                );
+            }
+        }
+        Scenario::CertificateExpired | Scenario::CertificateForeignCa => {
+            let foreign = TestCa::new("somebody else's CA")?;
+            for replica in replicas.iter_mut() {
+                let identity = certificate_identity(&replica.identity);
+                let certificate = if scenario == Scenario::CertificateExpired {
+                    stack.pki.ca.issue_expired_client(&identity)?
+                } else {
+                    foreign.issue_client(&ClientCertOptions::identity(&identity))?
+                };
+                replica.install_certificate(&certificate)?;
+                disruption.certificates_replaced += 1;
+            }
+        }
+        Scenario::HungServer
+        | Scenario::KillLeader
+        | Scenario::LeaderPartition
+        | Scenario::CertificateRotated => {}
+    }
+    Ok(())
+}
+
+/// How often [`tick`] acts.
+pub fn tick_interval(scenario: Scenario, lease: Duration) -> Option<Duration> {
+    match scenario {
+        Scenario::HungServer => Some(Duration::from_secs(5)),
+        Scenario::KillLeader => Some(Duration::from_secs(3)),
+        // Cut for longer than the Lease, then healed for as long.
+        Scenario::LeaderPartition => Some(lease + Duration::from_secs(2)),
+        Scenario::CertificateRotated => Some(Duration::from_secs(2)),
+        _ => None,
+    }
+}
+
+/// One recurring action of the scenario.
+pub async fn tick(
+    scenario: Scenario,
+    stack: &Stack,
+    replicas: &mut [Replica],
+    leader: Option<&str>,
+    disruption: &mut Disruption,
+) -> anyhow::Result<()> {
+    match scenario {
+        Scenario::HungServer => {
+            stack.server.hang_for(Duration::from_secs(3));
+            disruption.hangs += 1;
+        }
+        Scenario::KillLeader => {
+            if let Some(replica) = replicas
+                .iter_mut()
+                .find(|r| Some(r.identity.as_str()) == leader)
+            {
+                replica.kill().await;
+                disruption.kills += 1;
+                replica.start(stack).await?;
+            }
+        }
+        Scenario::LeaderPartition => {
+            let any_cut = replicas.iter().any(|r| r.proxy.is_cut());
+            if any_cut {
+                for replica in replicas.iter() {
+                    replica.proxy.heal();
+                }
+            } else if let Some(replica) = replicas
+                .iter()
+                .find(|r| Some(r.identity.as_str()) == leader)
+            {
+                replica.proxy.cut();
+                disruption.partitions += 1;
+            }
+        }
+        Scenario::CertificateRotated => {
+            for replica in replicas.iter_mut() {
+                let renewed = stack.pki.ca.issue_client(&ClientCertOptions::identity(
+                    &certificate_identity(&replica.identity),
+                ))?;
+                replica.install_certificate(&renewed)?;
+                disruption.certificates_replaced += 1;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Stops every fault: the server answers again, the replicas reach the API, and their
+/// certificates are good.
+pub fn end(scenario: Scenario, stack: &Stack, replicas: &mut [Replica]) -> anyhow::Result<()> {
+    stack.server.clear_faults();
+    stack.server.end_hang();
+    for replica in replicas.iter_mut() {
+        replica.proxy.heal();
+        if matches!(
+            scenario,
+            Scenario::CertificateExpired | Scenario::CertificateForeignCa
+        ) {
+            let good =
+                stack
+                    .pki
+                    .ca
+                    .issue_client(&ClientCertOptions::identity(&certificate_identity(
+                        &replica.identity,
+                    )))?;
+            replica.install_certificate(&good)?;
+        }
+    }
+    Ok(())
+}
