@@ -171,13 +171,19 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             verdict
         }
         Step::Delete { if_revision } => {
-            let verdict = delete(
+            let deletion = delete(
                 edges.resource,
                 ctx.admin.as_ref(),
                 &ctx.manager,
                 &if_revision,
             )
             .await?;
+            // The revision the server answered with is what the next step looks at.
+            if let Some(held) = deletion.held_revision {
+                ctx.revisions
+                    .note(K::OBJECT_KIND, edges.resource.server_key(), Some(held));
+            }
+            let verdict = deletion.verdict;
             let dependents = resource
                 .provides()
                 .map(|provided| ctx.prerequisites.dependents(&provided))

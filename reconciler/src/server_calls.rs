@@ -55,28 +55,43 @@ fn applied(held: &Held, created: bool) -> Applied {
     }
 }
 
+/// What a delete came to, and the revision the server holds when it refused for another one.
+pub struct Deletion {
+    pub verdict: Verdict,
+    pub held_revision: Option<String>,
+}
+
 /// Deletes the object only while the server holds the revision last written.
 pub async fn delete<K: Managed, A: AdminApi>(
     resource: &K,
     admin: &A,
     manager: &str,
     if_revision: &str,
-) -> Result<Verdict, ConvertError> {
+) -> Result<Deletion, ConvertError> {
+    let done = |verdict| Deletion {
+        verdict,
+        held_revision: None,
+    };
     Ok(match resource.delete(admin, manager, if_revision).await? {
-        Ok(was_there) => after_delete(&DeleteOutcome::Deleted { was_there }),
+        Ok(was_there) => done(after_delete(&DeleteOutcome::Deleted { was_there })),
         Err(error) if is_conflict(&error) => {
             let held_revision = error.server().and_then(|s| s.held_revision.clone());
             // A mismatch against no revision at all means the object is gone already (a repeated
             // delete of an object still cached with its finalizer, say): nothing is left behind.
             match held_revision.as_deref() {
-                None | Some("") => after_delete(&DeleteOutcome::Deleted { was_there: false }),
-                Some(_) => after_delete(&DeleteOutcome::Conflict { held_revision }),
+                None | Some("") => done(after_delete(&DeleteOutcome::Deleted { was_there: false })),
+                Some(_) => Deletion {
+                    verdict: after_delete(&DeleteOutcome::Conflict {
+                        held_revision: held_revision.clone(),
+                    }),
+                    held_revision,
+                },
             }
         }
         Err(CallError::Server(error)) if error.code == tonic::Code::NotFound => {
-            after_delete(&DeleteOutcome::Deleted { was_there: false })
+            done(after_delete(&DeleteOutcome::Deleted { was_there: false }))
         }
-        Err(error) => after_delete_failure(&error, K::DELETE_METHOD),
+        Err(error) => done(after_delete_failure(&error, K::DELETE_METHOD)),
     })
 }
 

@@ -97,3 +97,116 @@ async fn a_reconciler_killed_right_after_a_write_is_followed_without_drift() {
     stack.reconciler = Some(next);
     registered_with_its_secret_and_never_drifted(&stack, "web").await;
 }
+
+/// A create whose answer was lost, then the manifest deleted (Delete policy) before the
+/// reconciler could adopt the write: the object the server holds is looked at, adopted and
+/// deleted, not left behind as if nothing had been registered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_deleted_after_a_lost_create_answer_deletes_the_object() {
+    let stack = Stack::start().await;
+    let reference = stack.object_ref("web");
+    stack.server.inject_fault(
+        Some(Method::ApplyClient),
+        Fault::losing_answers(FaultCode::Unavailable, 1),
+    );
+    stack.apply(&generated_client("web")).await;
+    // The create took effect; from now on nothing can be written or read, so the reconciler
+    // cannot learn of its write before the manifest goes.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while stack.server.client(&reference).is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the create never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for method in [Method::ApplyClient, Method::GetClient, Method::DeleteClient] {
+        stack
+            .server
+            .inject_fault(Some(method), Fault::always(FaultCode::Unavailable));
+    }
+    let client = stack.oidc_client("web").await.unwrap();
+    assert!(
+        client
+            .status
+            .as_ref()
+            .and_then(|s| s.revision.as_ref())
+            .is_none(),
+        "the reconciler must not know of its write yet: {:?}",
+        client.status
+    );
+    stack.delete_oidc_client("web").await;
+    // Still held while the server cannot be asked: the finalizer stays.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        stack.oidc_client("web").await.is_some(),
+        "the finalizer was released unseen"
+    );
+
+    stack.server.clear_faults();
+    stack.wait_gone("web").await;
+    assert!(
+        stack.server.client(&reference).is_none(),
+        "the object the lost create made is deleted with its manifest"
+    );
+    let deleted = stack
+        .server
+        .audit_events()
+        .into_iter()
+        .any(|e| e.action == "client.deleted" && e.manager == MANAGER);
+    assert!(deleted, "the reconciler deleted it");
+}
+
+/// An update whose answer was lost, then the manifest deleted before the reconciler learned of
+/// it: the delete meets a revision it did not record, looks, adopts its own write and deletes it,
+/// instead of leaving it in place as drift.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_deleted_after_a_lost_update_answer_deletes_the_object() {
+    let stack = Stack::start().await;
+    let reference = stack.object_ref("web");
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    stack.server.inject_fault(
+        Some(Method::ApplyClient),
+        Fault::losing_answers(FaultCode::Unavailable, 1),
+    );
+    stack
+        .apply(&nauthera_tests::e2e::generated_client_with(
+            "web",
+            "Delete",
+            "  postLogoutRedirectUris:\n    - https://web.example.test/\n",
+        ))
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while stack
+        .server
+        .client(&reference)
+        .is_none_or(|c| c.generation_in_force < 2)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the update never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for method in [Method::ApplyClient, Method::GetClient] {
+        stack
+            .server
+            .inject_fault(Some(method), Fault::always(FaultCode::Unavailable));
+    }
+    stack.delete_oidc_client("web").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stack.server.clear_faults();
+    stack.wait_gone("web").await;
+    assert!(
+        stack.server.client(&reference).is_none(),
+        "the object is deleted with its manifest, not left in place as drift"
+    );
+    let events = stack.events_for("OIDCClient", "web").await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.reason == "Drifted" || e.reason == "DeletionSkippedDrifted"),
+        "the reconciler's own write was taken for drift: {events:?}"
+    );
+}

@@ -566,7 +566,7 @@ pub fn no_drift(generation: i64, revision: &str) -> Verdict {
 pub enum DeleteOutcome {
     /// Deleted, or already gone.
     Deleted { was_there: bool },
-    /// The server holds another revision (drifted): left in place.
+    /// The server holds another revision: looked at before anything is deleted.
     Conflict { held_revision: Option<String> },
 }
 
@@ -583,18 +583,26 @@ pub fn after_delete(outcome: &DeleteOutcome) -> Verdict {
             Cause::None,
             "deletionPolicy Delete: the server no longer held the object".to_owned(),
         ),
-        DeleteOutcome::Conflict { held_revision } => Verdict::new(
-            Reason::DeletionSkippedDrifted,
-            Cause::RevisionMismatch,
-            format!(
-                "deletionPolicy Delete: the server holds {} rather than the revision this \
-                 resource wrote, so the drifted object was left in place on the server",
-                match held_revision.as_deref() {
-                    Some("") | None => "another revision".to_owned(),
-                    Some(revision) => format!("revision {revision}"),
-                }
-            ),
-        ),
+        // Another revision may be this reconciler's own write whose answer was lost: it is
+        // looked at first (adopted and then deleted, or reported as drift and left in place).
+        DeleteOutcome::Conflict { held_revision } => {
+            let mut verdict = Verdict::new(
+                Reason::Deleting,
+                Cause::RevisionMismatch,
+                format!(
+                    "deletionPolicy Delete waits: the server holds {} rather than the revision \
+                     this resource recorded; looking at who wrote it before deleting; retried \
+                     with backoff",
+                    match held_revision.as_deref() {
+                        Some("") | None => "another revision".to_owned(),
+                        Some(revision) => format!("revision {revision}"),
+                    }
+                ),
+            );
+            verdict.retried = true;
+            verdict.record_attempt = false;
+            verdict
+        }
     }
 }
 

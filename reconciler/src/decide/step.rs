@@ -242,6 +242,11 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
             (DeletionPolicy::Delete, Some(_)) if drift.is_some() => Step::Release {
                 reason: Reason::DeletionSkippedDrifted,
             },
+            // The server holds another revision than the one recorded (an own write whose answer
+            // was lost, or somebody's change): look before deleting anything.
+            (DeletionPolicy::Delete, Some(revision)) if matches!(&observed.server, ServerView::Holds { revision: held } if *held != revision) => {
+                Step::CheckDrift
+            }
             (DeletionPolicy::Delete, Some(revision)) => Step::Delete {
                 if_revision: revision,
             },
@@ -360,9 +365,9 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
             name: name.to_owned(),
         };
     }
-    // A check that failed (its read was retried) left another reason than Registered in status
+    // A check that failed (its read was retried) left a phase other than Registered in status
     // although the generation is in force: look again, so the status says what holds now.
-    let settled = status.is_some_and(|s| s.reason == Some(Reason::Registered));
+    let settled = status.is_some_and(|s| s.phase == Some(Phase::Registered));
     match &observed.server {
         ServerView::Holds { revision } if Some(revision) != written.as_ref() => Step::CheckDrift,
         ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,

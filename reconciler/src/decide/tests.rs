@@ -86,6 +86,9 @@ fn the_next_step_follows_the_resource() {
     let in_force_1 = registered(1, "r1");
     let mut in_force_after_failed_check = registered(1, "r1");
     in_force_after_failed_check.reason = Some(Reason::Pending);
+    in_force_after_failed_check.phase = Some(Phase::Pending);
+    let mut restored_1 = registered(1, "r1");
+    restored_1.reason = Some(Reason::Restored);
     let mut drifted_status = registered(1, "r1");
     drifted_status.drift = Some(Drift {
         server_revision: "r9".into(),
@@ -136,6 +139,16 @@ fn the_next_step_follows_the_resource() {
                 };
             }),
             Step::CheckDrift,
+        ),
+        (
+            "a restore in force is settled: nothing is checked",
+            Box::new(|o| {
+                o.status = Some(&restored_1);
+                o.server = ServerView::Holds {
+                    revision: "r1".into(),
+                };
+            }),
+            Step::Wait { after: None },
         ),
         (
             "a listing with another revision is checked",
@@ -366,6 +379,17 @@ fn the_next_step_follows_the_resource() {
                 o.deleting = true;
                 o.server = ServerView::Holds {
                     revision: "r1".into(),
+                };
+            }),
+            Step::CheckDrift,
+        ),
+        (
+            "deletion when the listing holds another revision looks first",
+            Box::new(|o| {
+                o.status = Some(&in_force_1);
+                o.deleting = true;
+                o.server = ServerView::Holds {
+                    revision: "r5".into(),
                 };
             }),
             Step::CheckDrift,
@@ -1232,17 +1256,25 @@ fn a_restore_records_restored_and_clears_the_drift() {
 }
 
 #[test]
+fn a_delete_refused_for_another_revision_waits_and_looks() {
+    let verdict = after_delete(&DeleteOutcome::Conflict {
+        held_revision: Some("r9".into()),
+    });
+    assert_eq!(verdict.reason, Reason::Deleting);
+    assert!(verdict.retried, "retried, not released");
+    assert!(
+        verdict.message.contains("revision r9"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[test]
 fn deletion_outcomes() {
     let cases = [
         (
             after_delete(&DeleteOutcome::Deleted { was_there: true }),
             Reason::Deleted,
-        ),
-        (
-            after_delete(&DeleteOutcome::Conflict {
-                held_revision: Some("r9".into()),
-            }),
-            Reason::DeletionSkippedDrifted,
         ),
         (released(Reason::Orphaned), Reason::Orphaned),
     ];

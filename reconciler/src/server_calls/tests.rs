@@ -412,6 +412,7 @@ async fn deletion_honours_the_precondition() {
         delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
             .await
             .unwrap()
+            .verdict
             .reason,
         Reason::Deleted
     );
@@ -420,11 +421,14 @@ async fn deletion_honours_the_precondition() {
         "REVISION_MISMATCH",
         &[("revision", "r9")],
     )));
-    let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
+    let deletion = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
         .await
         .unwrap();
-    assert_eq!(verdict.reason, Reason::DeletionSkippedDrifted);
-    assert!(verdict.message.contains("revision r9"));
+    // Another revision is looked at before anything is deleted or left in place.
+    assert_eq!(deletion.verdict.reason, Reason::Deleting);
+    assert!(deletion.verdict.retried);
+    assert!(deletion.verdict.message.contains("revision r9"));
+    assert_eq!(deletion.held_revision.as_deref(), Some("r9"));
     // A mismatch against no revision: the client is gone already, nothing was left in place.
     *admin.delete.lock().unwrap() = Some(Err(refusal(
         Code::FailedPrecondition,
@@ -433,13 +437,15 @@ async fn deletion_honours_the_precondition() {
     )));
     let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
         .await
-        .unwrap();
+        .unwrap()
+        .verdict;
     assert_eq!(verdict.reason, Reason::Deleted);
     assert!(verdict.message.contains("no longer held"));
     *admin.delete.lock().unwrap() = Some(Err(refusal(Code::Unavailable, "", &[])));
     let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
         .await
-        .unwrap();
+        .unwrap()
+        .verdict;
     assert!(verdict.retried);
     assert_eq!(verdict.reason, Reason::Deleting);
     *admin.delete.lock().unwrap() = Some(Err(refusal(
@@ -449,7 +455,8 @@ async fn deletion_honours_the_precondition() {
     )));
     let verdict = delete(&client_of(&declared()), &admin, "nauthera-reconciler", "r2")
         .await
-        .unwrap();
+        .unwrap()
+        .verdict;
     assert_eq!(
         (verdict.reason, verdict.cause),
         (Reason::Refused, Cause::OperationNotGranted)

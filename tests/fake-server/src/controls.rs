@@ -237,17 +237,12 @@ impl Controls {
     /// Takes a fault for a call at this stage, if one applies; counts down counted faults.
     /// `draw` is a random number in [0, 1) for probabilistic ones.
     pub fn take_fault(&mut self, method: Method, draw: f64, stage: Stage) -> Option<Injected> {
-        let key = if self.faults.contains_key(&Some(method)) {
-            Some(method)
-        } else if self.faults.contains_key(&None) {
-            None
-        } else {
-            return None;
-        };
+        // The method's own fault for this stage, else the default one: a method's mid-stream
+        // fault leaves its opening calls to the fault set for every method.
+        let key = [Some(method), None]
+            .into_iter()
+            .find(|key| self.faults.get(key).is_some_and(|f| f.stage() == stage))?;
         let fault = self.faults.get_mut(&key)?;
-        if fault.stage() != stage {
-            return None;
-        }
         if let Some(probability) = fault.probability
             && draw >= probability
         {
@@ -284,6 +279,22 @@ impl Controls {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_method_fault_of_another_stage_leaves_the_default_fault_acting() {
+        let mut controls = Controls::default();
+        controls
+            .faults
+            .insert(None, Fault::always(FaultCode::Unavailable));
+        controls.faults.insert(
+            Some(Method::WatchChanges),
+            Fault::breaking_streams(FaultCode::Aborted, 1.0),
+        );
+        let opening = controls.take_fault(Method::WatchChanges, 0.0, Stage::BeforeEffect);
+        assert_eq!(opening.map(|f| f.code), Some(Code::Unavailable));
+        let streaming = controls.take_fault(Method::WatchChanges, 0.0, Stage::MidStream);
+        assert_eq!(streaming.map(|f| f.code), Some(Code::Aborted));
+    }
 
     #[test]
     fn a_counted_fault_answers_that_many_calls() {

@@ -243,25 +243,36 @@ impl<'a> Run<'a> {
             .collect())
     }
 
-    /// Prints what the replicas logged about the first resource that did not settle.
+    /// Prints what the replicas logged about the first resource that did not settle, and about
+    /// the first object left on the server after its manifest was deleted.
     fn explain_unsettled(&self, snapshot: &Snapshot) {
         let unsettled = self.world.live.iter().find(|(key, declared)| {
             snapshot.shown.get(*key).and_then(|s| s.reason.clone())
                 != Some(declared.expected_reason().to_string())
         });
-        let Some(((kind, name), _)) = unsettled else {
-            return;
-        };
-        let needle = format!("\"name\":\"{name}\"");
-        for replica in &self.replicas {
-            let logs = replica.all_logs();
-            let lines: Vec<&str> = logs.lines().filter(|l| l.contains(&needle)).collect();
-            eprintln!(
-                "--- {} {name}: the last lines replica {} logged about it:\n{}",
-                kind.name(),
-                replica.identity,
-                lines[lines.len().saturating_sub(15)..].join("\n")
-            );
+        let held: BTreeSet<String> = snapshot.held.iter().map(|h| h.name.clone()).collect();
+        let left = self
+            .world
+            .deleted
+            .iter()
+            .find(|d| held.contains(&d.name))
+            .map(|d| (d.kind, d.name.clone()));
+        for (kind, name) in unsettled
+            .map(|(key, _)| key.clone())
+            .into_iter()
+            .chain(left)
+        {
+            let needle = format!("\"name\":\"{name}\"");
+            for replica in &self.replicas {
+                let logs = replica.all_logs();
+                let lines: Vec<&str> = logs.lines().filter(|l| l.contains(&needle)).collect();
+                eprintln!(
+                    "--- {} {name}: the last lines replica {} logged about it:\n{}",
+                    kind.name(),
+                    replica.identity,
+                    lines[lines.len().saturating_sub(15)..].join("\n")
+                );
+            }
         }
     }
 

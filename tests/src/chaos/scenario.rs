@@ -17,7 +17,7 @@ pub enum Scenario {
     #[value(name = "faults-20")]
     #[serde(rename = "faults-20")]
     /// Every AdminService method fails 20 % of its calls (codes in turn; open change streams
-    /// break mid-stream as often).
+    /// also break mid-stream as often).
     Faults20,
     /// The same at 50 %.
     #[value(name = "faults-50")]
@@ -112,6 +112,11 @@ pub fn begin(
             } else {
                 0.5
             };
+            // Every method's own fault; opening a change stream falls to this one.
+            stack.server.inject_fault(
+                None,
+                Fault::with_probability(FaultCode::Unavailable, probability),
+            );
             for (index, method) in Method::ALL.into_iter().enumerate() {
                 let fault = if method == Method::WatchChanges {
                     Fault::breaking_streams(CODES[index % CODES.len()], probability)
