@@ -43,9 +43,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         seed: config.seed,
         ..Report::default()
     };
-    let mut setup = ChurnCounts::default();
-    let populated = run.churn.populate(&mut run.world).await?;
-    setup.add(&populated);
+    run.churn.populate(&mut run.world).await?;
     let converged = run.converge().await?;
     if converged.is_none() {
         bail!(
