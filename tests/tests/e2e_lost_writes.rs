@@ -33,16 +33,24 @@ async fn registered_with_its_secret_and_never_drifted(stack: &Stack, name: &str)
         Some(sha256_hex(value.as_bytes())),
         "the Secret holds the secret in force"
     );
+    // Events are recorded after the status they go with: wait for the one this looks for.
+    let minted_again = |events: &[nauthera_tests::e2e::EventSeen]| {
+        events.iter().any(|e| {
+            e.reason == "SecretDelivered" && e.message.contains("minted a new client secret")
+        })
+    };
+    stack
+        .eventually("the events are recorded", async || {
+            minted_again(&stack.events_for("OIDCClient", name).await)
+        })
+        .await;
     let events = stack.events_for("OIDCClient", name).await;
     assert!(
         !events.iter().any(|e| e.reason == "Drifted"),
         "the reconciler's own write was reported as drift: {events:?}"
     );
     assert!(
-        events
-            .iter()
-            .any(|e| e.reason == "SecretDelivered"
-                && e.message.contains("minted a new client secret")),
+        minted_again(&events),
         "an event says the secret was minted again: {events:?}"
     );
     assert!(
@@ -98,6 +106,31 @@ async fn a_reconciler_killed_right_after_a_write_is_followed_without_drift() {
     registered_with_its_secret_and_never_drifted(&stack, "web").await;
 }
 
+/// Waits until the server holds client `web` as `written` says (watched closely: the reconciler
+/// retries within a second), then answers every call of `methods` with Unavailable, so that the
+/// reconciler cannot learn of its write.
+async fn once_written_fail(
+    stack: &Stack,
+    what: &str,
+    written: impl Fn(&nauthera_proto::v1::Client) -> bool,
+    methods: &[Method],
+) {
+    let reference = stack.object_ref("web");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !stack.server.client(&reference).is_some_and(|c| written(&c)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for method in methods {
+        stack
+            .server
+            .inject_fault(Some(*method), Fault::always(FaultCode::Unavailable));
+    }
+}
+
 /// A create whose answer was lost, then the manifest deleted (Delete policy) before the
 /// reconciler could adopt the write: the object the server holds is looked at, adopted and
 /// deleted, not left behind as if nothing had been registered.
@@ -112,19 +145,13 @@ async fn a_manifest_deleted_after_a_lost_create_answer_deletes_the_object() {
     stack.apply(&generated_client("web")).await;
     // The create took effect; from now on nothing can be written or read, so the reconciler
     // cannot learn of its write before the manifest goes.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while stack.server.client(&reference).is_none() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the create never reached the server"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    for method in [Method::ApplyClient, Method::GetClient, Method::DeleteClient] {
-        stack
-            .server
-            .inject_fault(Some(method), Fault::always(FaultCode::Unavailable));
-    }
+    once_written_fail(
+        &stack,
+        "the create",
+        |_| true,
+        &[Method::ApplyClient, Method::GetClient, Method::DeleteClient],
+    )
+    .await;
     let client = stack.oidc_client("web").await.unwrap();
     assert!(
         client
@@ -177,23 +204,13 @@ async fn a_manifest_deleted_after_a_lost_update_answer_deletes_the_object() {
             "  postLogoutRedirectUris:\n    - https://web.example.test/\n",
         ))
         .await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while stack
-        .server
-        .client(&reference)
-        .is_none_or(|c| c.generation_in_force < 2)
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the update never reached the server"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    for method in [Method::ApplyClient, Method::GetClient] {
-        stack
-            .server
-            .inject_fault(Some(method), Fault::always(FaultCode::Unavailable));
-    }
+    once_written_fail(
+        &stack,
+        "the update",
+        |client| client.generation_in_force >= 2,
+        &[Method::ApplyClient, Method::GetClient],
+    )
+    .await;
     stack.delete_oidc_client("web").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     stack.server.clear_faults();

@@ -223,18 +223,20 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
         if let Some(wait) = still_backing_off(observed) {
             return wait;
         }
+        // The server holds a revision this resource did not record (its own write whose answer
+        // was lost, or somebody's change): look before deleting or releasing anything. An own
+        // write is adopted and then deleted; anyone else's is reported and left in place.
+        let unrecorded = matches!(
+            &observed.server,
+            ServerView::Holds { revision } if Some(revision) != written.as_ref()
+        );
+        if observed.deletion_policy == DeletionPolicy::Delete && drift.is_none() && unrecorded {
+            return Step::CheckDrift;
+        }
         return match (observed.deletion_policy, written) {
             (DeletionPolicy::Orphan, _) => Step::Release {
                 reason: Reason::Orphaned,
             },
-            // No write was recorded, but the server holds the object: a write whose answer was
-            // lost. Look at it first (an own write is adopted, then deleted; anyone else's is
-            // reported, not deleted).
-            (DeletionPolicy::Delete, None)
-                if matches!(observed.server, ServerView::Holds { .. }) =>
-            {
-                Step::CheckDrift
-            }
             // Nothing was ever registered: nothing to delete.
             (DeletionPolicy::Delete, None) => Step::Release {
                 reason: Reason::Deleted,
@@ -242,11 +244,6 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
             (DeletionPolicy::Delete, Some(_)) if drift.is_some() => Step::Release {
                 reason: Reason::DeletionSkippedDrifted,
             },
-            // The server holds another revision than the one recorded (an own write whose answer
-            // was lost, or somebody's change): look before deleting anything.
-            (DeletionPolicy::Delete, Some(revision)) if matches!(&observed.server, ServerView::Holds { revision: held } if *held != revision) => {
-                Step::CheckDrift
-            }
             (DeletionPolicy::Delete, Some(revision)) => Step::Delete {
                 if_revision: revision,
             },

@@ -73,26 +73,23 @@ async fn watch_leases(api: Api<Lease>, observed: Arc<Mutex<Observed>>) {
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
     let mut stream = watcher::watcher(api, config).boxed();
     while let Some(event) = stream.next().await {
-        let leases = match event {
-            Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) => vec![lease],
-            _ => continue,
+        let Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) = event else {
+            continue;
         };
-        for lease in leases {
-            let Some(spec) = lease.spec else { continue };
-            let (Some(holder), Some(acquired)) = (spec.holder_identity, spec.acquire_time) else {
-                continue;
-            };
-            if holder.is_empty() {
-                continue;
-            }
-            let leadership = Leadership {
-                holder,
-                acquired: acquired.0,
-            };
-            let mut observed = observed.lock().unwrap_or_else(|p| p.into_inner());
-            if observed.leaderships.last() != Some(&leadership) {
-                observed.leaderships.push(leadership);
-            }
+        let Some(spec) = lease.spec else { continue };
+        let (Some(holder), Some(acquired)) = (spec.holder_identity, spec.acquire_time) else {
+            continue;
+        };
+        if holder.is_empty() {
+            continue;
+        }
+        let leadership = Leadership {
+            holder,
+            acquired: acquired.0,
+        };
+        let mut observed = observed.lock().unwrap_or_else(|p| p.into_inner());
+        if observed.leaderships.last() != Some(&leadership) {
+            observed.leaderships.push(leadership);
         }
     }
 }

@@ -293,7 +293,6 @@ impl<'a> Run<'a> {
             }
         }
         sources.push(self.events().await?);
-        let snapshot = snapshot::take(&self.stack).await?;
         let statuses = self.statuses().await?;
         sources.push(Source {
             name: "statuses".to_owned(),
@@ -304,12 +303,13 @@ impl<'a> Run<'a> {
             name: "kubectl nauthera status -A -o json".to_owned(),
             text: status.all(),
         });
-        let mut targets: Vec<String> = snapshot
-            .shown
+        let targets: Vec<String> = self
+            .world
+            .live
             .keys()
+            .take(12)
             .map(|(kind, name)| format!("{}/{name}", kind.name().to_lowercase()))
             .collect();
-        targets.truncate(12);
         for target in targets {
             let run = self.stack.plugin(&["diagnose", &target]).await;
             sources.push(Source {

@@ -71,7 +71,7 @@ impl Scenario {
 /// What a scenario did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Disruption {
-    /// Faults the server answered instead of (or after) a call, by method.
+    /// Faults the server answered instead of (or after) a call, or mid-stream, in all.
     pub faults_answered: u64,
     pub hangs: u64,
     pub kills: u64,

@@ -21,28 +21,29 @@ impl FakeServer {
     pub fn held_objects(&self) -> Vec<HeldObject> {
         let core = self.shared.core();
         let objects = &core.objects;
-        let keyed = |kind: &'static str, keys: Vec<&(String, String, String)>| {
-            keys.into_iter()
-                .map(move |(slug, namespace, name)| HeldObject {
-                    kind,
-                    // An organization's key holds its slug in the place of the name.
-                    organization: if slug.is_empty() {
-                        name.clone()
-                    } else {
-                        slug.clone()
-                    },
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                })
-                .collect::<Vec<_>>()
-        };
-        let mut held = keyed("organization", objects.organizations.keys().collect());
-        held.extend(keyed("client", objects.clients.keys().collect()));
-        held.extend(keyed("branding", objects.brandings.keys().collect()));
-        held.extend(keyed(
-            "identity_provider",
-            objects.identity_providers.keys().collect(),
-        ));
-        held
+        let keys = objects
+            .organizations
+            .keys()
+            .map(|key| ("organization", key))
+            .chain(objects.clients.keys().map(|key| ("client", key)))
+            .chain(objects.brandings.keys().map(|key| ("branding", key)))
+            .chain(
+                objects
+                    .identity_providers
+                    .keys()
+                    .map(|key| ("identity_provider", key)),
+            );
+        keys.map(|(kind, (slug, namespace, name))| HeldObject {
+            kind,
+            // An organization's key holds its slug in the place of the name.
+            organization: if slug.is_empty() {
+                name.clone()
+            } else {
+                slug.clone()
+            },
+            namespace: namespace.clone(),
+            name: name.clone(),
+        })
+        .collect()
     }
 }
