@@ -41,6 +41,9 @@ pub enum Route {
         namespace: String,
         name: String,
     },
+    /// Reconcile every resource of a namespace (its labels moved, or a client under a namespace
+    /// limit went away).
+    Namespace { namespace: String },
     /// Reconcile every resource: a listing replaced the whole view.
     All,
 }

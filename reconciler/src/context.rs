@@ -20,6 +20,7 @@ use crate::kube_io::{self, Kind};
 use crate::leader::Leadership;
 use crate::memory::Memory;
 use crate::metrics::Metrics;
+use crate::policies::Policies;
 use crate::prerequisites::Prerequisites;
 
 /// Why a reconcile could not finish; retried with backoff by the error policy.
@@ -50,6 +51,8 @@ pub struct Context<A> {
     pub references: Arc<SecretReferences>,
     /// The order between manifests.
     pub prerequisites: Arc<Prerequisites>,
+    /// The ClientPolicies and what they hold back.
+    pub policies: Arc<Policies>,
     pub leadership: Leadership,
     pub backoff: Backoff,
     pub clock: fn() -> Timestamp,

@@ -34,6 +34,7 @@ use crate::context::{Context, ReconcileError};
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
+use crate::policies::{CountedClient, Policies};
 use crate::prerequisites::{Manifest, Prerequisites};
 
 /// How long a resource's events are left to settle before its reconcile: the echoes of one
@@ -52,6 +53,7 @@ pub struct Wiring {
     pub references: Arc<SecretReferences>,
     pub prerequisites: Arc<Prerequisites>,
     pub gate: Arc<StartGate>,
+    pub policies: Arc<Policies>,
     pub concurrency: u16,
 }
 
@@ -325,6 +327,10 @@ pub fn spawn<K: Managed, A: AdminApi>(
     let references = wiring.references.clone();
     let prerequisites = wiring.prerequisites.clone();
     prerequisites.find_dependents_with(dependents_in(manifests.clone()));
+    let policies = wiring.policies.clone();
+    if K::OBJECT_KIND == ObjectKind::Client {
+        policies.count_clients_with(clients_in(manifests.clone()));
+    }
     let watched = reflector::reflector(
         writer,
         watcher(
@@ -342,31 +348,49 @@ pub fn spawn<K: Managed, A: AdminApi>(
         };
         if let Ok(resource) = &guard.0 {
             record_references(&references, &prerequisites, resource, present);
+            if !present {
+                policies.resource_gone(
+                    K::OBJECT_KIND,
+                    &resource.namespace().unwrap_or_default(),
+                    &resource.name_any(),
+                );
+            }
         }
     })
     .applied_objects();
     let in_scope = scope.clone();
     let locator = wiring.prerequisites.clone();
-    let named = BroadcastStream::new(wiring.routes.subscribe()).filter_map(move |route| {
-        let target = match route {
+    let cached = manifests.clone();
+    let named = BroadcastStream::new(wiring.routes.subscribe()).flat_map(move |route| {
+        let targets: Vec<(String, String)> = match route {
             Ok(Route::Resource {
                 kind,
                 namespace,
                 name,
-            }) if kind == K::OBJECT_KIND => K::locate(&locator, namespace, name),
-            _ => None,
+            }) if kind == K::OBJECT_KIND => {
+                K::locate(&locator, namespace, name).into_iter().collect()
+            }
+            Ok(Route::Namespace { namespace }) => cached
+                .state()
+                .iter()
+                .filter(|guard| guard.namespace().as_deref() == Some(namespace.as_str()))
+                .map(|guard| (namespace.clone(), guard.name_any()))
+                .collect(),
+            _ => Vec::new(),
         };
-        std::future::ready(
-            target
-                .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
-                .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace)),
-        )
+        let refs: Vec<ObjectRef<DeserializeGuard<K>>> = targets
+            .into_iter()
+            .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
+            .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
+            .collect();
+        futures::stream::iter(refs)
     });
     // A receiver that fell behind has lost routes: everything is reconciled instead.
     let everything = BroadcastStream::new(wiring.routes.subscribe()).filter_map(|route| {
         std::future::ready(matches!(route, Ok(Route::All) | Err(_)).then_some(()))
     });
     let gate = wiring.gate.clone();
+    let loaded = wiring.policies.clone();
     let concurrency = wiring.concurrency;
     tasks.spawn(async move {
         // The watches are decoded on tasks of their own (they end with this one), so that the
@@ -374,6 +398,8 @@ pub fn spawn<K: Managed, A: AdminApi>(
         let (watched, _watching) = on_own_task(watched);
         let delivered = delivered.map(on_own_task);
         gate.wait().await;
+        // A decision before the policies are listed could send what one does not allow.
+        loaded.wait_loaded().await;
         let mut controller = Controller::for_stream(watched, manifests).with_config(
             controller::Config::default()
                 .concurrency(concurrency)
@@ -457,6 +483,26 @@ fn dependents_in<K: Managed>(
     })
 }
 
+/// Lists one namespace's OIDCClients from a watch cache, as the namespace limit counts them.
+fn clients_in<K: Managed>(
+    manifests: reflector::Store<DeserializeGuard<K>>,
+) -> crate::policies::ClientLister {
+    Box::new(move |namespace| {
+        manifests
+            .state()
+            .iter()
+            .filter_map(|guard| guard.0.as_ref().ok())
+            .filter(|resource| resource.namespace().as_deref() == Some(namespace))
+            .map(|resource| CountedClient {
+                name: resource.name_any(),
+                issuer: resource.issuer().to_owned(),
+                created: resource.meta().creation_timestamp.as_ref().map(|t| t.0),
+                deleting: resource.meta().deletion_timestamp.is_some(),
+            })
+            .collect()
+    })
+}
+
 /// Since when the server holds what a manifest declared, as far as its status tells: `None`
 /// until something was written; else when its Ready condition last moved.
 fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
@@ -469,14 +515,13 @@ fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
     )
 }
 
-/// Drops what the reconciler never reads from a cached manifest: its managed fields, labels and
-/// creation time, and every annotation but its own (`kubectl apply` keeps a whole copy of the
-/// manifest in one).
+/// Drops what the reconciler never reads from a cached manifest: its managed fields, labels,
+/// and every annotation but its own (`kubectl apply` keeps a whole copy of the manifest in one).
+/// The creation time stays: a namespace limit keeps the clients created first.
 fn slim_manifest<K: Resource>(object: &mut K) {
     let meta = object.meta_mut();
     meta.managed_fields = None;
     meta.labels = None;
-    meta.creation_timestamp = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.retain(|key, _| key.starts_with("nauthera.io/"));
     }

@@ -17,6 +17,7 @@ mod managed;
 mod memory;
 mod metrics;
 mod pipeline;
+mod policies;
 mod prerequisites;
 mod probe;
 mod run;

@@ -7,7 +7,7 @@ use std::future::Future;
 use nauthera_proto::v1;
 use nauthera_shared::client::CallError;
 use nauthera_shared::convert::ConvertError;
-use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef};
+use nauthera_shared::resources::{DeletionPolicy, PolicyKind, ResourceStatus, SecretKeyRef};
 
 use kube::ResourceExt;
 
@@ -81,6 +81,8 @@ pub trait Managed: Kind {
     const DELETE_METHOD: &'static str;
     /// The kind as the server's audit log and change events name it.
     const OBJECT_KIND: v1::ObjectKind;
+    /// The kind as ClientPolicies cover it; `None` for a kind no policy covers.
+    const POLICY_KIND: Option<PolicyKind> = None;
 
     fn status(&self) -> Option<&ResourceStatus>;
     fn deletion_policy(&self) -> DeletionPolicy;

@@ -11,21 +11,22 @@ use kube::api::Api;
 use kube::runtime::controller::Action;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::convert::ConvertError;
-use nauthera_shared::resources::{ResourceStatus, RestoreOutcome, RestoreRecord};
+use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, RestoreRecord};
 
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, Readers, Rotation, SecretMode, SecretRelease, SecretState, StaleRemoval,
-    Step, Verdict, after_apply, after_secret_failure, awaiting_prerequisite, naming_dependents,
-    released, released_with_secret, restore_not_needed, rotated, secret_delivered,
-    secret_name_taken, secret_ref_unavailable, secret_unreadable, stale_secret,
+    DriftUpdate, Observed, PolicyGate, Readers, Rotation, SecretMode, SecretRelease, SecretState,
+    StaleRemoval, Step, Verdict, after_apply, after_secret_failure, awaiting_prerequisite,
+    held_by_policy, naming_dependents, released, released_with_secret, restore_not_needed, rotated,
+    secret_delivered, secret_name_taken, secret_ref_unavailable, secret_unreadable, stale_secret,
     stale_secret_removed, superseding_drift, unencodable_branding, with_removal_told,
     with_stale_removal,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
 use crate::memory::Minted;
+use crate::policies::Judged;
 use crate::prerequisites::Standing;
 use crate::server_calls::{DriftFacts, WriteResult, check_drift, delete, write};
 
@@ -84,6 +85,18 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
     let verdict = match step {
         Step::AddFinalizer | Step::ReadSecret => unreachable!("taken in the loop above"),
         Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest),
+        Step::HoldByPolicy => {
+            let approve = format!(
+                "kubectl nauthera approve {}/{} -n {}",
+                K::KIND.to_lowercase(),
+                resource.name_any(),
+                edges.namespace
+            );
+            match held_by_policy(&observed.policy, observed.generation, status, &approve) {
+                Some(verdict) => verdict,
+                None => return Ok(Action::await_change()),
+            }
+        }
         Step::Wait { after } => {
             // The gauge of resources by reason is filled from the cache too, not only after a
             // write: a restarted reconciler counts what it found.
@@ -145,7 +158,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             rotate,
             restore,
         } => {
-            apply(
+            let mut verdict = apply(
                 &edges,
                 status,
                 provided,
@@ -153,7 +166,12 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
                 rotate,
                 restore,
             )
-            .await?
+            .await?;
+            // What an approval policy lists is kept with the write that put it in force.
+            if verdict.fields.generation_in_force.is_some() {
+                verdict.fields.approval = observed.policy.approval_record().cloned();
+            }
+            verdict
         }
         Step::DeliverSecret => match minted {
             Some(minted) => deliver(&edges, status, &minted).await,
@@ -203,8 +221,72 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             return finish_deletion(&edges, status, &verdict).await;
         }
     };
+    record_hold(&edges, &verdict);
     ctx.record(K::KIND, &edges.api, edges.resource, status, &verdict, true)
         .await
+}
+
+/// Tells the policy caches whether a policy holds the resource back, for the policy's status.
+fn record_hold<K: Managed, A>(edges: &Edges<'_, K, A>, verdict: &Verdict) {
+    if K::POLICY_KIND.is_none() {
+        return;
+    }
+    let held = verdict.fields.policy.as_ref().map(|hold| {
+        (
+            hold.policy.clone(),
+            HeldResource {
+                kind: K::KIND.to_owned(),
+                namespace: edges.namespace.clone(),
+                name: edges.resource.name_any(),
+                reason: verdict.reason.as_str().to_owned(),
+                rule: hold.rule.clone(),
+            },
+        )
+    });
+    edges.ctx.policies.record_hold(
+        (
+            K::OBJECT_KIND,
+            edges.namespace.clone(),
+            edges.resource.name_any(),
+        ),
+        held,
+    );
+}
+
+/// Where the declared generation stands with the policies, unless the manifest is being
+/// deleted. A generation in force is judged on the rules only: it needs no approval.
+fn policy_gate<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    generation: i64,
+    deleting: bool,
+) -> PolicyGate {
+    let Some(kind) = K::POLICY_KIND else {
+        return PolicyGate::Open;
+    };
+    let written = status.is_some_and(|s| s.revision.is_some());
+    let in_force = written && status.and_then(|s| s.generation_in_force) == Some(generation);
+    if deleting || !edges.ctx.policies.any() {
+        return PolicyGate::Open;
+    }
+    let resource = edges.resource;
+    let Ok(object) = serde_json::to_value(resource) else {
+        return PolicyGate::Open;
+    };
+    let name = resource.name_any();
+    edges.ctx.policies.gate(&Judged {
+        kind,
+        namespace: &edges.namespace,
+        name: &name,
+        uid: Some(edges.uid.as_str()),
+        created: resource.meta().creation_timestamp.as_ref().map(|t| t.0),
+        issuer: resource.issuer(),
+        generation,
+        written,
+        in_force,
+        recorded: status.and_then(|s| s.approval.as_deref()),
+        object: &object,
+    })
 }
 
 /// Everything the first decision depends on, and the Secret the team holds when it was read for
@@ -241,6 +323,7 @@ async fn observe<'s, K: Managed, A>(
         server: resource.server_view(&ctx.revisions),
         retry_not_before: ctx.memory.retry_not_before(&edges.uid, generation),
         prerequisites: standing(edges, generation, now),
+        policy: policy_gate(edges, status, generation, deleting),
         now,
     };
     Ok((observed, provided))
@@ -635,6 +718,7 @@ async fn finish_deletion<K: Managed, A>(
     verdict: &Verdict,
 ) -> Result<Action, ReconcileError> {
     let ctx = edges.ctx;
+    record_hold(edges, verdict);
     if !verdict.reason.is_deletion_outcome() {
         return ctx
             .record(K::KIND, &edges.api, edges.resource, status, verdict, true)

@@ -25,6 +25,7 @@ use crate::http;
 use crate::leader::{self, Leadership, LeaseSettings, Standing};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
+use crate::policies::Policies;
 use crate::prerequisites::Prerequisites;
 use crate::probe::{self, ProbeState};
 use crate::state::{self, Publisher};
@@ -226,7 +227,9 @@ fn lead(
     let gate = Arc::new(StartGate::new(FIRST_LISTING_WAIT));
     let references = Arc::new(SecretReferences::default());
     let prerequisites = Arc::new(Prerequisites::new(routes.clone()));
+    let policies = Arc::new(Policies::new(routes.clone()));
     let wiring = Wiring {
+        policies: policies.clone(),
         client: client.clone(),
         routes: routes.clone(),
         references: references.clone(),
@@ -253,7 +256,8 @@ fn lead(
         delivered: DeliveredSecrets::new(stores),
         references,
         prerequisites,
-        leadership,
+        policies: policies.clone(),
+        leadership: leadership.clone(),
         backoff: Backoff {
             cap: config.retry_backoff_max.max(Backoff::default().base),
             ..Backoff::default()
@@ -261,6 +265,17 @@ fn lead(
         clock: system_clock,
         jitter: random_jitter,
     });
+    tasks.spawn(crate::policies::follow_policy_inputs(
+        policies.clone(),
+        client.clone(),
+        scopes.clone(),
+    ));
+    tasks.spawn(crate::policies::run_policy_controller(
+        policies,
+        client.clone(),
+        config.manager.clone(),
+        leadership,
+    ));
     for (scope, delivered) in scopes.into_iter().zip(delivered) {
         controllers::spawn::<OIDCClient, _>(
             &mut tasks,

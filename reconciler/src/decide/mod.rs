@@ -5,6 +5,7 @@
 
 mod backoff;
 mod outcome;
+mod policy;
 mod rotation;
 mod step;
 
@@ -17,6 +18,7 @@ pub use outcome::{
     secret_delivered, secret_ref_unavailable, secret_unreadable, superseding_drift,
     unencodable_branding,
 };
+pub use policy::{PolicyGate, held_by_policy};
 pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
@@ -29,7 +31,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::resources::{
-    ResourceStatus, RestoreOutcome, RestoreRecord, SupersededDrift, ready_condition, set_condition,
+    ApprovalRecord, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord, SupersededDrift,
+    ready_condition, set_condition,
 };
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
@@ -97,6 +100,11 @@ pub fn status_after(
             new.drift = Some(drift);
         }
     }
+    if let Some(approval) = &fields.approval {
+        new.approval = Some(Box::new(approval.clone()));
+    }
+    // A hold lasts as long as the verdicts that say so.
+    new.policy = fields.policy.clone().map(Box::new);
     if verdict.record_attempt {
         new.last_attempt_time = Some(Time(now));
     }
@@ -136,6 +144,10 @@ pub struct FieldUpdates {
     pub last_restore: Option<RestoreRecord>,
     /// The drift this verdict's write superseded.
     pub last_drift: Option<SupersededDrift>,
+    /// The ClientPolicy rule that holds the generation back; any other verdict clears it.
+    pub policy: Option<PolicyHold>,
+    /// What a write under an approval policy carried of the fields it lists.
+    pub approval: Option<ApprovalRecord>,
 }
 
 /// The status after a restore request found nothing drifted: the request is answered, nothing

@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
 use nauthera_shared::resources::{DeletionPolicy, ResourceStatus};
 
+use super::PolicyGate;
 use crate::prerequisites::{Manifest, Standing};
 
 /// How the manifest wants the client secret made.
@@ -117,6 +118,10 @@ pub struct Observed<'a> {
     pub retry_not_before: Option<Timestamp>,
     /// Where the resource stands with the manifests it depends on.
     pub prerequisites: Standing,
+    /// Where the declared generation stands with the ClientPolicies that cover it. A generation
+    /// in force is judged too (a policy that came later says so), but only on its rules, not on
+    /// approvals, and it keeps working.
+    pub policy: PolicyGate,
     pub now: Timestamp,
 }
 
@@ -157,6 +162,8 @@ pub enum Step {
     Release { reason: Reason },
     /// A manifest this one depends on is not registered yet: say so, and write nothing.
     AwaitPrerequisite { manifest: Manifest },
+    /// A ClientPolicy holds the declared generation back: say so, and write nothing.
+    HoldByPolicy,
     /// Nothing to do now; look again after the delay, if any.
     Wait { after: Option<Duration> },
 }
@@ -178,6 +185,7 @@ impl Step {
             Step::Delete { .. } => "delete",
             Step::Release { .. } => "release",
             Step::AwaitPrerequisite { .. } => "await_prerequisite",
+            Step::HoldByPolicy => "hold_by_policy",
             Step::Wait { .. } => "wait",
         }
     }
@@ -188,9 +196,16 @@ impl Step {
 /// time, and a `Pending` written and overwritten at once would only be noise.
 pub const QUIET_WAIT: Duration = Duration::from_secs(3);
 
-/// The next step for a resource. A write waits for the manifests it depends on.
+/// The next step for a resource. A write of a generation not in force is held by a policy
+/// that does not allow it, and waits for the manifests it depends on.
 pub fn next_step(observed: &Observed<'_>) -> Step {
+    let in_force = observed
+        .status
+        .filter(|s| s.revision.is_some())
+        .and_then(|s| s.generation_in_force)
+        == Some(observed.generation);
     match step_ignoring_prerequisites(observed) {
+        Step::Apply { .. } if !in_force && observed.policy.holds() => Step::HoldByPolicy,
         Step::Apply { .. } if let Some(manifest) = &observed.prerequisites.waiting_for => {
             let quiet_left = observed
                 .prerequisites
@@ -364,11 +379,15 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     }
     // A check that failed (its read was retried) left a phase other than Registered in status
     // although the generation is in force: look again, so the status says what holds now.
-    let settled = status.is_some_and(|s| s.phase == Some(Phase::Registered));
+    // A generation in force that a policy (made since) does not allow says so, and stays.
+    let held = observed.policy.holds();
+    let settled =
+        status.is_some_and(|s| s.phase == Some(Phase::Registered) || (held && s.policy.is_some()));
     match &observed.server {
         ServerView::Holds { revision } if Some(revision) != written.as_ref() => Step::CheckDrift,
         ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,
         _ if !settled => Step::CheckDrift,
+        _ if held => Step::HoldByPolicy,
         _ => Step::Wait { after: None },
     }
 }

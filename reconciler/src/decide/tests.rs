@@ -45,6 +45,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         server: ServerView::Unknown,
         retry_not_before: None,
         prerequisites: crate::prerequisites::Standing::default(),
+        policy: PolicyGate::Open,
         now: at(100),
     }
 }
@@ -1446,4 +1447,135 @@ fn what_the_server_and_the_manifest_say_is_recorded_printable() {
         "Bücher & Söhne 請求 🚀"
     );
     assert_eq!(printable("a\tb\u{7f}c\u{85}"), "a\\tb\\u{7f}c\\u{85}");
+}
+
+fn violation(rule: nauthera_shared::policy::Rule) -> nauthera_shared::policy::Violation {
+    nauthera_shared::policy::Violation {
+        policy: "web-rules".into(),
+        rule,
+        field: "spec.grantTypes".into(),
+        message: "ClientPolicy web-rules, rule grantTypes: spec.grantTypes may only hold authorization_code".into(),
+    }
+}
+
+#[test]
+fn a_policy_holds_back_only_generations_not_in_force() {
+    let gate = PolicyGate::Violation(violation(nauthera_shared::policy::Rule::GrantTypes));
+    // A new client is not sent.
+    let mut new = observed(None);
+    new.policy = gate.clone();
+    assert_eq!(next_step(&new), Step::HoldByPolicy);
+    // A new generation of a registered client is not sent either.
+    let in_force_1 = registered(1, "r1");
+    let mut changed = observed(Some(&in_force_1));
+    changed.generation = 2;
+    changed.policy = gate.clone();
+    assert_eq!(next_step(&changed), Step::HoldByPolicy);
+    // The generation in force is not judged again: its secret is still delivered.
+    let mut rotating = observed(Some(&in_force_1));
+    rotating.secret_mode = SecretMode::Generate {
+        secret_name: "web".into(),
+    };
+    rotating.secret_state = SecretState::Absent;
+    rotating.policy = gate.clone();
+    assert!(matches!(
+        next_step(&rotating),
+        Step::Apply {
+            rotate: Some(_),
+            ..
+        }
+    ));
+    // The generation in force is told about a policy made since, once settled; and that
+    // status is settled in turn (no drift check each time).
+    let mut steady = observed(Some(&in_force_1));
+    steady.policy = gate.clone();
+    assert_eq!(next_step(&steady), Step::HoldByPolicy);
+    let told = status_after(
+        Some(&in_force_1),
+        &held_by_policy(&gate, 1, Some(&in_force_1), "").unwrap(),
+        1,
+        at(3),
+    )
+    .unwrap();
+    assert!(
+        told.message
+            .as_deref()
+            .unwrap()
+            .contains("generation 1 stays in force")
+    );
+    let mut held = observed(Some(&told));
+    held.policy = gate.clone();
+    assert_eq!(next_step(&held), Step::HoldByPolicy);
+    // The policy gone: a look at the server brings it back to Registered.
+    let open = observed(Some(&told));
+    assert_eq!(next_step(&open), Step::CheckDrift);
+    // Deleting is never held.
+    let mut deleting = observed(Some(&in_force_1));
+    deleting.deleting = true;
+    deleting.generation = 2;
+    deleting.policy = gate;
+    assert_eq!(
+        next_step(&deleting),
+        Step::Delete {
+            if_revision: "r1".into()
+        }
+    );
+}
+
+#[test]
+fn a_held_generation_says_which_rule_and_what_stays_in_force() {
+    let in_force_1 = registered(1, "r1");
+    let gate = PolicyGate::Violation(violation(nauthera_shared::policy::Rule::GrantTypes));
+    let verdict = held_by_policy(&gate, 2, Some(&in_force_1), "approve").unwrap();
+    assert_eq!(verdict.reason, Reason::PolicyViolation);
+    assert_eq!(verdict.cause, Cause::PolicyRule);
+    assert!(
+        verdict
+            .message
+            .ends_with("generation 2 is not sent and the server keeps generation 1 in force"),
+        "{}",
+        verdict.message
+    );
+    let status = status_after(Some(&in_force_1), &verdict, 2, at(5)).unwrap();
+    let hold = status.policy.as_deref().unwrap();
+    assert_eq!(
+        (hold.policy.as_str(), hold.rule.as_str()),
+        ("web-rules", "grantTypes")
+    );
+    assert_eq!(status.generation_in_force, Some(1));
+    assert_eq!(status.phase, Some(Phase::Error));
+    // The same hold again changes nothing: no status write, no event.
+    assert!(status_after(Some(&status), &verdict, 2, at(9)).is_none());
+    assert!(events_for(Some(&status), &verdict).is_empty());
+    // Complying clears the hold.
+    let registered_2 = status_after(Some(&status), &in_force(2, "r2", false), 2, at(10)).unwrap();
+    assert!(registered_2.policy.is_none());
+
+    let limit = PolicyGate::Violation(violation(
+        nauthera_shared::policy::Rule::MaxClientsPerNamespace,
+    ));
+    let verdict = held_by_policy(&limit, 1, None, "approve").unwrap();
+    assert_eq!(verdict.cause, Cause::NamespaceLimit);
+    assert!(
+        verdict
+            .message
+            .ends_with("nothing is registered on the server")
+    );
+
+    let waiting = PolicyGate::AwaitingApproval {
+        policies: vec!["reviewed".into()],
+        fields: vec!["redirectUris".into()],
+        new_client: false,
+    };
+    let verdict = held_by_policy(
+        &waiting,
+        3,
+        Some(&in_force_1),
+        "kubectl nauthera approve oidcclient/web -n team-a",
+    )
+    .unwrap();
+    assert_eq!(verdict.reason, Reason::WaitingForApproval);
+    assert_eq!(verdict.cause, Cause::ApprovalRequired);
+    assert!(verdict.message.contains("a change to redirectUris needs an approval of generation 3 (kubectl nauthera approve oidcclient/web -n team-a)"), "{}", verdict.message);
+    assert!(held_by_policy(&PolicyGate::Open, 3, None, "").is_none());
 }

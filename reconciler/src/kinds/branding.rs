@@ -18,6 +18,8 @@ impl Managed for Branding {
     const GET_METHOD: &'static str = "GetBranding";
     const DELETE_METHOD: &'static str = "DeleteBranding";
     const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::Branding;
+    const POLICY_KIND: Option<nauthera_shared::resources::PolicyKind> =
+        Some(nauthera_shared::resources::PolicyKind::Branding);
 
     fn status(&self) -> Option<&ResourceStatus> {
         self.status.as_ref()

@@ -19,6 +19,8 @@ impl Managed for IdentityProvider {
     const GET_METHOD: &'static str = "GetIdentityProvider";
     const DELETE_METHOD: &'static str = "DeleteIdentityProvider";
     const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::IdentityProvider;
+    const POLICY_KIND: Option<nauthera_shared::resources::PolicyKind> =
+        Some(nauthera_shared::resources::PolicyKind::IdentityProvider);
 
     fn status(&self) -> Option<&ResourceStatus> {
         self.status.as_ref()

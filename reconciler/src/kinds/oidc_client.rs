@@ -23,6 +23,8 @@ impl Managed for OIDCClient {
     const GET_METHOD: &'static str = "GetClient";
     const DELETE_METHOD: &'static str = "DeleteClient";
     const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::Client;
+    const POLICY_KIND: Option<nauthera_shared::resources::PolicyKind> =
+        Some(nauthera_shared::resources::PolicyKind::OidcClient);
     const SECRET_REF_FIELD: &'static str = "spec.secret.secretRef";
 
     fn status(&self) -> Option<&ResourceStatus> {

@@ -81,10 +81,16 @@ pub enum Cause {
     Removed,
     /// The server's history restarted (a restore from a backup, a new database).
     BackupRestore,
+    /// A ClientPolicy rule does not allow a field's value.
+    PolicyRule,
+    /// The namespace holds as many OIDCClients as a ClientPolicy allows.
+    NamespaceLimit,
+    /// A ClientPolicy requires an approval (a new client, or a change to a listed field).
+    ApprovalRequired,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 30] = [
+    pub const ALL: [Cause; 33] = [
         Cause::None,
         Cause::FieldViolation,
         Cause::IdentityNotAllowed,
@@ -115,6 +121,9 @@ impl Cause {
         Cause::Edited,
         Cause::Removed,
         Cause::BackupRestore,
+        Cause::PolicyRule,
+        Cause::NamespaceLimit,
+        Cause::ApprovalRequired,
     ];
 
     /// The metric label value, snake_case.
@@ -150,6 +159,9 @@ impl Cause {
             Cause::Edited => "edited",
             Cause::Removed => "removed",
             Cause::BackupRestore => "backup_restore",
+            Cause::PolicyRule => "policy_rule",
+            Cause::NamespaceLimit => "namespace_limit",
+            Cause::ApprovalRequired => "approval_required",
         }
     }
 

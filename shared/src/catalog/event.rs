@@ -73,10 +73,14 @@ pub enum EventReason {
     Orphaned,
     /// `deletionPolicy: Delete` left a drifted object in place on the server.
     DeletionSkippedDrifted,
+    /// A ClientPolicy holds the declared generation back.
+    PolicyViolation,
+    /// The declared generation waits for an approval a ClientPolicy requires.
+    WaitingForApproval,
 }
 
 impl EventReason {
-    pub const ALL: [EventReason; 19] = [
+    pub const ALL: [EventReason; 21] = [
         EventReason::Applied,
         EventReason::DriftSuperseded,
         EventReason::Registered,
@@ -96,6 +100,8 @@ impl EventReason {
         EventReason::Deleted,
         EventReason::Orphaned,
         EventReason::DeletionSkippedDrifted,
+        EventReason::PolicyViolation,
+        EventReason::WaitingForApproval,
     ];
 
     /// The event's `reason`, CamelCase.
@@ -120,6 +126,8 @@ impl EventReason {
             EventReason::Deleted => "Deleted",
             EventReason::Orphaned => "Orphaned",
             EventReason::DeletionSkippedDrifted => "DeletionSkippedDrifted",
+            EventReason::PolicyViolation => "PolicyViolation",
+            EventReason::WaitingForApproval => "WaitingForApproval",
         }
     }
 
@@ -143,6 +151,8 @@ impl EventReason {
             | EventReason::CredentialUnavailable
             | EventReason::TrustAnchorUnavailable
             | EventReason::DeletionSkippedDrifted
+            | EventReason::PolicyViolation
+            | EventReason::WaitingForApproval
             | EventReason::DriftSuperseded
             | EventReason::SecretRotated => EventType::Warning,
         }

@@ -165,6 +165,14 @@ fn event_meaning(event: EventReason) -> &'static str {
         EventReason::DeletionSkippedDrifted => {
             "`deletionPolicy: Delete` left a drifted object on the server"
         }
+        EventReason::PolicyViolation => {
+            "the resource enters `PolicyViolation`, or another rule holds it back; the note names \
+             the policy, the rule and the field"
+        }
+        EventReason::WaitingForApproval => {
+            "the resource enters `WaitingForApproval`; the note names the policy and the \
+             generation waiting"
+        }
     }
 }
 

@@ -78,11 +78,15 @@ pub enum Reason {
     Orphaned,
     /// `deletionPolicy: Delete` left a drifted object in place on the server.
     DeletionSkippedDrifted,
+    /// A ClientPolicy does not allow what the manifest declares: nothing of it is sent.
+    PolicyViolation,
+    /// A ClientPolicy requires an approval of this generation before it is sent.
+    WaitingForApproval,
 }
 
 impl Reason {
     /// Every reason, in catalog order (the order of the runbook index).
-    pub const ALL: [Reason; 14] = [
+    pub const ALL: [Reason; 16] = [
         Reason::Registered,
         Reason::Pending,
         Reason::Refused,
@@ -97,6 +101,8 @@ impl Reason {
         Reason::Deleted,
         Reason::Orphaned,
         Reason::DeletionSkippedDrifted,
+        Reason::PolicyViolation,
+        Reason::WaitingForApproval,
     ];
 
     /// The condition reason, CamelCase.
@@ -116,6 +122,8 @@ impl Reason {
             Reason::Deleted => "Deleted",
             Reason::Orphaned => "Orphaned",
             Reason::DeletionSkippedDrifted => "DeletionSkippedDrifted",
+            Reason::PolicyViolation => "PolicyViolation",
+            Reason::WaitingForApproval => "WaitingForApproval",
         }
     }
 
@@ -136,6 +144,8 @@ impl Reason {
             Reason::Deleted => &entries::DELETED,
             Reason::Orphaned => &entries::ORPHANED,
             Reason::DeletionSkippedDrifted => &entries::DELETION_SKIPPED_DRIFTED,
+            Reason::PolicyViolation => &entries::POLICY_VIOLATION,
+            Reason::WaitingForApproval => &entries::WAITING_FOR_APPROVAL,
         }
     }
 

@@ -28,10 +28,14 @@ pub enum Placeholder {
     ClientId,
     /// `<slug>`: the organization's slug.
     Slug,
+    /// `<policy>`: the ClientPolicy that holds the resource back.
+    Policy,
+    /// `<generation>`: the resource's `metadata.generation`.
+    Generation,
 }
 
 impl Placeholder {
-    pub const ALL: [Placeholder; 9] = [
+    pub const ALL: [Placeholder; 11] = [
         Placeholder::Namespace,
         Placeholder::Name,
         Placeholder::Kind,
@@ -41,6 +45,8 @@ impl Placeholder {
         Placeholder::ReconcilerServiceAccount,
         Placeholder::ClientId,
         Placeholder::Slug,
+        Placeholder::Policy,
+        Placeholder::Generation,
     ];
 
     /// The placeholder as written in the text, angle brackets included.
@@ -55,6 +61,8 @@ impl Placeholder {
             Placeholder::ReconcilerServiceAccount => "<reconciler-sa>",
             Placeholder::ClientId => "<client-id>",
             Placeholder::Slug => "<slug>",
+            Placeholder::Policy => "<policy>",
+            Placeholder::Generation => "<generation>",
         }
     }
 
@@ -78,6 +86,10 @@ impl Placeholder {
             Placeholder::ReconcilerServiceAccount => "the reconciler's ServiceAccount",
             Placeholder::ClientId => "the client id the server assigned (`status.clientId`)",
             Placeholder::Slug => "the organization's slug",
+            Placeholder::Policy => {
+                "the ClientPolicy that holds the resource back (`status.policy.policy`)"
+            }
+            Placeholder::Generation => "the resource's `metadata.generation`",
         }
     }
 

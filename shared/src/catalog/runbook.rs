@@ -72,12 +72,18 @@ pub enum DiagnoseCheck {
     /// The server's audit records for the object. The plugin holds no server credentials, so it
     /// prints the query filled in for a person to run.
     AuditLog,
+    /// The ClientPolicies that cover the resource, each rule's verdict on the manifest, and the
+    /// namespace's count against a limit.
+    PolicyRules,
+    /// The ClientApprovals of the client, the generation waiting, and whether the caller may
+    /// approve.
+    Approvals,
     /// A manual step; the plugin shows the command only.
     None,
 }
 
 impl DiagnoseCheck {
-    pub const ALL: [DiagnoseCheck; 17] = [
+    pub const ALL: [DiagnoseCheck; 19] = [
         DiagnoseCheck::ConditionMessage,
         DiagnoseCheck::Events,
         DiagnoseCheck::SecretOwner,
@@ -94,6 +100,8 @@ impl DiagnoseCheck {
         DiagnoseCheck::ReconcileMetrics,
         DiagnoseCheck::ServerCallMetrics,
         DiagnoseCheck::AuditLog,
+        DiagnoseCheck::PolicyRules,
+        DiagnoseCheck::Approvals,
         DiagnoseCheck::None,
     ];
 
@@ -115,6 +123,8 @@ impl DiagnoseCheck {
             DiagnoseCheck::ReconcileMetrics => "ReconcileMetrics",
             DiagnoseCheck::ServerCallMetrics => "ServerCallMetrics",
             DiagnoseCheck::AuditLog => "AuditLog",
+            DiagnoseCheck::PolicyRules => "PolicyRules",
+            DiagnoseCheck::Approvals => "Approvals",
             DiagnoseCheck::None => "None",
         }
     }
@@ -153,6 +163,14 @@ impl DiagnoseCheck {
             DiagnoseCheck::ServerCallMetrics => "reads the server call counters by method and code",
             DiagnoseCheck::AuditLog => {
                 "prints this audit query for the object's organization and client id"
+            }
+            DiagnoseCheck::PolicyRules => {
+                "evaluates every ClientPolicy that covers the resource on its manifest, rule by \
+                 rule, and counts the namespace against a limit"
+            }
+            DiagnoseCheck::Approvals => {
+                "lists the client's ClientApprovals, the generation waiting, and whether you may \
+                 approve it"
             }
             DiagnoseCheck::None => return None,
         })

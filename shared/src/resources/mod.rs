@@ -1,9 +1,11 @@
-//! The custom resources (group `nauthera.io`, version `v1alpha1`, all namespaced): `OIDCClient`,
-//! `Branding`, `IdentityProvider` and `Organization`. `spec` belongs to the manifest and `status`
+//! The custom resources (group `nauthera.io`, version `v1alpha1`): the namespaced `OIDCClient`,
+//! `Branding`, `IdentityProvider` and `Organization`; and the security team's `ClientPolicy`
+//! (cluster-scoped) and `ClientApproval`. `spec` belongs to the manifest and `status`
 //! (`ResourceStatus`, shared by every kind) to the reconciler.
 
 mod admission;
 mod branding;
+mod client_policy;
 mod common;
 mod identity_provider;
 mod oidc_client;
@@ -15,6 +17,11 @@ use kube::CustomResourceExt;
 
 pub use admission::{Violation, admission_violations};
 pub use branding::{Branding, BrandingSpec, Colors, Logo, LogoMediaType, SignInBranding, Texts};
+pub use client_policy::{
+    ApprovalField, ApprovalRule, ClientApproval, ClientApprovalSpec, ClientPolicy,
+    ClientPolicySpec, ClientPolicyStatus, HELD_LISTED, HeldResource, PolicyKind, PolicyMatch,
+    PolicyRules, SecretSource, UriRule, UriScheme,
+};
 pub use common::{DeletionPolicy, LocalRef, SecretKeyRef};
 pub use identity_provider::{IdentityProvider, IdentityProviderKind, IdentityProviderSpec};
 pub use oidc_client::{
@@ -22,8 +29,8 @@ pub use oidc_client::{
 };
 pub use organization::{FapiMode, Organization, OrganizationSpec};
 pub use status::{
-    Drift, ResourceStatus, RestoreOutcome, RestoreRecord, SupersededDrift, ready_condition,
-    set_condition,
+    ApprovalRecord, Drift, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord,
+    SupersededDrift, ready_condition, set_condition,
 };
 
 /// The CustomResourceDefinitions of every kind, in a stable order.
@@ -33,6 +40,8 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         Branding::crd(),
         IdentityProvider::crd(),
         Organization::crd(),
+        ClientPolicy::crd(),
+        ClientApproval::crd(),
     ]
 }
 

@@ -87,6 +87,40 @@ pub struct ResourceStatus {
     /// never event times (repeated events fold into one series that keeps its first time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_restore: Option<Box<RestoreRecord>>,
+    /// The ClientPolicy rule that holds the declared generation back (`PolicyViolation`,
+    /// `WaitingForApproval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Box<PolicyHold>>,
+    /// What the last approved write carried of the fields an approval policy lists: a change to
+    /// them needs a new approval, a change elsewhere does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<ApprovalRecord>>,
+}
+
+/// The policy rule that holds a resource back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyHold {
+    /// The ClientPolicy.
+    pub policy: String,
+    /// The rule, as `spec.rules` names it (`redirectUris`, `approval`, ...).
+    pub rule: String,
+    /// The manifest field the rule constrains (`spec.redirectUris`), if one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// The approvable fields of the generation last written under an approval policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRecord {
+    /// The generation written.
+    pub generation: i64,
+    /// The fields the covering approval policies list, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// SHA-256 of those fields' values, hex.
+    pub digest: String,
 }
 
 /// A drift that a new generation of the manifest was written over, as the Drifted runbook says

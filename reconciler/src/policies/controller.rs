@@ -1,0 +1,307 @@
+//! The ClientPolicy controller: keeps the ValidatingAdmissionPolicy and binding generated from
+//! each policy in place (written again when someone edits or deletes them) and its status: whether
+//! it compiled, the admission policy, and the resources it holds back.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use nauthera_shared::policy::CompiledPolicy;
+use nauthera_shared::policy::admission::{
+    GENERATED_BY, GENERATED_LABEL, admission_name, admission_objects,
+};
+use nauthera_shared::resources::{ClientPolicy, ClientPolicyStatus, HELD_LISTED, set_condition};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use super::Policies;
+use crate::leader::Leadership;
+
+/// Holds that change together (a policy edited, a namespace relabelled) are told in one status
+/// write.
+const STATUS_DEBOUNCE: Duration = Duration::from_millis(500);
+
+/// Why a policy's `Ready` condition says what it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PolicyState {
+    /// Compiled, and its admission policy and binding are in place.
+    AdmissionPolicyInPlace,
+    /// Compiled; none of its rules is a check of one object (only a namespace limit or
+    /// approvals), so there is no admission policy: the reconciler enforces it alone.
+    EnforcedByReconciler,
+    /// It does not compile: it enforces nothing until fixed.
+    Invalid,
+}
+
+impl PolicyState {
+    const fn as_str(self) -> &'static str {
+        match self {
+            PolicyState::AdmissionPolicyInPlace => "AdmissionPolicyInPlace",
+            PolicyState::EnforcedByReconciler => "EnforcedByReconciler",
+            PolicyState::Invalid => "Invalid",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum PolicyControllerError {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+struct PolicyContext {
+    policies: Arc<Policies>,
+    client: Client,
+    manager: String,
+    leadership: Leadership,
+    admission: Store<ValidatingAdmissionPolicy>,
+    bindings: Store<ValidatingAdmissionPolicyBinding>,
+    /// What was last written of each generated object: the digest of what was sent and the
+    /// generation the API server gave it, so an unchanged policy writes nothing and an edited
+    /// or deleted object is written again.
+    written: Mutex<HashMap<String, (String, Option<i64>)>>,
+}
+
+impl fmt::Debug for PolicyContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyContext").finish_non_exhaustive()
+    }
+}
+
+/// Runs the controller until the leader steps down.
+pub async fn run_policy_controller(
+    policies: Arc<Policies>,
+    client: Client,
+    manager: String,
+    leadership: Leadership,
+) {
+    let generated = watcher::Config::default().labels(&format!("{GENERATED_LABEL}={GENERATED_BY}"));
+    let (admission, admission_writer) = reflector::store();
+    let admission_changes = reflector::reflector(
+        admission_writer,
+        watcher(
+            Api::<ValidatingAdmissionPolicy>::all(client.clone()),
+            generated.clone(),
+        ),
+    )
+    .default_backoff()
+    .touched_objects();
+    let (bindings, binding_writer) = reflector::store();
+    let binding_changes = reflector::reflector(
+        binding_writer,
+        watcher(
+            Api::<ValidatingAdmissionPolicyBinding>::all(client.clone()),
+            generated,
+        ),
+    )
+    .default_backoff()
+    .touched_objects();
+    let touched = policies
+        .take_touched()
+        .map(UnboundedReceiverStream::new)
+        .map(|names| {
+            names
+                .map(|name| ObjectRef::<ClientPolicy>::new(&name))
+                .boxed()
+        })
+        .unwrap_or_else(|| futures::stream::empty().boxed());
+    let context = Arc::new(PolicyContext {
+        policies,
+        client: client.clone(),
+        manager,
+        leadership,
+        admission,
+        bindings,
+        written: Mutex::default(),
+    });
+    Controller::new(Api::<ClientPolicy>::all(client), watcher::Config::default())
+        .with_config(controller::Config::default().debounce(STATUS_DEBOUNCE))
+        .owns_stream(admission_changes)
+        .owns_stream(binding_changes)
+        .reconcile_on(touched)
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            match result {
+                Err(controller::Error::ObjectNotFound(_)) | Ok(_) => {}
+                Err(error) => tracing::debug!(error = %error, "ClientPolicy controller"),
+            }
+        })
+        .await;
+}
+
+async fn reconcile(
+    policy: Arc<ClientPolicy>,
+    ctx: Arc<PolicyContext>,
+) -> Result<Action, PolicyControllerError> {
+    if !ctx.leadership.is_leader() || policy.meta().deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let name = policy.name_any();
+    let generated = admission_name(&name);
+    let (state, message, admission_policy) = match CompiledPolicy::compile(&policy) {
+        Err(problem) => {
+            // What it generated before would enforce rules its owner has since changed.
+            remove_generated(&ctx, &generated).await?;
+            (PolicyState::Invalid, problem.to_string(), None)
+        }
+        Ok(compiled) => match admission_objects(&policy, &compiled) {
+            Some((admission, binding)) => {
+                write_if_changed(&ctx, &ctx.admission, &admission).await?;
+                write_if_changed(&ctx, &ctx.bindings, &binding).await?;
+                (
+                    PolicyState::AdmissionPolicyInPlace,
+                    format!(
+                        "kubectl apply checks its rules through the ValidatingAdmissionPolicy {generated}; the reconciler checks them before every write"
+                    ),
+                    Some(generated),
+                )
+            }
+            None => {
+                remove_generated(&ctx, &generated).await?;
+                (
+                    PolicyState::EnforcedByReconciler,
+                    "its rules (a namespace limit, approvals) need more than one object, so the reconciler enforces them before every write".to_owned(),
+                    None,
+                )
+            }
+        },
+    };
+    let held = ctx.policies.held_by(&name);
+    let count = |reason: &str| held.iter().filter(|h| h.reason == reason).count() as u32;
+    let mut status = ClientPolicyStatus {
+        observed_generation: policy.metadata.generation,
+        conditions: policy
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default(),
+        admission_policy,
+        violations: count("PolicyViolation"),
+        awaiting_approval: count("WaitingForApproval"),
+        held: held.into_iter().take(HELD_LISTED).collect(),
+    };
+    set_condition(
+        &mut status.conditions,
+        Condition {
+            type_: "Ready".to_owned(),
+            status: if state == PolicyState::Invalid {
+                "False"
+            } else {
+                "True"
+            }
+            .to_owned(),
+            reason: state.as_str().to_owned(),
+            message,
+            observed_generation: policy.metadata.generation,
+            last_transition_time: Time(jiff::Timestamp::now()),
+        },
+    );
+    if policy.status.as_ref() != Some(&status) {
+        let patch = serde_json::json!({
+            "apiVersion": ClientPolicy::api_version(&()),
+            "kind": ClientPolicy::kind(&()),
+            "status": status,
+        });
+        Api::<ClientPolicy>::all(ctx.client.clone())
+            .patch_status(
+                &name,
+                &PatchParams::apply(&ctx.manager).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// Writes a generated object unless the API server holds what was last written of it.
+async fn write_if_changed<K>(
+    ctx: &PolicyContext,
+    live: &Store<K>,
+    desired: &K,
+) -> Result<(), PolicyControllerError>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + fmt::Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let name = desired.name_any();
+    let key = format!("{}/{name}", K::kind(&()));
+    let digest: String = Sha256::digest(serde_json::to_vec(desired).unwrap_or_default())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let held_generation = live
+        .get(&ObjectRef::new(&name))
+        .map(|object| object.meta().generation);
+    let remembered = ctx.written.lock().ok().and_then(|w| w.get(&key).cloned());
+    if let (Some(generation), Some((sent, written_generation))) = (&held_generation, &remembered)
+        && *sent == digest
+        && generation == written_generation
+    {
+        return Ok(());
+    }
+    let written = Api::<K>::all(ctx.client.clone())
+        .patch(
+            &name,
+            &PatchParams::apply(&ctx.manager).force(),
+            &Patch::Apply(desired),
+        )
+        .await?;
+    if let Ok(mut remembered) = ctx.written.lock() {
+        remembered.insert(key, (digest, written.meta().generation));
+    }
+    Ok(())
+}
+
+/// Deletes the admission policy and binding of a policy that has none (any more).
+async fn remove_generated(ctx: &PolicyContext, name: &str) -> Result<(), PolicyControllerError> {
+    let held = ctx.admission.get(&ObjectRef::new(name)).is_some()
+        || ctx.bindings.get(&ObjectRef::new(name)).is_some();
+    if !held {
+        return Ok(());
+    }
+    for result in [
+        Api::<ValidatingAdmissionPolicyBinding>::all(ctx.client.clone())
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+        Api::<ValidatingAdmissionPolicy>::all(ctx.client.clone())
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+    ] {
+        match result {
+            Ok(()) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    if let Ok(mut written) = ctx.written.lock() {
+        written.retain(|key, _| !key.ends_with(&format!("/{name}")));
+    }
+    Ok(())
+}
+
+fn error_policy(
+    policy: Arc<ClientPolicy>,
+    error: &PolicyControllerError,
+    _ctx: Arc<PolicyContext>,
+) -> Action {
+    tracing::warn!(policy = %policy.name_any(), error = %error, "ClientPolicy reconcile failed; retried");
+    Action::requeue(Duration::from_secs(5))
+}

@@ -1,0 +1,306 @@
+//! The ClientPolicies as the reconciler enforces them: compiled once from their watch, with the
+//! namespace labels and the approvals they are judged against, and the resources each holds back
+//! (for the policies' status). The decision itself is [`crate::decide::PolicyGate`], worked out
+//! here from the caches.
+
+mod controller;
+mod watch;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+
+use jiff::Timestamp;
+use nauthera_proto::v1::ObjectKind;
+use nauthera_shared::policy::{
+    ApprovalStanding, Approvals, CompiledPolicy, NAMESPACE_NAME_LABEL, PolicyError, Subject,
+    approval_standing, covering, violations,
+};
+use nauthera_shared::resources::{ApprovalRecord, HeldResource, PolicyKind};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
+
+use crate::changes::Route;
+use crate::decide::PolicyGate;
+
+pub use controller::run_policy_controller;
+pub use watch::follow_policy_inputs;
+
+/// An OIDCClient as the namespace limit counts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountedClient {
+    pub name: String,
+    pub issuer: String,
+    pub created: Option<Timestamp>,
+    pub deleting: bool,
+}
+
+/// Lists the OIDCClients of a namespace from a watch cache.
+pub type ClientLister = Box<dyn Fn(&str) -> Vec<CountedClient> + Send + Sync>;
+
+/// The parts of the policy caches that must be listed before the first decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Loaded {
+    policies: bool,
+    namespaces: bool,
+    approvals: bool,
+}
+
+/// An approval of one generation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Approval {
+    /// The ClientApproval's own name.
+    name: String,
+    generation: i64,
+    uid: Option<String>,
+}
+
+/// A resource, as the holds and the routes name it.
+pub type ResourceKey = (ObjectKind, String, String);
+
+/// The policy caches and the holds.
+pub struct Policies {
+    compiled: RwLock<BTreeMap<String, Arc<CompiledPolicy>>>,
+    /// Policies that do not compile, by name: they enforce nothing until fixed.
+    broken: RwLock<BTreeMap<String, PolicyError>>,
+    namespace_labels: RwLock<HashMap<String, BTreeMap<String, String>>>,
+    /// (namespace, client) → its approvals.
+    approvals: RwLock<HashMap<(String, String), Vec<Approval>>>,
+    clients: RwLock<Vec<ClientLister>>,
+    /// What each held resource is held by: the policy, and the resource as its status lists it.
+    holds: RwLock<HashMap<ResourceKey, (String, HeldResource)>>,
+    /// The policies whose holds changed, for their status.
+    touched: mpsc::UnboundedSender<String>,
+    touched_receiver: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    loaded: tokio_watch::Sender<Loaded>,
+    /// How many scopes' approvals are listed.
+    approvals_listed: tokio_watch::Sender<usize>,
+    routes: broadcast::Sender<Route>,
+}
+
+impl Policies {
+    pub fn new(routes: broadcast::Sender<Route>) -> Policies {
+        let (touched, receiver) = mpsc::unbounded_channel();
+        Policies {
+            compiled: RwLock::default(),
+            broken: RwLock::default(),
+            namespace_labels: RwLock::default(),
+            approvals: RwLock::default(),
+            clients: RwLock::default(),
+            holds: RwLock::default(),
+            touched,
+            touched_receiver: Mutex::new(Some(receiver)),
+            loaded: tokio_watch::channel(Loaded::default()).0,
+            approvals_listed: tokio_watch::channel(0).0,
+            routes,
+        }
+    }
+
+    /// Waits until policies, namespaces and approvals are listed: a decision made before could
+    /// send what a policy does not allow.
+    pub async fn wait_loaded(&self) {
+        let mut loaded = self.loaded.subscribe();
+        let _ = loaded
+            .wait_for(|l| l.policies && l.namespaces && l.approvals)
+            .await;
+    }
+
+    /// Adds a watch cache the namespace limit counts OIDCClients from.
+    pub fn count_clients_with(&self, lister: ClientLister) {
+        if let Ok(mut clients) = self.clients.write() {
+            clients.push(lister);
+        }
+    }
+
+    /// Whether any policy is in force (most clusters have none: nothing to judge).
+    pub fn any(&self) -> bool {
+        self.compiled.read().is_ok_and(|c| !c.is_empty())
+    }
+
+    /// The policies in name order.
+    pub fn all(&self) -> Vec<Arc<CompiledPolicy>> {
+        self.compiled
+            .read()
+            .map(|c| c.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The labels of a namespace, with its name label (which the API server always sets).
+    fn labels_of(&self, namespace: &str) -> BTreeMap<String, String> {
+        let mut labels = self
+            .namespace_labels
+            .read()
+            .ok()
+            .and_then(|l| l.get(namespace).cloned())
+            .unwrap_or_default();
+        labels
+            .entry(NAMESPACE_NAME_LABEL.to_owned())
+            .or_insert_with(|| namespace.to_owned());
+        labels
+    }
+
+    /// Where a generation of a resource stands with the policies that cover it.
+    pub fn gate(&self, resource: &Judged<'_>) -> PolicyGate {
+        let policies = self.all();
+        if policies.is_empty() {
+            return PolicyGate::Open;
+        }
+        let labels = self.labels_of(resource.namespace);
+        let subject = Subject {
+            kind: resource.kind,
+            namespace: resource.namespace,
+            namespace_labels: &labels,
+            issuer: resource.issuer,
+            object: resource.object,
+        };
+        let covering = covering(&policies, &subject);
+        if covering.is_empty() {
+            return PolicyGate::Open;
+        }
+        let earlier = |policy: &CompiledPolicy| self.created_before(policy, resource, &labels);
+        if let Some(violation) = violations(&covering, &subject, &earlier).into_iter().next() {
+            return PolicyGate::Violation(violation);
+        }
+        if resource.kind != PolicyKind::OidcClient || resource.in_force {
+            return PolicyGate::Open;
+        }
+        let approved = self.approved_generations(resource.namespace, resource.name, resource.uid);
+        let spec = resource.object.get("spec").unwrap_or(&Value::Null);
+        match approval_standing(
+            &covering,
+            spec,
+            resource.generation,
+            resource.written,
+            resource.recorded,
+            Approvals {
+                generations: &approved,
+            },
+        ) {
+            ApprovalStanding::NotRequired => PolicyGate::Open,
+            ApprovalStanding::Unchanged { record } | ApprovalStanding::Approved { record } => {
+                PolicyGate::OpenApproved { approval: record }
+            }
+            ApprovalStanding::Waiting {
+                policies,
+                fields,
+                new_client,
+            } => PolicyGate::AwaitingApproval {
+                policies,
+                fields,
+                new_client,
+            },
+        }
+    }
+
+    /// How many OIDCClients of the namespace that the policy covers were created before this one
+    /// (by creation time, then name); those being deleted no longer count.
+    fn created_before(
+        &self,
+        policy: &CompiledPolicy,
+        resource: &Judged<'_>,
+        labels: &BTreeMap<String, String>,
+    ) -> usize {
+        let Ok(listers) = self.clients.read() else {
+            return 0;
+        };
+        let place = (resource.created, resource.name);
+        listers
+            .iter()
+            .flat_map(|list| list(resource.namespace))
+            .filter(|c| !c.deleting && c.name != resource.name)
+            .filter(|c| policy.covers(PolicyKind::OidcClient, labels, &c.issuer))
+            .filter(|c| (c.created, c.name.as_str()) < place)
+            .count()
+    }
+
+    fn approved_generations(&self, namespace: &str, client: &str, uid: Option<&str>) -> Vec<i64> {
+        let Ok(approvals) = self.approvals.read() else {
+            return Vec::new();
+        };
+        approvals
+            .get(&(namespace.to_owned(), client.to_owned()))
+            .into_iter()
+            .flatten()
+            .filter(|a| a.uid.is_none() || a.uid.as_deref() == uid)
+            .map(|a| a.generation)
+            .collect()
+    }
+
+    /// Records whether a resource is held, and by what, after its verdict.
+    pub fn record_hold(&self, key: ResourceKey, held: Option<(String, HeldResource)>) {
+        let Ok(mut holds) = self.holds.write() else {
+            return;
+        };
+        let before = match &held {
+            Some(held) => holds.insert(key, held.clone()),
+            None => holds.remove(&key),
+        };
+        if before == held {
+            return;
+        }
+        for (policy, _) in [before, held].into_iter().flatten() {
+            let _ = self.touched.send(policy);
+        }
+    }
+
+    /// A resource is gone: it holds nothing back any more, and under a namespace limit the
+    /// clients waiting behind it may take its place.
+    pub fn resource_gone(&self, kind: ObjectKind, namespace: &str, name: &str) {
+        self.record_hold((kind, namespace.to_owned(), name.to_owned()), None);
+        let limited = self
+            .all()
+            .iter()
+            .any(|p| p.max_clients_per_namespace.is_some());
+        if kind == ObjectKind::Client && limited {
+            self.route(Route::Namespace {
+                namespace: namespace.to_owned(),
+            });
+        }
+    }
+
+    /// The resources a policy holds back, in kind, namespace and name order.
+    pub fn held_by(&self, policy: &str) -> Vec<HeldResource> {
+        let Ok(holds) = self.holds.read() else {
+            return Vec::new();
+        };
+        let mut held: Vec<HeldResource> = holds
+            .values()
+            .filter(|(by, _)| by == policy)
+            .map(|(_, held)| held.clone())
+            .collect();
+        held.sort();
+        held
+    }
+
+    /// The policies whose holds changed, once (for the policy controller).
+    pub fn take_touched(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+        self.touched_receiver.lock().ok()?.take()
+    }
+
+    fn approval_scopes_loaded(&self) {
+        self.approvals_listed.send_modify(|listed| *listed += 1);
+    }
+
+    fn route(&self, route: Route) {
+        let _ = self.routes.send(route);
+    }
+}
+
+/// What the gate needs of one resource.
+#[derive(Clone, Copy, Debug)]
+pub struct Judged<'a> {
+    pub kind: PolicyKind,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: Option<&'a str>,
+    pub created: Option<Timestamp>,
+    pub issuer: &'a str,
+    pub generation: i64,
+    /// Something of the resource is on the server.
+    pub written: bool,
+    /// The generation judged is the one in force.
+    pub in_force: bool,
+    /// `status.approval`.
+    pub recorded: Option<&'a ApprovalRecord>,
+    /// The whole object as stored, defaults filled in.
+    pub object: &'a Value,
+}
