@@ -930,13 +930,16 @@ pub fn shipped_rbac() -> anyhow::Result<Vec<DynamicObject>> {
         .collect()
 }
 
-/// The ClusterRole of `deploy/base` as rendered.
+/// The reconciler's ClusterRole in `deploy/base`, as rendered.
 pub fn shipped_cluster_role() -> serde_json::Value {
     let rbac = shipped_rbac().expect("deploy/base renders");
     let role = rbac
         .into_iter()
-        .find(|o| o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole"))
-        .expect("deploy/base has a ClusterRole");
+        .find(|o| {
+            o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole")
+                && o.metadata.name.as_deref() == Some(RECONCILER_ACCOUNT)
+        })
+        .expect("deploy/base has the reconciler's ClusterRole");
     serde_json::to_value(role).expect("serializes")
 }
 

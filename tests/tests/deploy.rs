@@ -147,7 +147,11 @@ fn base_renders_the_reconciler_with_its_crds_and_least_privilege_rbac() {
         .iter()
         .filter(|o| o["kind"] == "CustomResourceDefinition")
         .count();
-    assert_eq!(crds, 4, "the base installs the four CRDs");
+    assert_eq!(
+        crds,
+        nauthera_shared::resources::crds().len(),
+        "the base installs every CRD (the four kinds, ClientPolicy, ClientApproval)"
+    );
     assert_eq!(misplaced(&objects, BASE_NAMESPACE), Vec::<String>::new());
 
     let deployment = find(&objects, "Deployment", "nauthera-reconciler");
@@ -190,10 +194,27 @@ fn base_renders_the_reconciler_with_its_crds_and_least_privilege_rbac() {
             "no wildcard verbs: {rule}"
         );
         let resources = rule["resources"].as_array().expect("resources");
-        // The only thing it deletes is a Secret it delivered, once the manifest names another.
+        // It deletes a Secret it delivered once the manifest names another, and the admission
+        // policy it generated once its ClientPolicy has no rule to check at admission.
+        let deletable = [
+            "secrets",
+            "validatingadmissionpolicies",
+            "validatingadmissionpolicybindings",
+        ];
         assert!(
-            !verbs.contains(&Value::from("delete")) || resources == &[Value::from("secrets")],
-            "the reconciler deletes nothing but Secrets: {rule}"
+            !verbs.contains(&Value::from("delete"))
+                || resources
+                    .iter()
+                    .all(|r| deletable.contains(&r.as_str().unwrap_or_default())),
+            "the reconciler deletes nothing but Secrets and its admission policies: {rule}"
+        );
+        // It never approves: approvals are the security team's.
+        assert!(
+            !resources.contains(&Value::from("clientapprovals"))
+                || verbs
+                    .iter()
+                    .all(|v| ["get", "list", "watch"].contains(&v.as_str().unwrap_or_default())),
+            "the reconciler only reads ClientApprovals: {rule}"
         );
         assert!(
             !resources.contains(&Value::from("*")),
@@ -215,6 +236,51 @@ fn base_renders_the_reconciler_with_its_crds_and_least_privilege_rbac() {
                 .unwrap()
                 .contains(&Value::from(verb)),
             "the reconciler needs {verb} on Secrets: {secrets}"
+        );
+    }
+    let grants = |role: &Value, group: &str, resource: &str, verb: &str| {
+        role["rules"].as_array().unwrap().iter().any(|rule| {
+            let has = |field: &str, value: &str| {
+                rule[field]
+                    .as_array()
+                    .is_some_and(|v| v.contains(&Value::from(value)))
+            };
+            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+        })
+    };
+    for resource in [
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
+    ] {
+        for verb in ["get", "list", "watch", "create", "patch", "delete"] {
+            assert!(
+                grants(role, "admissionregistration.k8s.io", resource, verb),
+                "the reconciler needs {verb} on {resource}"
+            );
+        }
+    }
+    assert!(grants(
+        role,
+        "nauthera.io",
+        "clientpolicies/status",
+        "patch"
+    ));
+    assert!(grants(role, "nauthera.io", "clientpolicies", "watch"));
+    assert!(grants(role, "nauthera.io", "clientapprovals", "watch"));
+    assert!(grants(role, "", "namespaces", "watch"));
+    // The security team approves; nothing else shipped may.
+    let security = find(&objects, "ClusterRole", "nauthera-client-policy-admin");
+    assert!(grants(security, "nauthera.io", "clientapprovals", "create"));
+    assert!(grants(security, "nauthera.io", "clientpolicies", "create"));
+    for other in objects
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRole" || o["kind"] == "Role")
+        .filter(|o| o["metadata"]["name"] != "nauthera-client-policy-admin")
+    {
+        assert!(
+            !grants(other, "nauthera.io", "clientapprovals", "create"),
+            "{} may not approve",
+            other["metadata"]["name"]
         );
     }
     let service = find(&objects, "Service", "nauthera-reconciler-metrics");

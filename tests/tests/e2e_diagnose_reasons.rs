@@ -144,6 +144,56 @@ stringData:
     stack.wait_reason("restored", Reason::Restored).await;
     runs.push(diagnose(&stack, "restored", Reason::Restored).await);
 
+    // Held back by ClientPolicies, while no fault is injected; the policies cover every client
+    // of the namespace, so they go before the next cases do.
+    stack
+        .apply(&generated_client("over-scoped").replace(
+            "scopes: [openid, profile]",
+            "scopes: [openid, profile, admin]",
+        ))
+        .await;
+    stack.wait_reason("over-scoped", Reason::Registered).await;
+    stack
+        .apply(
+            "apiVersion: nauthera.io/v1alpha1
+kind: ClientPolicy
+metadata:
+  name: scoped
+spec:
+  rules:
+    scopes: [openid, profile]
+---
+apiVersion: nauthera.io/v1alpha1
+kind: ClientPolicy
+metadata:
+  name: reviewed
+spec:
+  rules:
+    approval: {}
+",
+        )
+        .await;
+    stack
+        .wait_reason("over-scoped", Reason::PolicyViolation)
+        .await;
+    runs.push(diagnose(&stack, "over-scoped", Reason::PolicyViolation).await);
+    stack.apply(&generated_client("awaiting")).await;
+    stack
+        .wait_reason("awaiting", Reason::WaitingForApproval)
+        .await;
+    runs.push(diagnose(&stack, "awaiting", Reason::WaitingForApproval).await);
+
+    let policies: kube::Api<nauthera_shared::resources::ClientPolicy> =
+        kube::Api::all(stack.client());
+    for name in ["scoped", "reviewed"] {
+        policies
+            .delete(name, &kube::api::DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    // Released once the reconciler has let the policies go.
+    stack.wait_reason("awaiting", Reason::Registered).await;
+
     // Deleting: the finalizer holds the object while DeleteClient keeps failing.
     stack.server.inject_fault(
         Some(Method::DeleteClient),
@@ -216,6 +266,8 @@ stringData:
     std::fs::write(&ca, &saved_ca).unwrap();
 
     let covered = [
+        Reason::PolicyViolation,
+        Reason::WaitingForApproval,
         Reason::Registered,
         Reason::Refused,
         Reason::SecretUndeliverable,

@@ -193,7 +193,11 @@ spec:
 async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_complies() {
     let mut stack = Stack::start().await;
     stack
-        .apply(&web_client("web", "https://app.example.com/cb", "openid, admin"))
+        .apply(&web_client(
+            "web",
+            "https://app.example.com/cb",
+            "openid, admin",
+        ))
         .await;
     let first = stack.wait_reason("web", Reason::Registered).await;
     let revision = status_of(&first).revision.clone().unwrap();
@@ -220,7 +224,9 @@ async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_co
     assert_eq!(status.phase, Some(Phase::Error));
     let message = status.message.clone().unwrap();
     assert!(
-        message.contains("ClientPolicy scoped, rule scopes: spec.scopes may only hold openid, profile"),
+        message.contains(
+            "ClientPolicy scoped, rule scopes: spec.scopes may only hold openid, profile"
+        ),
         "{message}"
     );
     assert!(
@@ -228,7 +234,10 @@ async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_co
         "{message}"
     );
     let hold = status.policy.as_deref().unwrap();
-    assert_eq!((hold.policy.as_str(), hold.rule.as_str()), ("scoped", "scopes"));
+    assert_eq!(
+        (hold.policy.as_str(), hold.rule.as_str()),
+        ("scoped", "scopes")
+    );
     assert_eq!(status.generation_in_force, Some(1));
     let on_server = stack.server.client(&stack.object_ref("web")).unwrap();
     assert_eq!(on_server.revision, revision);
@@ -293,7 +302,11 @@ async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_co
 async fn a_policy_made_later_marks_a_registered_client_and_leaves_it_working() {
     let stack = Stack::start().await;
     stack
-        .apply(&web_client("legacy", "https://app.example.com/cb", "openid, admin"))
+        .apply(&web_client(
+            "legacy",
+            "https://app.example.com/cb",
+            "openid, admin",
+        ))
         .await;
     let registered = stack.wait_reason("legacy", Reason::Registered).await;
     let secret = stack.secret("legacy").await.unwrap();
@@ -306,10 +319,7 @@ async fn a_policy_made_later_marks_a_registered_client_and_leaves_it_working() {
         message.contains("generation 1 stays in force on the server"),
         "{message}"
     );
-    assert_eq!(
-        status_of(&held).revision,
-        status_of(&registered).revision
-    );
+    assert_eq!(status_of(&held).revision, status_of(&registered).revision);
     // Nothing was written: the client and its secret keep working.
     assert_eq!(stack.secret("legacy").await.unwrap().data, secret.data);
 
@@ -364,4 +374,183 @@ async fn a_namespace_limit_keeps_the_first_clients_and_lets_the_next_in_when_one
     let clients: Api<OIDCClient> = stack.oidc_clients();
     let beta = clients.get("beta").await.unwrap();
     assert_eq!(status_of(&beta).reason, Some(Reason::Registered));
+}
+
+/// The security team's ClusterRole as deploy/base ships it.
+fn security_role() -> serde_json::Value {
+    let role = nauthera_tests::e2e::shipped_rbac()
+        .unwrap()
+        .into_iter()
+        .find(|o| {
+            o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole")
+                && o.metadata.name.as_deref() == Some("nauthera-client-policy-admin")
+        })
+        .expect("deploy/base ships the ClusterRole nauthera-client-policy-admin");
+    serde_json::to_value(role).unwrap()
+}
+
+/// A kubeconfig for a user of the emulator, in the test's namespace.
+fn user_kubeconfig(stack: &Stack, user: &str, groups: &[&str]) -> std::path::PathBuf {
+    let emulator = stack
+        .cluster
+        .emulator()
+        .expect("the tests run on the emulator");
+    let token = emulator.token_for_user(user, groups);
+    let path = stack.cluster.dir().join(format!("{user}.kubeconfig"));
+    emulator
+        .write_kubeconfig(&path, &token, stack.namespace())
+        .unwrap();
+    path
+}
+
+/// `kubectl nauthera ARGS` as the user of `kubeconfig`.
+async fn plugin_as(stack: &Stack, kubeconfig: &Path, args: &[&str]) -> (bool, String) {
+    let plugin = nauthera_tests::binaries::Binary::Plugin.path().unwrap();
+    let path = format!(
+        "{}:{}",
+        plugin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = tokio::process::Command::new(kubectl())
+        .arg("nauthera")
+        .args(args)
+        .args(["-n", stack.namespace(), "--kubeconfig"])
+        .arg(kubeconfig)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_policy_holds_a_client_until_the_security_role_approves_it() {
+    let stack = Stack::start().await;
+    let namespace = stack.namespace().to_owned();
+    // The team may do anything with its OIDCClients; the security group has the shipped role.
+    stack.apply(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: team
+rules:
+- apiGroups: [nauthera.io]
+  resources: [oidcclients]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [nauthera.io]
+  resources: [clientapprovals]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: team
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: team}}
+subjects:
+- {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: team-a-developers}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: security-{namespace}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nauthera-client-policy-admin}}
+subjects:
+- {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: security}}
+"
+    ))
+    .await;
+    // Shipped with the base, applied with the rest of its RBAC; applied again all the same so
+    // that this test names what it relies on.
+    nauthera_tests::e2e::apply_cluster_role(&stack.client(), &security_role()).await;
+    stack
+        .apply(&policy(
+            "reviewed",
+            "    approval:\n      fields: [redirectUris]\n",
+        ))
+        .await;
+    wait_policy_in_place(&stack, "reviewed").await;
+    let developer = user_kubeconfig(&stack, "dev@example.com", &["team-a-developers"]);
+    let security = user_kubeconfig(&stack, "sec@example.com", &["security"]);
+
+    // A new client waits.
+    let applied = kubectl_apply(
+        &stack,
+        &developer,
+        &web_client("web", "https://app.example.com/cb", "openid"),
+    )
+    .await;
+    assert!(applied.ok, "{}", applied.output);
+    let waiting = stack.wait_reason("web", Reason::WaitingForApproval).await;
+    let message = status_of(&waiting).message.clone().unwrap();
+    assert!(
+        message.contains(
+            "ClientPolicy reviewed, rule approval: a new client needs an approval of generation 1"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "kubectl nauthera approve oidcclient/web -n {namespace}"
+        )),
+        "{message}"
+    );
+    assert!(stack.server.client(&stack.object_ref("web")).is_none());
+    stack.wait_event("web", "WaitingForApproval").await;
+
+    // The team cannot approve its own client.
+    let (approved, output) = plugin_as(&stack, &developer, &["approve", "oidcclient/web"]).await;
+    assert!(!approved, "{output}");
+    assert!(output.contains("nauthera-client-policy-admin"), "{output}");
+    assert_eq!(
+        status_of(&stack.oidc_client("web").await.unwrap()).reason,
+        Some(Reason::WaitingForApproval)
+    );
+
+    // The security team can.
+    let (approved, output) = plugin_as(&stack, &security, &["approve", "oidcclient/web"]).await;
+    assert!(approved, "{output}");
+    let registered = stack.wait_reason("web", Reason::Registered).await;
+    assert!(stack.secret("web").await.is_some());
+    let record = status_of(&registered).approval.as_deref().unwrap();
+    assert_eq!(record.fields, vec!["redirectUris".to_owned()]);
+
+    // A change elsewhere needs no new approval.
+    let renamed = format!(
+        "{}  displayName: Web\n",
+        web_client("web", "https://app.example.com/cb", "openid")
+    );
+    assert!(kubectl_apply(&stack, &developer, &renamed).await.ok);
+    let again = stack.wait_reason("web", Reason::Registered).await;
+    assert_eq!(status_of(&again).generation_in_force, Some(2));
+
+    // A change to a listed field does; the server keeps generation 2 until it is approved.
+    let moved = format!(
+        "{}  displayName: Web\n",
+        web_client("web", "https://other.example.com/cb", "openid")
+    );
+    assert!(kubectl_apply(&stack, &developer, &moved).await.ok);
+    let waiting = stack.wait_reason("web", Reason::WaitingForApproval).await;
+    let message = status_of(&waiting).message.clone().unwrap();
+    assert!(
+        message.contains("a change to redirectUris needs an approval of generation 3"),
+        "{message}"
+    );
+    assert!(
+        message.contains("the server keeps generation 2 in force"),
+        "{message}"
+    );
+    let (approved, output) = plugin_as(&stack, &security, &["approve", "oidcclient/web"]).await;
+    assert!(approved, "{output}");
+    let registered = stack.wait_reason("web", Reason::Registered).await;
+    assert_eq!(status_of(&registered).generation_in_force, Some(3));
 }

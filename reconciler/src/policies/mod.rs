@@ -304,3 +304,116 @@ pub struct Judged<'a> {
     /// The whole object as stored, defaults filled in.
     pub object: &'a Value,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn policies_with(spec: serde_json::Value) -> Policies {
+        let policies = Policies::new(broadcast::channel(16).0);
+        let policy: nauthera_shared::resources::ClientPolicy = serde_json::from_value(json!({
+            "apiVersion": "nauthera.io/v1alpha1", "kind": "ClientPolicy",
+            "metadata": {"name": "p", "uid": "u", "generation": 1},
+            "spec": spec,
+        }))
+        .unwrap();
+        policies.compiled.write().unwrap().insert(
+            "p".into(),
+            Arc::new(CompiledPolicy::compile(&policy).unwrap()),
+        );
+        policies
+    }
+
+    fn judged<'a>(name: &'a str, created: i64, object: &'a Value) -> Judged<'a> {
+        Judged {
+            kind: PolicyKind::OidcClient,
+            namespace: "team-a",
+            name,
+            uid: Some("client-uid"),
+            created: Some(Timestamp::from_second(created).unwrap()),
+            issuer: "https://login.example.test/acme",
+            generation: 1,
+            written: false,
+            in_force: false,
+            recorded: None,
+            object,
+        }
+    }
+
+    #[test]
+    fn the_limit_counts_earlier_clients_that_are_not_being_deleted() {
+        let policies = policies_with(json!({"rules": {"maxClientsPerNamespace": 1}}));
+        let client = |name: &str, created: i64, deleting: bool| CountedClient {
+            name: name.into(),
+            issuer: "https://login.example.test/acme".into(),
+            created: Some(Timestamp::from_second(created).unwrap()),
+            deleting,
+        };
+        let first = client("first", 10, false);
+        policies.count_clients_with(Box::new(move |namespace| {
+            assert_eq!(namespace, "team-a");
+            vec![first.clone(), client("second", 20, false)]
+        }));
+        let object = json!({"kind": "OIDCClient", "spec": {}});
+        assert_eq!(policies.gate(&judged("first", 10, &object)), PolicyGate::Open);
+        assert!(matches!(
+            policies.gate(&judged("second", 20, &object)),
+            PolicyGate::Violation(v) if v.rule == nauthera_shared::policy::Rule::MaxClientsPerNamespace
+        ));
+        // The same creation time: the name decides.
+        assert!(policies.gate(&judged("aaa", 10, &object)) == PolicyGate::Open);
+    }
+
+    #[test]
+    fn an_approval_counts_for_its_generation_and_client_uid() {
+        let policies = policies_with(json!({"rules": {"approval": {}}}));
+        let object = json!({"kind": "OIDCClient", "spec": {}});
+        assert!(matches!(
+            policies.gate(&judged("web", 1, &object)),
+            PolicyGate::AwaitingApproval { new_client: true, .. }
+        ));
+        let approve = |uid: Option<&str>| {
+            policies.approvals.write().unwrap().insert(
+                ("team-a".into(), "web".into()),
+                vec![Approval {
+                    name: "web-1".into(),
+                    generation: 1,
+                    uid: uid.map(str::to_owned),
+                }],
+            );
+        };
+        approve(Some("another-uid"));
+        assert!(policies.gate(&judged("web", 1, &object)).holds());
+        approve(Some("client-uid"));
+        assert!(matches!(
+            policies.gate(&judged("web", 1, &object)),
+            PolicyGate::OpenApproved { .. }
+        ));
+        approve(None);
+        assert!(!policies.gate(&judged("web", 1, &object)).holds());
+    }
+
+    #[test]
+    fn holds_tell_the_policies_they_name_once() {
+        let policies = Policies::new(broadcast::channel(16).0);
+        let mut touched = policies.take_touched().unwrap();
+        let key = (ObjectKind::Client, "team-a".to_owned(), "web".to_owned());
+        let held = HeldResource {
+            kind: "OIDCClient".into(),
+            namespace: "team-a".into(),
+            name: "web".into(),
+            reason: "PolicyViolation".into(),
+            rule: "scopes".into(),
+        };
+        policies.record_hold(key.clone(), Some(("p".into(), held.clone())));
+        policies.record_hold(key.clone(), Some(("p".into(), held.clone())));
+        assert_eq!(policies.held_by("p"), vec![held]);
+        policies.record_hold(key, None);
+        assert!(policies.held_by("p").is_empty());
+        assert_eq!(touched.try_recv().unwrap(), "p");
+        assert_eq!(touched.try_recv().unwrap(), "p");
+        assert!(touched.try_recv().is_err());
+    }
+}

@@ -30,7 +30,7 @@ pub async fn follow_policy_inputs(
             None => Api::all(client.clone()),
             Some(namespace) => Api::namespaced(client.clone(), namespace),
         };
-        follow_approvals(&policies, api)
+        follow_approvals(&policies, api, scope.clone())
     }));
     tokio::join!(
         follow_policies(&policies, Api::all(client.clone())),
@@ -78,8 +78,10 @@ async fn follow_policies(policies: &Policies, api: Api<ClientPolicy>) {
             Ok(Event::InitApply(policy)) => listing.push(policy),
             Ok(Event::InitDone) => {
                 let changed = replace_all(policies, std::mem::take(&mut listing));
+                // The first listing comes before any decision: nothing to judge again.
+                let relisted = policies.loaded.borrow().policies;
                 mark(policies, |l| l.policies = true);
-                if changed {
+                if changed && relisted {
                     policies.route(Route::All);
                 }
             }
@@ -214,8 +216,9 @@ async fn follow_namespaces(policies: &Policies, api: Api<PartialObjectMeta<Names
                     *labels = std::mem::take(&mut listing);
                     changed
                 };
+                let relisted = policies.loaded.borrow().namespaces;
                 mark(policies, |l| l.namespaces = true);
-                for namespace in changed {
+                for namespace in changed.into_iter().filter(|_| relisted) {
                     route_namespace(policies, namespace);
                 }
             }
@@ -253,7 +256,7 @@ fn route_namespace(policies: &Policies, namespace: String) {
     }
 }
 
-async fn follow_approvals(policies: &Policies, api: Api<ClientApproval>) {
+async fn follow_approvals(policies: &Policies, api: Api<ClientApproval>, scope: Option<String>) {
     let mut listing: Vec<ClientApproval> = Vec::new();
     let mut events =
         std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
@@ -263,16 +266,23 @@ async fn follow_approvals(policies: &Policies, api: Api<ClientApproval>) {
             Ok(Event::Init) => listing.clear(),
             Ok(Event::InitApply(approval)) => listing.push(approval),
             Ok(Event::InitDone) => {
-                for approval in std::mem::take(&mut listing) {
-                    keep_approval(policies, &approval, true);
+                // An approval deleted while the watch was down is gone: what the listing lacks
+                // in the scope is forgotten. The first listing comes before any decision: nothing
+                // to route.
+                let listed = std::mem::take(&mut listing);
+                for gone in approvals_missing_from(policies, scope.as_deref(), &listed) {
+                    keep_approval(policies, &gone, false, loaded);
+                }
+                for approval in listed {
+                    keep_approval(policies, &approval, true, loaded);
                 }
                 if !loaded {
                     loaded = true;
                     policies.approval_scopes_loaded();
                 }
             }
-            Ok(Event::Apply(approval)) => keep_approval(policies, &approval, true),
-            Ok(Event::Delete(approval)) => keep_approval(policies, &approval, false),
+            Ok(Event::Apply(approval)) => keep_approval(policies, &approval, true, true),
+            Ok(Event::Delete(approval)) => keep_approval(policies, &approval, false, true),
             Err(error) if not_installed(&error) => {
                 if !loaded {
                     loaded = true;
@@ -284,6 +294,41 @@ async fn follow_approvals(policies: &Policies, api: Api<ClientApproval>) {
     }
 }
 
+/// The approvals kept for a scope that a complete listing of it lacks.
+fn approvals_missing_from(
+    policies: &Policies,
+    scope: Option<&str>,
+    listed: &[ClientApproval],
+) -> Vec<ClientApproval> {
+    let Ok(all) = policies.approvals.read() else {
+        return Vec::new();
+    };
+    let present = |namespace: &str, name: &str| {
+        listed
+            .iter()
+            .any(|a| a.namespace().as_deref() == Some(namespace) && a.name_any() == name)
+    };
+    all.iter()
+        .filter(|((namespace, _), _)| scope.is_none_or(|s| s == namespace))
+        .flat_map(|((namespace, client), kept)| {
+            kept.iter()
+                .filter(|a| !present(namespace, &a.name))
+                .map(|a| {
+                    let mut gone = ClientApproval::new(
+                        &a.name,
+                        nauthera_shared::resources::ClientApprovalSpec {
+                            client: client.clone(),
+                            generation: a.generation,
+                            uid: a.uid.clone(),
+                        },
+                    );
+                    gone.metadata.namespace = Some(namespace.clone());
+                    gone
+                })
+        })
+        .collect()
+}
+
 /// Waits for every scope's approvals to be listed, then marks them loaded.
 async fn mark_approvals_loaded(policies: &Policies, scopes: usize) {
     let mut listed = policies.approvals_listed.subscribe();
@@ -291,8 +336,9 @@ async fn mark_approvals_loaded(policies: &Policies, scopes: usize) {
     mark(policies, |l| l.approvals = true);
 }
 
-/// Keeps (or forgets) an approval, and routes its client when that changes anything.
-fn keep_approval(policies: &Policies, approval: &ClientApproval, present: bool) {
+/// Keeps (or forgets) an approval, and routes its client when that changes anything (and
+/// `route`).
+fn keep_approval(policies: &Policies, approval: &ClientApproval, present: bool, route: bool) {
     let namespace = approval.namespace().unwrap_or_default();
     let client = approval.spec.client.clone();
     let entry = Approval {
@@ -316,7 +362,7 @@ fn keep_approval(policies: &Policies, approval: &ClientApproval, present: bool) 
         }
         changed
     };
-    if changed {
+    if changed && route {
         policies.route(Route::Resource {
             kind: ObjectKind::Client,
             namespace,

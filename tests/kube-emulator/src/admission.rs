@@ -1,6 +1,7 @@
 //! What happens to an object on its way into storage, per kind: name rules, Secret
-//! `stringData`, CustomResourceDefinition registration and status, namespaces, and the
-//! structural schema of custom resources.
+//! `stringData`, CustomResourceDefinition registration, rules and status, namespaces, admission
+//! policy objects, and the structural schema of custom resources. (Admission policies themselves
+//! are evaluated later, on the object as it will be stored: see `admission_policy`.)
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -101,6 +102,15 @@ pub fn admit(
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let defined = resource_from_crd(object)?;
+            let causes = crate::validation_rules::check_definition(object);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(
+                    "CustomResourceDefinition",
+                    "apiextensions.k8s.io",
+                    &name,
+                    causes,
+                ));
+            }
             let status = crd_status(object, &defined);
             // Keep the conditions (and their transition times) while the names hold.
             if object.pointer("/status/acceptedNames") != status.get("acceptedNames")
@@ -109,6 +119,9 @@ pub fn admit(
                 object["status"] = status;
             }
             admitted.defines = Some(defined);
+        }
+        ("admissionregistration.k8s.io", _) => {
+            crate::admission_policy::admit_configuration(info, object)?;
         }
         _ => {}
     }

@@ -1,421 +1,474 @@
-//! A small subset of CEL for `x-kubernetes-validations` rules: `self` and `oldSelf` with field
-//! access, `has()`, `size()`, literals and lists, `!`, `-`, `&&`, `||`, `==`, `!=`, `<`, `<=`,
-//! `>`, `>=`, `in`, and `? :`. A rule using anything else does not parse and is skipped (never
-//! refused for want of support); errors at evaluation fail the rule, as in the API server.
+//! CEL, on the `cel` crate, for ValidatingAdmissionPolicies and the `x-kubernetes-validations`
+//! rules of custom resources: compiling with the checks the API server makes when it compiles
+//! (syntax, undeclared variables and functions), evaluating, and converting JSON into CEL values.
+//!
+//! The interpreter recurses once per level of an expression, about 35 KB a level in a debug build:
+//! a few dozen levels are more than a request's 2 MB stack holds, and a stack overflow aborts the
+//! process. Every use therefore runs in [`sandbox`], on a thread with a large stack that also
+//! contains panics, and expressions deeper than [`MAX_DEPTH`] do not compile.
 
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::objects::{Key, Map, OptionalValue};
+use cel::parser::PrattParser;
+use cel::{Context, Env, ExecutionError, Value as CelValue};
 use serde_json::Value;
 
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Ident(String),
-    Literal(Value),
-    Symbol(&'static str),
+/// The deepest expression that compiles (the parser stops nesting at 96 on its own; long
+/// operator chains nest without it).
+pub const MAX_DEPTH: usize = 100;
+/// Parsed nodes at most: bounds the work of parsing and of dropping a tree.
+const MAX_NODES: usize = 10_000;
+/// Enough for `MAX_DEPTH` levels of the costliest nodes (comprehensions) in a debug build.
+const STACK_BYTES: usize = 64 << 20;
+
+/// Type names an expression may use as values (`type(x) == string`).
+const TYPE_NAMES: &[&str] = &[
+    "bool",
+    "bytes",
+    "double",
+    "dyn",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "type",
+    "uint",
+];
+
+/// Runs `work` on a thread with a stack deep enough for any expression that compiles, and
+/// reports a panic as an error instead of taking the request (and the store's lock) with it.
+pub fn sandbox<T: Send>(work: impl FnOnce() -> T + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("cel".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, work)
+            .map_err(|e| format!("cannot start a CEL evaluation: {e}"))?;
+        worker
+            .join()
+            .map_err(|_| "internal error: the CEL evaluation panicked".to_owned())
+    })
 }
 
-fn tokenize(text: &str) -> Option<Vec<Token>> {
-    const SYMBOLS: &[&str] = &[
-        "&&", "||", "==", "!=", "<=", ">=", "!", "<", ">", "(", ")", "[", "]", ",", ".", "-", "?",
-        ":",
-    ];
-    let chars: Vec<char> = text.chars().collect();
-    let mut tokens = Vec::new();
-    let mut i = 0;
+/// The standard library with the extensions Kubernetes also offers (strings, lists, math).
+pub fn env() -> Arc<Env> {
+    static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Env::stdlib();
+        for extension in [
+            cel::extensions::strings,
+            cel::extensions::lists,
+            cel::extensions::math,
+        ] {
+            if let Err(error) = env.add_extension(extension) {
+                tracing::error!(%error, "a CEL extension could not be added");
+            }
+        }
+        Arc::new(env)
+    })
+    .clone()
+}
+
+/// Whether the environment declares a function (or a namespaced one such as `optional.of`).
+fn declares_function(name: &str) -> bool {
+    static KNOWN: OnceLock<std::sync::Mutex<HashMap<String, bool>>> = OnceLock::new();
+    let probe = || {
+        // Adding a function the environment already declares is refused: a lookup by name.
+        Context::with_env(env())
+            .add_function(name, |a: i64| a)
+            .is_err()
+    };
+    let Ok(mut known) = KNOWN.get_or_init(Default::default).lock() else {
+        return probe();
+    };
+    *known.entry(name.to_owned()).or_insert_with(probe)
+}
+
+/// A compiled expression.
+#[derive(Debug)]
+pub struct Program {
+    expr: IdedExpr,
+    /// Identifiers the expression reads that no macro binds (`self`, `object`, ...).
+    free: BTreeSet<String>,
+    /// Fields selected on each free identifier (`variables.foo` gives `variables` → `foo`).
+    fields: HashMap<String, BTreeSet<String>>,
+}
+
+impl Program {
+    /// Compiles `source` where only `declared` variables exist; the error is the API server's
+    /// `ERROR: <input>:line:column: ...` text with the offending line. Call within [`sandbox`].
+    pub fn compile(source: &str, declared: &[&str]) -> Result<Program, String> {
+        let expr = PrattParser::new()
+            .enable_optional_syntax(true)
+            .max_expression_node_count(MAX_NODES)
+            .error_reporting_limit(10)
+            .parse(source)
+            .map_err(|errors| parse_errors(&errors, source))?;
+        if depth(&expr) > MAX_DEPTH {
+            return Err(format!(
+                "ERROR: <input>:1:1: expression recursion limit exceeded: {MAX_DEPTH}"
+            ));
+        }
+        let mut found = Found::default();
+        collect(&expr, &mut Vec::new(), &mut found);
+        let Found {
+            free,
+            fields,
+            calls,
+        } = found;
+        let program = Program { expr, free, fields };
+        if let Some(name) = program
+            .free
+            .iter()
+            .find(|name| !declared.contains(&name.as_str()) && !TYPE_NAMES.contains(&name.as_str()))
+        {
+            return Err(undeclared(source, name));
+        }
+        if let Some(name) = calls.iter().find(|name| !declares_function(name)) {
+            let short = name.rsplit('.').next().unwrap_or(name);
+            return Err(undeclared(source, short));
+        }
+        Ok(program)
+    }
+
+    /// Whether the expression reads the variable `name`.
+    pub fn uses(&self, name: &str) -> bool {
+        self.free.contains(name)
+    }
+
+    /// The fields the expression selects on the variable `name`.
+    pub fn fields_of(&self, name: &str) -> impl Iterator<Item = &str> {
+        self.fields
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// Evaluates in `context`; the error is CEL's message. Call within [`sandbox`].
+    pub fn evaluate(&self, context: &Context) -> Result<CelValue, String> {
+        CelValue::resolve(&self.expr, context).map_err(|e| describe(&e))
+    }
+}
+
+/// The depth of a tree, walked without recursion (the tree may be deeper than a stack allows).
+fn depth(root: &IdedExpr) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(root, 1usize)];
+    while let Some((node, level)) = pending.pop() {
+        deepest = deepest.max(level);
+        if deepest > MAX_DEPTH {
+            break;
+        }
+        pending.extend(children(node).into_iter().map(|child| (child, level + 1)));
+    }
+    deepest
+}
+
+fn children(node: &IdedExpr) -> Vec<&IdedExpr> {
+    match &node.expr {
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(&call.args)
+            .collect(),
+        Expr::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => vec![&e.key, &e.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Struct(s) => s
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => vec![&e.key, &e.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Select(select) => vec![&select.operand],
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
+    }
+}
+
+/// The dotted name an expression spells (`a.b.c`), if it is one.
+fn qualified_name(node: &IdedExpr) -> Option<String> {
+    match &node.expr {
+        Expr::Ident(name) => Some(name.clone()),
+        Expr::Select(select) if !select.test => Some(format!(
+            "{}.{}",
+            qualified_name(&select.operand)?,
+            select.field
+        )),
+        _ => None,
+    }
+}
+
+/// The identifier a chain of selections and member calls starts from (`a` in `a.b().c`).
+fn receiver_root(node: &IdedExpr) -> Option<&str> {
+    let mut node = node;
+    loop {
+        match &node.expr {
+            Expr::Ident(name) => return Some(name),
+            Expr::Select(select) => node = &select.operand,
+            Expr::Call(call) => node = call.target.as_deref()?,
+            _ => return None,
+        }
+    }
+}
+
+/// What an expression refers to.
+#[derive(Default)]
+struct Found {
+    free: BTreeSet<String>,
+    fields: HashMap<String, BTreeSet<String>>,
+    /// Functions called, by name (namespaced ones dotted).
+    calls: Vec<String>,
+}
+
+/// Records the free identifiers, the fields selected on them and the functions called.
+/// Recursive: only called on trees no deeper than `MAX_DEPTH`.
+fn collect(node: &IdedExpr, bound: &mut Vec<String>, found: &mut Found) {
+    match &node.expr {
+        Expr::Ident(name) => {
+            if !bound.contains(name) && !name.starts_with('@') {
+                found.free.insert(name.clone());
+            }
+        }
+        Expr::Select(select) => {
+            if let Expr::Ident(root) = &select.operand.expr
+                && !bound.contains(root)
+            {
+                found
+                    .fields
+                    .entry(root.clone())
+                    .or_default()
+                    .insert(select.field.clone());
+            }
+            collect(&select.operand, bound, found);
+        }
+        Expr::Call(call) => {
+            let operator = !call
+                .func_name
+                .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                || call.func_name.starts_with('_');
+            // `optional.of(x)`, `strings.quote(x)`: a namespaced function, not a member call on
+            // a variable named `optional`.
+            let namespace = call
+                .target
+                .as_deref()
+                .and_then(qualified_name)
+                .filter(|name| {
+                    let root = name.split('.').next().unwrap_or_default();
+                    !bound.iter().any(|b| b == root)
+                        && declares_function(&format!("{name}.{}", call.func_name))
+                });
+            // The authorizer library is not in this environment: a call on `authorizer` is
+            // left to whoever refuses `authorizer` itself.
+            let on_authorizer =
+                call.target.as_deref().and_then(receiver_root) == Some("authorizer");
+            match namespace {
+                Some(_) => {}
+                None => {
+                    if !operator && !on_authorizer {
+                        found.calls.push(call.func_name.clone());
+                    }
+                    if let Some(target) = &call.target {
+                        collect(target, bound, found);
+                    }
+                }
+            }
+            for arg in &call.args {
+                collect(arg, bound, found);
+            }
+        }
+        Expr::Comprehension(c) => {
+            collect(&c.iter_range, bound, found);
+            collect(&c.accu_init, bound, found);
+            let before = bound.len();
+            bound.push(c.iter_var.clone());
+            bound.extend(c.iter_var2.clone());
+            bound.push(c.accu_var.clone());
+            collect(&c.loop_cond, bound, found);
+            collect(&c.loop_step, bound, found);
+            collect(&c.result, bound, found);
+            bound.truncate(before);
+        }
+        Expr::List(_) | Expr::Map(_) | Expr::Struct(_) => {
+            for child in children(node) {
+                collect(child, bound, found);
+            }
+        }
+        Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+/// Parse errors as cel-go prints them. Not the `cel` crate's `Display`: that panics on the
+/// negative positions some errors carry.
+fn parse_errors(errors: &cel::ParseErrors, source: &str) -> String {
+    let lines: Vec<&str> = source.lines().collect();
+    let described: Vec<String> = errors
+        .errors
+        .iter()
+        .map(|error| {
+            let (line, column) = error.pos;
+            let mut text = format!("ERROR: <input>:{line}:{column}: {}", error.msg);
+            let snippet = usize::try_from(line)
+                .ok()
+                .and_then(|l| l.checked_sub(1))
+                .and_then(|l| lines.get(l));
+            if let (Some(snippet), Ok(column @ 1..)) = (snippet, usize::try_from(column)) {
+                let dots = ".".repeat((column - 1).min(snippet.chars().count()));
+                text.push_str(&format!("\n | {snippet}\n | {dots}^"));
+            }
+            text
+        })
+        .collect();
+    described.join("\n")
+}
+
+/// cel-go's message for a name nothing declares, pointing at its first use.
+fn undeclared(source: &str, name: &str) -> String {
+    let (line, column) = position_of(source, name).unwrap_or((1, 1));
+    let text = source.lines().nth(line - 1).unwrap_or_default();
+    format!(
+        "ERROR: <input>:{line}:{column}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
+        ".".repeat(column - 1)
+    )
+}
+
+/// Where an identifier first occurs as a reference (outside string literals, not after a `.`),
+/// as a 1-based line and column.
+fn position_of(source: &str, name: &str) -> Option<(usize, usize)> {
+    let chars: Vec<char> = source.chars().collect();
+    let (mut line, mut column, mut i) = (1, 1, 0);
+    let mut after_dot = false;
+    let advance = |c: char, line: &mut usize, column: &mut usize| {
+        if c == '\n' {
+            *line += 1;
+            *column = 1;
+        } else {
+            *column += 1;
+        }
+    };
     while i < chars.len() {
         let c = chars[i];
-        if c.is_whitespace() {
-            i += 1;
-        } else if c == '\'' || c == '"' {
-            let end = chars[i + 1..].iter().position(|&d| d == c)? + i + 1;
-            tokens.push(Token::Literal(Value::String(
-                chars[i + 1..end].iter().collect(),
-            )));
-            i = end + 1;
-        } else if c.is_ascii_digit() {
-            let end = chars[i..]
-                .iter()
-                .position(|d| !d.is_ascii_digit())
-                .map_or(chars.len(), |p| p + i);
-            let number: i64 = chars[i..end].iter().collect::<String>().parse().ok()?;
-            tokens.push(Token::Literal(Value::from(number)));
-            i = end;
+        if c == '"' || c == '\'' {
+            let triple = chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c);
+            let quote_len = if triple { 3 } else { 1 };
+            for _ in 0..quote_len {
+                advance(chars[i], &mut line, &mut column);
+                i += 1;
+            }
+            while i < chars.len() {
+                if chars[i] == '\\' {
+                    advance(chars[i], &mut line, &mut column);
+                    i += 1;
+                } else if chars[i] == c
+                    && (!triple || (chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c)))
+                {
+                    for _ in 0..quote_len {
+                        advance(c, &mut line, &mut column);
+                        i += 1;
+                    }
+                    break;
+                }
+                if let Some(&d) = chars.get(i) {
+                    advance(d, &mut line, &mut column);
+                }
+                i += 1;
+            }
+            after_dot = false;
         } else if c.is_alphabetic() || c == '_' {
-            let end = chars[i..]
-                .iter()
-                .position(|d| !(d.is_alphanumeric() || *d == '_'))
-                .map_or(chars.len(), |p| p + i);
-            let word: String = chars[i..end].iter().collect();
-            tokens.push(match word.as_str() {
-                "true" => Token::Literal(Value::Bool(true)),
-                "false" => Token::Literal(Value::Bool(false)),
-                "null" => Token::Literal(Value::Null),
-                "in" => Token::Symbol("in"),
-                _ => Token::Ident(word),
-            });
-            i = end;
+            let start = (line, column);
+            let begin = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                advance(chars[i], &mut line, &mut column);
+                i += 1;
+            }
+            let word: String = chars[begin..i].iter().collect();
+            if word == name && !after_dot {
+                return Some(start);
+            }
+            after_dot = false;
         } else {
-            let rest: String = chars[i..chars.len().min(i + 2)].iter().collect();
-            let symbol = SYMBOLS.iter().find(|s| rest.starts_with(**s))?;
-            tokens.push(Token::Symbol(symbol));
-            i += symbol.len();
+            if !c.is_whitespace() {
+                after_dot = c == '.';
+            }
+            advance(c, &mut line, &mut column);
+            i += 1;
         }
     }
-    Some(tokens)
+    None
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Expr {
-    Literal(Value),
-    Variable(String),
-    List(Vec<Expr>),
-    Member(Box<Expr>, String),
-    Has(Box<Expr>, String),
-    Size(Box<Expr>),
-    Not(Box<Expr>),
-    Negate(Box<Expr>),
-    Binary(&'static str, Box<Expr>, Box<Expr>),
-    Conditional(Box<Expr>, Box<Expr>, Box<Expr>),
-}
-
-/// How deep a rule may nest (parentheses, `!` and `-`, each further `||`, `&&`, `?:` and field
-/// access): deeper rules do not parse, so that neither parsing nor evaluating a rule can overflow
-/// the stack. The API server's CEL refuses such rules too (its parser has a recursion limit).
-const MAX_DEPTH: usize = 100;
-
-struct Parser {
-    tokens: Vec<Token>,
-    position: usize,
-    /// How deep the expression being parsed nests here.
-    depth: usize,
-}
-
-impl Parser {
-    /// One level deeper; `None` past `MAX_DEPTH`.
-    fn deeper(&mut self) -> Option<()> {
-        self.depth += 1;
-        (self.depth <= MAX_DEPTH).then_some(())
-    }
-
-    /// Parses with `parse`, then returns to the depth of before.
-    fn scoped(&mut self, parse: impl FnOnce(&mut Self) -> Option<Expr>) -> Option<Expr> {
-        let depth = self.depth;
-        let parsed = parse(self);
-        self.depth = depth;
-        parsed
-    }
-
-    fn peek(&self) -> Option<&Token> {
-        self.tokens.get(self.position)
-    }
-
-    fn eat(&mut self, symbol: &str) -> bool {
-        let found = matches!(self.peek(), Some(Token::Symbol(s)) if *s == symbol);
-        if found {
-            self.position += 1;
-        }
-        found
-    }
-
-    fn expect(&mut self, symbol: &str) -> Option<()> {
-        self.eat(symbol).then_some(())
-    }
-
-    fn conditional(&mut self) -> Option<Expr> {
-        self.scoped(|p| {
-            p.deeper()?;
-            let condition = p.or()?;
-            if p.eat("?") {
-                let then = p.conditional()?;
-                p.expect(":")?;
-                let otherwise = p.conditional()?;
-                return Some(Expr::Conditional(
-                    Box::new(condition),
-                    Box::new(then),
-                    Box::new(otherwise),
-                ));
-            }
-            Some(condition)
-        })
-    }
-
-    fn or(&mut self) -> Option<Expr> {
-        self.scoped(|p| {
-            let mut left = p.and()?;
-            while p.eat("||") {
-                p.deeper()?;
-                left = Expr::Binary("||", Box::new(left), Box::new(p.and()?));
-            }
-            Some(left)
-        })
-    }
-
-    fn and(&mut self) -> Option<Expr> {
-        self.scoped(|p| {
-            let mut left = p.relation()?;
-            while p.eat("&&") {
-                p.deeper()?;
-                left = Expr::Binary("&&", Box::new(left), Box::new(p.relation()?));
-            }
-            Some(left)
-        })
-    }
-
-    fn relation(&mut self) -> Option<Expr> {
-        let left = self.unary()?;
-        for op in ["==", "!=", "<=", ">=", "<", ">", "in"] {
-            if self.eat(op) {
-                return Some(Expr::Binary(op, Box::new(left), Box::new(self.unary()?)));
-            }
-        }
-        Some(left)
-    }
-
-    fn unary(&mut self) -> Option<Expr> {
-        self.scoped(|p| {
-            if p.eat("!") {
-                p.deeper()?;
-                return Some(Expr::Not(Box::new(p.unary()?)));
-            }
-            if p.eat("-") {
-                p.deeper()?;
-                return Some(Expr::Negate(Box::new(p.unary()?)));
-            }
-            p.member()
-        })
-    }
-
-    fn member(&mut self) -> Option<Expr> {
-        self.scoped(|p| {
-            let mut expr = p.primary()?;
-            while p.eat(".") {
-                p.deeper()?;
-                let Some(Token::Ident(name)) = p.peek().cloned() else {
-                    return None;
-                };
-                p.position += 1;
-                if name == "size" && p.eat("(") {
-                    p.expect(")")?;
-                    expr = Expr::Size(Box::new(expr));
-                } else {
-                    expr = Expr::Member(Box::new(expr), name);
-                }
-            }
-            Some(expr)
-        })
-    }
-
-    fn primary(&mut self) -> Option<Expr> {
-        match self.peek().cloned()? {
-            Token::Literal(value) => {
-                self.position += 1;
-                Some(Expr::Literal(value))
-            }
-            Token::Ident(name) => {
-                self.position += 1;
-                match name.as_str() {
-                    "has" => {
-                        self.expect("(")?;
-                        let Expr::Member(target, field) = self.member()? else {
-                            return None;
-                        };
-                        self.expect(")")?;
-                        Some(Expr::Has(target, field))
-                    }
-                    "size" => {
-                        self.expect("(")?;
-                        let inner = self.conditional()?;
-                        self.expect(")")?;
-                        Some(Expr::Size(Box::new(inner)))
-                    }
-                    "self" | "oldSelf" => Some(Expr::Variable(name)),
-                    _ => None,
-                }
-            }
-            Token::Symbol("(") => {
-                self.position += 1;
-                let inner = self.conditional()?;
-                self.expect(")")?;
-                Some(inner)
-            }
-            Token::Symbol("[") => {
-                self.position += 1;
-                let mut items = Vec::new();
-                if !self.eat("]") {
-                    loop {
-                        items.push(self.conditional()?);
-                        if self.eat("]") {
-                            break;
-                        }
-                        self.expect(",")?;
-                    }
-                }
-                Some(Expr::List(items))
-            }
-            Token::Symbol(_) => None,
-        }
+/// An evaluation error in cel-go's words where they differ.
+pub fn describe(error: &ExecutionError) -> String {
+    match error {
+        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        ExecutionError::UndeclaredReference(name) => format!("undeclared reference to '{name}'"),
+        ExecutionError::DivisionByZero(_) => "division by zero".into(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
+        ExecutionError::Overflow(..) => "integer overflow".into(),
+        other => other.to_string(),
     }
 }
 
-/// A parsed rule.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rule(Expr);
-
-impl Rule {
-    /// The parsed rule, parsed once per rule text (every write of a custom resource evaluates
-    /// its schema's rules); `None` as for [`Rule::parse`].
-    pub fn compiled(text: &str) -> Option<std::sync::Arc<Rule>> {
-        use std::collections::HashMap;
-        use std::sync::{Arc, Mutex, OnceLock};
-        static COMPILED: OnceLock<Mutex<HashMap<String, Option<Arc<Rule>>>>> = OnceLock::new();
-        let mut compiled = COMPILED.get_or_init(Mutex::default).lock().ok()?;
-        compiled
-            .entry(text.to_owned())
-            .or_insert_with(|| Rule::parse(text).map(Arc::new))
-            .clone()
-    }
-
-    /// `None` when the rule uses CEL this subset does not cover.
-    pub fn parse(text: &str) -> Option<Self> {
-        let mut parser = Parser {
-            tokens: tokenize(text)?,
-            position: 0,
-            depth: 0,
-        };
-        let expr = parser.conditional()?;
-        (parser.position == parser.tokens.len()).then_some(Self(expr))
-    }
-
-    pub fn uses_old_self(&self) -> bool {
-        fn uses(expr: &Expr) -> bool {
-            match expr {
-                Expr::Variable(name) => name == "oldSelf",
-                Expr::Literal(_) => false,
-                Expr::List(items) => items.iter().any(uses),
-                Expr::Member(inner, _)
-                | Expr::Has(inner, _)
-                | Expr::Size(inner)
-                | Expr::Not(inner)
-                | Expr::Negate(inner) => uses(inner),
-                Expr::Binary(_, a, b) => uses(a) || uses(b),
-                Expr::Conditional(a, b, c) => uses(a) || uses(b) || uses(c),
-            }
-        }
-        uses(&self.0)
-    }
-
-    /// Evaluates to a boolean, or says why it could not.
-    pub fn evaluate(&self, this: &Value, old: Option<&Value>) -> Result<bool, String> {
-        match eval(&self.0, this, old)? {
-            Value::Bool(result) => Ok(result),
-            other => Err(format!("rule evaluated to {other}, not a bool")),
-        }
-    }
-}
-
-fn number(value: &Value) -> Option<f64> {
-    value.as_f64()
-}
-
-/// CEL's equality: numbers by value whatever their kind (`-1`, computed, is a double; `-1` read
-/// from an object is an int), lists and maps by their entries.
-fn equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(_), Value::Number(_)) => a == b || number(a) == number(b),
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| equal(a, b))
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| equal(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
-fn eval(expr: &Expr, this: &Value, old: Option<&Value>) -> Result<Value, String> {
-    let boolean = |e: &Expr| -> Result<bool, String> {
-        eval(e, this, old)?
-            .as_bool()
-            .ok_or_else(|| "no such overload".to_owned())
-    };
-    Ok(match expr {
-        Expr::Literal(value) => value.clone(),
-        Expr::Variable(name) if name == "self" => this.clone(),
-        Expr::Variable(_) => old.cloned().ok_or("oldSelf is not available on create")?,
-        Expr::List(items) => Value::Array(
-            items
-                .iter()
-                .map(|i| eval(i, this, old))
-                .collect::<Result<_, _>>()?,
-        ),
-        Expr::Member(target, field) => {
-            let target = eval(target, this, old)?;
-            target
-                .get(field)
-                .cloned()
-                .ok_or_else(|| format!("no such key: {field}"))?
-        }
-        Expr::Has(target, field) => {
-            let target = eval(target, this, old)?;
-            Value::Bool(target.get(field).is_some_and(|v| !v.is_null()))
-        }
-        Expr::Size(inner) => match eval(inner, this, old)? {
-            Value::String(s) => Value::from(s.chars().count()),
-            Value::Array(items) => Value::from(items.len()),
-            Value::Object(map) => Value::from(map.len()),
-            _ => return Err("no such overload: size".into()),
+/// A JSON value as CEL sees it: integers stay `int` (`uint` only past `i64`), and with
+/// `drop_nulls` an object's null fields are absent, as in CRD validation rules.
+pub fn to_value(json: &Value, drop_nulls: bool) -> CelValue {
+    match json {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => CelValue::Int(i),
+            (None, Some(u)) => CelValue::UInt(u),
+            _ => CelValue::Float(n.as_f64().unwrap_or(f64::NAN)),
         },
-        Expr::Not(inner) => Value::Bool(!boolean(inner)?),
-        Expr::Negate(inner) => {
-            let n = number(&eval(inner, this, old)?).ok_or("no such overload: -")?;
-            serde_json::Number::from_f64(-n).map_or(Value::Null, Value::Number)
-        }
-        Expr::Conditional(condition, then, otherwise) => {
-            if boolean(condition)? {
-                eval(then, this, old)?
-            } else {
-                eval(otherwise, this, old)?
-            }
-        }
-        // Logical operators absorb an error on one side when the other decides.
-        Expr::Binary("||", a, b) => match (boolean(a), boolean(b)) {
-            (Ok(true), _) | (_, Ok(true)) => Value::Bool(true),
-            (Ok(false), Ok(false)) => Value::Bool(false),
-            (Err(e), _) | (_, Err(e)) => return Err(e),
-        },
-        Expr::Binary("&&", a, b) => match (boolean(a), boolean(b)) {
-            (Ok(false), _) | (_, Ok(false)) => Value::Bool(false),
-            (Ok(true), Ok(true)) => Value::Bool(true),
-            (Err(e), _) | (_, Err(e)) => return Err(e),
-        },
-        Expr::Binary(op, a, b) => {
-            let (a, b) = (eval(a, this, old)?, eval(b, this, old)?);
-            match *op {
-                "==" => Value::Bool(equal(&a, &b)),
-                "!=" => Value::Bool(!equal(&a, &b)),
-                "in" => match &b {
-                    Value::Array(items) => Value::Bool(items.iter().any(|item| equal(&a, item))),
-                    Value::Object(map) => {
-                        Value::Bool(a.as_str().is_some_and(|k| map.contains_key(k)))
-                    }
-                    _ => return Err("no such overload: in".into()),
-                },
-                _ => {
-                    let ordering = match (&a, &b) {
-                        (Value::String(x), Value::String(y)) => x.partial_cmp(y),
-                        _ => number(&a)
-                            .zip(number(&b))
-                            .and_then(|(x, y)| x.partial_cmp(&y)),
-                    }
-                    .ok_or_else(|| format!("no such overload: {op}"))?;
-                    Value::Bool(match *op {
-                        "<" => ordering.is_lt(),
-                        "<=" => ordering.is_le(),
-                        ">" => ordering.is_gt(),
-                        _ => ordering.is_ge(),
-                    })
-                }
-            }
-        }
-    })
+        Value::String(s) => CelValue::String(Arc::new(s.clone())),
+        Value::Array(items) => CelValue::List(Arc::new(
+            items.iter().map(|i| to_value(i, drop_nulls)).collect(),
+        )),
+        Value::Object(map) => CelValue::Map(Map {
+            map: Arc::new(
+                map.iter()
+                    .filter(|(_, v)| !(drop_nulls && v.is_null()))
+                    .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_value(v, drop_nulls)))
+                    .collect(),
+            ),
+        }),
+    }
+}
+
+/// `optional.of(value)`, or `optional.none()` (`optionalOldSelf` rules).
+pub fn optional(value: Option<CelValue>) -> CelValue {
+    CelValue::Opaque(Arc::new(match value {
+        Some(value) => OptionalValue::of(value),
+        None => OptionalValue::none(),
+    }))
+}
+
+/// Binds a variable in a context.
+pub fn bind(context: &mut Context, name: &str, value: CelValue) {
+    match value.try_into() {
+        Ok(val) => context.add_variable_as_val(name, val),
+        Err(_) => context.add_variable_from_value(name, CelValue::Null),
+    }
 }
 
 #[cfg(test)]
@@ -423,68 +476,118 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn check(rule: &str, this: Value) -> Result<bool, String> {
-        Rule::parse(rule).expect("parses").evaluate(&this, None)
+    fn eval(source: &str, this: Value) -> Result<CelValue, String> {
+        sandbox(|| {
+            let program = Program::compile(source, &["self"])?;
+            let mut context = Context::with_env(env());
+            bind(&mut context, "self", to_value(&this, true));
+            program.evaluate(&context)
+        })
+        .and_then(|r| r)
     }
 
     #[test]
     fn the_projects_rules_evaluate() {
         let rule = "self.tokenEndpointAuthMethod in ['none', 'private_key_jwt'] || (has(self.secret) && (self.secret.generate || has(self.secret.secretRef)))";
+        let t = |v| eval(rule, v);
         assert_eq!(
-            check(rule, json!({"tokenEndpointAuthMethod": "none"})),
-            Ok(true)
+            t(json!({"tokenEndpointAuthMethod": "none"})),
+            Ok(true.into())
         );
         assert_eq!(
-            check(
-                rule,
-                json!({"tokenEndpointAuthMethod": "client_secret_basic"})
-            ),
-            Ok(false)
+            t(json!({"tokenEndpointAuthMethod": "client_secret_basic"})),
+            Ok(false.into())
         );
         assert_eq!(
-            check(
-                rule,
+            t(
                 json!({"tokenEndpointAuthMethod": "client_secret_basic", "secret": {"generate": true}})
             ),
-            Ok(true)
+            Ok(true.into())
         );
         assert_eq!(
-            check(
-                "!(self.generate && has(self.secretRef))",
-                json!({"generate": true, "secretRef": {}})
-            ),
-            Ok(false)
+            eval("!has(self.secretName) || self.generate", json!({})),
+            Ok(true.into())
         );
         assert_eq!(
-            check("!has(self.secretName) || self.generate", json!({})),
-            Ok(true)
-        );
-        assert!(
-            check(
+            eval(
                 "!has(self.secretName) || self.generate",
                 json!({"secretName": "x"})
-            )
-            .is_err()
-        );
-        let immutable = Rule::parse("self.slug == oldSelf.slug").unwrap();
-        assert!(immutable.uses_old_self());
-        assert_eq!(
-            immutable.evaluate(&json!({"slug": "a"}), Some(&json!({"slug": "b"}))),
-            Ok(false)
-        );
-        assert_eq!(
-            check(
-                "size(self.name) <= 3 && self.count > -1 ? true : false",
-                json!({"name": "abc", "count": 0})
             ),
-            Ok(true)
+            Err("no such key: generate".into())
+        );
+        // Null fields are absent, as the API server treats them.
+        assert_eq!(eval("has(self.a)", json!({"a": null})), Ok(false.into()));
+        assert_eq!(
+            eval("self.n == 3 && self.n > 2.5", json!({"n": 3})),
+            Ok(true.into())
         );
     }
 
     #[test]
-    fn unsupported_cel_does_not_parse() {
-        assert!(Rule::parse("self.items.all(i, i > 0)").is_none());
-        assert!(Rule::parse("self.name.startsWith('a')").is_none());
-        assert!(Rule::parse("self.a ==").is_none());
+    fn macros_and_string_functions_work() {
+        let object = json!({"items": [1, 2, 3], "name": "web-1"});
+        for rule in [
+            "self.items.all(i, i > 0)",
+            "self.items.exists(i, i == 2)",
+            "self.items.exists_one(i, i == 3)",
+            "self.items.map(i, i * 2) == [2, 4, 6]",
+            "self.items.filter(i, i > 1).size() == 2",
+            "self.name.startsWith('web') && self.name.endsWith('1') && self.name.contains('-')",
+            "self.name.matches('^[a-z]+-[0-9]$')",
+            "size(self.name) == 5 && 'name' in self",
+            "self.name.split('-')[0].upperAscii() == 'WEB'",
+        ] {
+            assert_eq!(eval(rule, object.clone()), Ok(true.into()), "{rule}");
+        }
+    }
+
+    #[test]
+    fn what_does_not_compile_says_where() {
+        let compile = |source: &str| sandbox(|| Program::compile(source, &["self"]).map(|_| ()));
+        let error = compile("self.a ==").unwrap().unwrap_err();
+        assert!(
+            error.starts_with("ERROR: <input>:1:10: Syntax error"),
+            "{error}"
+        );
+        assert!(error.contains("\n | self.a =="), "{error}");
+        let error = compile("self.a == 'x' && object.b").unwrap().unwrap_err();
+        assert_eq!(
+            error,
+            "ERROR: <input>:1:18: undeclared reference to 'object' (in container '')\n | self.a == 'x' && object.b\n | .................^"
+        );
+        let error = compile("self.nosuchfunction()").unwrap().unwrap_err();
+        assert!(
+            error.contains("undeclared reference to 'nosuchfunction'"),
+            "{error}"
+        );
+        // Bound by a macro, a namespace, a type name or in a string: all fine.
+        for fine in [
+            "self.all(x, x != 'object')",
+            "optional.of(1).hasValue() && strings.quote('a') != ''",
+            "type(self) == map",
+        ] {
+            assert!(compile(fine).unwrap().is_ok(), "{fine}");
+        }
+        let deep = format!("{}1{}", "[".repeat(5000), "]".repeat(5000));
+        assert!(compile(&deep).unwrap().is_err());
+        let long = format!("1{}", " + 1".repeat(5000));
+        assert!(compile(&long).unwrap().is_err());
+    }
+
+    #[test]
+    fn free_variables_and_their_fields_are_known() {
+        let program = sandbox(|| {
+            Program::compile(
+                "variables.a > 0 && object.items.all(x, x > variables.b) && has(variables.c)",
+                &["object", "variables"],
+            )
+        })
+        .unwrap()
+        .unwrap();
+        assert!(program.uses("object") && program.uses("variables") && !program.uses("x"));
+        assert_eq!(
+            program.fields_of("variables").collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
     }
 }

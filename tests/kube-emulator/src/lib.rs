@@ -7,6 +7,7 @@
 //! and is not implemented.
 
 mod admission;
+mod admission_policy;
 mod authz;
 mod cel;
 mod discovery;
@@ -27,6 +28,7 @@ mod store;
 mod strategic;
 mod table;
 mod tls;
+mod validation_rules;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -268,6 +270,7 @@ fn seed(state: &AppState) -> Result<(), ApiError> {
         force: false,
         validation: FieldValidation::Ignore,
         version: "v1".into(),
+        requester: None,
     };
     let info = |group: &str, plural: &str, store: &Store| {
         store

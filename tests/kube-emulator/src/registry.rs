@@ -257,6 +257,31 @@ pub fn builtins() -> Vec<ResourceInfo> {
                 &["crd", "crds"],
             )
         },
+        ResourceInfo {
+            status_subresource: true,
+            has_generation: true,
+            categories: vec!["api-extensions".into()],
+            ..builtin(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy",
+                "validatingadmissionpolicies",
+                false,
+                &[],
+            )
+        },
+        ResourceInfo {
+            has_generation: true,
+            categories: vec!["api-extensions".into()],
+            ..builtin(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicyBinding",
+                "validatingadmissionpolicybindings",
+                false,
+                &[],
+            )
+        },
         review(
             "authorization.k8s.io",
             "SelfSubjectAccessReview",
@@ -314,6 +339,16 @@ impl Registry {
 
     pub fn get(&self, key: &ResourceKey) -> Option<&ResourceInfo> {
         self.resources.get(key)
+    }
+
+    /// The resource of a kind served at `group/version`.
+    pub fn find_kind(&self, group: &str, version: &str, kind: &str) -> Option<&ResourceInfo> {
+        self.resources.values().find(|r| {
+            r.group == group
+                && r.kind == kind
+                && r.versions.iter().any(|v| v == version)
+                && !r.converted()
+        })
     }
 
     pub fn all(&self) -> impl Iterator<Item = &ResourceInfo> {

@@ -1,7 +1,6 @@
 //! Structural schemas of custom resources: pruning of unknown fields, defaulting and validation
-//! of types, required fields, enums and bounds, the way the API server applies them.
-//!
-//! CEL rules (`x-kubernetes-validations`) and `format` are not evaluated.
+//! of types, required fields, enums, bounds and CEL rules (see `validation_rules`), the way the
+//! API server applies them. `format` is not validated.
 
 use serde_json::{Map, Value};
 
@@ -172,9 +171,22 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
     }
 }
 
-/// Validates a whole object (its root fields other than apiVersion, kind and metadata).
-/// Validates a whole object; `old` is the stored object on an update (for transition rules).
+/// Validates a whole object (its root fields other than apiVersion, kind and metadata); `old`
+/// is the stored object on an update (for transition rules).
 pub fn validate_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
+    if !crate::validation_rules::has_rules(schema) {
+        return validate_object_root(object, schema, old);
+    }
+    crate::cel::sandbox(|| validate_object_root(object, schema, old)).unwrap_or_else(|error| {
+        vec![Cause {
+            kind: "InternalError",
+            message: format!("Internal error: {error}"),
+            field: String::new(),
+        }]
+    })
+}
+
+fn validate_object_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let Some(map) = object.as_object() else {
         return causes;
@@ -202,62 +214,8 @@ pub fn validate_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec
             }
         }
     }
-    check_rules(object, schema, "", old, &mut causes);
+    crate::validation_rules::evaluate(object, schema, "", old, &mut causes);
     causes
-}
-
-/// Evaluates a schema node's `x-kubernetes-validations` (see `cel` for the subset).
-fn check_rules(
-    value: &Value,
-    schema: &Value,
-    path: &str,
-    old: Option<&Value>,
-    causes: &mut Vec<Cause>,
-) {
-    let Some(rules) = schema["x-kubernetes-validations"].as_array() else {
-        return;
-    };
-    for rule in rules {
-        let Some(text) = rule["rule"].as_str() else {
-            continue;
-        };
-        let Some(parsed) = crate::cel::Rule::compiled(text) else {
-            continue;
-        };
-        if parsed.uses_old_self() && old.is_none() {
-            continue;
-        }
-        let failure = match parsed.evaluate(value, old) {
-            Ok(true) => continue,
-            Ok(false) => rule["message"]
-                .as_str()
-                .map_or_else(|| format!("failed rule: {text}"), str::to_owned),
-            Err(error) => format!("{error} evaluating rule: {text}"),
-        };
-        let mut field = path.to_owned();
-        if let Some(extra) = rule["fieldPath"].as_str() {
-            field.push_str(extra);
-            field = field.trim_start_matches('.').to_owned();
-        }
-        let (kind, message) = match rule["reason"].as_str() {
-            Some("FieldValueForbidden") => ("FieldValueForbidden", format!("Forbidden: {failure}")),
-            Some("FieldValueRequired") => {
-                ("FieldValueRequired", format!("Required value: {failure}"))
-            }
-            Some("FieldValueDuplicate") => {
-                ("FieldValueDuplicate", format!("Duplicate value: {failure}"))
-            }
-            _ => (
-                "FieldValueInvalid",
-                format!("Invalid value: {}: {failure}", quoted(value)),
-            ),
-        };
-        causes.push(Cause {
-            kind,
-            message,
-            field,
-        });
-    }
 }
 
 fn required_cause(field: &str) -> Cause {
@@ -281,7 +239,7 @@ fn type_name(value: &Value) -> &'static str {
 }
 
 /// A value as the API server quotes it in messages.
-fn quoted(value: &Value) -> String {
+pub fn quoted(value: &Value) -> String {
     match value {
         Value::String(s) => format!("{s:?}"),
         Value::Object(_) | Value::Array(_) => format!("\"{}\"", type_name(value)),
@@ -442,7 +400,7 @@ fn validate(
         Value::Object(map) => validate_object(map, schema, path, old, causes),
         _ => {}
     }
-    check_rules(value, schema, path, old, causes);
+    crate::validation_rules::evaluate(value, schema, path, old, causes);
 }
 
 /// Whether `text` matches a schema `pattern`; compiled patterns are kept, and a pattern that

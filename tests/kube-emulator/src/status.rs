@@ -13,6 +13,7 @@ pub enum StatusReason {
     AlreadyExists,
     Conflict,
     Invalid,
+    RequestEntityTooLarge,
     Expired,
     MethodNotAllowed,
     UnsupportedMediaType,
@@ -30,6 +31,7 @@ impl StatusReason {
             Self::AlreadyExists => "AlreadyExists",
             Self::Conflict => "Conflict",
             Self::Invalid => "Invalid",
+            Self::RequestEntityTooLarge => "RequestEntityTooLarge",
             Self::Expired => "Expired",
             Self::MethodNotAllowed => "MethodNotAllowed",
             Self::UnsupportedMediaType => "UnsupportedMediaType",
@@ -46,6 +48,7 @@ impl StatusReason {
             Self::NotFound => 404,
             Self::AlreadyExists | Self::Conflict => 409,
             Self::Invalid => 422,
+            Self::RequestEntityTooLarge => 413,
             Self::Expired => 410,
             Self::MethodNotAllowed => 405,
             Self::UnsupportedMediaType => 415,
@@ -58,7 +61,8 @@ impl StatusReason {
 /// One entry of `details.causes`: which field failed and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cause {
-    /// The cause type, e.g. `FieldValueRequired`, `FieldValueInvalid`, `FieldManagerConflict`.
+    /// The cause type, e.g. `FieldValueRequired`, `FieldValueInvalid`, `FieldManagerConflict`
+    /// (empty: none, as in an admission policy's refusal).
     pub kind: &'static str,
     pub message: String,
     /// The field path in the API server's notation, e.g. `spec.issuer`.
@@ -218,7 +222,20 @@ impl ApiError {
             let causes: Vec<Value> = self
                 .causes
                 .iter()
-                .map(|c| json!({"reason": c.kind, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    // Empty parts are left out, as Go's `omitempty` does.
+                    let mut cause = serde_json::Map::new();
+                    for (key, value) in [
+                        ("reason", c.kind),
+                        ("message", &c.message),
+                        ("field", &c.field),
+                    ] {
+                        if !value.is_empty() {
+                            cause.insert(key.into(), json!(value));
+                        }
+                    }
+                    Value::Object(cause)
+                })
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }

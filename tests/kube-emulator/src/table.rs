@@ -85,6 +85,16 @@ pub fn columns(info: &ResourceInfo, version: &str) -> Vec<PrinterColumn> {
             column("Available", "integer", ".status.availableReplicas", 0),
             age,
         ],
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => vec![
+            column("Validations", "integer", "#count(.spec.validations)", 0),
+            column("ParamKind", "string", ".spec.paramKind.kind", 0),
+            age,
+        ],
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => vec![
+            column("PolicyName", "string", ".spec.policyName", 0),
+            column("ParamRef", "string", ".spec.paramRef.name", 0),
+            age,
+        ],
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             vec![column(
                 "Created At",
@@ -166,10 +176,11 @@ fn cell(object: &Value, column: &PrinterColumn, now: i64) -> Value {
         .strip_prefix("#count(")
         .and_then(|p| p.strip_suffix(')'))
     {
-        let count = json_path(object, inner)
-            .first()
-            .and_then(|v| v.as_object())
-            .map_or(0, |m| m.len());
+        let count = json_path(object, inner).first().map_or(0, |v| match v {
+            Value::Object(map) => map.len(),
+            Value::Array(items) => items.len(),
+            _ => 0,
+        });
         return json!(count);
     }
     if let Some(inner) = path

@@ -276,6 +276,39 @@ async fn validation_rules_are_enforced() {
     .unwrap();
 }
 
+/// A rule that does not compile refuses the definition (it is never skipped).
+#[tokio::test]
+async fn a_rule_that_does_not_compile_refuses_the_definition() {
+    let cluster = Cluster::start().await;
+    let group = test_group("badrule");
+    let mut crd = widget_crd(&group);
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{"rule": "self.size ==", "message": "broken"}]);
+    let crds: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &crd_resource());
+    let created = crds
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crd).unwrap(),
+        )
+        .await;
+    let status = status_of(created.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    let cause = &status.details.unwrap().causes[0];
+    assert_eq!(
+        cause.field,
+        "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    );
+    assert!(
+        cause.message.starts_with(
+            "Invalid value: apiextensions.ValidationRule{Rule:\"self.size ==\", Message:\"broken\""
+        ) && cause
+            .message
+            .contains("compilation failed: ERROR: <input>:1:"),
+        "{}",
+        cause.message
+    );
+}
+
 #[tokio::test]
 async fn crud_with_resource_versions_and_conflicts() {
     let cluster = Cluster::start().await;

@@ -21,6 +21,13 @@ pub trait Access {
     fn get(&mut self, resource: &ResourceKey, namespace: &str, name: &str) -> Option<Arc<Stored>>;
     /// The registered resource under `key`.
     fn info(&mut self, key: &ResourceKey) -> Option<ResourceInfo>;
+    /// The resource of a kind served at `group/version`.
+    fn resource_for_kind(&mut self, group: &str, version: &str, kind: &str)
+    -> Option<ResourceInfo>;
+    /// Every object of a resource. Not recorded as read: what lists serve (admission policies
+    /// and their parameters) may change while a write is prepared, as the API server's
+    /// informers may lag.
+    fn list_all(&mut self, resource: &ResourceKey) -> Vec<Arc<Stored>>;
     /// The revision the next write gets (a draft's is provisional).
     fn next_revision(&mut self) -> u64;
     fn put(&mut self, resource: &ResourceKey, value: Value) -> Arc<Stored>;
@@ -37,6 +44,19 @@ impl Access for Store {
 
     fn info(&mut self, key: &ResourceKey) -> Option<ResourceInfo> {
         self.registry.get(key).cloned()
+    }
+
+    fn resource_for_kind(
+        &mut self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Option<ResourceInfo> {
+        self.registry.find_kind(group, version, kind).cloned()
+    }
+
+    fn list_all(&mut self, resource: &ResourceKey) -> Vec<Arc<Stored>> {
+        Store::list(self, resource, None, None).cloned().collect()
     }
 
     fn next_revision(&mut self) -> u64 {
@@ -112,6 +132,20 @@ impl Access for Draft<'_> {
         self.locked(|store| store.registry.get(key).cloned())?
     }
 
+    fn resource_for_kind(
+        &mut self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Option<ResourceInfo> {
+        self.locked(|store| store.registry.find_kind(group, version, kind).cloned())?
+    }
+
+    fn list_all(&mut self, resource: &ResourceKey) -> Vec<Arc<Stored>> {
+        self.locked(|store| store.list(resource, None, None).cloned().collect())
+            .unwrap_or_default()
+    }
+
     fn next_revision(&mut self) -> u64 {
         self.locked(Store::next_revision).unwrap_or_default()
     }
@@ -185,6 +219,7 @@ mod tests {
             force: false,
             validation: Default::default(),
             version: "v1".into(),
+            requester: None,
         }
     }
 

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::admission::{self, FieldValidation};
+use crate::admission_policy::{self, Operation};
+use crate::authz::UserInfo;
 use crate::ids;
 use crate::managed_fields::{self, Apply, ManagedEntry, Scope, UpdateOwnership};
 use crate::registry::ResourceInfo;
@@ -30,6 +32,9 @@ pub struct WriteContext {
     pub validation: FieldValidation,
     /// The version the client addressed.
     pub version: String,
+    /// Who asks, for admission policies; `None` for the emulator's own writes (seeding), which
+    /// no policy sees.
+    pub requester: Option<UserInfo>,
 }
 
 /// A stored (or, for a dry run, computed) object and warnings for the client.
@@ -174,6 +179,7 @@ fn create_with(
     } else if let Some(map) = meta.as_object_mut() {
         map.remove("namespace");
     }
+    let requested_name = meta["name"].as_str().unwrap_or_default().to_owned();
     let name = match (meta["name"].as_str(), meta["generateName"].as_str()) {
         (Some(name), _) if !name.is_empty() => name.to_owned(),
         (_, Some(prefix)) if !prefix.is_empty() => format!("{prefix}{}", ids::name_suffix()),
@@ -234,7 +240,8 @@ fn create_with(
     }
     object["apiVersion"] = json!(info.api_version(info.preferred_version()));
     object["kind"] = json!(info.kind);
-    let admitted = admission::admit(info, &ctx.version, &mut object, None, ctx.validation)?;
+    let mut admitted = admission::admit(info, &ctx.version, &mut object, None, ctx.validation)?;
+    admission_policy::set_status(info, &mut object);
     let scope = if info.status_subresource {
         Scope::MainWithoutStatus
     } else {
@@ -257,6 +264,17 @@ fn create_with(
         Ownership::Applied(entries) => entries,
     };
     managed_fields::write_entries(&mut object, &entries);
+    let policy_warnings = admit_policies(
+        store,
+        info,
+        ctx,
+        Operation::Create,
+        scope,
+        &requested_name,
+        &object,
+        None,
+    )?;
+    admitted.warnings.extend(policy_warnings);
     object["metadata"]["resourceVersion"] = json!(store.next_revision().to_string());
     if ctx.dry_run {
         return Ok(Written {
@@ -699,7 +717,8 @@ fn commit(
             ));
         }
     }
-    let admitted = admission::admit(info, &ctx.version, &mut object, Some(live), ctx.validation)?;
+    let mut admitted =
+        admission::admit(info, &ctx.version, &mut object, Some(live), ctx.validation)?;
     if info.has_generation && generation_moves(info, live, &object) {
         let generation = live
             .pointer("/metadata/generation")
@@ -707,6 +726,7 @@ fn commit(
             .unwrap_or(0);
         object["metadata"]["generation"] = json!(generation + 1);
     }
+    admission_policy::set_status(info, &mut object);
     let entries = match ownership {
         Ownership::Update => {
             let mut entries = managed_fields::read_entries(live);
@@ -732,6 +752,18 @@ fn commit(
     };
     managed_fields::write_entries(&mut object, &entries);
     object["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"].clone();
+    // Admission sees every update, a no-op one too.
+    let policy_warnings = admit_policies(
+        store,
+        info,
+        ctx,
+        Operation::Update,
+        scope,
+        &name,
+        &object,
+        Some(live),
+    )?;
+    admitted.warnings.extend(policy_warnings);
     if unchanged(&object, live) {
         return Ok(Written {
             object: Stored::new(live.clone()),
@@ -775,4 +807,47 @@ fn finalizers(object: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The admission policies in force for a create or update through the API; a write through
+/// the scale subresource shows them the Scale, as the API server does.
+#[allow(clippy::too_many_arguments)]
+fn admit_policies(
+    store: &mut dyn Access,
+    info: &ResourceInfo,
+    ctx: &WriteContext,
+    operation: Operation,
+    scope: Scope,
+    name: &str,
+    object: &Value,
+    old: Option<&Value>,
+) -> ApiResult<Vec<String>> {
+    let Some(user) = &ctx.requester else {
+        return Ok(Vec::new());
+    };
+    let scaled = match (scope, &info.scale) {
+        (Scope::Scale, Some(scale)) => {
+            Some((to_scale(scale, object), old.map(|o| to_scale(scale, o))))
+        }
+        _ => None,
+    };
+    let namespace = text(object, "/metadata/namespace").unwrap_or_default();
+    let (object, old) = match &scaled {
+        Some((object, old)) => (object, old.as_ref()),
+        None => (object, old),
+    };
+    let request = admission_policy::Request {
+        operation,
+        info,
+        version: &ctx.version,
+        subresource: scope.subresource().unwrap_or_default(),
+        namespace: admission_policy::Request::namespace_of(info, namespace, name),
+        name,
+        object: Some(object),
+        old_object: old,
+        user,
+        dry_run: ctx.dry_run,
+        kind: scaled.is_some().then_some(["autoscaling", "v1", "Scale"]),
+    };
+    admission_policy::admit(store, &request)
 }

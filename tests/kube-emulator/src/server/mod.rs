@@ -13,6 +13,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::admission::FieldValidation;
+use crate::admission_policy;
 use crate::authz::{self, Attributes, Credential, Tokens, UserInfo};
 use crate::discovery;
 use crate::objects::{self, DeleteOptions, Deleted, PatchKind, WriteContext};
@@ -356,8 +357,8 @@ impl Call<'_> {
             "create" => self.create(&info, &path, &namespace, user),
             "update" => self.update(&info, &path, &namespace, user),
             "patch" => self.patch(&info, &path, &namespace, user),
-            "delete" => self.delete(&info, &path, &namespace),
-            _ => self.delete_collection(&info, &path),
+            "delete" => self.delete(&info, &path, &namespace, user),
+            _ => self.delete_collection(&info, &path, user),
         }
     }
 

@@ -28,6 +28,7 @@ impl Call<'_> {
             force: self.flag("force"),
             validation: FieldValidation::parse(self.param("fieldValidation"))?,
             version: path.version.clone(),
+            requester: Some(user.clone()),
         })
     }
 
@@ -68,17 +69,38 @@ impl Call<'_> {
             table: None,
             metadata_only: false,
         };
-        let mut response = json_response(status, encoding.object_bytes(&written.object));
-        for warning in &written.warnings {
-            let text = format!(
-                "299 - {}",
-                serde_json::to_string(warning).unwrap_or_default()
-            );
-            if let Ok(value) = HeaderValue::from_str(&text) {
-                response.headers_mut().append("Warning", value);
-            }
-        }
-        response
+        let response = json_response(status, encoding.object_bytes(&written.object));
+        with_warnings(response, &written.warnings)
+    }
+
+    /// The admission policies in force for deleting a stored object (none when it is absent:
+    /// the delete answers 404).
+    fn admit_delete(
+        store: &mut Store,
+        info: &ResourceInfo,
+        version: &str,
+        namespace: &str,
+        name: &str,
+        user: &UserInfo,
+        dry_run: bool,
+    ) -> ApiResult<Vec<String>> {
+        let Some(live) = store.get(&info.key(), namespace, name) else {
+            return Ok(Vec::new());
+        };
+        let request = admission_policy::Request {
+            operation: admission_policy::Operation::Delete,
+            info,
+            version,
+            subresource: "",
+            namespace: admission_policy::Request::namespace_of(info, namespace, name),
+            name,
+            object: None,
+            old_object: Some(&live.value),
+            user,
+            dry_run,
+            kind: None,
+        };
+        admission_policy::admit(store, &request)
     }
 
     pub(super) fn create(
@@ -165,13 +187,27 @@ impl Call<'_> {
         info: &ResourceInfo,
         path: &ResourcePath,
         namespace: &str,
+        user: &UserInfo,
     ) -> ApiResult<Response> {
         if path.subresource.is_some() {
             return Err(not_found_path());
         }
         let options = self.delete_options()?;
         let name = path.name.as_deref().unwrap_or_default();
-        let deleted = objects::delete(&mut *self.app.lock()?, info, namespace, name, &options)?;
+        let (deleted, warnings) = {
+            let mut store = self.app.lock()?;
+            let warnings = Self::admit_delete(
+                &mut store,
+                info,
+                &path.version,
+                namespace,
+                name,
+                user,
+                options.dry_run,
+            )?;
+            let deleted = objects::delete(&mut store, info, namespace, name, &options)?;
+            (deleted, warnings)
+        };
         let encoding = Encoding {
             table: None,
             ..self.encoding(info, path)
@@ -180,26 +216,27 @@ impl Call<'_> {
         // other kinds deleted at once answer with a success Status naming it.
         let returns_object = info.custom
             || (info.group.is_empty() && matches!(info.plural.as_str(), "namespaces" | "pods"));
-        match deleted {
+        let response = match deleted {
             Deleted::Removed(stored) if !returns_object => {
                 let mut details = json!({"name": name, "kind": info.plural, "uid": stored.uid()});
                 if !info.group.is_empty() {
                     details["group"] = json!(info.group);
                 }
                 let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
-                Ok(value_response(StatusCode::OK, &status))
+                value_response(StatusCode::OK, &status)
             }
-            Deleted::Removed(stored) | Deleted::Pending(stored) => Ok(json_response(
-                StatusCode::OK,
-                encoding.object_bytes(&stored),
-            )),
-        }
+            Deleted::Removed(stored) | Deleted::Pending(stored) => {
+                json_response(StatusCode::OK, encoding.object_bytes(&stored))
+            }
+        };
+        Ok(with_warnings(response, &warnings))
     }
 
     pub(super) fn delete_collection(
         &self,
         info: &ResourceInfo,
         path: &ResourcePath,
+        user: &UserInfo,
     ) -> ApiResult<Response> {
         let filter = self.filter(path)?;
         let options = self.delete_options()?;
@@ -210,7 +247,18 @@ impl Call<'_> {
             .map(|s| object_key(&s.value))
             .collect();
         let mut items = Vec::new();
+        let mut warnings = Vec::new();
         for (namespace, name) in doomed {
+            // Each object is admitted as its own delete, as the API server does.
+            warnings.extend(Self::admit_delete(
+                &mut store,
+                info,
+                &path.version,
+                &namespace,
+                &name,
+                user,
+                options.dry_run,
+            )?);
             match objects::delete(&mut store, info, &namespace, &name, &options) {
                 Ok(Deleted::Removed(stored) | Deleted::Pending(stored)) => {
                     items.push(stored.value.clone())
@@ -221,6 +269,23 @@ impl Call<'_> {
         }
         let list = json!({"kind": info.list_kind, "apiVersion": info.api_version(&path.version),
             "metadata": {"resourceVersion": store.revision().to_string()}, "items": items});
-        Ok(value_response(StatusCode::OK, &list))
+        Ok(with_warnings(
+            value_response(StatusCode::OK, &list),
+            &warnings,
+        ))
     }
+}
+
+/// Adds `Warning` headers the way the API server writes them (`299 - "text"`).
+fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
+    for warning in warnings {
+        let text = format!(
+            "299 - {}",
+            serde_json::to_string(warning).unwrap_or_default()
+        );
+        if let Ok(value) = HeaderValue::from_str(&text) {
+            response.headers_mut().append("Warning", value);
+        }
+    }
+    response
 }

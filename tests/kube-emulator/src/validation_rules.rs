@@ -1,0 +1,343 @@
+//! The CEL rules of structural schemas (`x-kubernetes-validations`): compiled when a
+//! CustomResourceDefinition is written (a rule that does not compile refuses the definition, as
+//! the API server does) and evaluated on every write of a custom resource. Transition rules
+//! (those reading `oldSelf`) apply only on an update that has the old value, unless the rule sets
+//! `optionalOldSelf`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use crate::cel::{self, Program};
+use crate::status::Cause;
+
+const DECLARED: &[&str] = &["self", "oldSelf"];
+
+/// An expression, or why it does not compile.
+type Compiled = Arc<Result<Program, String>>;
+
+/// A rule's expressions, compiled once per text.
+fn compiled(source: &str) -> Compiled {
+    static CACHE: OnceLock<Mutex<HashMap<String, Compiled>>> = OnceLock::new();
+    let compile = || Arc::new(Program::compile(source, DECLARED));
+    let Ok(mut cache) = CACHE.get_or_init(Mutex::default).lock() else {
+        return compile();
+    };
+    // Random rule texts (fuzzing, hostile clients) must not grow it without end.
+    if cache.len() > 4096 {
+        cache.clear();
+    }
+    cache
+        .entry(source.to_owned())
+        .or_insert_with(compile)
+        .clone()
+}
+
+/// Whether a schema holds any rule (only then does validation need the CEL sandbox).
+pub fn has_rules(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            map.contains_key("x-kubernetes-validations") || map.values().any(has_rules)
+        }
+        Value::Array(items) => items.iter().any(has_rules),
+        _ => false,
+    }
+}
+
+/// Why the rules of a CustomResourceDefinition's schemas do not compile, by field.
+pub fn check_definition(crd: &Value) -> Vec<Cause> {
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let schemas: Vec<(usize, &Value)> = versions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.pointer("/schema/openAPIV3Schema").map(|s| (i, s)))
+        .collect();
+    if !schemas.iter().any(|(_, s)| has_rules(s)) {
+        return Vec::new();
+    }
+    // The API server keeps one schema shared by every version as `spec.validation` and names
+    // its fields from there.
+    let shared = schemas.len() == versions.len() && schemas.windows(2).all(|w| w[0].1 == w[1].1);
+    let roots: Vec<(String, &Value)> = if shared {
+        schemas
+            .first()
+            .map(|(_, s)| ("spec.validation.openAPIV3Schema".to_owned(), *s))
+            .into_iter()
+            .collect()
+    } else {
+        schemas
+            .iter()
+            .map(|(i, s)| (format!("spec.versions[{i}].schema.openAPIV3Schema"), *s))
+            .collect()
+    };
+    cel::sandbox(|| {
+        let mut causes = Vec::new();
+        for (path, schema) in roots {
+            check_schema(schema, &path, &mut causes);
+        }
+        causes
+    })
+    .unwrap_or_else(|error| {
+        vec![Cause {
+            kind: "InternalError",
+            message: format!("Internal error: {error}"),
+            field: "spec.validation.openAPIV3Schema".into(),
+        }]
+    })
+}
+
+fn check_schema(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    if let Some(rules) = schema["x-kubernetes-validations"].as_array() {
+        for (i, rule) in rules.iter().enumerate() {
+            let field = |child: &str| format!("{path}.x-kubernetes-validations[{i}].{child}");
+            let text = rule["rule"].as_str().unwrap_or_default();
+            if text.trim().is_empty() {
+                causes.push(Cause {
+                    kind: "FieldValueRequired",
+                    message: "Required value: rule is not specified".into(),
+                    field: field("rule"),
+                });
+                continue;
+            }
+            if let Err(error) = compiled(text).as_ref() {
+                causes.push(Cause {
+                    kind: "FieldValueInvalid",
+                    message: format!(
+                        "Invalid value: {}: compilation failed: {error}",
+                        go_rule(rule)
+                    ),
+                    field: field("rule"),
+                });
+            }
+            if let Some(expression) = rule["messageExpression"]
+                .as_str()
+                .filter(|e| !e.trim().is_empty())
+                && let Err(error) = compiled(expression).as_ref()
+            {
+                causes.push(Cause {
+                    kind: "FieldValueInvalid",
+                    message: format!(
+                        "Invalid value: {}: messageExpression compilation failed: {error}",
+                        go_rule(rule)
+                    ),
+                    field: field("messageExpression"),
+                });
+            }
+        }
+    }
+    if let Some(properties) = schema["properties"].as_object() {
+        for (key, child) in properties {
+            check_schema(child, &format!("{path}.properties[{key}]"), causes);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = schema.get(key).filter(|c| c.is_object()) {
+            check_schema(child, &format!("{path}.{key}"), causes);
+        }
+    }
+}
+
+/// A rule the way the API server prints the Go value in its message (`%#v`).
+fn go_rule(rule: &Value) -> String {
+    let text = |key: &str| format!("{:?}", rule[key].as_str().unwrap_or_default());
+    // Go prints a pointer's address; any address serves.
+    let pointer = |key: &str, kind: &str| match rule.get(key) {
+        Some(v) if !v.is_null() => format!("(*{kind})(0xc000000000)"),
+        _ => format!("(*{kind})(nil)"),
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
+        text("rule"),
+        text("message"),
+        text("messageExpression"),
+        pointer("reason", "apiextensions.FieldValueErrorReason"),
+        text("fieldPath"),
+        pointer("optionalOldSelf", "bool"),
+    )
+}
+
+/// Evaluates a schema node's rules against its value (`old` is the stored value on an update).
+/// Call within [`cel::sandbox`].
+pub fn evaluate(
+    value: &Value,
+    schema: &Value,
+    path: &str,
+    old: Option<&Value>,
+    causes: &mut Vec<Cause>,
+) {
+    let Some(rules) = schema["x-kubernetes-validations"].as_array() else {
+        return;
+    };
+    for rule in rules {
+        let Some(text) = rule["rule"].as_str() else {
+            continue;
+        };
+        let program = compiled(text);
+        let failure = match program.as_ref() {
+            // Refused when the definition was written; a definition stored before that check
+            // still gets the error, never a pass.
+            Err(error) => format!("compilation failed: {error}"),
+            Ok(program) => {
+                let optional_old = rule["optionalOldSelf"].as_bool() == Some(true);
+                if program.uses("oldSelf") && old.is_none() && !optional_old {
+                    continue;
+                }
+                let mut context = ::cel::Context::with_env(cel::env());
+                cel::bind(&mut context, "self", cel::to_value(value, true));
+                let old_value = old.map(|o| cel::to_value(o, true));
+                if optional_old {
+                    cel::bind(&mut context, "oldSelf", cel::optional(old_value));
+                } else if let Some(old_value) = old_value {
+                    cel::bind(&mut context, "oldSelf", old_value);
+                }
+                match program.evaluate(&context) {
+                    Ok(::cel::Value::Bool(true)) => continue,
+                    Ok(::cel::Value::Bool(false)) => message(rule, text, &context),
+                    Ok(other) => format!("rule evaluated to {other:?}, not a bool: {text}"),
+                    Err(error) => format!("{error} evaluating rule: {text}"),
+                }
+            }
+        };
+        let mut field = path.to_owned();
+        if let Some(extra) = rule["fieldPath"].as_str() {
+            field.push_str(extra);
+            field = field.trim_start_matches('.').to_owned();
+        }
+        let (kind, message) = match rule["reason"].as_str() {
+            Some("FieldValueForbidden") => ("FieldValueForbidden", format!("Forbidden: {failure}")),
+            Some("FieldValueRequired") => {
+                ("FieldValueRequired", format!("Required value: {failure}"))
+            }
+            Some("FieldValueDuplicate") => {
+                ("FieldValueDuplicate", format!("Duplicate value: {failure}"))
+            }
+            _ => (
+                "FieldValueInvalid",
+                format!("Invalid value: {}: {failure}", crate::schema::quoted(value)),
+            ),
+        };
+        causes.push(Cause {
+            kind,
+            message,
+            field,
+        });
+    }
+}
+
+/// The message of a failed rule: its `messageExpression` when that yields a non-empty string,
+/// else its `message`, else `failed rule: <rule>`.
+fn message(rule: &Value, text: &str, context: &::cel::Context) -> String {
+    let evaluated = rule["messageExpression"]
+        .as_str()
+        .and_then(|expression| {
+            compiled(expression)
+                .as_ref()
+                .as_ref()
+                .ok()
+                .map(|p| p.evaluate(context))
+        })
+        .and_then(|result| match result {
+            Ok(::cel::Value::String(s)) => Some(s.trim().to_owned()),
+            _ => None,
+        })
+        .filter(|m| !m.is_empty() && !m.contains('\n'));
+    evaluated
+        .or_else(|| rule["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("failed rule: {text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(rules: Value) -> Value {
+        json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "x-kubernetes-validations": rules}}
+        }}}]}})
+    }
+
+    #[test]
+    fn a_rule_that_does_not_compile_refuses_the_definition() {
+        let causes = check_definition(&crd(json!([
+            {"rule": "self.a == 1"},
+            {"rule": "self.a ==", "message": "m"},
+            {"rule": "object.a == 1"},
+            {"rule": "self.a == 1", "messageExpression": "'a' +"},
+        ])));
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule",
+                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].rule",
+                "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[3].messageExpression",
+            ]
+        );
+        assert!(
+            causes[0].message.starts_with(
+                "Invalid value: apiextensions.ValidationRule{Rule:\"self.a ==\", Message:\"m\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:10: Syntax error"
+            ),
+            "{}",
+            causes[0].message
+        );
+        assert!(
+            causes[1]
+                .message
+                .contains("undeclared reference to 'object'")
+        );
+        assert!(check_definition(&crd(json!([{"rule": "self.a == oldSelf.a"}]))).is_empty());
+    }
+
+    #[test]
+    fn the_projects_definitions_compile() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let crd: Value = serde_saphyr::from_str(&text).unwrap();
+            if crd["kind"] == "CustomResourceDefinition" {
+                assert_eq!(check_definition(&crd), [], "{}", path.display());
+                checked += 1;
+            }
+        }
+        assert!(checked > 0);
+    }
+
+    #[test]
+    fn transition_rules_apply_to_updates_only() {
+        let schema = json!({"x-kubernetes-validations": [
+            {"rule": "self.slug == oldSelf.slug", "message": "slug is immutable"},
+            {"rule": "!oldSelf.hasValue() || oldSelf.value().n <= self.n", "optionalOldSelf": true,
+             "messageExpression": "'n may only grow, not to ' + string(self.n)"}
+        ]});
+        let run = |value: Value, old: Option<Value>| {
+            cel::sandbox(|| {
+                let mut causes = Vec::new();
+                evaluate(&value, &schema, "spec", old.as_ref(), &mut causes);
+                causes
+            })
+            .unwrap()
+        };
+        assert!(run(json!({"slug": "a", "n": 1}), None).is_empty());
+        let causes = run(
+            json!({"slug": "b", "n": 1}),
+            Some(json!({"slug": "a", "n": 2})),
+        );
+        let messages: Vec<&str> = causes.iter().map(|c| c.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "Invalid value: \"object\": slug is immutable",
+                "Invalid value: \"object\": n may only grow, not to 1"
+            ]
+        );
+    }
+}
