@@ -328,9 +328,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
     let prerequisites = wiring.prerequisites.clone();
     prerequisites.find_dependents_with(dependents_in(manifests.clone()));
     let policies = wiring.policies.clone();
-    if K::OBJECT_KIND == ObjectKind::Client {
-        policies.count_clients_with(clients_in(manifests.clone()));
-    }
+    let relisted_scope = scope.clone();
     let watched = reflector::reflector(
         writer,
         watcher(
@@ -344,10 +342,27 @@ pub fn spawn<K: Managed, A: AdminApi>(
         let (guard, present) = match event {
             Ok(watcher::Event::Apply(guard) | watcher::Event::InitApply(guard)) => (guard, true),
             Ok(watcher::Event::Delete(guard)) => (guard, false),
+            // A new listing: what it lacks was deleted meanwhile.
+            Ok(watcher::Event::Init) if K::OBJECT_KIND == ObjectKind::Client => {
+                policies.clients_relisted(relisted_scope.as_deref());
+                return;
+            }
             _ => return,
         };
         if let Ok(resource) = &guard.0 {
             record_references(&references, &prerequisites, resource, present);
+            if K::OBJECT_KIND == ObjectKind::Client {
+                policies.client_seen(
+                    &resource.namespace().unwrap_or_default(),
+                    CountedClient {
+                        name: resource.name_any(),
+                        issuer: resource.issuer().to_owned(),
+                        created: resource.meta().creation_timestamp.as_ref().map(|t| t.0),
+                        deleting: resource.meta().deletion_timestamp.is_some(),
+                    },
+                    present,
+                );
+            }
             if !present {
                 policies.resource_gone(
                     K::OBJECT_KIND,
@@ -478,26 +493,6 @@ fn dependents_in<K: Managed>(
                     &resource.namespace().unwrap_or_default(),
                     &resource.name_any(),
                 )
-            })
-            .collect()
-    })
-}
-
-/// Lists one namespace's OIDCClients from a watch cache, as the namespace limit counts them.
-fn clients_in<K: Managed>(
-    manifests: reflector::Store<DeserializeGuard<K>>,
-) -> crate::policies::ClientLister {
-    Box::new(move |namespace| {
-        manifests
-            .state()
-            .iter()
-            .filter_map(|guard| guard.0.as_ref().ok())
-            .filter(|resource| resource.namespace().as_deref() == Some(namespace))
-            .map(|resource| CountedClient {
-                name: resource.name_any(),
-                issuer: resource.issuer().to_owned(),
-                created: resource.meta().creation_timestamp.as_ref().map(|t| t.0),
-                deleting: resource.meta().deletion_timestamp.is_some(),
             })
             .collect()
     })

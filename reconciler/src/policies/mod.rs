@@ -34,8 +34,8 @@ pub struct CountedClient {
     pub deleting: bool,
 }
 
-/// Lists the OIDCClients of a namespace from a watch cache.
-pub type ClientLister = Box<dyn Fn(&str) -> Vec<CountedClient> + Send + Sync>;
+/// A namespace's OIDCClients by creation time, then name.
+type ClientsInOrder = BTreeMap<(Option<Timestamp>, String), CountedClient>;
 
 /// The parts of the policy caches that must be listed before the first decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,7 +65,9 @@ pub struct Policies {
     namespace_labels: RwLock<HashMap<String, BTreeMap<String, String>>>,
     /// (namespace, client) → its approvals.
     approvals: RwLock<HashMap<(String, String), Vec<Approval>>>,
-    clients: RwLock<Vec<ClientLister>>,
+    /// namespace → its OIDCClients in creation order (then name), from their watch: a count
+    /// looks at the ones before a client only, not at every cached manifest.
+    clients: RwLock<HashMap<String, ClientsInOrder>>,
     /// What each held resource is held by: the policy, and the resource as its status lists it.
     holds: RwLock<HashMap<ResourceKey, (String, HeldResource)>>,
     /// The policies whose holds changed, for their status.
@@ -104,10 +106,19 @@ impl Policies {
             .await;
     }
 
-    /// Adds a watch cache the namespace limit counts OIDCClients from.
-    pub fn count_clients_with(&self, lister: ClientLister) {
-        if let Ok(mut clients) = self.clients.write() {
-            clients.push(lister);
+    /// Keeps the index the namespace limit counts from, as the OIDCClients' watch sees them.
+    pub fn client_seen(&self, namespace: &str, client: CountedClient, present: bool) {
+        let Ok(mut clients) = self.clients.write() else {
+            return;
+        };
+        let in_namespace = clients.entry(namespace.to_owned()).or_default();
+        // A client's creation time never changes; its name is its key in the namespace.
+        in_namespace.retain(|(_, name), _| *name != client.name);
+        if present {
+            in_namespace.insert((client.created, client.name.clone()), client);
+        }
+        if in_namespace.is_empty() {
+            clients.remove(namespace);
         }
     }
 
@@ -136,6 +147,19 @@ impl Policies {
             .entry(NAMESPACE_NAME_LABEL.to_owned())
             .or_insert_with(|| namespace.to_owned());
         labels
+    }
+
+    /// The OIDCClients of a scope (every namespace, or one) are listed anew: the index forgets
+    /// them, and the listing fills it again.
+    pub fn clients_relisted(&self, scope: Option<&str>) {
+        if let Ok(mut clients) = self.clients.write() {
+            match scope {
+                None => clients.clear(),
+                Some(namespace) => {
+                    clients.remove(namespace);
+                }
+            }
+        }
     }
 
     /// Where a generation of a resource stands with the policies that cover it.
@@ -199,16 +223,18 @@ impl Policies {
         resource: &Judged<'_>,
         labels: &BTreeMap<String, String>,
     ) -> usize {
-        let Ok(listers) = self.clients.read() else {
+        let Ok(clients) = self.clients.read() else {
             return 0;
         };
-        let place = (resource.created, resource.name);
-        listers
-            .iter()
-            .flat_map(|list| list(resource.namespace))
+        let Some(in_namespace) = clients.get(resource.namespace) else {
+            return 0;
+        };
+        let place = (resource.created, resource.name.to_owned());
+        in_namespace
+            .range(..place)
+            .map(|(_, client)| client)
             .filter(|c| !c.deleting && c.name != resource.name)
             .filter(|c| policy.covers(PolicyKind::OidcClient, labels, &c.issuer))
-            .filter(|c| (c.created, c.name.as_str()) < place)
             .count()
     }
 
@@ -351,13 +377,17 @@ mod tests {
             created: Some(Timestamp::from_second(created).unwrap()),
             deleting,
         };
-        let first = client("first", 10, false);
-        policies.count_clients_with(Box::new(move |namespace| {
-            assert_eq!(namespace, "team-a");
-            vec![first.clone(), client("second", 20, false)]
-        }));
+        policies.client_seen("team-a", client("first", 10, false), true);
+        policies.client_seen("team-a", client("second", 20, false), true);
+        policies.client_seen("team-a", client("gone", 5, false), true);
+        policies.client_seen("team-a", client("gone", 5, false), false);
+        policies.client_seen("team-a", client("leaving", 1, true), true);
+        policies.client_seen("team-b", client("elsewhere", 1, false), true);
         let object = json!({"kind": "OIDCClient", "spec": {}});
-        assert_eq!(policies.gate(&judged("first", 10, &object)), PolicyGate::Open);
+        assert_eq!(
+            policies.gate(&judged("first", 10, &object)),
+            PolicyGate::Open
+        );
         assert!(matches!(
             policies.gate(&judged("second", 20, &object)),
             PolicyGate::Violation(v) if v.rule == nauthera_shared::policy::Rule::MaxClientsPerNamespace
@@ -372,7 +402,10 @@ mod tests {
         let object = json!({"kind": "OIDCClient", "spec": {}});
         assert!(matches!(
             policies.gate(&judged("web", 1, &object)),
-            PolicyGate::AwaitingApproval { new_client: true, .. }
+            PolicyGate::AwaitingApproval {
+                new_client: true,
+                ..
+            }
         ));
         let approve = |uid: Option<&str>| {
             policies.approvals.write().unwrap().insert(

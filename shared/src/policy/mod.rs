@@ -125,6 +125,9 @@ impl CompiledPolicy {
     pub fn violations(&self, kind: PolicyKind, object: &cel::Value) -> Vec<Violation> {
         let mut context = cel::Context::default();
         context.add_variable_from_value("object", object.clone());
+        // The crate compiles a `matches` pattern on every call; a policy's patterns are few and
+        // fixed, so they are compiled once.
+        let _ = context.add_function("matches", cached_matches);
         self.checks
             .iter()
             .zip(&self.programs)
@@ -147,6 +150,41 @@ impl CompiledPolicy {
             })
             .collect()
     }
+}
+
+/// The patterns `matches` was called with, compiled; bounded, as patterns come from policies.
+fn cached_matches(
+    cel::extractors::This(text): cel::extractors::This<std::sync::Arc<String>>,
+    pattern: std::sync::Arc<String>,
+) -> cel::ResolveResult {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    const KEPT: usize = 512;
+    static COMPILED: OnceLock<Mutex<HashMap<String, regex::Regex>>> = OnceLock::new();
+    let cache = COMPILED.get_or_init(Mutex::default);
+    let known = cache
+        .lock()
+        .ok()
+        .and_then(|c| c.get(pattern.as_str()).cloned());
+    let regex = match known {
+        Some(regex) => regex,
+        None => {
+            let regex = regex::Regex::new(&pattern).map_err(|error| {
+                cel::ExecutionError::function_error(
+                    "matches",
+                    format!("'{pattern}' not a valid regex: {error}"),
+                )
+            })?;
+            if let Ok(mut cache) = cache.lock() {
+                if cache.len() >= KEPT {
+                    cache.clear();
+                }
+                cache.insert(pattern.as_str().to_owned(), regex.clone());
+            }
+            regex
+        }
+    };
+    Ok(cel::Value::Bool(regex.is_match(&text)))
 }
 
 /// A resource as the policies see it.

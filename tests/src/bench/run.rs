@@ -41,6 +41,9 @@ pub struct Settings {
     pub change_poll_seconds: u64,
     /// This program, which also serves as the measuring wrapper and the memory floor.
     pub bench_exe: PathBuf,
+    /// A ClientPolicy covering every client (with rules all of them keep) is in place before
+    /// the reconciler starts, so the cold start judges every client.
+    pub client_policy: bool,
 }
 
 impl Settings {
@@ -111,6 +114,33 @@ fn quantiles(mut values: Vec<f64>) -> Quantiles {
     }
 }
 
+/// A policy with a rule of every kind the workload's clients are judged by, which all of them
+/// keep (and a namespace limit none reaches, so that the count runs too).
+async fn create_client_policy(client: &kube::Client) -> anyhow::Result<()> {
+    let policy: nauthera_shared::resources::ClientPolicy =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1",
+            "kind": "ClientPolicy",
+            "metadata": { "name": "bench" },
+            "spec": { "rules": {
+                "redirectUris": { "hosts": ["*.example.test"], "pathPrefixes": ["/callback"] },
+                "postLogoutRedirectUris": { "hosts": ["*.example.test"] },
+                "grantTypes": ["authorization_code", "refresh_token"],
+                "responseTypes": ["code"],
+                "tokenEndpointAuthMethods": ["client_secret_basic", "private_key_jwt"],
+                "scopes": ["openid", "profile", "email"],
+                "requirePkce": true,
+                "secretSource": "Generated",
+                "maxClientsPerNamespace": 100000,
+            }},
+        }))?;
+    kube::Api::<nauthera_shared::resources::ClientPolicy>::all(client.clone())
+        .create(&kube::api::PostParams::default(), &policy)
+        .await
+        .context("cannot create the benchmark's ClientPolicy")?;
+    Ok(())
+}
+
 fn log(message: &str) {
     eprintln!("[nauthera-bench] {message}");
 }
@@ -158,6 +188,9 @@ pub async fn size(
     log(&format!("{label}: the reconciler's cold start"));
     let stack = Stack::try_start(stack_options(settings, kind)).await?;
     report.setup_seconds = workload.create(&stack.client()).await?.as_secs_f64();
+    if settings.client_policy {
+        create_client_policy(&stack.client()).await?;
+    }
     stack.show_deployment_ready(1).await?;
     let observer = Observer::start(&stack.client(), kinds);
     let emulator = stack

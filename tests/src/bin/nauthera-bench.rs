@@ -54,6 +54,10 @@ struct Args {
     /// How many measured runs of each plugin and kubectl command (0 skips the comparison).
     #[arg(long, default_value_t = 5)]
     plugin_runs: usize,
+    /// Put a ClientPolicy covering every client (with rules they all keep) in place before the
+    /// reconciler starts, to measure what judging them costs.
+    #[arg(long)]
+    client_policy: bool,
     /// Where the figures go as JSON.
     #[arg(long, default_value = "target/nauthera-bench/results.json")]
     json: PathBuf,
@@ -120,6 +124,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         probe_retry_seconds: 15,
         change_poll_seconds: 10,
         bench_exe: std::env::current_exe().context("cannot find this program's path")?,
+        client_policy: args.client_policy,
     };
     // Each workload once, in the order given.
     let mut workloads: Vec<WorkloadKind> = Vec::new();
