@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Status, restore and diagnosis of nauthera resources (OIDCClient, Branding, IdentityProvider,
-/// Organization) and of the reconciler that registers them.
+/// Organization) and of the reconciler that registers them; approvals of the OIDCClients a
+/// ClientPolicy holds for approval.
 #[derive(Debug, Parser)]
 #[command(name = "kubectl-nauthera", bin_name = "kubectl nauthera", version)]
 pub struct Cli {
@@ -148,6 +149,8 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Write the declared state back over drifted resources (the restore annotation).
     Restore(RestoreArgs),
+    /// Approve a generation of an OIDCClient that a ClientPolicy holds for approval.
+    Approve(ApproveArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
     /// Completions for kubectl's plugin completion (`kubectl_complete-nauthera`).
@@ -179,7 +182,8 @@ pub struct StatusArgs {
 #[command(after_help = "Examples:
   kubectl nauthera diagnose oidcclient/shop -n team-a
   kubectl nauthera diagnose --all -A
-  kubectl nauthera diagnose -f client.yaml          check a manifest before applying it
+  kubectl nauthera diagnose -f client.yaml          check a manifest before applying it, also
+                                                    against the ClientPolicies that cover it
   kubectl nauthera diagnose -f manifests/ -R        every manifest under a directory
   kustomize build . | kubectl nauthera diagnose -f - --local
 
@@ -227,6 +231,28 @@ pub struct RestoreArgs {
     /// How long to wait for the resources to be restored (e.g. 90s, 2m).
     #[arg(long, value_parser = nauthera_shared::duration::parse, default_value = "2m")]
     pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Creates the ClientApproval <client>-<generation> in the client's namespace, which
+the reconciler waits for when a ClientPolicy requires approvals. Only the security team's role
+(ClusterRole nauthera-client-policy-admin) may create ClientApprovals.
+
+Examples:
+  kubectl nauthera diagnose oidcclient/shop -n team-a     what is waiting, and why
+  kubectl nauthera approve oidcclient/shop -n team-a      approve its current generation
+  kubectl nauthera approve oidcclient/shop -n team-a --generation 4
+
+Exit codes: 0 approved (or already approved), 2 an error (not allowed, no such client)."
+)]
+pub struct ApproveArgs {
+    /// oidcclient/NAME: the client to approve (only OIDCClients wait for approvals).
+    pub target: String,
+    /// The generation to approve (default: the client's current metadata.generation, as
+    /// `kubectl nauthera diagnose` shows it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub generation: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -40,6 +40,9 @@ pub enum CliError {
     },
     #[error("{0}")]
     NotConfirmed(String),
+    /// The cluster refused what was asked, in a sentence that says why and what to do.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl CliError {

@@ -13,6 +13,7 @@ mod grant_check;
 mod jsonpath;
 mod kinds;
 mod output;
+mod policies;
 mod timefmt;
 mod view;
 

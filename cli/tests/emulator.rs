@@ -95,7 +95,8 @@ async fn install_crds(client: &Client) {
         api.create(&PostParams::default(), &crd).await.unwrap();
         installed += 1;
     }
-    assert_eq!(installed, 4);
+    // The four kinds, ClientPolicy and ClientApproval.
+    assert_eq!(installed, 6);
     // Served once the kind answers a list.
     let clients: Api<OIDCClient> = Api::namespaced(client.clone(), "default");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

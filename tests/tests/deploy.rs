@@ -3,7 +3,9 @@
 //! link to existing runbooks and use the catalog's metric labels. Every overlay (and through the
 //! overlays every component) puts each namespaced object in the namespace the reconciler runs in,
 //! the README's install section names what the overlay expects to find in the cluster, and the
-//! image build leaves `target/` out of its context.
+//! image build leaves `target/` out of its context. The RBAC keeps approvals the security team's,
+//! and the example ClientPolicy (`examples/policies/`, which `kubectl apply -f examples/` leaves
+//! out) is valid and judges none of the examples the sandbox applies.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -188,12 +190,12 @@ fn base_renders_the_reconciler_with_its_crds_and_least_privilege_rbac() {
     let role = find(&objects, "ClusterRole", "nauthera-reconciler");
     let rules = role["rules"].as_array().expect("rules");
     for rule in rules {
-        let verbs = rule["verbs"].as_array().expect("verbs");
-        assert!(
-            !verbs.contains(&Value::from("*")),
-            "no wildcard verbs: {rule}"
-        );
-        let resources = rule["resources"].as_array().expect("resources");
+        for field in ["apiGroups", "resources", "verbs"] {
+            assert!(
+                !listed(rule, field).contains(&"*"),
+                "no wildcard {field}: {rule}"
+            );
+        }
         // It deletes a Secret it delivered once the manifest names another, and the admission
         // policy it generated once its ClientPolicy has no rule to check at admission.
         let deletable = [
@@ -202,89 +204,410 @@ fn base_renders_the_reconciler_with_its_crds_and_least_privilege_rbac() {
             "validatingadmissionpolicybindings",
         ];
         assert!(
-            !verbs.contains(&Value::from("delete"))
-                || resources
+            !listed(rule, "verbs").contains(&"delete")
+                || listed(rule, "resources")
                     .iter()
-                    .all(|r| deletable.contains(&r.as_str().unwrap_or_default())),
+                    .all(|r| deletable.contains(r)),
             "the reconciler deletes nothing but Secrets and its admission policies: {rule}"
-        );
-        // It never approves: approvals are the security team's.
-        assert!(
-            !resources.contains(&Value::from("clientapprovals"))
-                || verbs
-                    .iter()
-                    .all(|v| ["get", "list", "watch"].contains(&v.as_str().unwrap_or_default())),
-            "the reconciler only reads ClientApprovals: {rule}"
-        );
-        assert!(
-            !resources.contains(&Value::from("*")),
-            "no wildcard resources: {rule}"
         );
     }
     let secrets = rules
         .iter()
-        .find(|rule| {
-            rule["resources"]
-                .as_array()
-                .is_some_and(|r| r.contains(&Value::from("secrets")))
-        })
+        .find(|rule| listed(rule, "resources").contains(&"secrets"))
         .expect("a rule for Secrets");
     for verb in nauthera_shared::access::GENERATED_SECRET_VERBS {
         assert!(
-            secrets["verbs"]
-                .as_array()
-                .unwrap()
-                .contains(&Value::from(verb)),
+            listed(secrets, "verbs").contains(&verb),
             "the reconciler needs {verb} on Secrets: {secrets}"
-        );
-    }
-    let grants = |role: &Value, group: &str, resource: &str, verb: &str| {
-        role["rules"].as_array().unwrap().iter().any(|rule| {
-            let has = |field: &str, value: &str| {
-                rule[field]
-                    .as_array()
-                    .is_some_and(|v| v.contains(&Value::from(value)))
-            };
-            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
-        })
-    };
-    for resource in [
-        "validatingadmissionpolicies",
-        "validatingadmissionpolicybindings",
-    ] {
-        for verb in ["get", "list", "watch", "create", "patch", "delete"] {
-            assert!(
-                grants(role, "admissionregistration.k8s.io", resource, verb),
-                "the reconciler needs {verb} on {resource}"
-            );
-        }
-    }
-    assert!(grants(
-        role,
-        "nauthera.io",
-        "clientpolicies/status",
-        "patch"
-    ));
-    assert!(grants(role, "nauthera.io", "clientpolicies", "watch"));
-    assert!(grants(role, "nauthera.io", "clientapprovals", "watch"));
-    assert!(grants(role, "", "namespaces", "watch"));
-    // The security team approves; nothing else shipped may.
-    let security = find(&objects, "ClusterRole", "nauthera-client-policy-admin");
-    assert!(grants(security, "nauthera.io", "clientapprovals", "create"));
-    assert!(grants(security, "nauthera.io", "clientpolicies", "create"));
-    for other in objects
-        .iter()
-        .filter(|o| o["kind"] == "ClusterRole" || o["kind"] == "Role")
-        .filter(|o| o["metadata"]["name"] != "nauthera-client-policy-admin")
-    {
-        assert!(
-            !grants(other, "nauthera.io", "clientapprovals", "create"),
-            "{} may not approve",
-            other["metadata"]["name"]
         );
     }
     let service = find(&objects, "Service", "nauthera-reconciler-metrics");
     assert_eq!(service["spec"]["ports"][0]["port"], 8080);
+}
+
+/// The strings of a rule's list field (`apiGroups`, `resources`, `verbs`, `resourceNames`).
+fn listed<'a>(rule: &'a Value, field: &str) -> Vec<&'a str> {
+    rule[field]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// Whether a Role or ClusterRole lets its subjects use `verb` on `resource` of `group`, as the
+/// API server's authorizer reads it: `*` stands for any group, resource or verb.
+fn grants(role: &Value, group: &str, resource: &str, verb: &str) -> bool {
+    role["rules"].as_array().into_iter().flatten().any(|rule| {
+        let has = |field: &str, value: &str| {
+            let values = listed(rule, field);
+            values.contains(&value) || values.contains(&"*")
+        };
+        has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+    })
+}
+
+/// The verbs that change an object.
+const WRITE_VERBS: [&str; 6] = [
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "escalate",
+];
+
+/// Every Role and ClusterRole that `deploy/base` and every overlay render, by name.
+fn shipped_roles() -> Vec<(String, Value)> {
+    let mut roles = Vec::new();
+    let overlays = kustomizations_under("overlays");
+    let dirs = std::iter::once(workspace_root().join("deploy/base")).chain(overlays);
+    for dir in dirs {
+        for object in render_dir(&dir) {
+            if object["kind"] == "Role" || object["kind"] == "ClusterRole" {
+                roles.push((format!("{}: {}", dir.display(), describe(&object)), object));
+            }
+        }
+    }
+    roles
+}
+
+#[test]
+fn the_reconciler_manages_its_admission_policies_and_only_reads_policies_and_approvals() {
+    let objects = render("deploy/base");
+    let role = find(&objects, "ClusterRole", "nauthera-reconciler");
+    let admission = "admissionregistration.k8s.io";
+    for resource in [
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
+    ] {
+        // Server-side apply creates and patches; the watch feeds its cache; delete removes what
+        // a policy no longer needs.
+        for verb in ["get", "list", "watch", "create", "patch", "delete"] {
+            assert!(
+                grants(role, admission, resource, verb),
+                "the reconciler needs {verb} on {resource}"
+            );
+        }
+        for verb in ["update", "deletecollection"] {
+            assert!(
+                !grants(role, admission, resource, verb),
+                "the reconciler does not {verb} {resource}"
+            );
+        }
+    }
+    for verb in ["get", "patch"] {
+        assert!(
+            grants(role, "nauthera.io", "clientpolicies/status", verb),
+            "the reconciler counts what a policy holds back in its status ({verb})"
+        );
+    }
+    for (group, resource) in [
+        ("nauthera.io", "clientpolicies"),
+        ("nauthera.io", "clientapprovals"),
+        ("", "namespaces"),
+    ] {
+        for verb in ["get", "list", "watch"] {
+            assert!(
+                grants(role, group, resource, verb),
+                "the reconciler needs {verb} on {resource}"
+            );
+        }
+        // A policy's spec is the security team's, and so is every approval.
+        for verb in WRITE_VERBS {
+            assert!(
+                !grants(role, group, resource, verb),
+                "the reconciler only reads {resource}, yet may {verb} them"
+            );
+        }
+    }
+    assert!(
+        !grants(role, "nauthera.io", "clientpolicies/finalizers", "update"),
+        "what the reconciler generates is owned without blockOwnerDeletion"
+    );
+}
+
+#[test]
+fn only_the_security_role_may_approve_and_write_policies() {
+    let objects = render("deploy/base");
+    let security = find(&objects, "ClusterRole", "nauthera-client-policy-admin");
+    for verb in [
+        "get", "list", "watch", "create", "update", "patch", "delete",
+    ] {
+        assert!(
+            grants(security, "nauthera.io", "clientpolicies", verb),
+            "the security team needs {verb} on clientpolicies"
+        );
+    }
+    for verb in ["get", "list", "watch", "create", "delete"] {
+        assert!(
+            grants(security, "nauthera.io", "clientapprovals", verb),
+            "the security team needs {verb} on clientapprovals"
+        );
+    }
+    assert!(
+        !grants(security, "nauthera.io", "clientapprovals", "update")
+            && !grants(security, "nauthera.io", "clientapprovals", "patch"),
+        "approvals are records, never edited"
+    );
+    for verb in WRITE_VERBS {
+        assert!(
+            !grants(security, "nauthera.io", "clientpolicies/status", verb),
+            "a policy's status is the reconciler's"
+        );
+    }
+    let read = |group: &str, resource: &str| {
+        ["get", "list", "watch"]
+            .iter()
+            .all(|verb| grants(security, group, resource, verb))
+    };
+    for resource in [
+        "oidcclients",
+        "brandings",
+        "identityproviders",
+        "organizations",
+    ] {
+        assert!(
+            read("nauthera.io", resource),
+            "the security team reads {resource}"
+        );
+    }
+    for resource in [
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings",
+    ] {
+        let group = "admissionregistration.k8s.io";
+        assert!(
+            read(group, resource),
+            "the security team sees the generated {resource}"
+        );
+        assert!(
+            WRITE_VERBS
+                .iter()
+                .all(|verb| !grants(security, group, resource, verb)),
+            "the generated {resource} are the reconciler's to write"
+        );
+    }
+
+    // Teams read the policies, for `kubectl nauthera diagnose -f`, and write none of them.
+    let reader = find(&objects, "ClusterRole", "nauthera-client-policy-reader");
+    for verb in ["get", "list", "watch"] {
+        assert!(grants(reader, "nauthera.io", "clientpolicies", verb));
+        assert!(grants(reader, "", "namespaces", verb));
+    }
+    assert!(
+        !grants(reader, "nauthera.io", "clientapprovals", "get"),
+        "teams do without approvals"
+    );
+
+    // No other role that deploy/ ships, in the base or any overlay, approves or writes policies.
+    let roles = shipped_roles();
+    assert!(roles.iter().any(|(name, _)| name.contains("overlays")));
+    for (name, role) in roles
+        .iter()
+        .filter(|(_, role)| role["metadata"]["name"] != "nauthera-client-policy-admin")
+    {
+        for verb in WRITE_VERBS {
+            for resource in ["clientapprovals", "clientpolicies"] {
+                assert!(
+                    !grants(role, "nauthera.io", resource, verb),
+                    "{name} may {verb} {resource}: only the security team's role may"
+                );
+            }
+        }
+        let aggregates = role["metadata"]["labels"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .any(|(label, _)| label.starts_with("rbac.authorization.k8s.io/aggregate-to-"));
+        assert!(
+            !aggregates || !grants(role, "nauthera.io", "clientapprovals", "get"),
+            "{name} aggregates into a built-in role and names clientapprovals"
+        );
+    }
+}
+
+#[test]
+fn the_crd_kustomization_installs_every_crd_at_its_scope() {
+    let rendered = render("deploy/crds");
+    let names: BTreeSet<&str> = rendered
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    let crds = nauthera_shared::resources::crds();
+    let expected: BTreeSet<String> = crds
+        .iter()
+        .filter_map(|crd| crd.metadata.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        expected.iter().map(String::as_str).collect::<BTreeSet<_>>(),
+        "deploy/crds/kustomization.yaml lists every CRD of shared/src/resources"
+    );
+    let scope =
+        |name: &str| find(&rendered, "CustomResourceDefinition", name)["spec"]["scope"].clone();
+    assert_eq!(scope("clientpolicies.nauthera.io"), "Cluster");
+    assert_eq!(scope("clientapprovals.nauthera.io"), "Namespaced");
+    for kind in [
+        "oidcclients",
+        "brandings",
+        "identityproviders",
+        "organizations",
+    ] {
+        assert_eq!(scope(&format!("{kind}.nauthera.io")), "Namespaced");
+    }
+}
+
+/// The example policies: `examples/policies/`, a folder of its own so that `kubectl apply -f
+/// examples/` (and the sandbox) leaves them out.
+fn example_policies() -> Vec<(String, Value)> {
+    let dir = workspace_root().join("examples/policies");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut documents = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.display().to_string();
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        documents.extend(
+            docs.into_iter()
+                .filter(|d| !d.is_null())
+                .map(|d| (name.clone(), d)),
+        );
+    }
+    assert!(!documents.is_empty(), "examples/policies holds no policy");
+    documents
+}
+
+/// Fails when `input` holds anything `output` does not hold with the same value.
+fn assert_subset(input: &Value, output: &Value, path: &str) {
+    match (input, output) {
+        (Value::Object(input), Value::Object(output)) => {
+            for (key, value) in input {
+                let out = output
+                    .get(key)
+                    .unwrap_or_else(|| panic!("{path}.{key}: unknown field (dropped when read)"));
+                assert_subset(value, out, &format!("{path}.{key}"));
+            }
+        }
+        (Value::Array(input), Value::Array(output)) => {
+            assert_eq!(input.len(), output.len(), "{path}: list length");
+            for (i, (a, b)) in input.iter().zip(output).enumerate() {
+                assert_subset(a, b, &format!("{path}[{i}]"));
+            }
+        }
+        _ => assert_eq!(input, output, "{path}"),
+    }
+}
+
+/// The top-level examples (what `kubectl apply -f examples/` and the sandbox apply).
+fn applied_examples() -> Vec<Value> {
+    let dir = workspace_root().join("examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            serde_saphyr::from_multiple::<Value>(&text).unwrap()
+        })
+        .filter(|d| !d.is_null())
+        .collect()
+}
+
+#[test]
+fn the_example_policy_is_valid_and_leaves_the_applied_examples_alone() {
+    use std::collections::BTreeMap;
+
+    use nauthera_shared::policy::{CompiledPolicy, NAMESPACE_NAME_LABEL, admission, cel_object};
+    use nauthera_shared::resources::{ClientPolicy, PolicyKind, admission_violations};
+
+    let examples = applied_examples();
+    assert!(
+        examples.iter().all(|e| e["kind"] != "ClientPolicy"),
+        "a ClientPolicy among the examples the sandbox applies would judge them"
+    );
+    let namespaces: BTreeMap<&str, BTreeMap<String, String>> = examples
+        .iter()
+        .filter(|e| e["kind"] == "Namespace")
+        .map(|e| {
+            let name = e["metadata"]["name"].as_str().unwrap();
+            let mut labels: BTreeMap<String, String> =
+                serde_json::from_value(e["metadata"]["labels"].clone()).unwrap_or_default();
+            labels.insert(NAMESPACE_NAME_LABEL.to_owned(), name.to_owned());
+            (name, labels)
+        })
+        .collect();
+
+    for (file, document) in example_policies() {
+        assert_eq!(document["kind"], "ClientPolicy", "{file}");
+        let refused: Vec<String> = admission_violations(&document, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            refused,
+            Vec::<String>::new(),
+            "{file}: the API server would refuse it"
+        );
+        let policy: ClientPolicy =
+            serde_json::from_value(document.clone()).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_subset(&document, &serde_json::to_value(&policy).unwrap(), &file);
+        let compiled = CompiledPolicy::compile(&policy).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            admission::admission_objects(&policy, &compiled).is_some(),
+            "{file}: kubectl apply checks its rules"
+        );
+
+        let mut clients = 0;
+        for example in &examples {
+            let Some(kind) = example["kind"].as_str().and_then(PolicyKind::from_kind) else {
+                continue;
+            };
+            let namespace = example["metadata"]["namespace"].as_str().unwrap();
+            let labels = &namespaces[namespace];
+            let issuer = example["spec"]["issuer"].as_str().unwrap();
+            let name = describe(example);
+            assert!(
+                !compiled.covers(kind, labels, issuer),
+                "{file} covers the example {name}, which the sandbox applies"
+            );
+            // In a namespace it covers, the confidential web client complies with every rule
+            // (and, being new, waits for an approval).
+            if example["metadata"]["name"] == "billing-web" {
+                let mut production = labels.clone();
+                production.extend(
+                    policy
+                        .spec
+                        .coverage
+                        .namespace_selector
+                        .iter()
+                        .flat_map(|s| s.match_labels.clone().unwrap_or_default()),
+                );
+                assert!(compiled.covers(kind, &production, issuer), "{file}");
+                assert_eq!(
+                    compiled.violations(kind, &cel_object(example)),
+                    Vec::new(),
+                    "{file}: the example {name} breaks a rule"
+                );
+                clients += 1;
+            }
+        }
+        assert_eq!(
+            clients, 1,
+            "the example billing-web is checked against {file}"
+        );
+    }
 }
 
 #[test]

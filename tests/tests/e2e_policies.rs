@@ -272,8 +272,46 @@ async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_co
         })
         .await;
 
-    // From now on kubectl apply refuses an edit that still breaks the rule.
+    // The plugin groups the hold under its policy, and `diagnose` names the rule.
+    let report = stack.plugin(&["status"]).await;
+    assert!(
+        report
+            .stdout
+            .contains("scoped holds back 1: 1 PolicyViolation"),
+        "{}",
+        report.all()
+    );
+    assert!(report.stdout.contains("rule scopes"), "{}", report.all());
+    let diagnosed = stack.plugin(&["diagnose", "oidcclient/web"]).await;
+    assert!(
+        diagnosed
+            .stdout
+            .contains("ClientPolicy scoped covers it and holds it back"),
+        "{}",
+        diagnosed.all()
+    );
+
+    // From now on kubectl apply refuses an edit that still breaks the rule, and `diagnose -f`
+    // says so before it is applied.
     wait_policy_in_place(&stack, "scoped").await;
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("web.yaml");
+    std::fs::write(
+        &manifest,
+        web_client("web", "https://app.example.com/other", "openid, admin"),
+    )
+    .unwrap();
+    let checked = stack
+        .plugin(&["diagnose", "-f", manifest.to_str().unwrap()])
+        .await;
+    assert_eq!(checked.code, 1, "{}", checked.all());
+    assert!(
+        checked.stdout.contains(
+            "refused: ClientPolicy scoped, rule scopes: spec.scopes may only hold openid, profile"
+        ),
+        "{}",
+        checked.all()
+    );
     let admin = stack.cluster.kubeconfig().to_path_buf();
     let still = web_client("web", "https://app.example.com/other", "openid, admin");
     let refused = kubectl_apply(&stack, &admin, &still).await;

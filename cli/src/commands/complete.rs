@@ -176,15 +176,16 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                 &["bash", "zsh", "fish", "elvish", "powershell"],
                 NO_FILE_COMPLETION,
             ),
-            Some(_) => match typed.split_once('/') {
+            Some(name) => match typed.split_once('/') {
                 Some((kind, _)) => match Kind::parse(kind) {
-                    Ok(kind) => Wanted::Names(kind),
-                    Err(_) => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
+                    Ok(kind) if approvable(name, kind) => Wanted::Names(kind),
+                    _ => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
                 },
                 // Every name a kind is taken by: singular, plural and short names.
                 None => {
                     let kinds: Vec<String> = Kind::ALL
                         .iter()
+                        .filter(|kind| approvable(name, **kind))
                         .flat_map(|kind| kind.names())
                         .map(|name| format!("{name}/"))
                         .collect();
@@ -195,6 +196,11 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
         },
     };
     (wanted, connection)
+}
+
+/// `approve` takes OIDCClients only; the other subcommands every kind.
+fn approvable(subcommand: &str, kind: Kind) -> bool {
+    subcommand != "approve" || kind == Kind::OIDCClient
 }
 
 /// The completion output: candidates that start with what is typed, then the directive.
@@ -303,8 +309,10 @@ mod tests {
     fn subcommands_flags_and_values() {
         assert_eq!(
             fixed("").0,
-            vec!["status", "diagnose", "restore", "completion"]
+            vec!["status", "diagnose", "restore", "approve", "completion"]
         );
+        assert_eq!(fixed("ap").0, vec!["approve"]);
+        assert!(fixed("approve --g").0.contains(&"--generation".to_owned()));
         assert_eq!(fixed("st").0, vec!["status"]);
         assert_eq!(
             fixed("status -o ").0,
@@ -358,6 +366,16 @@ mod tests {
             );
         }
         assert_eq!(fixed("status br").0, vec!["branding/", "brandings/", "br/"]);
+        // Only OIDCClients are approved.
+        assert_eq!(
+            fixed("approve o").0,
+            vec!["oidcclient/", "oidcclients/", "oidcc/"]
+        );
+        assert_eq!(fixed("approve br/").0, Vec::<String>::new());
+        assert_eq!(
+            wanted_of("-n team-a approve oidcc/sh"),
+            Wanted::Names(Kind::OIDCClient)
+        );
         let (names, _) = wanted(&words("restore idp/gi"));
         assert_eq!(names, Wanted::Names(Kind::IdentityProvider));
         let (names, connection) = wanted(&words("-n team-a restore oidcc/sh"));

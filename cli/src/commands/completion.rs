@@ -36,7 +36,7 @@ mod tests {
         ] {
             let text = script(shell);
             assert!(text.contains("kubectl-nauthera"), "{shell}");
-            for subcommand in ["status", "diagnose", "restore"] {
+            for subcommand in ["status", "diagnose", "restore", "approve"] {
                 assert!(text.contains(subcommand), "{shell} lacks {subcommand}");
             }
         }

@@ -7,12 +7,14 @@ use nauthera_shared::catalog::{
 };
 use serde::Serialize;
 
+use super::policy_check::{ApprovalFacts, Moment, approvals_findings, policy_findings};
 use crate::commands::status::report::{
     CERTIFICATE_WARNING_SECONDS, DriftVerdict, control_plane_report, drift_summary,
 };
 use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
 use crate::facts::{AccessVerdict, EventFact, SecretFacts};
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
+use crate::policies::{ApprovalVerdict, PolicyOutcome};
 use crate::timefmt::{seconds_between, short_duration};
 use crate::view::{ResourceView, SecretUse};
 use nauthera_shared::workloads::Consumer;
@@ -36,6 +38,12 @@ pub struct DiagnoseFacts {
     pub drifted: Vec<ResourceView>,
     /// The reconciler's recent lines about the resource, or why they could not be read.
     pub logs: Result<Vec<String>, String>,
+    /// The ClientPolicies' verdicts on the live object; `None` when not gathered or its kind
+    /// is not one policies cover.
+    pub policy: Option<PolicyOutcome>,
+    /// The client's ClientApprovals and whether the caller may approve; `None` for other kinds
+    /// or when not gathered.
+    pub approvals: Option<ApprovalFacts>,
     pub now: Timestamp,
 }
 
@@ -125,7 +133,39 @@ pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
     if let Some(slug) = &facts.organization {
         filled.set(Placeholder::Slug, slug);
     }
+    if let Some(generation) = view.generation {
+        filled.set(Placeholder::Generation, generation.to_string());
+    }
+    if let Some(policy) = holding_policy(facts) {
+        filled.set(Placeholder::Policy, policy);
+    }
     filled
+}
+
+/// The ClientPolicy that holds the resource back: as its status names it, else the first the
+/// live evaluation finds holding it.
+fn holding_policy(facts: &DiagnoseFacts) -> Option<String> {
+    let named = facts
+        .view
+        .status
+        .as_ref()
+        .and_then(|status| status.policy.as_ref())
+        .map(|hold| hold.policy.clone())
+        .filter(|policy| !policy.is_empty());
+    named.or_else(|| {
+        let Some(PolicyOutcome::Evaluated(evaluation)) = &facts.policy else {
+            return None;
+        };
+        let violated = evaluation
+            .verdicts
+            .iter()
+            .find(|verdict| verdict.violated())
+            .map(|verdict| verdict.policy.clone());
+        violated.or_else(|| match &evaluation.approval {
+            Some(ApprovalVerdict::Required { policies, .. }) => policies.first().cloned(),
+            _ => None,
+        })
+    })
 }
 
 pub fn diagnose(facts: &DiagnoseFacts) -> Diagnosis {
@@ -198,10 +238,31 @@ pub fn evaluate(check: DiagnoseCheck, facts: &DiagnoseFacts) -> (CheckStatus, Ve
         DiagnoseCheck::ProbeState => probe(facts),
         DiagnoseCheck::CertificateExpiry => certificate(facts),
         DiagnoseCheck::ReconcilerLogs => logs(facts),
+        DiagnoseCheck::PolicyRules => policy_rules(facts),
+        DiagnoseCheck::Approvals => {
+            approvals_findings(facts.approvals.as_ref(), &facts.view, facts.now)
+        }
         DiagnoseCheck::ReconcileMetrics
         | DiagnoseCheck::ServerCallMetrics
         | DiagnoseCheck::AuditLog
         | DiagnoseCheck::None => (CheckStatus::Manual, Vec::new()),
+    }
+}
+
+fn policy_rules(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    match &facts.policy {
+        Some(outcome) => policy_findings(outcome, Moment::Live),
+        None if crate::policies::policy_kind(facts.view.kind).is_none() => (
+            CheckStatus::Info,
+            vec![format!(
+                "ClientPolicies do not cover {}s",
+                facts.view.kind.singular()
+            )],
+        ),
+        None => (
+            CheckStatus::Warning,
+            vec!["the policies were not evaluated".to_owned()],
+        ),
     }
 }
 
@@ -243,6 +304,17 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     }
     if let Some(superseded) = view.superseded_drift() {
         findings.push(superseded);
+    }
+    if let Some(hold) = &status.policy {
+        findings.push(format!(
+            "held back by ClientPolicy {}, rule {}{}",
+            hold.policy,
+            hold.rule,
+            hold.field
+                .as_ref()
+                .map(|field| format!(" (field {field})"))
+                .unwrap_or_default()
+        ));
     }
     let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
     findings.push(format!(

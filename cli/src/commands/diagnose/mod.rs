@@ -2,6 +2,7 @@
 
 mod evaluate;
 mod manifest;
+mod policy_check;
 mod render;
 
 use std::collections::btree_map::Entry;
@@ -16,6 +17,7 @@ use serde::Serialize;
 
 use self::evaluate::{DiagnoseFacts, Diagnosis};
 use self::manifest::{ManifestContext, ManifestReport};
+use self::policy_check::ApprovalFacts;
 use crate::Outcome;
 use crate::cli::{DiagnoseArgs, GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Scope};
@@ -24,6 +26,7 @@ use crate::error::CliError;
 use crate::facts;
 use crate::kinds::{Kind, Target};
 use crate::output::{self, Painter};
+use crate::policies::{self, PolicyOutcome, read::LiveReads};
 use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
 use nauthera_shared::workloads;
 
@@ -80,12 +83,14 @@ pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, Cl
     let now = Timestamp::now();
     let mut diagnoses = Vec::new();
     let mut drifted: Option<Vec<ResourceView>> = None;
+    let mut policy_reads = LiveReads::default();
     for view in views {
         let needed = needed_checks(&view);
         if needed.contains(&DiagnoseCheck::DriftCount) && drifted.is_none() {
             drifted = Some(all_drifted(&cluster).await);
         }
-        let gathered = gather(
+        let policy = gather_policy(&cluster, &mut policy_reads, &view, &needed).await;
+        let mut gathered = gather(
             &cluster,
             &control_plane,
             &organizations,
@@ -95,6 +100,7 @@ pub async fn run(global: &GlobalArgs, args: &DiagnoseArgs) -> Result<Outcome, Cl
             now,
         )
         .await;
+        (gathered.policy, gathered.approvals) = policy;
         diagnoses.push(evaluate::diagnose(&gathered));
     }
     let attention = diagnoses.iter().any(|diagnosis| diagnosis.attention);
@@ -143,6 +149,47 @@ async fn all_drifted(cluster: &Cluster) -> Vec<ResourceView> {
             .unwrap_or_default(),
     };
     views.into_iter().filter(ResourceView::is_drifted).collect()
+}
+
+/// The policies' verdicts and the client's approvals, when the runbook checks them.
+async fn gather_policy(
+    cluster: &Cluster,
+    reads: &mut LiveReads,
+    view: &ResourceView,
+    needed: &BTreeSet<DiagnoseCheck>,
+) -> (Option<PolicyOutcome>, Option<ApprovalFacts>) {
+    let rules = needed.contains(&DiagnoseCheck::PolicyRules);
+    let approvals =
+        if view.kind == Kind::OIDCClient && (rules || needed.contains(&DiagnoseCheck::Approvals)) {
+            let approvals =
+                policies::read::client_approvals(cluster, &view.namespace, &view.name).await;
+            let may_approve = if needed.contains(&DiagnoseCheck::Approvals) {
+                policies::read::may_approve(cluster, &view.namespace).await
+            } else {
+                facts::AccessVerdict {
+                    verb: "create".to_owned(),
+                    allowed: None,
+                    detail: "not asked".to_owned(),
+                }
+            };
+            Some(ApprovalFacts {
+                approvals,
+                may_approve,
+            })
+        } else {
+            None
+        };
+    let policy = if rules {
+        let approved = approvals
+            .as_ref()
+            .and_then(|facts| facts.approvals.as_ref().ok())
+            .map(|list| policies::approved_generations(list, &view.uid))
+            .unwrap_or_default();
+        reads.judge(cluster, view, &approved).await
+    } else {
+        None
+    };
+    (policy, approvals)
 }
 
 async fn gather(
@@ -215,6 +262,8 @@ async fn gather(
         events,
         consumers,
         drifted,
+        policy: None,
+        approvals: None,
         now,
     }
 }
@@ -250,9 +299,13 @@ async fn run_manifests(
     };
     let parsed: Vec<_> = documents
         .iter()
-        .map(|(file, index, document)| {
-            manifest::parse_document(file, *index, document, &default_namespace)
-        })
+        .enumerate()
+        .map(
+            |(position, (file, index, document))| manifest::ParsedDocument {
+                position,
+                ..manifest::parse_document(file, *index, document, &default_namespace)
+            },
+        )
         .collect();
     let documents: Vec<serde_json::Value> = documents
         .into_iter()
@@ -299,6 +352,7 @@ async fn run_manifests(
             }
         }
         context.secrets = secrets;
+        context.policies = manifest::policy::gather(cluster, &parsed).await;
         for document in &parsed {
             let (Some(branding), Ok(view)) = (&document.branding_ref, &document.view) else {
                 continue;

@@ -1,6 +1,6 @@
 //! Diagnoses over plain facts, with a fixed clock and no colours.
 
-use nauthera_shared::catalog::{DiagnoseCheck, Reason, unknown_placeholders};
+use nauthera_shared::catalog::{Cause, DiagnoseCheck, Reason, unknown_placeholders};
 
 use super::evaluate::{CheckStatus, DiagnoseFacts, diagnose, evaluate};
 use super::render::render;
@@ -11,6 +11,7 @@ use crate::output::Painter;
 use crate::snapshot::assert_snapshot;
 use crate::view::fixtures::{at, drifted, view};
 use crate::view::{ResourceView, SecretUse};
+use nauthera_shared::resources::PolicyHold;
 use nauthera_shared::workloads::Consumer;
 
 const NOW: i64 = 1_800_000_000;
@@ -26,6 +27,8 @@ fn facts_for(view: ResourceView) -> DiagnoseFacts {
         consumers: Ok(Vec::new()),
         drifted: Vec::new(),
         logs: Err("cannot read the logs of pod nauthera-reconciler-0: forbidden".into()),
+        policy: None,
+        approvals: None,
         now: at(NOW),
     }
 }
@@ -132,6 +135,11 @@ fn every_reason_renders_with_its_placeholders_filled() {
         };
         if let Some(status) = client.status.as_mut() {
             status.client_id = Some("c-1".into());
+            status.policy = Some(Box::new(PolicyHold {
+                policy: "web-rules".into(),
+                rule: "approval".into(),
+                field: None,
+            }));
         }
         let diagnosis = diagnose(&facts_for(client));
         assert_eq!(diagnosis.reason, reason);
@@ -148,6 +156,8 @@ fn every_reason_renders_with_its_placeholders_filled() {
             "<client-id>",
             "<slug>",
             "<secret>",
+            "<policy>",
+            "<generation>",
         ] {
             assert!(!text.contains(placeholder), "{reason} leaves {placeholder}");
         }
@@ -293,4 +303,197 @@ fn checks_judge_their_facts() {
     // A certificate within the warning threshold warns.
     let (status, _) = evaluate(DiagnoseCheck::CertificateExpiry, &outside);
     assert_eq!(status, CheckStatus::Warning);
+}
+
+/// The live policy facts of `client`: the policies' verdicts on `object`, with the namespace's
+/// other OIDCClients.
+fn judged(
+    client: &ResourceView,
+    policies: &[nauthera_shared::resources::ClientPolicy],
+    object: &serde_json::Value,
+    others: &[crate::policies::CountedClient],
+) -> crate::policies::PolicyOutcome {
+    use crate::policies::{self, CountedClient, Judged, NamespaceLabels, PolicySet};
+    let place = CountedClient {
+        name: client.name.clone(),
+        issuer: client.issuer.clone(),
+        created: client.created,
+        order: 0,
+        deleting: false,
+    };
+    let set = PolicySet::compile(policies);
+    policies::PolicyOutcome::Evaluated(Box::new(policies::evaluate(
+        &set,
+        &Judged {
+            kind: nauthera_shared::resources::PolicyKind::OidcClient,
+            namespace: &client.namespace,
+            issuer: &client.issuer,
+            object,
+            place: &place,
+            generation: client.generation.unwrap_or(1),
+            written: true,
+            recorded: None,
+            approved: &[],
+        },
+        &NamespaceLabels::of(&client.namespace, Default::default()),
+        Ok(others),
+    )))
+}
+
+#[test]
+fn policy_violation_snapshot() {
+    use crate::policies::tests::{client as stored, policy};
+    let mut client = view(
+        Kind::OIDCClient,
+        "team-a",
+        "shop",
+        Reason::PolicyViolation,
+        NOW - 300,
+    );
+    let message = "ClientPolicy web-rules, rule redirectUris: spec.redirectUris may only hold \
+        https URIs on hosts app.example.com; no loopback hosts; generation 2 is not sent and the \
+        server keeps generation 1 in force";
+    if let Some(status) = client.status.as_mut() {
+        status.message = Some(message.into());
+        status.conditions[0].message = message.into();
+        status.cause = Some(Cause::PolicyRule);
+        status.generation_in_force = Some(1);
+        status.policy = Some(Box::new(PolicyHold {
+            policy: "web-rules".into(),
+            rule: "redirectUris".into(),
+            field: Some("spec.redirectUris".into()),
+        }));
+    }
+    let policies = [
+        policy(
+            "web-rules",
+            serde_json::json!({"rules": {
+                "redirectUris": {"hosts": ["app.example.com"]},
+                "grantTypes": ["authorization_code"],
+                "maxClientsPerNamespace": 3,
+            }}),
+        ),
+        policy(
+            "globex-only",
+            serde_json::json!({"match": {"issuers": ["https://id.example.com/globex"]}}),
+        ),
+    ];
+    let object = stored(
+        "shop",
+        serde_json::json!({"redirectUris": ["https://shop.example.net/cb"], "secret": {"generate": true}}),
+    );
+    let older = crate::policies::CountedClient {
+        name: "billing".into(),
+        issuer: client.issuer.clone(),
+        created: Some(at(NOW - 90_000)),
+        order: 0,
+        deleting: false,
+    };
+    let mut facts = facts_for(client.clone());
+    facts.policy = Some(judged(&client, &policies, &object, &[older]));
+    facts.events = Ok(vec![EventFact {
+        time: Some(at(NOW - 300)),
+        type_: "Warning".into(),
+        reason: "PolicyViolation".into(),
+        message: message.into(),
+        count: 1,
+    }]);
+    let diagnosis = diagnose(&facts);
+    assert!(diagnosis.attention);
+    let step = diagnosis
+        .steps
+        .iter()
+        .find(|step| step.check == DiagnoseCheck::PolicyRules)
+        .unwrap();
+    assert_eq!(step.status, CheckStatus::Failed);
+    let text = render(&[diagnosis], Painter::PLAIN);
+    assert!(
+        text.contains("kubectl get clientpolicy web-rules -o yaml"),
+        "{text}"
+    );
+    assert_snapshot("diagnose-policy-violation.txt", &text);
+}
+
+#[test]
+fn waiting_for_approval_snapshot() {
+    use crate::commands::diagnose::policy_check::ApprovalFacts;
+    use crate::policies::ApprovalFact;
+    use crate::policies::tests::{client as stored, policy};
+    let mut client = view(
+        Kind::OIDCClient,
+        "team-a",
+        "shop",
+        Reason::WaitingForApproval,
+        NOW - 600,
+    );
+    client.generation = Some(3);
+    if let Some(status) = client.status.as_mut() {
+        status.cause = Some(Cause::ApprovalRequired);
+        // An older reconciler names no policy: the live evaluation does.
+        status.policy = None;
+    }
+    let policies = [policy(
+        "review",
+        serde_json::json!({"rules": {"approval": {"fields": ["redirectUris", "scopes"]}}}),
+    )];
+    let object = stored(
+        "shop",
+        serde_json::json!({"redirectUris": ["https://shop.example.com/cb"], "secret": {"generate": true}}),
+    );
+    let mut facts = facts_for(client.clone());
+    facts.policy = Some(judged(&client, &policies, &object, &[]));
+    facts.approvals = Some(ApprovalFacts {
+        approvals: Ok(vec![
+            ApprovalFact {
+                name: "shop-1".into(),
+                generation: 1,
+                uid: Some("uid-shop".into()),
+                created: Some(at(NOW - 86_400 * 3)),
+            },
+            ApprovalFact {
+                name: "shop-2".into(),
+                generation: 2,
+                uid: Some("uid-before".into()),
+                created: Some(at(NOW - 7200)),
+            },
+        ]),
+        may_approve: AccessVerdict {
+            verb: "create".into(),
+            allowed: Some(false),
+            detail: String::new(),
+        },
+    });
+    let diagnosis = diagnose(&facts);
+    let text = render(std::slice::from_ref(&diagnosis), Painter::PLAIN);
+    for expected in [
+        "kubectl nauthera approve oidcclient/shop -n team-a",
+        "generation 3 (metadata.generation) waits for an approval",
+        "it names another uid",
+        "nauthera-client-policy-admin",
+        "ClientPolicy `review`",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+    assert!(
+        !text.contains("<policy>") && !text.contains("<generation>"),
+        "{text}"
+    );
+    assert_snapshot("diagnose-waiting-for-approval.txt", &text);
+
+    // The approval is there: the check passes, and says so.
+    if let Some(approvals) = facts.approvals.as_mut() {
+        approvals.approvals = Ok(vec![ApprovalFact {
+            name: "shop-3".into(),
+            generation: 3,
+            uid: None,
+            created: Some(at(NOW - 5)),
+        }]);
+    }
+    let (status, findings) = evaluate(DiagnoseCheck::Approvals, &facts);
+    assert_eq!(status, CheckStatus::Passed, "{findings:?}");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.contains("generation 3 (metadata.generation) is approved"))
+    );
 }

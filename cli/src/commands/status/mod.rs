@@ -1,5 +1,6 @@
 //! `kubectl nauthera status [KIND[/NAME]]`.
 
+mod policies;
 mod render;
 pub mod report;
 mod watch;
@@ -46,7 +47,8 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
         (Scope::All, None | Some(Target { name: None, .. })) => "*".to_owned(),
         _ => cluster.namespace.clone(),
     };
-    let report = report::build(
+    let every_namespace = scope == "*";
+    let mut report = report::build(
         &facts,
         views,
         &organizations,
@@ -54,6 +56,8 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
         scope,
         Timestamp::now(),
     );
+    let listing = crate::policies::read::list_policies(&cluster).await;
+    report.policies = policies::section(&listing, &report.resources, every_namespace);
     let wide = global.output.format == OutputFormat::Wide;
     let painter = Painter::detect(global.color);
     match global.output.format {

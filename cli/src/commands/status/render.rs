@@ -6,6 +6,7 @@ use std::io::Write;
 use nauthera_shared::catalog::Phase;
 use nauthera_shared::grants::GrantEntry;
 
+use super::policies::PoliciesReport;
 use super::report::{
     CertificateState, ControlPlaneReport, DriftVerdict, ResourceRow, StatusReport, Summary,
 };
@@ -58,6 +59,10 @@ pub fn render_to<W: Write + ?Sized>(
             painter.paint("warning:", Tone::Warn),
             kind.plural()
         );
+    }
+    if let Some(policies) = &report.policies {
+        tail.push('\n');
+        policies_section(&mut tail, policies, report.scope == "*", painter);
     }
     tail.push('\n');
     summary(&mut tail, &report.summary, &report.resources, painter);
@@ -434,5 +439,127 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
                 }
             }
         }
+    }
+}
+
+/// Per ClientPolicy, the resources it holds back, and what its own status says about them.
+fn policies_section(
+    out: &mut String,
+    report: &PoliciesReport,
+    every_namespace: bool,
+    painter: Painter,
+) {
+    let heading = painter.paint("ClientPolicies", Tone::Strong);
+    if let Some(note) = &report.note {
+        let _ = writeln!(out, "{heading}: {note}");
+    } else {
+        let _ = writeln!(out, "{heading}");
+    }
+    let mut idle = Vec::new();
+    for item in &report.items {
+        let name = if item.name.is_empty() {
+            "(a policy the status does not name)"
+        } else {
+            &item.name
+        };
+        if let Some(false) = item.ready {
+            let _ = writeln!(
+                out,
+                "  {} ClientPolicy {name} is not in force{}",
+                painter.paint("!", Tone::Bad),
+                item.ready_message
+                    .as_ref()
+                    .map(|message| format!(": {message}"))
+                    .unwrap_or_default()
+            );
+        }
+        if item.found == Some(false) {
+            let _ = writeln!(
+                out,
+                "  {} ClientPolicy {name} is named by the statuses below but does not exist \
+                 (deleted?): the reconciler evaluates them again",
+                painter.paint("!", Tone::Warn)
+            );
+        }
+        if item.held.is_empty() {
+            let elsewhere =
+                item.violations.unwrap_or_default() + item.awaiting_approval.unwrap_or_default();
+            idle.push(if every_namespace || elsewhere == 0 {
+                name.to_owned()
+            } else {
+                format!("{name} ({elsewhere} elsewhere, by its status)")
+            });
+            continue;
+        }
+        let counts = match (item.held_violations(), item.held_awaiting()) {
+            (v, 0) => format!("{v} PolicyViolation"),
+            (0, a) => format!("{a} WaitingForApproval"),
+            (v, a) => format!("{v} PolicyViolation, {a} WaitingForApproval"),
+        };
+        let cluster_wide = match (every_namespace, item.violations, item.awaiting_approval) {
+            (false, Some(v), Some(a)) => {
+                format!(" (cluster-wide, by its status: {v} violations, {a} awaiting approval)")
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  {name} holds back {}: {counts}{cluster_wide}",
+            item.held.len()
+        );
+        let mut table = Vec::new();
+        let _ = write_table(
+            &mut table,
+            None,
+            &item.held,
+            |held| {
+                let rule = match &held.field {
+                    Some(field) => format!("rule {} ({field})", held.rule),
+                    None if held.rule.is_empty() => "-".to_owned(),
+                    None => format!("rule {}", held.rule),
+                };
+                let tone = if held.reason == nauthera_shared::catalog::Reason::PolicyViolation {
+                    Tone::Bad
+                } else {
+                    Tone::Warn
+                };
+                vec![
+                    (held.kind.as_str().to_owned(), None),
+                    (held.namespace.clone(), None),
+                    (held.name.clone(), None),
+                    (held.reason.as_str().to_owned(), Some(tone)),
+                    (rule, None),
+                ]
+            },
+            painter,
+        );
+        for line in String::from_utf8_lossy(&table).lines() {
+            let _ = writeln!(out, "    {line}");
+        }
+        if item.counts_agree == Some(false) {
+            let _ = writeln!(
+                out,
+                "  {} its status counts {} violations and {} awaiting approval, the resources' \
+                 statuses {} and {}: its status may be behind (kubectl get clientpolicy {name} -o \
+                 yaml)",
+                painter.paint("!", Tone::Warn),
+                item.violations.unwrap_or_default(),
+                item.awaiting_approval.unwrap_or_default(),
+                item.held_violations(),
+                item.held_awaiting()
+            );
+        }
+    }
+    if !idle.is_empty() {
+        let _ = writeln!(
+            out,
+            "  Holding nothing back{}: {}",
+            if every_namespace {
+                ""
+            } else {
+                " in this namespace"
+            },
+            idle.join(", ")
+        );
     }
 }

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use nauthera_shared::catalog::{Cause, Phase, Reason};
 use nauthera_shared::grants::GrantEntry;
-use nauthera_shared::resources::{Drift, RestoreRecord, SupersededDrift};
+use nauthera_shared::resources::{Drift, PolicyHold, RestoreRecord, SupersededDrift};
 use serde::Serialize;
 
+use super::policies::PoliciesReport;
 use crate::control_plane::{self, ControlPlaneFacts, Freshness, Replicas};
 use crate::grant_check::{self, GrantCheck, ReportedGrants};
 use crate::kinds::Kind;
@@ -36,6 +37,8 @@ pub struct StatusReport {
     pub resources: Vec<ResourceRow>,
     /// Kinds whose CRD is not installed.
     pub not_installed: Vec<Kind>,
+    /// What the ClientPolicies hold back; `null` when the cluster has none and nothing is held.
+    pub policies: Option<PoliciesReport>,
     pub summary: Summary,
     /// Whether anything needs attention (also exit code 1).
     pub attention: bool,
@@ -137,6 +140,9 @@ pub struct ResourceRow {
     /// The last restore request carried out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_restore: Option<RestoreRecord>,
+    /// The ClientPolicy rule that holds it back (`PolicyViolation`, `WaitingForApproval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyHold>,
     pub deleting: bool,
     pub attention: bool,
 }
@@ -209,6 +215,7 @@ pub fn build(
         control_plane,
         resources,
         not_installed,
+        policies: None,
         summary,
         attention,
     }
@@ -360,6 +367,7 @@ pub fn resource_row(
             .filter(|at| seconds_between(*at, now) < SUPERSEDED_SHOWN_SECONDS)
             .and_then(|_| view.superseded_drift()),
         last_restore: status.and_then(|status| status.last_restore.as_deref().cloned()),
+        policy: status.and_then(|status| status.policy.as_deref().cloned()),
         deleting: view.deleting,
         attention,
     }

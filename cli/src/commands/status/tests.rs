@@ -374,3 +374,119 @@ fn colours_change_nothing_but_the_colours() {
         );
     }
 }
+
+/// Two policies: one holds a client back by a rule, the other keeps one waiting for an
+/// approval while its status counts one more elsewhere; a third holds nothing.
+fn policies_scenario() -> (super::policies::PoliciesReport, StatusReport) {
+    use nauthera_shared::resources::{ClientPolicyStatus, PolicyHold};
+
+    use crate::policies::PolicyListing;
+    use crate::policies::tests::policy;
+
+    let hold = |name: &str, reason: Reason, policy: &str, rule: &str, field: Option<&str>| {
+        let mut held = view(Kind::OIDCClient, "team-a", name, reason, NOW - 600);
+        if let Some(status) = held.status.as_mut() {
+            status.policy = Some(Box::new(PolicyHold {
+                policy: policy.into(),
+                rule: rule.into(),
+                field: field.map(Into::into),
+            }));
+        }
+        held
+    };
+    let views = vec![
+        hold(
+            "shop",
+            Reason::PolicyViolation,
+            "web-rules",
+            "redirectUris",
+            Some("spec.redirectUris"),
+        ),
+        hold(
+            "billing",
+            Reason::WaitingForApproval,
+            "review",
+            "approval",
+            None,
+        ),
+        view(
+            Kind::OIDCClient,
+            "team-a",
+            "web",
+            Reason::Registered,
+            NOW - 600,
+        ),
+    ];
+    let counted = |name: &str, violations: u32, awaiting: u32| {
+        let mut listed = policy(name, serde_json::json!({}));
+        listed.status = Some(ClientPolicyStatus {
+            violations,
+            awaiting_approval: awaiting,
+            ..Default::default()
+        });
+        listed
+    };
+    let listing = PolicyListing::Listed(vec![
+        counted("idle", 0, 0),
+        counted("review", 0, 2),
+        counted("web-rules", 1, 0),
+    ]);
+    let mut report = report::build(
+        &facts(),
+        views,
+        &OrganizationDirectory::default(),
+        Vec::new(),
+        "team-a".into(),
+        at(NOW),
+    );
+    let section = super::policies::section(&listing, &report.resources, false).unwrap();
+    report.policies = Some(section.clone());
+    (section, report)
+}
+
+#[test]
+fn policies_name_what_they_hold_back_with_their_cluster_wide_counts() {
+    let (section, report) = policies_scenario();
+    let names: Vec<_> = section
+        .items
+        .iter()
+        .map(|item| item.name.as_str())
+        .collect();
+    // Those holding something back first.
+    assert_eq!(names, ["review", "web-rules", "idle"]);
+    assert_eq!(section.items[0].held_awaiting(), 1);
+    assert_eq!(section.items[1].held_violations(), 1);
+    // One namespace in scope: the cluster-wide counts are not compared.
+    assert!(section.items.iter().all(|item| item.counts_agree.is_none()));
+    assert_snapshot(
+        "status-policies.txt",
+        &render(&report, false, Painter::PLAIN),
+    );
+}
+
+#[test]
+fn with_every_namespace_the_counts_are_checked_against_the_statuses() {
+    use crate::policies::PolicyListing;
+    let (_, report) = policies_scenario();
+    let mut listed = crate::policies::tests::policy("web-rules", serde_json::json!({}));
+    listed.status = Some(nauthera_shared::resources::ClientPolicyStatus {
+        violations: 3,
+        ..Default::default()
+    });
+    let section = super::policies::section(
+        &PolicyListing::Listed(vec![listed]),
+        &report.resources,
+        true,
+    )
+    .unwrap();
+    let web_rules = section
+        .items
+        .iter()
+        .find(|i| i.name == "web-rules")
+        .unwrap();
+    assert_eq!(web_rules.counts_agree, Some(false));
+    // The status names a policy that is not listed: said so, not dropped.
+    let review = section.items.iter().find(|i| i.name == "review").unwrap();
+    assert_eq!(review.found, Some(false));
+    assert_eq!(review.held.len(), 1);
+}

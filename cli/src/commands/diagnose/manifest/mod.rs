@@ -2,6 +2,7 @@
 //! local files against a live cluster. Parsing and every check are pure; the caller gathers the
 //! cluster facts (Organizations, the published grant, Secrets) in between.
 
+pub mod policy;
 pub mod sources;
 
 use std::collections::BTreeMap;
@@ -15,10 +16,13 @@ use nauthera_shared::resources::{
 use serde::Serialize;
 use serde_json::Value;
 
+use self::policy::ManifestPolicies;
 use super::evaluate::CheckStatus;
+use super::policy_check::{Moment, policy_findings};
 use crate::facts::SecretFacts;
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
 use crate::kinds::Kind;
+use crate::policies::PolicyOutcome;
 use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
 
 /// One document of the file, parsed as far as it goes.
@@ -41,6 +45,11 @@ pub struct ParsedDocument {
     pub rule_violations: Vec<String>,
     /// An OIDCClient's `spec.brandingRef`.
     pub branding_ref: Option<String>,
+    /// The typed resource as JSON, defaults filled in: what the API server would store and
+    /// the policies judge.
+    pub object: Option<Value>,
+    /// 0-based position among every document checked (the order `kubectl apply` creates them).
+    pub position: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -62,6 +71,9 @@ pub struct ManifestReport {
     pub namespace: String,
     pub name: String,
     pub checks: Vec<ManifestCheck>,
+    /// The ClientPolicies' verdicts behind the `policy` check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyOutcome>,
     pub attention: bool,
 }
 
@@ -125,6 +137,8 @@ pub fn parse_document(
         admission: Vec::new(),
         rule_violations: Vec::new(),
         branding_ref: None,
+        object: None,
+        position: 0,
     };
     let Some(kind) = kind else {
         parsed.view = Err("not a nauthera resource".to_owned());
@@ -144,14 +158,20 @@ pub fn parse_document(
         Kind::OIDCClient => serde_json::from_value::<OIDCClient>(document).map(|client| {
             parsed.rule_violations = server_client_rules(&client);
             parsed.branding_ref = client.spec.branding_ref.as_ref().map(|r| r.name.clone());
+            parsed.object = serde_json::to_value(&client).ok();
             ResourceView::of_client(&client)
         }),
         Kind::Branding => serde_json::from_value::<Branding>(document).map(|branding| {
             parsed.rule_violations = encodable(&branding.spec.branding, "spec.branding");
+            parsed.object = serde_json::to_value(&branding).ok();
             ResourceView::of_branding(&branding)
         }),
-        Kind::IdentityProvider => serde_json::from_value::<IdentityProvider>(document)
-            .map(|provider| ResourceView::of_identity_provider(&provider)),
+        Kind::IdentityProvider => {
+            serde_json::from_value::<IdentityProvider>(document).map(|provider| {
+                parsed.object = serde_json::to_value(&provider).ok();
+                ResourceView::of_identity_provider(&provider)
+            })
+        }
         Kind::Organization => {
             serde_json::from_value::<Organization>(document).map(|organization| {
                 if let Some(content) = &organization.spec.branding {
@@ -201,6 +221,8 @@ pub struct ManifestContext {
     pub brandings: BTreeMap<(String, String), BrandingStanding>,
     /// Checked without the cluster.
     pub local: bool,
+    /// The ClientPolicies and what judging the manifests against them needs.
+    pub policies: ManifestPolicies,
 }
 
 /// Where a Branding a client names stands.
@@ -265,6 +287,7 @@ fn branding_check(namespace: &str, branding: &str, context: &ManifestContext) ->
 /// Every check of one parsed document.
 pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> ManifestReport {
     let mut checks = Vec::new();
+    let mut policy_outcome = None;
     let schema = match (&parsed.kind, &parsed.view) {
         (None, _) => ManifestCheck {
             name: "schema",
@@ -319,6 +342,15 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
         if let Some(branding) = &parsed.branding_ref {
             checks.push(branding_check(&view.namespace, branding, context));
         }
+        policy_outcome = policy::outcome(parsed, view, &context.policies);
+        if let Some(outcome) = &policy_outcome {
+            let (status, findings) = policy_findings(outcome, Moment::BeforeApply);
+            checks.push(ManifestCheck {
+                name: "policy",
+                status,
+                findings,
+            });
+        }
     }
     let attention = checks.iter().any(|check| check.status.needs_attention());
     ManifestReport {
@@ -329,6 +361,7 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
         namespace: parsed.namespace.clone(),
         name: parsed.name.clone(),
         checks,
+        policy: policy_outcome,
         attention,
     }
 }

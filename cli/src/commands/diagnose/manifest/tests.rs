@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::commands::status::tests::state;
+use crate::snapshot::assert_snapshot;
 use crate::view::fixtures::view;
 use nauthera_shared::catalog::Reason;
 
@@ -71,6 +72,7 @@ fn context() -> ManifestContext {
         file_secrets: BTreeMap::new(),
         brandings: BTreeMap::new(),
         local: false,
+        policies: policy::ManifestPolicies::default(),
     }
 }
 
@@ -305,4 +307,189 @@ spec:
         .brandings
         .insert(("team-a".into(), "look".into()), BrandingStanding::Declared);
     assert_eq!(check(&client("look"), &context).status, CheckStatus::Passed);
+}
+
+fn with_policies(policies: &[nauthera_shared::resources::ClientPolicy]) -> ManifestContext {
+    use crate::policies::{CountedClient, Policies, PolicySet};
+    let mut context = context();
+    context.policies.policies = Policies::Listed(PolicySet::compile(policies));
+    let existing = |name: &str, created: i64| CountedClient {
+        name: name.into(),
+        issuer: "https://id.example.com/acme".into(),
+        created: Some(jiff::Timestamp::from_second(created).unwrap()),
+        order: 0,
+        deleting: false,
+    };
+    context.policies.clients.insert(
+        "team-a".into(),
+        Ok(vec![existing("billing", 100), existing("web", 200)]),
+    );
+    context
+}
+
+fn policy_check(text: &str, context: &ManifestContext) -> (ManifestCheck, ManifestReport) {
+    let document = &split_documents(text).unwrap()[0];
+    let report = check_document(
+        &parse_document("client.yaml", 1, document, "team-a"),
+        context,
+    );
+    let check = report
+        .checks
+        .iter()
+        .find(|check| check.name == "policy")
+        .cloned()
+        .unwrap_or_else(|| panic!("no policy check in {report:#?}"));
+    (check, report)
+}
+
+const SHOP: &str = r#"
+apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata: {name: shop}
+spec:
+  issuer: https://id.example.com/acme
+  redirectUris: [https://shop.example.com/callback]
+  secret: {generate: true, secretName: shop-oidc}
+"#;
+
+#[test]
+fn a_manifest_is_judged_by_the_policies_that_would_cover_it() {
+    use crate::policies::tests::policy;
+    let context = with_policies(&[
+        policy(
+            "web-rules",
+            serde_json::json!({"rules": {"redirectUris": {"hosts": ["app.example.com"]}}}),
+        ),
+        policy(
+            "dev-only",
+            serde_json::json!({"match": {"namespaceSelector": {"matchLabels": {"tier": "dev"}}},
+                               "rules": {"scopes": []}}),
+        ),
+    ]);
+    let (check, report) = policy_check(SHOP, &context);
+    assert_eq!(check.status, CheckStatus::Failed, "{check:#?}");
+    assert!(report.attention);
+    let text = check.findings.join("\n");
+    assert!(
+        text.contains(
+            "refused: ClientPolicy web-rules, rule redirectUris: spec.redirectUris may only hold \
+             https URIs on hosts app.example.com; no loopback hosts (kubectl apply refuses it"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("dev-only"), "{text}");
+    assert!(
+        text.contains("kubernetes.io/metadata.name=team-a"),
+        "{text}"
+    );
+    // The JSON carries the verdicts.
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["policy"]["status"], "evaluated");
+    assert_eq!(json["policy"]["verdicts"][0]["rules"][0]["allowed"], false);
+
+    let compliant = SHOP.replace("shop.example.com", "app.example.com");
+    let (check, report) = policy_check(&compliant, &context);
+    assert_eq!(check.status, CheckStatus::Passed, "{check:#?}");
+    assert!(!report.attention, "{report:#?}");
+    assert!(
+        check
+            .findings
+            .join("\n")
+            .contains("allowed by rules redirectUris")
+    );
+}
+
+#[test]
+fn the_limit_counts_the_namespace_and_approvals_are_announced() {
+    use crate::policies::tests::policy;
+    let limited = with_policies(&[policy(
+        "quota",
+        serde_json::json!({"rules": {"maxClientsPerNamespace": 2, "approval": {}}}),
+    )]);
+    let (check, _) = policy_check(SHOP, &limited);
+    assert_eq!(check.status, CheckStatus::Failed);
+    let text = check.findings.join("\n");
+    assert!(
+        text.contains(
+            "rule maxClientsPerNamespace (2 allowed): namespace team-a holds 2 other covered \
+             OIDCClients and a new client is counted last: it does not fit"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("approval required: a new client needs an approval (ClientPolicy quota)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kubectl nauthera approve oidcclient/shop -n team-a"),
+        "{text}"
+    );
+    let roomy = with_policies(&[policy(
+        "quota",
+        serde_json::json!({"rules": {"maxClientsPerNamespace": 3}}),
+    )]);
+    let (check, _) = policy_check(SHOP, &roomy);
+    assert_eq!(check.status, CheckStatus::Passed);
+    assert!(check.findings.join("\n").contains(": it fits"));
+}
+
+#[test]
+fn policies_that_cannot_be_listed_are_said_not_checked_and_local_skips_them() {
+    let mut unlisted = context();
+    unlisted.policies.policies = crate::policies::Policies::Unlisted(
+        "cannot list clientpolicies.nauthera.io: forbidden (403)".into(),
+    );
+    let (check, report) = policy_check(SHOP, &unlisted);
+    assert_eq!(check.status, CheckStatus::Warning);
+    assert!(
+        check.findings[0].starts_with(
+            "cannot list clientpolicies.nauthera.io: forbidden (403); the policies were not checked"
+        ),
+        "{check:?}"
+    );
+    // The other checks ran.
+    assert_eq!(status_of(&report, "secret"), Some(CheckStatus::Passed));
+    let local = ManifestContext {
+        local: true,
+        ..context()
+    };
+    let document = &split_documents(SHOP).unwrap()[0];
+    let report = check_document(&parse_document("c.yaml", 1, document, "team-a"), &local);
+    assert_eq!(status_of(&report, "policy"), None);
+}
+
+#[test]
+fn manifest_policy_snapshot() {
+    use crate::policies::tests::policy;
+    let context = with_policies(&[
+        policy(
+            "web-rules",
+            serde_json::json!({"rules": {
+                "redirectUris": {"hosts": ["app.example.com"]},
+                "tokenEndpointAuthMethods": ["client_secret_basic", "private_key_jwt"],
+                "maxClientsPerNamespace": 2,
+                "approval": {"fields": ["redirectUris"]},
+            }}),
+        ),
+        policy(
+            "broken",
+            serde_json::json!({"match": {"namespaceSelector": {"matchExpressions": [
+                {"key": "tier", "operator": "Near", "values": ["x"]}]}}}),
+        ),
+    ]);
+    let reports: Vec<ManifestReport> = split_documents(SHOP)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(index, document)| {
+            check_document(
+                &parse_document("client.yaml", index + 1, document, "team-a"),
+                &context,
+            )
+        })
+        .collect();
+    assert_snapshot(
+        "diagnose-manifest-policy.txt",
+        &super::super::render_manifests(&reports, crate::output::Painter::PLAIN),
+    );
 }
