@@ -2,7 +2,7 @@
 //! out before the decision, from the policy caches) and the verdicts that say so.
 
 use nauthera_shared::catalog::{Cause, Reason};
-use nauthera_shared::policy::{Rule, Violation};
+use nauthera_shared::policy::{Rule, Violation, waiting_for};
 use nauthera_shared::resources::{ApprovalRecord, PolicyHold, ResourceStatus};
 
 use super::outcome::Verdict;
@@ -95,11 +95,7 @@ pub fn held_by_policy(
             fields,
             new_client,
         } => {
-            let what = if *new_client || fields.is_empty() {
-                "a new client".to_owned()
-            } else {
-                format!("a change to {}", fields.join(", "))
-            };
+            let what = waiting_for(*new_client, fields);
             (
                 Reason::WaitingForApproval,
                 Cause::ApprovalRequired,

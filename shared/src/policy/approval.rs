@@ -95,6 +95,16 @@ pub fn approval_standing(
     }
 }
 
+/// What waits for an approval, as the reconciler's condition and the plugin both say it:
+/// `a new client`, or `a change to FIELD, ...`.
+pub fn waiting_for(new_client: bool, fields: &[String]) -> String {
+    if new_client || fields.is_empty() {
+        "a new client".to_owned()
+    } else {
+        format!("a change to {}", fields.join(", "))
+    }
+}
+
 /// SHA-256 (hex) of the listed fields of `spec`, each as JSON under its name (absent: null).
 pub fn digest_of(spec: &Value, fields: &[String]) -> String {
     let mut hasher = Sha256::new();

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::resources::{ApprovalField, ClientPolicy, PolicyKind, PolicyMatch};
 
-pub use approval::{ApprovalStanding, Approvals, approval_standing, digest_of};
+pub use approval::{ApprovalStanding, Approvals, approval_standing, digest_of, waiting_for};
 pub use rules::{Check, Rule, checks};
 pub use selector::matches as selector_matches;
 

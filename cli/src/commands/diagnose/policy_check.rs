@@ -3,6 +3,7 @@
 //! check). The verdicts themselves come from [`crate::policies`].
 
 use jiff::Timestamp;
+use nauthera_shared::policy::waiting_for;
 
 use super::evaluate::CheckStatus;
 use crate::facts::AccessVerdict;
@@ -223,11 +224,7 @@ fn approval_line(approval: &ApprovalVerdict, evaluation: &Evaluation, moment: Mo
             fields,
             new_client,
         } => {
-            let what = if *new_client || fields.is_empty() {
-                "a new client".to_owned()
-            } else {
-                format!("a change to {}", fields.join(", "))
-            };
+            let what = waiting_for(*new_client, fields);
             match moment {
                 Moment::BeforeApply => format!(
                     "approval required: {what} needs an approval (ClientPolicy {}); once applied \
