@@ -4,6 +4,7 @@
 
 use nauthera_shared::control_plane::ControlPlaneState;
 use nauthera_shared::grants::{self, GrantDecision, GrantEntry, Operation};
+use nauthera_shared::topology::NamespaceMapping;
 use serde::Serialize;
 
 /// The identity and grants as the server reported them.
@@ -11,6 +12,8 @@ use serde::Serialize;
 pub struct ReportedGrants<'a> {
     pub identity: &'a str,
     pub entries: &'a [GrantEntry],
+    /// How the reconciler's cluster names its namespaces on the server: grants list those.
+    pub mapping: &'a NamespaceMapping,
 }
 
 impl<'a> ReportedGrants<'a> {
@@ -28,6 +31,7 @@ impl<'a> ReportedGrants<'a> {
         Ok(ReportedGrants {
             identity: &state.identity,
             entries: &state.grants,
+            mapping: &state.namespace_mapping,
         })
     }
 }
@@ -86,6 +90,8 @@ pub fn check(
                 .to_owned(),
         };
     };
+    let namespace = grants.mapping.to_server(namespace);
+    let namespace = namespace.as_str();
     let decision = grants::decide(
         grants.entries,
         grants.identity,
@@ -166,6 +172,38 @@ mod tests {
         assert_eq!(
             check(grants, Operation::Clients, Some("acme"), "team-a"),
             GrantCheck::Covered
+        );
+    }
+
+    #[test]
+    fn a_mapped_cluster_is_checked_and_proposed_in_server_namespaces() {
+        let mut state = state(vec![entry(&["acme"], &["prod-eu/team-a"])]);
+        state.namespace_mapping = NamespaceMapping::for_cluster(Some("prod-eu"), None);
+        let grants = || ReportedGrants::from_state(Some(&state));
+        assert_eq!(
+            check(grants(), Operation::Clients, Some("acme"), "team-a"),
+            GrantCheck::Covered
+        );
+        let GrantCheck::Outside { proposed_entry, .. } =
+            check(grants(), Operation::Clients, Some("acme"), "team-b")
+        else {
+            panic!("team-b is outside");
+        };
+        assert_eq!(
+            proposed_entry,
+            entry(&["acme"], &["prod-eu/team-a", "prod-eu/team-b"])
+        );
+        // A grant naming the bare namespace covers another cluster's, not this one's.
+        let mut bare = state.clone();
+        bare.grants = vec![entry(&["acme"], &["team-a"])];
+        assert!(
+            check(
+                ReportedGrants::from_state(Some(&bare)),
+                Operation::Clients,
+                Some("acme"),
+                "team-a"
+            )
+            .is_outside()
         );
     }
 

@@ -9,12 +9,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::namespace_map::{Incoming, Outgoing};
 use futures::Stream;
 use nauthera_proto::v1;
 use nauthera_shared::catalog::code_label;
 use nauthera_shared::client::{
     AdminClient, CallError, ConnectError, ConnectProblem, ConnectSettings, connection_verdict,
 };
+use nauthera_shared::topology::NamespaceMapping;
 use tokio::sync::{Mutex, Notify};
 
 use crate::metrics::Metrics;
@@ -131,6 +133,9 @@ pub struct Admin {
     /// Woken on every failed connection, so the probe looks at once instead of at its next
     /// interval and readiness follows within seconds.
     connection_failed: Arc<Notify>,
+    /// How the cluster's namespaces are named on the server: applied to every request and
+    /// answer here, and nowhere else.
+    mapping: NamespaceMapping,
 }
 
 /// How long a connection check answers for the calls that fail after it.
@@ -144,7 +149,27 @@ impl Admin {
             metrics,
             explained: Mutex::new(None),
             connection_failed: Arc::new(Notify::new()),
+            mapping: NamespaceMapping::IDENTITY,
         }
+    }
+
+    /// This client with the cluster's namespace mapping.
+    pub fn with_namespace_mapping(mut self, mapping: NamespaceMapping) -> Admin {
+        self.mapping = mapping;
+        self
+    }
+
+    fn outgoing<T: Outgoing>(&self, mut request: T) -> T {
+        request.to_server(&self.mapping);
+        request
+    }
+
+    #[allow(clippy::result_large_err)] // `CallError` is the shared client's type.
+    fn incoming<T: Incoming>(&self, result: Result<T, CallError>) -> Result<T, CallError> {
+        result.map(|mut answer| {
+            answer.map_back(&self.mapping);
+            answer
+        })
     }
 
     /// What the probe waits on besides its interval: a call whose connection failed.
@@ -266,11 +291,18 @@ impl AdminApi for Admin {
                 |c| async move { c.watch_changes(since).await },
             )
             .await?;
-        let events = futures::stream::unfold(stream, |mut stream| async move {
-            match stream.next().await {
-                Ok(Some(event)) => Some((Ok(event), stream)),
-                Ok(None) => None,
-                Err(error) => Some((Err(error), stream)),
+        let mapping = self.mapping.clone();
+        let events = futures::stream::unfold(stream, move |mut stream| {
+            let mapping = mapping.clone();
+            async move {
+                match stream.next().await {
+                    Ok(Some(mut event)) => {
+                        event.map_back(&mapping);
+                        Some((Ok(event), stream))
+                    }
+                    Ok(None) => None,
+                    Err(error) => Some((Err(error), stream)),
+                }
             }
         });
         Ok(Box::pin(events))
@@ -280,134 +312,174 @@ impl AdminApi for Admin {
         &self,
         request: v1::ApplyClientRequest,
     ) -> Result<v1::ApplyClientResponse, CallError> {
-        self.call(
-            "ApplyClient",
-            |c| async move { c.apply_client(request).await },
-        )
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call(
+                "ApplyClient",
+                |c| async move { c.apply_client(request).await },
+            )
+            .await;
+        self.incoming(answer)
     }
 
     async fn get_client(&self, reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
-        self.call(
-            "GetClient",
-            |c| async move { c.get_client(reference).await },
-        )
-        .await
+        let reference = self.outgoing(reference);
+        let answer = self
+            .call(
+                "GetClient",
+                |c| async move { c.get_client(reference).await },
+            )
+            .await;
+        self.incoming(answer)
     }
 
     async fn delete_client(
         &self,
         request: v1::DeleteClientRequest,
     ) -> Result<v1::DeleteClientResponse, CallError> {
-        self.call(
-            "DeleteClient",
-            |c| async move { c.delete_client(request).await },
-        )
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call(
+                "DeleteClient",
+                |c| async move { c.delete_client(request).await },
+            )
+            .await;
+        self.incoming(answer)
     }
 
     async fn list_client_revisions(
         &self,
         request: v1::ListClientRevisionsRequest,
     ) -> Result<v1::ListClientRevisionsResponse, CallError> {
-        self.call("ListClientRevisions", |c| async move {
-            c.list_client_revisions(request).await
-        })
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call("ListClientRevisions", |c| async move {
+                c.list_client_revisions(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn list_audit_events(
         &self,
         request: v1::ListAuditEventsRequest,
     ) -> Result<v1::ListAuditEventsResponse, CallError> {
-        self.call("ListAuditEvents", |c| async move {
-            c.list_audit_events(request).await
-        })
-        .await
+        let answer = self
+            .call("ListAuditEvents", |c| async move {
+                c.list_audit_events(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn apply_branding(
         &self,
         request: v1::ApplyBrandingRequest,
     ) -> Result<v1::Branding, CallError> {
-        self.call("ApplyBranding", |c| async move {
-            c.apply_branding(request).await
-        })
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call("ApplyBranding", |c| async move {
+                c.apply_branding(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn get_branding(&self, reference: v1::ObjectRef) -> Result<v1::Branding, CallError> {
-        self.call(
-            "GetBranding",
-            |c| async move { c.get_branding(reference).await },
-        )
-        .await
+        let reference = self.outgoing(reference);
+        let answer = self
+            .call(
+                "GetBranding",
+                |c| async move { c.get_branding(reference).await },
+            )
+            .await;
+        self.incoming(answer)
     }
 
     async fn delete_branding(
         &self,
         request: v1::DeleteBrandingRequest,
     ) -> Result<v1::DeleteObjectResponse, CallError> {
-        self.call("DeleteBranding", |c| async move {
-            c.delete_branding(request).await
-        })
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call("DeleteBranding", |c| async move {
+                c.delete_branding(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn apply_identity_provider(
         &self,
         request: v1::ApplyIdentityProviderRequest,
     ) -> Result<v1::IdentityProvider, CallError> {
-        self.call("ApplyIdentityProvider", |c| async move {
-            c.apply_identity_provider(request).await
-        })
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call("ApplyIdentityProvider", |c| async move {
+                c.apply_identity_provider(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn get_identity_provider(
         &self,
         reference: v1::ObjectRef,
     ) -> Result<v1::IdentityProvider, CallError> {
-        self.call("GetIdentityProvider", |c| async move {
-            c.get_identity_provider(reference).await
-        })
-        .await
+        let reference = self.outgoing(reference);
+        let answer = self
+            .call("GetIdentityProvider", |c| async move {
+                c.get_identity_provider(reference).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn delete_identity_provider(
         &self,
         request: v1::DeleteIdentityProviderRequest,
     ) -> Result<v1::DeleteObjectResponse, CallError> {
-        self.call("DeleteIdentityProvider", |c| async move {
-            c.delete_identity_provider(request).await
-        })
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call("DeleteIdentityProvider", |c| async move {
+                c.delete_identity_provider(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn apply_organization(
         &self,
         request: v1::ApplyOrganizationRequest,
     ) -> Result<v1::Organization, CallError> {
-        self.call("ApplyOrganization", |c| async move {
-            c.apply_organization(request).await
-        })
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call("ApplyOrganization", |c| async move {
+                c.apply_organization(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn get_organization(&self, slug: String) -> Result<v1::Organization, CallError> {
-        self.call("GetOrganization", |c| async move {
-            c.get_organization(&slug).await
-        })
-        .await
+        let answer = self
+            .call("GetOrganization", |c| async move {
+                c.get_organization(&slug).await
+            })
+            .await;
+        self.incoming(answer)
     }
 
     async fn delete_organization(
         &self,
         request: v1::DeleteOrganizationRequest,
     ) -> Result<v1::DeleteObjectResponse, CallError> {
-        self.call("DeleteOrganization", |c| async move {
-            c.delete_organization(request).await
-        })
-        .await
+        let request = self.outgoing(request);
+        let answer = self
+            .call("DeleteOrganization", |c| async move {
+                c.delete_organization(request).await
+            })
+            .await;
+        self.incoming(answer)
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use nauthera_shared::client::{ConnectSettings, TlsFiles};
+use nauthera_shared::topology::{NamespaceMapping, check_cluster_name, check_prefix};
 
 use crate::leader::LeaseTiming;
 
@@ -42,14 +43,20 @@ pub struct Args {
     /// runbooks and `kubectl nauthera diagnose` to name; it is not read.
     #[arg(long, env = "NAUTHERA_TLS_SECRET", value_name = "NAME")]
     pub tls_secret: Option<String>,
-    /// The manager name every write carries; the server records it in its audit log.
-    #[arg(
-        long,
-        env = "NAUTHERA_MANAGER",
-        default_value = "nauthera-reconciler",
-        value_name = "NAME"
-    )]
-    pub manager: String,
+    /// The manager name every write carries; the server records it in its audit log. Each
+    /// reconciler of one server needs its own: `nauthera-reconciler`, or
+    /// `nauthera-reconciler/<cluster>` with a cluster name, when not set.
+    #[arg(long, env = "NAUTHERA_MANAGER", value_name = "NAME")]
+    pub manager: Option<String>,
+    /// This cluster's name, when several clusters configure one server: every namespace is
+    /// named `<cluster>/<namespace>` on the server (and in its grants), so that two clusters'
+    /// `team-a` declare different objects.
+    #[arg(long, env = "NAUTHERA_CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
+    /// Put this before every namespace on the server instead of `<cluster>/` (for example
+    /// `eu-`); needs no cluster name.
+    #[arg(long, env = "NAUTHERA_SERVER_NAMESPACE_PREFIX", value_name = "PREFIX")]
+    pub server_namespace_prefix: Option<String>,
     /// Namespaces to watch (repeat or separate with commas); every namespace when not set.
     #[arg(
         long = "namespace",
@@ -202,6 +209,17 @@ fn invalid(setting: impl Into<String>, problem: impl Into<String>) -> ConfigErro
     }
 }
 
+/// The manager name of a reconciler that was given none: one per cluster.
+pub fn default_manager(cluster: Option<&str>) -> String {
+    match cluster {
+        Some(cluster) => format!("{DEFAULT_MANAGER}/{cluster}"),
+        None => DEFAULT_MANAGER.to_owned(),
+    }
+}
+
+/// The manager name of a reconciler in a cluster without a name.
+pub const DEFAULT_MANAGER: &str = "nauthera-reconciler";
+
 /// How messages name a setting: its flag and environment variable, as the flag defines them
 /// (`--probe-interval (NAUTHERA_PROBE_INTERVAL)`).
 pub fn setting(long: &str) -> String {
@@ -226,6 +244,10 @@ pub struct Config {
     /// The Secret the certificate files are mounted from, as configured.
     pub tls_secret: Option<String>,
     pub manager: String,
+    /// The cluster's name, when given.
+    pub cluster_name: Option<String>,
+    /// How namespaces are named on the server.
+    pub namespace_mapping: NamespaceMapping,
     /// Empty: every namespace.
     pub namespaces: Vec<String>,
     pub leader_election: bool,
@@ -298,12 +320,34 @@ impl Args {
             }
             connect = connect.with_server_name(name.trim());
         }
-        if self.manager.trim().is_empty() {
-            return Err(invalid(
-                setting("manager"),
-                "is empty; the server records it with every write",
-            ));
+        let cluster_name = self
+            .cluster_name
+            .map(|name| name.trim().to_owned())
+            .filter(|name| !name.is_empty());
+        if let Some(name) = &cluster_name {
+            check_cluster_name(name)
+                .map_err(|problem| invalid(setting("cluster-name"), problem))?;
         }
+        let prefix = self
+            .server_namespace_prefix
+            .map(|prefix| prefix.trim().to_owned())
+            .filter(|prefix| !prefix.is_empty());
+        if let Some(prefix) = &prefix {
+            check_prefix(prefix)
+                .map_err(|problem| invalid(setting("server-namespace-prefix"), problem))?;
+        }
+        let namespace_mapping =
+            NamespaceMapping::for_cluster(cluster_name.as_deref(), prefix.as_deref());
+        let manager = match self.manager {
+            Some(manager) if manager.trim().is_empty() => {
+                return Err(invalid(
+                    setting("manager"),
+                    "is empty; the server records it with every write",
+                ));
+            }
+            Some(manager) => manager.trim().to_owned(),
+            None => default_manager(cluster_name.as_deref()),
+        };
         let mut namespaces = Vec::new();
         for namespace in self.namespaces {
             let namespace = namespace.trim().to_owned();
@@ -397,7 +441,9 @@ impl Args {
                 .tls_secret
                 .map(|name| name.trim().to_owned())
                 .filter(|name| !name.is_empty()),
-            manager: self.manager.trim().to_owned(),
+            manager,
+            cluster_name,
+            namespace_mapping,
             namespaces,
             leader_election: self.leader_election,
             lease_name: self.lease_name,
@@ -554,6 +600,34 @@ mod tests {
         argv.extend_from_slice(extra);
         let args = Args::try_parse_from(argv).map_err(|e| e.to_string())?;
         args.into_config(pod()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_cluster_name_maps_namespaces_and_names_the_manager() {
+        let config = parse(&["--cluster-name", "prod-eu"]).unwrap();
+        assert_eq!(config.manager, "nauthera-reconciler/prod-eu");
+        assert_eq!(
+            config.namespace_mapping.to_server("team-a"),
+            "prod-eu/team-a"
+        );
+        let config = parse(&["--cluster-name", "prod-eu", "--manager", "eu-reconciler"]).unwrap();
+        assert_eq!(config.manager, "eu-reconciler");
+        let config = parse(&["--server-namespace-prefix", "eu-"]).unwrap();
+        assert_eq!(config.namespace_mapping.to_server("team-a"), "eu-team-a");
+        assert_eq!(config.manager, "nauthera-reconciler");
+        for (argv, named) in [
+            (
+                ["--cluster-name", "Prod EU"],
+                "--cluster-name (NAUTHERA_CLUSTER_NAME)",
+            ),
+            (
+                ["--server-namespace-prefix", "eu"],
+                "--server-namespace-prefix (NAUTHERA_SERVER_NAMESPACE_PREFIX)",
+            ),
+        ] {
+            let error = parse(&argv).unwrap_err();
+            assert!(error.starts_with(named), "{error}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
 use nauthera_shared::resources::ResourceStatus;
+use nauthera_shared::topology::TAKE_OVER_ANNOTATION;
 use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -112,6 +113,33 @@ pub fn restore_request<K: Resource>(resource: &K) -> Option<String> {
         .and_then(|a| a.get(RESTORE_REQUEST_ANNOTATION))
         .filter(|value| !value.is_empty())
         .cloned()
+}
+
+/// The manager `nauthera.io/take-over-from` names, if set.
+pub fn take_over_from<K: Resource>(resource: &K) -> Option<String> {
+    resource
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(TAKE_OVER_ANNOTATION))
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// Removes the take-over annotation once the object is taken over.
+pub async fn clear_take_over_annotation<K: Kind>(
+    api: &Api<K>,
+    resource: &K,
+) -> Result<(), kube::Error> {
+    let patch =
+        serde_json::json!({ "metadata": { "annotations": { TAKE_OVER_ANNOTATION: null } } });
+    api.patch(
+        &resource.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// Removes the restore annotation and the request beside it.

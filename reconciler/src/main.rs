@@ -16,6 +16,7 @@ mod logging;
 mod managed;
 mod memory;
 mod metrics;
+mod namespace_map;
 mod pipeline;
 mod policies;
 mod prerequisites;

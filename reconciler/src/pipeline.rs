@@ -10,17 +10,19 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use nauthera_shared::FINALIZER;
+use nauthera_shared::catalog::Cause;
 use nauthera_shared::convert::ConvertError;
 use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, RestoreRecord};
 
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, PolicyGate, Readers, Rotation, SecretMode, SecretRelease, SecretState,
-    StaleRemoval, Step, Verdict, after_apply, after_secret_failure, awaiting_prerequisite,
-    held_by_policy, naming_dependents, released, released_with_secret, restore_not_needed, rotated,
-    secret_delivered, secret_name_taken, secret_ref_unavailable, secret_unreadable, stale_secret,
-    stale_secret_removed, superseding_drift, unencodable_branding, with_removal_told,
+    DriftUpdate, Observed, Own, PolicyGate, Readers, Rotation, SecretMode, SecretRelease,
+    SecretState, StaleRemoval, Step, Verdict, after_apply, after_secret_failure,
+    awaiting_prerequisite, held_by_policy, naming_dependents, released, released_elsewhere,
+    released_with_secret, restore_not_needed, rotated, secret_delivered, secret_name_taken,
+    secret_ref_unavailable, secret_unreadable, stale_secret, stale_secret_removed,
+    superseding_drift, take_over_refused, taken_over, unencodable_branding, with_removal_told,
     with_stale_removal,
 };
 use crate::kube_io::{self, ReadSecret};
@@ -164,7 +166,11 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
                 provided,
                 if_revision.as_deref(),
                 rotate,
-                restore,
+                if restore {
+                    Purpose::Restore
+                } else {
+                    Purpose::Declared
+                },
             )
             .await?;
             // What an approval policy lists is kept with the write that put it in force.
@@ -173,15 +179,50 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             }
             verdict
         }
+        Step::TakeOver { from, rotate } => {
+            let verdict = apply(
+                &edges,
+                status,
+                provided,
+                Some(from.revision.as_str()),
+                rotate,
+                Purpose::TakeOver,
+            )
+            .await?;
+            if verdict.fields.revision.is_some() {
+                kube_io::clear_take_over_annotation(&edges.api, edges.resource).await?;
+                taken_over(verdict, &from)
+            } else {
+                verdict
+            }
+        }
+        Step::RefuseTakeOver { named } => {
+            let elsewhere = status.and_then(|s| s.managed_elsewhere.as_deref());
+            let cause = status.and_then(|s| s.cause).unwrap_or(Cause::Claimed);
+            match elsewhere {
+                Some(elsewhere) => take_over_refused(elsewhere, &named, cause),
+                None => return Ok(Action::await_change()),
+            }
+        }
+        Step::LetGo => {
+            if !ctx.leadership.is_leader() {
+                return Ok(Action::await_change());
+            }
+            let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) else {
+                return Ok(Action::await_change());
+            };
+            return finish_deletion(&edges, status, &released_elsewhere(elsewhere)).await;
+        }
         Step::DeliverSecret => match minted {
             Some(minted) => deliver(&edges, status, &minted).await,
             None => return Ok(Action::await_change()),
         },
         Step::CheckDrift => {
+            let identity = ctx.server_identity();
             let checked = check_drift(
                 edges.resource,
                 ctx.admin.as_ref(),
-                &drift_facts(&edges, status),
+                &drift_facts(&edges, status, identity.as_deref()),
             )
             .await;
             let verdict = refused_if_unencodable(checked)?;
@@ -314,6 +355,7 @@ async fn observe<'s, K: Managed, A>(
         has_finalizer: resource.finalizers().iter().any(|f| f == FINALIZER),
         deletion_finished: deleting && ctx.memory.deletion_finished(&edges.uid),
         restore_requested: kube_io::restore_requested(resource),
+        take_over_from: kube_io::take_over_from(resource),
         deletion_policy: resource.deletion_policy(),
         status,
         provided_secret_changed,
@@ -399,6 +441,7 @@ async fn generated_secret_state<K: Managed, A>(
 fn drift_facts<'a, K: Managed, A>(
     edges: &'a Edges<'_, K, A>,
     status: Option<&'a ResourceStatus>,
+    identity: Option<&'a str>,
 ) -> DriftFacts<'a> {
     DriftFacts {
         generation: edges.resource.meta().generation.unwrap_or(0),
@@ -406,9 +449,25 @@ fn drift_facts<'a, K: Managed, A>(
         generation_in_force: status.and_then(|s| s.generation_in_force),
         organization: status.and_then(|s| s.slug.as_deref()),
         client_id: status.and_then(|s| s.client_id.as_deref()),
-        manager: &edges.ctx.manager,
+        own: Own {
+            manager: &edges.ctx.manager,
+            identity,
+        },
+        namespace_mapped: edges.ctx.namespace_mapped,
+        managed_elsewhere: status.and_then(|s| s.managed_elsewhere.as_deref()),
         history_restarted: edges.ctx.revisions.history_restarted(),
     }
+}
+
+/// Why a write is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    /// The declared state, over this resource's own last write (or nothing).
+    Declared,
+    /// Over a drift, on the restore annotation's request.
+    Restore,
+    /// Over another reconciler's write, on the take-over annotation's request.
+    TakeOver,
 }
 
 /// Writes the declared state, with the team's secret (`already_read` when observing read it).
@@ -418,8 +477,9 @@ async fn apply<K: Managed, A: AdminApi>(
     already_read: Option<ReadSecret>,
     if_revision: Option<&str>,
     rotate: Option<Rotation>,
-    restore: bool,
+    purpose: Purpose,
 ) -> Result<Verdict, ReconcileError> {
+    let restore = purpose == Purpose::Restore;
     let ctx = edges.ctx;
     let resource = edges.resource;
     let mode = resource.secret_mode();
@@ -491,7 +551,10 @@ async fn apply<K: Managed, A: AdminApi>(
                 verdict = after_settled(edges, status, verdict, rotate.as_ref()).await;
             }
             // A new generation over a drift (not a restore): the person's change is discarded.
-            if let Some(drift) = status.and_then(|s| s.drift.as_ref()).filter(|_| !restore) {
+            if let Some(drift) = status
+                .and_then(|s| s.drift.as_ref())
+                .filter(|_| purpose == Purpose::Declared)
+            {
                 verdict = superseding_drift(verdict, drift);
             }
             if restore {
@@ -514,8 +577,9 @@ async fn apply<K: Managed, A: AdminApi>(
             Ok(verdict)
         }
         WriteResult::Conflict => {
-            let checked =
-                check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
+            let identity = ctx.server_identity();
+            let facts = drift_facts(edges, status, identity.as_deref());
+            let checked = check_drift(resource, ctx.admin.as_ref(), &facts).await;
             let verdict = refused_if_unencodable(checked)?;
             note_server_view(edges, &verdict);
             Ok(verdict)

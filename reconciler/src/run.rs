@@ -60,7 +60,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let client = Client::try_default()
         .await
         .map_err(|error| anyhow::anyhow!("cannot configure the Kubernetes client: {error}"))?;
-    let admin = Arc::new(Admin::new(config.connect.clone(), metrics.clone()));
+    let admin = Arc::new(
+        Admin::new(config.connect.clone(), metrics.clone())
+            .with_namespace_mapping(config.namespace_mapping.clone()),
+    );
     let (probe_sender, probe_receiver) = watch::channel(ProbeState::default());
     let (alive, liveness) = watch::channel(None::<String>);
     let lease = LeaseSettings {
@@ -249,6 +252,8 @@ fn lead(
         client: client.clone(),
         admin: admin.clone(),
         manager: config.manager.clone(),
+        probe: probe.clone(),
+        namespace_mapped: !config.namespace_mapping.is_identity(),
         events,
         metrics,
         memory: Memory::default(),
@@ -335,6 +340,8 @@ fn lead(
         // The Lease that says how fresh the state is; none is renewed without leader election.
         let lease = config.leader_election.then(|| config.lease_name.clone());
         let tls_secret = config.tls_secret.clone();
+        let cluster_name = config.cluster_name.clone();
+        let namespace_mapping = config.namespace_mapping.clone();
         tasks.spawn(async move {
             let publisher = Publisher {
                 leader: &leader,
@@ -342,6 +349,8 @@ fn lead(
                 server_address: &address,
                 lease: lease.as_deref(),
                 tls_secret: tls_secret.as_deref(),
+                cluster_name: cluster_name.as_deref(),
+                namespace_mapping: &namespace_mapping,
             };
             publish_state(&configmaps, &publisher, probe).await;
         });

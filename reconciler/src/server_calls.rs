@@ -5,11 +5,13 @@
 use nauthera_proto::v1;
 use nauthera_shared::client::CallError;
 use nauthera_shared::convert::ConvertError;
+use nauthera_shared::resources::ManagedElsewhere;
 
 use crate::admin::AdminApi;
 use crate::decide::{
-    Applied, DeleteOutcome, DriftReport, Verdict, adopted, after_apply_failure, after_delete,
-    after_delete_failure, after_drift_check_failure, drifted, is_conflict, no_drift,
+    Applied, DeleteOutcome, DriftReport, LastWrite, Own, Verdict, Writer, adopted,
+    after_apply_failure, after_delete, after_delete_failure, after_drift_check_failure, drifted,
+    elsewhere_gone, elsewhere_record, is_conflict, managed_elsewhere, no_drift, writer,
 };
 use crate::managed::{Held, Managed, WriteRequest};
 use crate::memory::SecretValue;
@@ -106,8 +108,12 @@ pub struct DriftFacts<'a> {
     /// The organization slug, when known (for the audit log of a removed object).
     pub organization: Option<&'a str>,
     pub client_id: Option<&'a str>,
-    /// The reconciler's own manager name.
-    pub manager: &'a str,
+    /// The reconciler's own manager name, and the identity the server saw.
+    pub own: Own<'a>,
+    /// Whether this cluster's namespaces are mapped on the server (a cluster name).
+    pub namespace_mapped: bool,
+    /// The reconciler that managed the object when last looked at.
+    pub managed_elsewhere: Option<&'a ManagedElsewhere>,
     /// The server's history restarted since the previous listing.
     pub history_restarted: bool,
 }
@@ -125,6 +131,9 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
         Err(error) => return Ok(after_drift_check_failure(&error, K::GET_METHOD)),
     };
     let Some(held) = held else {
+        if let Some(elsewhere) = facts.managed_elsewhere {
+            return Ok(elsewhere_gone(elsewhere));
+        }
         let mut report = DriftReport {
             removed: true,
             backup_restore: facts.history_restarted,
@@ -150,8 +159,28 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
         ));
     }
     let last_write = &held.last_write;
+    let last = LastWrite {
+        manager: &last_write.manager,
+        actor: &last_write.actor,
+        generation: last_write.generation,
+    };
+    let writer = writer(&last, facts.own);
+    // Another reconciler's write is theirs, unless the server went back in time (a restore
+    // brings back whoever wrote then).
+    if let Writer::OtherReconciler { same_manager } = writer
+        && !facts.history_restarted
+    {
+        let elsewhere =
+            elsewhere_record(&last, &held.revision, last_write.time.and_then(timestamp));
+        return Ok(managed_elsewhere(
+            &elsewhere,
+            same_manager,
+            facts.written_revision,
+            facts.namespace_mapped,
+        ));
+    }
     // Our own older write back in force means the server went back in time (a restore).
-    let own_write = last_write.manager == facts.manager;
+    let own_write = writer == Writer::Own;
     let went_back = own_write
         && facts
             .generation_in_force

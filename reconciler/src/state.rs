@@ -10,6 +10,7 @@ use kube::api::{Api, Patch, PatchParams};
 use nauthera_shared::catalog::Reason;
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
 use nauthera_shared::grants::GrantEntry;
+use nauthera_shared::topology::NamespaceMapping;
 
 use crate::probe::ProbeState;
 
@@ -23,6 +24,9 @@ pub struct Publisher<'a> {
     pub lease: Option<&'a str>,
     /// The Secret the client certificate is mounted from, as configured.
     pub tls_secret: Option<&'a str>,
+    /// The cluster name and namespace mapping, as configured.
+    pub cluster_name: Option<&'a str>,
+    pub namespace_mapping: &'a NamespaceMapping,
 }
 
 /// The content to publish: what the probe found, with since-when times only, so that another
@@ -34,6 +38,8 @@ pub fn control_plane_state(publisher: &Publisher<'_>, probe: &ProbeState) -> Con
         leader: publisher.leader.to_owned(),
         reconciler_version: env!("CARGO_PKG_VERSION").to_owned(),
         manager: publisher.manager.to_owned(),
+        cluster_name: publisher.cluster_name.map(str::to_owned),
+        namespace_mapping: publisher.namespace_mapping.clone(),
         server_address: publisher.server_address.to_owned(),
         server_build: server.map(|s| s.build.clone()).unwrap_or_default(),
         api_version: server.map(|s| s.api_version.clone()).unwrap_or_default(),
@@ -122,6 +128,8 @@ mod tests {
     use nauthera_proto::v1;
     use nauthera_shared::client::CertificateInfo;
 
+    static IDENTITY: NamespaceMapping = NamespaceMapping::IDENTITY;
+
     fn publisher() -> Publisher<'static> {
         Publisher {
             leader: "nauthera-reconciler-abc",
@@ -129,6 +137,8 @@ mod tests {
             server_address: "s:8443",
             lease: Some("nauthera-reconciler"),
             tls_secret: Some("nauthera-reconciler-tls"),
+            cluster_name: None,
+            namespace_mapping: &IDENTITY,
         }
     }
 

@@ -35,6 +35,15 @@ pub struct ControlPlaneState {
     /// The manager name the reconciler writes with (the server's audit log shows it).
     #[serde(default)]
     pub manager: String,
+    /// The cluster name the reconciler was given, when it is one of several clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
+    /// How the cluster's namespaces are named on the server (and in its grants).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::topology::NamespaceMapping::is_identity"
+    )]
+    pub namespace_mapping: crate::topology::NamespaceMapping,
     /// The server address the reconciler calls.
     pub server_address: String,
     /// The server build that last answered `GetServerInfo`; empty if none ever did.

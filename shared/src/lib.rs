@@ -13,6 +13,7 @@ pub mod generate;
 pub mod grants;
 pub mod policy;
 pub mod resources;
+pub mod topology;
 pub mod workloads;
 
 /// The API group of every resource.

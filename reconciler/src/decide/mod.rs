@@ -4,12 +4,17 @@
 //! jitter and everything read from the server or from Kubernetes are passed in.
 
 mod backoff;
+mod elsewhere;
 mod outcome;
 mod policy;
 mod rotation;
 mod step;
 
 pub use backoff::Backoff;
+pub use elsewhere::{
+    LastWrite, Own, Writer, elsewhere_gone, elsewhere_record, managed_elsewhere,
+    released_elsewhere, take_over_refused, taken_over, writer,
+};
 pub use outcome::{
     Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretRelease, SecretWriteFailure,
     Verdict, adopted, after_apply, after_apply_failure, after_delete, after_delete_failure,
@@ -31,8 +36,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::resources::{
-    ApprovalRecord, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord, SupersededDrift,
-    ready_condition, set_condition,
+    ApprovalRecord, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord,
+    SupersededDrift, TakeOverRecord, ready_condition, set_condition,
 };
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
@@ -103,8 +108,15 @@ pub fn status_after(
     if let Some(approval) = &fields.approval {
         new.approval = Some(Box::new(approval.clone()));
     }
-    // A hold lasts as long as the verdicts that say so.
+    // A hold lasts as long as the verdicts that say so, and so does another manager's claim.
     new.policy = fields.policy.clone().map(Box::new);
+    new.managed_elsewhere = fields.managed_elsewhere.clone().map(Box::new);
+    if let Some(record) = &fields.last_take_over {
+        new.last_take_over = Some(Box::new(TakeOverRecord {
+            completed_at: Some(Time(now)),
+            ..record.clone()
+        }));
+    }
     if verdict.record_attempt {
         new.last_attempt_time = Some(Time(now));
     }
@@ -148,6 +160,10 @@ pub struct FieldUpdates {
     pub policy: Option<PolicyHold>,
     /// What a write under an approval policy carried of the fields it lists.
     pub approval: Option<ApprovalRecord>,
+    /// The reconciler that manages the object elsewhere; any other verdict clears it.
+    pub managed_elsewhere: Option<ManagedElsewhere>,
+    /// The handover this verdict's write carried out.
+    pub last_take_over: Option<TakeOverRecord>,
 }
 
 /// The status after a restore request found nothing drifted: the request is answered, nothing

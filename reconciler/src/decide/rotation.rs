@@ -62,6 +62,10 @@ pub fn rotated(
         Rotation::Renamed { from } => {
             format!("spec.secret.secretName moved from Secret {from} to Secret {secret_name}")
         }
+        Rotation::TakenOver { from_manager } => format!(
+            "the object was taken over from manager {from_manager}, whose cluster holds the \
+             secret in force"
+        ),
         Rotation::NeverDelivered => unreachable!("kept as SecretDelivered above"),
     };
     let mut note = format!(

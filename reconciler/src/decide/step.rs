@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
-use nauthera_shared::resources::{DeletionPolicy, ResourceStatus};
+use nauthera_shared::resources::{DeletionPolicy, ManagedElsewhere, ResourceStatus};
 
 use super::PolicyGate;
 use crate::prerequisites::{Manifest, Standing};
@@ -68,6 +68,9 @@ pub enum Rotation {
     /// The secret minted before never reached its Secret (a restart, or an answer lost on its
     /// way back): nobody holds it, so nothing needs a restart.
     NeverDelivered,
+    /// The object was taken over from another reconciler, whose cluster holds the secret in
+    /// force: this resource gets its own, and the other's workloads lose theirs.
+    TakenOver { from_manager: String },
 }
 
 impl Rotation {
@@ -105,6 +108,8 @@ pub struct Observed<'a> {
     pub deletion_finished: bool,
     /// `nauthera.io/restore=true`.
     pub restore_requested: bool,
+    /// `nauthera.io/take-over-from`: the manager a person hands the object over from.
+    pub take_over_from: Option<String>,
     pub deletion_policy: DeletionPolicy,
     pub status: Option<&'a ResourceStatus>,
     pub secret_mode: SecretMode,
@@ -164,6 +169,15 @@ pub enum Step {
     AwaitPrerequisite { manifest: Manifest },
     /// A ClientPolicy holds the declared generation back: say so, and write nothing.
     HoldByPolicy,
+    /// Write the declared state over another reconciler's revision, on request.
+    TakeOver {
+        from: Box<ManagedElsewhere>,
+        rotate: Option<Rotation>,
+    },
+    /// The take-over annotation names another manager than the one that wrote last.
+    RefuseTakeOver { named: String },
+    /// The manifest of an object another reconciler manages is deleted: let it go, untouched.
+    LetGo,
     /// Nothing to do now; look again after the delay, if any.
     Wait { after: Option<Duration> },
 }
@@ -186,6 +200,9 @@ impl Step {
             Step::Release { .. } => "release",
             Step::AwaitPrerequisite { .. } => "await_prerequisite",
             Step::HoldByPolicy => "hold_by_policy",
+            Step::TakeOver { .. } => "take_over",
+            Step::RefuseTakeOver { .. } => "refuse_take_over",
+            Step::LetGo => "let_go",
             Step::Wait { .. } => "wait",
         }
     }
@@ -206,6 +223,7 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
         == Some(observed.generation);
     match step_ignoring_prerequisites(observed) {
         Step::Apply { .. } if !in_force && observed.policy.holds() => Step::HoldByPolicy,
+        Step::TakeOver { .. } if observed.policy.holds() => Step::HoldByPolicy,
         Step::Apply { .. } if let Some(manifest) = &observed.prerequisites.waiting_for => {
             let quiet_left = observed
                 .prerequisites
@@ -234,6 +252,9 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     if observed.deleting {
         if !observed.has_finalizer || observed.deletion_finished {
             return Step::Wait { after: None };
+        }
+        if status.is_some_and(|s| s.managed_elsewhere.is_some()) {
+            return Step::LetGo;
         }
         if let Some(wait) = still_backing_off(observed) {
             return wait;
@@ -272,6 +293,9 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     }
 
     let generation_seen = status.and_then(|s| s.observed_generation) == Some(observed.generation);
+    if let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) {
+        return elsewhere_step(observed, elsewhere);
+    }
     if let Some(drift) = drift {
         let held = (!drift.removed).then(|| drift.server_revision.clone());
         if observed.restore_requested {
@@ -388,6 +412,43 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
         ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,
         _ if !settled => Step::CheckDrift,
         _ if held => Step::HoldByPolicy,
+        _ => Step::Wait { after: None },
+    }
+}
+
+/// The object is another reconciler's: taken over when a person asks for it from the manager
+/// that wrote last, looked at again when the server moved, written when it is gone, and
+/// otherwise left alone (a new generation included: writing it would undo the other's).
+fn elsewhere_step(observed: &Observed<'_>, elsewhere: &ManagedElsewhere) -> Step {
+    // Gone: free to be declared here (a create, which fails if someone was quicker).
+    if observed.server == ServerView::Absent {
+        return Step::Apply {
+            if_revision: None,
+            rotate: None,
+            restore: false,
+        };
+    }
+    match observed.take_over_from.as_deref() {
+        Some(named) if named.trim() == elsewhere.manager => {
+            return Step::TakeOver {
+                from: Box::new(elsewhere.clone()),
+                rotate: observed
+                    .secret_mode
+                    .generated_into()
+                    .map(|_| Rotation::TakenOver {
+                        from_manager: elsewhere.manager.clone(),
+                    }),
+            };
+        }
+        Some(named) => {
+            return Step::RefuseTakeOver {
+                named: named.trim().to_owned(),
+            };
+        }
+        None => {}
+    }
+    match &observed.server {
+        ServerView::Holds { revision } if *revision != elsewhere.revision => Step::CheckDrift,
         _ => Step::Wait { after: None },
     }
 }

@@ -36,6 +36,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         has_finalizer: true,
         deletion_finished: false,
         restore_requested: false,
+        take_over_from: None,
         deletion_policy: DeletionPolicy::Delete,
         status,
         secret_mode: SecretMode::None,
@@ -1578,4 +1579,68 @@ fn a_held_generation_says_which_rule_and_what_stays_in_force() {
     assert_eq!(verdict.cause, Cause::ApprovalRequired);
     assert!(verdict.message.contains("a change to redirectUris needs an approval of generation 3 (kubectl nauthera approve oidcclient/web -n team-a)"), "{}", verdict.message);
     assert!(held_by_policy(&PolicyGate::Open, 3, None, "").is_none());
+}
+
+#[test]
+fn an_object_managed_elsewhere_is_left_alone_until_a_person_hands_it_over() {
+    let elsewhere = nauthera_shared::resources::ManagedElsewhere {
+        manager: "nauthera-reconciler/prod-us".into(),
+        revision: "r7".into(),
+        ..Default::default()
+    };
+    let verdict = managed_elsewhere(&elsewhere, false, None, true);
+    let claimed = status_after(None, &verdict, 1, at(0)).unwrap();
+    assert_eq!(claimed.reason, Some(Reason::ManagedElsewhere));
+    assert_eq!(claimed.phase, Some(Phase::Error));
+    assert_eq!(claimed.managed_elsewhere.as_deref(), Some(&elsewhere));
+    let holds = |revision: &str| ServerView::Holds {
+        revision: revision.into(),
+    };
+
+    let mut observed = observed(Some(&claimed));
+    observed.server = holds("r7");
+    assert_eq!(next_step(&observed), Step::Wait { after: None });
+    // A new generation of this manifest is not written over the other's.
+    observed.generation = 2;
+    assert_eq!(next_step(&observed), Step::Wait { after: None });
+    // The other reconciler wrote again: look, so the status names what the server holds.
+    observed.server = holds("r8");
+    assert_eq!(next_step(&observed), Step::CheckDrift);
+    // It is gone: declared from here.
+    observed.server = ServerView::Absent;
+    assert_eq!(next_step(&observed), apply(None));
+
+    // A handover from the manager that wrote last, with a new secret of its own.
+    observed.server = holds("r7");
+    observed.take_over_from = Some("nauthera-reconciler/prod-us".into());
+    observed.secret_mode = SecretMode::Generate {
+        secret_name: "web-oidc".into(),
+    };
+    assert_eq!(
+        next_step(&observed),
+        Step::TakeOver {
+            from: Box::new(elsewhere.clone()),
+            rotate: Some(Rotation::TakenOver {
+                from_manager: "nauthera-reconciler/prod-us".into()
+            }),
+        }
+    );
+    // A policy that holds the declared generation back holds the handover back too.
+    observed.policy = PolicyGate::Violation(violation(nauthera_shared::policy::Rule::GrantTypes));
+    assert_eq!(next_step(&observed), Step::HoldByPolicy);
+    observed.policy = PolicyGate::Open;
+    // Naming another manager takes nothing.
+    observed.take_over_from = Some("someone-else".into());
+    assert_eq!(
+        next_step(&observed),
+        Step::RefuseTakeOver {
+            named: "someone-else".into()
+        }
+    );
+    // Deleting the manifest leaves the other's object alone.
+    observed.deleting = true;
+    assert_eq!(next_step(&observed), Step::LetGo);
+    // Any other verdict clears the record.
+    let registered = status_after(Some(&claimed), &in_force(1, "r9", false), 1, at(1)).unwrap();
+    assert_eq!(registered.managed_elsewhere, None);
 }

@@ -151,7 +151,12 @@ fn facts() -> DriftFacts<'static> {
         generation_in_force: Some(2),
         organization: Some("acme"),
         client_id: Some("cid"),
-        manager: "nauthera-reconciler",
+        own: crate::decide::Own {
+            manager: "nauthera-reconciler",
+            identity: None,
+        },
+        namespace_mapped: false,
+        managed_elsewhere: None,
         history_restarted: false,
     }
 }
@@ -512,4 +517,93 @@ async fn only_the_servers_restore_cause_makes_a_drift_a_restore() {
             .unwrap();
         assert_eq!(verdict.cause, expected, "audit cause {cause:?}");
     }
+}
+
+/// A client whose last write names `manager` and a declared generation, as a reconciler's does.
+fn written_by_reconciler(revision: &str, manager: &str, actor: &str) -> v1::Client {
+    let mut client = held(revision, "https://app.example.test/cb", manager, actor);
+    if let Some(write) = client.last_write.as_mut() {
+        write.generation = 4;
+    }
+    client
+}
+
+#[tokio::test]
+async fn another_reconcilers_write_is_managed_elsewhere_never_drift_or_adopted() {
+    let admin = FakeAdmin::default();
+    *admin.get.lock().unwrap() = Some(Ok(written_by_reconciler(
+        "r7",
+        "nauthera-reconciler/prod-us",
+        "dns:us.example",
+    )));
+    let mut never_wrote = facts();
+    never_wrote.written_revision = None;
+    let verdict = check_drift(&client_of(&declared()), &admin, &never_wrote)
+        .await
+        .unwrap();
+    assert_eq!(verdict.reason, Reason::ManagedElsewhere);
+    assert_eq!(verdict.cause, Cause::Claimed);
+    let elsewhere = verdict.fields.managed_elsewhere.unwrap();
+    assert_eq!(
+        (
+            elsewhere.manager.as_str(),
+            elsewhere.actor.as_deref(),
+            elsewhere.revision.as_str()
+        ),
+        ("nauthera-reconciler/prod-us", Some("dns:us.example"), "r7")
+    );
+    assert_eq!(elsewhere.generation, 4);
+    assert!(
+        verdict.message.contains("--cluster-name"),
+        "{}",
+        verdict.message
+    );
+
+    // Over this resource's own write: a handover.
+    *admin.get.lock().unwrap() = Some(Ok(written_by_reconciler(
+        "r8",
+        "nauthera-reconciler/prod-us",
+        "dns:us.example",
+    )));
+    let verdict = check_drift(&client_of(&declared()), &admin, &facts())
+        .await
+        .unwrap();
+    assert_eq!(verdict.cause, Cause::TakenOver);
+
+    // This reconciler's manager name from another identity is another reconciler too.
+    *admin.get.lock().unwrap() = Some(Ok(written_by_reconciler(
+        "r9",
+        "nauthera-reconciler",
+        "dns:us.example",
+    )));
+    let mut known = facts();
+    known.own.identity = Some("dns:eu.example");
+    let verdict = check_drift(&client_of(&declared()), &admin, &known)
+        .await
+        .unwrap();
+    assert_eq!(verdict.reason, Reason::ManagedElsewhere);
+    assert!(
+        verdict.message.contains("its own --manager"),
+        "{}",
+        verdict.message
+    );
+}
+
+#[tokio::test]
+async fn an_object_another_reconciler_managed_that_is_gone_is_declared_next() {
+    let admin = FakeAdmin::default();
+    *admin.get.lock().unwrap() = Some(Err(refusal(Code::NotFound, "OBJECT_NOT_FOUND", &[])));
+    let elsewhere = nauthera_shared::resources::ManagedElsewhere {
+        manager: "nauthera-reconciler/prod-us".into(),
+        revision: "r7".into(),
+        ..Default::default()
+    };
+    let mut facts = facts();
+    facts.managed_elsewhere = Some(&elsewhere);
+    let verdict = check_drift(&client_of(&declared()), &admin, &facts)
+        .await
+        .unwrap();
+    assert_eq!(verdict.reason, Reason::Pending);
+    assert!(verdict.retried);
+    assert_eq!(verdict.fields.managed_elsewhere.as_ref(), Some(&elsewhere));
 }

@@ -87,10 +87,15 @@ pub enum Cause {
     NamespaceLimit,
     /// A ClientPolicy requires an approval (a new client, or a change to a listed field).
     ApprovalRequired,
+    /// Another reconciler's manager wrote the object before this resource ever did (two
+    /// clusters or shards declare the same object).
+    Claimed,
+    /// Another reconciler's manager wrote over this resource's last write (a handover).
+    TakenOver,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 33] = [
+    pub const ALL: [Cause; 35] = [
         Cause::None,
         Cause::FieldViolation,
         Cause::IdentityNotAllowed,
@@ -124,6 +129,8 @@ impl Cause {
         Cause::PolicyRule,
         Cause::NamespaceLimit,
         Cause::ApprovalRequired,
+        Cause::Claimed,
+        Cause::TakenOver,
     ];
 
     /// The metric label value, snake_case.
@@ -162,6 +169,8 @@ impl Cause {
             Cause::PolicyRule => "policy_rule",
             Cause::NamespaceLimit => "namespace_limit",
             Cause::ApprovalRequired => "approval_required",
+            Cause::Claimed => "claimed",
+            Cause::TakenOver => "taken_over",
         }
     }
 

@@ -77,10 +77,14 @@ pub enum EventReason {
     PolicyViolation,
     /// The declared generation waits for an approval a ClientPolicy requires.
     WaitingForApproval,
+    /// The object on the server is another reconciler's.
+    ManagedElsewhere,
+    /// The object was taken over from another reconciler on request.
+    TakenOver,
 }
 
 impl EventReason {
-    pub const ALL: [EventReason; 21] = [
+    pub const ALL: [EventReason; 23] = [
         EventReason::Applied,
         EventReason::DriftSuperseded,
         EventReason::Registered,
@@ -102,6 +106,8 @@ impl EventReason {
         EventReason::DeletionSkippedDrifted,
         EventReason::PolicyViolation,
         EventReason::WaitingForApproval,
+        EventReason::ManagedElsewhere,
+        EventReason::TakenOver,
     ];
 
     /// The event's `reason`, CamelCase.
@@ -128,6 +134,8 @@ impl EventReason {
             EventReason::DeletionSkippedDrifted => "DeletionSkippedDrifted",
             EventReason::PolicyViolation => "PolicyViolation",
             EventReason::WaitingForApproval => "WaitingForApproval",
+            EventReason::ManagedElsewhere => "ManagedElsewhere",
+            EventReason::TakenOver => "TakenOver",
         }
     }
 
@@ -142,7 +150,8 @@ impl EventReason {
             | EventReason::Restored
             | EventReason::Deleting
             | EventReason::Deleted
-            | EventReason::Orphaned => EventType::Normal,
+            | EventReason::Orphaned
+            | EventReason::TakenOver => EventType::Normal,
             EventReason::Refused
             | EventReason::SecretUndeliverable
             | EventReason::SecretRefUnavailable
@@ -153,6 +162,7 @@ impl EventReason {
             | EventReason::DeletionSkippedDrifted
             | EventReason::PolicyViolation
             | EventReason::WaitingForApproval
+            | EventReason::ManagedElsewhere
             | EventReason::DriftSuperseded
             | EventReason::SecretRotated => EventType::Warning,
         }

@@ -173,6 +173,14 @@ fn event_meaning(event: EventReason) -> &'static str {
             "the resource enters `WaitingForApproval`; the note names the policy and the \
              generation waiting"
         }
+        EventReason::ManagedElsewhere => {
+            "the resource enters `ManagedElsewhere`, or another reconciler writes the object \
+             again; the note names that reconciler's manager and identity"
+        }
+        EventReason::TakenOver => {
+            "the object was taken over from the manager `nauthera.io/take-over-from` named; \
+             the note names it and the revision written over"
+        }
     }
 }
 

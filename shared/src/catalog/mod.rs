@@ -82,11 +82,13 @@ pub enum Reason {
     PolicyViolation,
     /// A ClientPolicy requires an approval of this generation before it is sent.
     WaitingForApproval,
+    /// The object on the server is another reconciler's: it is never written over.
+    ManagedElsewhere,
 }
 
 impl Reason {
     /// Every reason, in catalog order (the order of the runbook index).
-    pub const ALL: [Reason; 16] = [
+    pub const ALL: [Reason; 17] = [
         Reason::Registered,
         Reason::Pending,
         Reason::Refused,
@@ -103,6 +105,7 @@ impl Reason {
         Reason::DeletionSkippedDrifted,
         Reason::PolicyViolation,
         Reason::WaitingForApproval,
+        Reason::ManagedElsewhere,
     ];
 
     /// The condition reason, CamelCase.
@@ -124,6 +127,7 @@ impl Reason {
             Reason::DeletionSkippedDrifted => "DeletionSkippedDrifted",
             Reason::PolicyViolation => "PolicyViolation",
             Reason::WaitingForApproval => "WaitingForApproval",
+            Reason::ManagedElsewhere => "ManagedElsewhere",
         }
     }
 
@@ -146,6 +150,7 @@ impl Reason {
             Reason::DeletionSkippedDrifted => &entries::DELETION_SKIPPED_DRIFTED,
             Reason::PolicyViolation => &entries::POLICY_VIOLATION,
             Reason::WaitingForApproval => &entries::WAITING_FOR_APPROVAL,
+            Reason::ManagedElsewhere => &entries::MANAGED_ELSEWHERE,
         }
     }
 

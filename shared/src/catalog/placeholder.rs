@@ -32,10 +32,12 @@ pub enum Placeholder {
     Policy,
     /// `<generation>`: the resource's `metadata.generation`.
     Generation,
+    /// `<manager>`: the other reconciler's manager (`status.managedElsewhere.manager`).
+    Manager,
 }
 
 impl Placeholder {
-    pub const ALL: [Placeholder; 11] = [
+    pub const ALL: [Placeholder; 12] = [
         Placeholder::Namespace,
         Placeholder::Name,
         Placeholder::Kind,
@@ -47,6 +49,7 @@ impl Placeholder {
         Placeholder::Slug,
         Placeholder::Policy,
         Placeholder::Generation,
+        Placeholder::Manager,
     ];
 
     /// The placeholder as written in the text, angle brackets included.
@@ -63,6 +66,7 @@ impl Placeholder {
             Placeholder::Slug => "<slug>",
             Placeholder::Policy => "<policy>",
             Placeholder::Generation => "<generation>",
+            Placeholder::Manager => "<manager>",
         }
     }
 
@@ -90,6 +94,10 @@ impl Placeholder {
                 "the ClientPolicy that holds the resource back (`status.policy.policy`)"
             }
             Placeholder::Generation => "the resource's `metadata.generation`",
+            Placeholder::Manager => {
+                "the manager of the reconciler that wrote the object last \
+                 (`status.managedElsewhere.manager`)"
+            }
         }
     }
 

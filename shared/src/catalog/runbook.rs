@@ -78,12 +78,15 @@ pub enum DiagnoseCheck {
     /// The ClientApprovals of the client, the generation waiting, and whether the caller may
     /// approve.
     Approvals,
+    /// Who manages the object elsewhere (manager, identity, revision, when), and this
+    /// reconciler's own manager and cluster name.
+    OtherManager,
     /// A manual step; the plugin shows the command only.
     None,
 }
 
 impl DiagnoseCheck {
-    pub const ALL: [DiagnoseCheck; 19] = [
+    pub const ALL: [DiagnoseCheck; 20] = [
         DiagnoseCheck::ConditionMessage,
         DiagnoseCheck::Events,
         DiagnoseCheck::SecretOwner,
@@ -102,6 +105,7 @@ impl DiagnoseCheck {
         DiagnoseCheck::AuditLog,
         DiagnoseCheck::PolicyRules,
         DiagnoseCheck::Approvals,
+        DiagnoseCheck::OtherManager,
         DiagnoseCheck::None,
     ];
 
@@ -125,6 +129,7 @@ impl DiagnoseCheck {
             DiagnoseCheck::AuditLog => "AuditLog",
             DiagnoseCheck::PolicyRules => "PolicyRules",
             DiagnoseCheck::Approvals => "Approvals",
+            DiagnoseCheck::OtherManager => "OtherManager",
             DiagnoseCheck::None => "None",
         }
     }
@@ -171,6 +176,10 @@ impl DiagnoseCheck {
             DiagnoseCheck::Approvals => {
                 "lists the client's ClientApprovals, the generation waiting, and whether you may \
                  approve it"
+            }
+            DiagnoseCheck::OtherManager => {
+                "names the manager that wrote the object last, its identity and when, beside \
+                 this reconciler's own manager and cluster name"
             }
             DiagnoseCheck::None => return None,
         })

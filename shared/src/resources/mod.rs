@@ -29,8 +29,8 @@ pub use oidc_client::{
 };
 pub use organization::{FapiMode, Organization, OrganizationSpec};
 pub use status::{
-    ApprovalRecord, Drift, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord,
-    SupersededDrift, ready_condition, set_condition,
+    ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
+    RestoreRecord, SupersededDrift, TakeOverRecord, ready_condition, set_condition,
 };
 
 /// The CustomResourceDefinitions of every kind, in a stable order.

@@ -95,6 +95,45 @@ pub struct ResourceStatus {
     /// them needs a new approval, a change elsewhere does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Box<ApprovalRecord>>,
+    /// Set while the object on the server is another reconciler's (`ManagedElsewhere`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_elsewhere: Option<Box<ManagedElsewhere>>,
+    /// The last handover to this resource (`nauthera.io/take-over-from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_take_over: Option<Box<TakeOverRecord>>,
+}
+
+/// The other reconciler that wrote the object last.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedElsewhere {
+    /// The manager its write named.
+    pub manager: String,
+    /// Its certificate identity, as the server recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// The revision it wrote.
+    pub revision: String,
+    /// The declared generation its write named (of its own manifest).
+    #[serde(default)]
+    pub generation: i64,
+    /// When it wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_at: Option<Time>,
+}
+
+/// A handover this resource carried out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TakeOverRecord {
+    /// The manager the object was taken from.
+    pub from_manager: String,
+    /// The revision written over.
+    pub from_revision: String,
+    /// The revision written.
+    pub revision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
 }
 
 /// The policy rule that holds a resource back.

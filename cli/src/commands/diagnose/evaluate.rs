@@ -139,6 +139,13 @@ pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
     if let Some(policy) = holding_policy(facts) {
         filled.set(Placeholder::Policy, policy);
     }
+    if let Some(elsewhere) = view
+        .status
+        .as_ref()
+        .and_then(|s| s.managed_elsewhere.as_deref())
+    {
+        filled.set(Placeholder::Manager, elsewhere.manager.clone());
+    }
     filled
 }
 
@@ -242,11 +249,84 @@ pub fn evaluate(check: DiagnoseCheck, facts: &DiagnoseFacts) -> (CheckStatus, Ve
         DiagnoseCheck::Approvals => {
             approvals_findings(facts.approvals.as_ref(), &facts.view, facts.now)
         }
+        DiagnoseCheck::OtherManager => other_manager(facts),
         DiagnoseCheck::ReconcileMetrics
         | DiagnoseCheck::ServerCallMetrics
         | DiagnoseCheck::AuditLog
         | DiagnoseCheck::None => (CheckStatus::Manual, Vec::new()),
     }
+}
+
+/// The reconciler that manages the object elsewhere, beside this one's own manager and mapping.
+fn other_manager(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let status = facts.view.status.as_ref();
+    let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) else {
+        return (
+            CheckStatus::Passed,
+            vec![
+                "no other reconciler manages the object (status.managedElsewhere is empty)"
+                    .to_owned(),
+            ],
+        );
+    };
+    let mut findings = vec![format!(
+        "manager {}{} wrote revision {}{} (its generation {})",
+        elsewhere.manager,
+        elsewhere
+            .actor
+            .as_ref()
+            .map(|actor| format!(" ({actor})"))
+            .unwrap_or_default(),
+        elsewhere.revision,
+        elsewhere
+            .written_at
+            .as_ref()
+            .map(|at| format!(
+                " at {} ({} ago)",
+                at.0,
+                short_duration(seconds_between(at.0, facts.now))
+            ))
+            .unwrap_or_default(),
+        elsewhere.generation
+    )];
+    let Some(own) = facts.control_plane.state.as_ref() else {
+        findings
+            .push("this reconciler's manager is unknown: its state is not published".to_owned());
+        return (CheckStatus::Failed, findings);
+    };
+    let mapping = if own.namespace_mapping.is_identity() {
+        "no cluster name: namespaces are the same on the server".to_owned()
+    } else {
+        format!(
+            "namespace {} is {} on the server",
+            facts.view.namespace,
+            own.namespace_mapping.to_server(&facts.view.namespace)
+        )
+    };
+    findings.push(format!(
+        "this reconciler writes as manager {}{}; {mapping}",
+        own.manager,
+        own.cluster_name
+            .as_ref()
+            .map(|cluster| format!(" in cluster {cluster}"))
+            .unwrap_or_default()
+    ));
+    if own.manager == elsewhere.manager {
+        findings.push(
+            "both use one manager name from different identities: give each reconciler its own \
+             --manager"
+                .to_owned(),
+        );
+    } else if status.and_then(|s| s.cause) == Some(Cause::Claimed)
+        && own.namespace_mapping.is_identity()
+    {
+        findings.push(
+            "two manifests declare one object: if the other is in another cluster, give each \
+             cluster its own --cluster-name"
+                .to_owned(),
+        );
+    }
+    (CheckStatus::Failed, findings)
 }
 
 fn policy_rules(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {

@@ -140,6 +140,9 @@ pub struct ResourceRow {
     /// The last restore request carried out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_restore: Option<RestoreRecord>,
+    /// The other reconciler that manages the object on the server (`ManagedElsewhere`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_elsewhere: Option<nauthera_shared::resources::ManagedElsewhere>,
     /// The ClientPolicy rule that holds it back (`PolicyViolation`, `WaitingForApproval`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyHold>,
@@ -367,6 +370,7 @@ pub fn resource_row(
             .filter(|at| seconds_between(*at, now) < SUPERSEDED_SHOWN_SECONDS)
             .and_then(|_| view.superseded_drift()),
         last_restore: status.and_then(|status| status.last_restore.as_deref().cloned()),
+        managed_elsewhere: status.and_then(|status| status.managed_elsewhere.as_deref().cloned()),
         policy: status.and_then(|status| status.policy.as_deref().cloned()),
         deleting: view.deleting,
         attention,

@@ -20,6 +20,8 @@ pub fn state() -> ControlPlaneState {
         leader: "nauthera-reconciler-6d5f7-x2k4p".into(),
         reconciler_version: "0.1.0".into(),
         manager: "nauthera-reconciler".into(),
+        cluster_name: None,
+        namespace_mapping: Default::default(),
         server_address: "https://nauthera-server.nauthera.svc:8443".into(),
         server_build: "nauthera-server 1.4.2".into(),
         api_version: "nauthera.admin.v1".into(),

@@ -5,6 +5,7 @@ mod apply;
 mod control_plane;
 mod deletion;
 mod drift;
+mod elsewhere;
 mod policy;
 mod secret;
 
@@ -12,6 +13,7 @@ pub(super) use apply::{PENDING, REFUSED, REGISTERED};
 pub(super) use control_plane::{CREDENTIAL_UNAVAILABLE, TRUST_ANCHOR_UNAVAILABLE, UNREACHABLE};
 pub(super) use deletion::{DELETED, DELETING, DELETION_SKIPPED_DRIFTED, ORPHANED};
 pub(super) use drift::{DRIFTED, RESTORED};
+pub(super) use elsewhere::MANAGED_ELSEWHERE;
 pub(super) use policy::{POLICY_VIOLATION, WAITING_FOR_APPROVAL};
 pub(super) use secret::{SECRET_REF_UNAVAILABLE, SECRET_UNDELIVERABLE};
 

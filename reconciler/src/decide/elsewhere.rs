@@ -1,0 +1,310 @@
+//! Objects another reconciler manages: recognising its writes, saying so, and handing an object
+//! over on request.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use nauthera_shared::catalog::{Cause, EventReason, Reason};
+use nauthera_shared::resources::{ManagedElsewhere, TakeOverRecord};
+use nauthera_shared::topology::TAKE_OVER_ANNOTATION;
+
+use super::{DriftUpdate, Verdict};
+
+/// Who the server says wrote an object last.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LastWrite<'a> {
+    pub manager: &'a str,
+    pub actor: &'a str,
+    /// The declared generation the write named; 0 for a write that named none.
+    pub generation: i64,
+}
+
+/// Who this reconciler is on the server.
+#[derive(Clone, Copy, Debug)]
+pub struct Own<'a> {
+    pub manager: &'a str,
+    /// The identity the server saw in its certificate, once the server said it.
+    pub identity: Option<&'a str>,
+}
+
+/// Whose write the server holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writer {
+    /// This reconciler's own manager, with its identity.
+    Own,
+    /// Another reconciler: a write that names a manager and a declared generation, as only a
+    /// reconciler of manifests does. `same_manager`: it names this reconciler's manager from
+    /// another identity (two reconcilers configured with one manager name).
+    OtherReconciler { same_manager: bool },
+    /// A person (the dashboard) or a tool that names no declared generation: a drift.
+    Other,
+}
+
+/// Tells the writer of the last write apart.
+pub fn writer(last: &LastWrite<'_>, own: Own<'_>) -> Writer {
+    let declared = !last.manager.is_empty() && last.generation > 0;
+    let other_identity = match own.identity {
+        Some(identity) => !last.actor.is_empty() && last.actor != identity,
+        None => false,
+    };
+    match (last.manager == own.manager, other_identity) {
+        (true, false) => Writer::Own,
+        (true, true) if declared => Writer::OtherReconciler { same_manager: true },
+        (false, _) if declared => Writer::OtherReconciler {
+            same_manager: false,
+        },
+        _ => Writer::Other,
+    }
+}
+
+/// The object is another reconciler's: said, never written over. `written_revision`: the
+/// revision this resource last wrote (a handover away from it), `None` when it never wrote one
+/// (two clusters or shards declare the same object).
+pub fn managed_elsewhere(
+    elsewhere: &ManagedElsewhere,
+    same_manager: bool,
+    written_revision: Option<&str>,
+    namespace_mapped: bool,
+) -> Verdict {
+    let by = match &elsewhere.actor {
+        Some(actor) => format!("manager {} ({actor})", elsewhere.manager),
+        None => format!("manager {}", elsewhere.manager),
+    };
+    let at = elsewhere
+        .written_at
+        .as_ref()
+        .map(|time| format!(" at {}", time.0))
+        .unwrap_or_default();
+    let mut message = format!(
+        "the object on the server is managed by another reconciler: {by} wrote revision {}{at} \
+         (its generation {})",
+        elsewhere.revision, elsewhere.generation
+    );
+    let cause = match written_revision {
+        Some(revision) => {
+            message.push_str(&format!(
+                "; it wrote over revision {revision} of this resource (a handover)"
+            ));
+            Cause::TakenOver
+        }
+        None => {
+            message.push_str("; this resource never wrote it: two manifests declare one object");
+            if !namespace_mapped {
+                message.push_str(
+                    " (in two clusters, give each its own --cluster-name so their namespaces \
+                     differ on the server)",
+                );
+            }
+            Cause::Claimed
+        }
+    };
+    if same_manager {
+        message.push_str(
+            "; it names this reconciler's manager from another identity: give each reconciler \
+             its own --manager",
+        );
+    }
+    message.push_str(&format!(
+        "; not written over: annotate {TAKE_OVER_ANNOTATION}={} to take it over",
+        elsewhere.manager
+    ));
+    let mut verdict = Verdict::new(Reason::ManagedElsewhere, cause, message);
+    verdict.fields.managed_elsewhere = Some(elsewhere.clone());
+    verdict.fields.drift = DriftUpdate::Clear;
+    verdict
+}
+
+/// A take-over annotation that names another manager than the one that wrote last: nothing is
+/// written, so that a handover never takes what the person did not see.
+pub fn take_over_refused(elsewhere: &ManagedElsewhere, named: &str, cause: Cause) -> Verdict {
+    let message = format!(
+        "{TAKE_OVER_ANNOTATION} names manager {named:?}, but manager {} wrote the object last \
+         (revision {}): not taken over; set the annotation to {} to take it from that manager",
+        elsewhere.manager, elsewhere.revision, elsewhere.manager
+    );
+    let mut verdict = Verdict::new(Reason::ManagedElsewhere, cause, message);
+    verdict.fields.managed_elsewhere = Some(elsewhere.clone());
+    verdict
+}
+
+/// A write that took the object over: recorded, and told in a `TakenOver` event.
+pub fn taken_over(mut verdict: Verdict, from: &ManagedElsewhere) -> Verdict {
+    let Some(revision) = verdict.fields.revision.clone() else {
+        return verdict;
+    };
+    let note = format!(
+        "took the object over from manager {} (its revision {}), as revision {revision}",
+        from.manager, from.revision
+    );
+    verdict.events.push(super::EventNote {
+        reason: EventReason::TakenOver,
+        note,
+    });
+    verdict.fields.last_take_over = Some(TakeOverRecord {
+        from_manager: from.manager.clone(),
+        from_revision: from.revision.clone(),
+        revision,
+        completed_at: None,
+    });
+    verdict
+}
+
+/// The manifest of an object another reconciler manages is deleted: the object stays theirs.
+pub fn released_elsewhere(elsewhere: &ManagedElsewhere) -> Verdict {
+    Verdict::new(
+        Reason::Orphaned,
+        Cause::None,
+        format!(
+            "the object on the server is managed by manager {}, so it was left in place",
+            elsewhere.manager
+        ),
+    )
+}
+
+/// The object another reconciler managed is gone from the server: declared from here next.
+pub fn elsewhere_gone(elsewhere: &ManagedElsewhere) -> Verdict {
+    let mut verdict = Verdict::new(
+        Reason::Pending,
+        Cause::None,
+        format!(
+            "the object manager {} wrote is gone from the server; this resource declares it next",
+            elsewhere.manager
+        ),
+    );
+    verdict.retried = true;
+    // Kept, so that the next step looks at the object as someone else's that is gone.
+    verdict.fields.managed_elsewhere = Some(elsewhere.clone());
+    verdict
+}
+
+/// `status.managedElsewhere` from the last write the server reports.
+pub fn elsewhere_record(
+    last: &LastWrite<'_>,
+    revision: &str,
+    written_at: Option<Timestamp>,
+) -> ManagedElsewhere {
+    ManagedElsewhere {
+        manager: last.manager.to_owned(),
+        actor: Some(last.actor.to_owned()).filter(|a| !a.is_empty()),
+        revision: revision.to_owned(),
+        generation: last.generation,
+        written_at: written_at.map(Time),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWN: Own<'static> = Own {
+        manager: "nauthera-reconciler/prod-eu",
+        identity: Some("dns:eu.example"),
+    };
+
+    fn last(manager: &'static str, actor: &'static str, generation: i64) -> LastWrite<'static> {
+        LastWrite {
+            manager,
+            actor,
+            generation,
+        }
+    }
+
+    #[test]
+    fn a_write_naming_a_manager_and_a_generation_is_a_reconcilers() {
+        assert_eq!(
+            writer(
+                &last("nauthera-reconciler/prod-eu", "dns:eu.example", 3),
+                OWN
+            ),
+            Writer::Own
+        );
+        assert_eq!(
+            writer(
+                &last("nauthera-reconciler/prod-us", "dns:us.example", 1),
+                OWN
+            ),
+            Writer::OtherReconciler {
+                same_manager: false
+            }
+        );
+        // One manager name, two identities: not ours.
+        assert_eq!(
+            writer(
+                &last("nauthera-reconciler/prod-eu", "dns:us.example", 1),
+                OWN
+            ),
+            Writer::OtherReconciler { same_manager: true }
+        );
+        // A person through the dashboard, a tool without generations: drift.
+        assert_eq!(
+            writer(&last("", "user:alice@example.com", 0), OWN),
+            Writer::Other
+        );
+        assert_eq!(writer(&last("terraform", "dns:tf", 0), OWN), Writer::Other);
+        // Before the server said who we are, the manager decides.
+        let unknown = Own {
+            identity: None,
+            ..OWN
+        };
+        assert_eq!(
+            writer(&last("nauthera-reconciler/prod-eu", "dns:x", 2), unknown),
+            Writer::Own
+        );
+    }
+
+    fn elsewhere() -> ManagedElsewhere {
+        ManagedElsewhere {
+            manager: "nauthera-reconciler/prod-us".into(),
+            actor: Some("dns:us.example".into()),
+            revision: "r9".into(),
+            generation: 2,
+            written_at: None,
+        }
+    }
+
+    #[test]
+    fn the_message_tells_a_collision_from_a_handover() {
+        let claimed = managed_elsewhere(&elsewhere(), false, None, false);
+        assert_eq!(claimed.reason, Reason::ManagedElsewhere);
+        assert_eq!(claimed.cause, Cause::Claimed);
+        assert!(
+            claimed
+                .message
+                .contains("manager nauthera-reconciler/prod-us (dns:us.example)")
+        );
+        assert!(
+            claimed.message.contains("--cluster-name"),
+            "{}",
+            claimed.message
+        );
+        assert!(claimed.message.ends_with(
+            "annotate nauthera.io/take-over-from=nauthera-reconciler/prod-us to take it over"
+        ));
+        let mapped = managed_elsewhere(&elsewhere(), false, None, true);
+        assert!(!mapped.message.contains("--cluster-name"));
+        let handed = managed_elsewhere(&elsewhere(), false, Some("r4"), true);
+        assert_eq!(handed.cause, Cause::TakenOver);
+        assert!(handed.message.contains("wrote over revision r4"));
+        assert_eq!(handed.fields.managed_elsewhere, Some(elsewhere()));
+        let twin = managed_elsewhere(&elsewhere(), true, None, true);
+        assert!(twin.message.contains("its own --manager"));
+    }
+
+    #[test]
+    fn a_take_over_of_another_manager_is_refused_and_a_done_one_recorded() {
+        let refused = take_over_refused(&elsewhere(), "someone-else", Cause::Claimed);
+        assert_eq!(refused.reason, Reason::ManagedElsewhere);
+        assert!(refused.message.contains("names manager \"someone-else\""));
+        let mut written = Verdict::new(Reason::Registered, Cause::None, "in force".into());
+        written.fields.revision = Some("r10".into());
+        let taken = taken_over(written, &elsewhere());
+        assert_eq!(taken.events[0].reason, EventReason::TakenOver);
+        assert!(taken.events[0].note.contains(
+            "from manager nauthera-reconciler/prod-us (its revision r9), as revision r10"
+        ));
+        let record = taken.fields.last_take_over.unwrap();
+        assert_eq!(
+            (record.from_revision.as_str(), record.revision.as_str()),
+            ("r9", "r10")
+        );
+    }
+}
