@@ -107,7 +107,9 @@ impl<A> Context<A> {
         if !self.leadership.is_leader() {
             return Ok(Action::await_change());
         }
-        if write_status && let Some(new_status) = status_after(status, verdict, generation, now) {
+        if write_status && let Some(mut new_status) = status_after(status, verdict, generation, now)
+        {
+            new_status.manager = Some(self.manager.clone());
             kube_io::write_status(api, &resource.name_any(), &new_status, &self.manager).await?;
             self.memory.remember_status(&uid, new_status);
         }

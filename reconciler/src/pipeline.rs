@@ -18,10 +18,10 @@ use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
     DriftUpdate, Observed, Own, PolicyGate, Readers, Rotation, SecretMode, SecretRelease,
-    SecretState, StaleRemoval, Step, Verdict, after_apply, after_secret_failure,
+    SecretState, StaleRemoval, StatusClaim, Step, Verdict, after_apply, after_secret_failure,
     awaiting_prerequisite, held_by_policy, naming_dependents, released, released_elsewhere,
     released_with_secret, restore_not_needed, rotated, secret_delivered, secret_name_taken,
-    secret_ref_unavailable, secret_unreadable, stale_secret, stale_secret_removed,
+    secret_ref_unavailable, secret_unreadable, stale_secret, stale_secret_removed, status_claim,
     superseding_drift, take_over_refused, taken_over, unencodable_branding, with_removal_told,
     with_stale_removal,
 };
@@ -65,7 +65,23 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             .ok_or(ReconcileError::MissingMetadata("uid"))?,
         namespace,
     };
-    let remembered = ctx.memory.status_or(&edges.uid, resource.status());
+    let mut remembered = ctx.memory.status_or(&edges.uid, resource.status());
+    let take_over_from = kube_io::take_over_from(edges.resource);
+    match status_claim(remembered.as_ref(), &ctx.manager, take_over_from.as_deref()) {
+        StatusClaim::Ours => {}
+        StatusClaim::Another { manager } => {
+            // An overlapping shard: its reconciler acts on the resource, this one never does.
+            tracing::debug!(kind = K::KIND, namespace = %edges.namespace, name = %resource.name_any(), manager = %manager, "left to another reconciler");
+            return Ok(Action::await_change());
+        }
+        StatusClaim::HandedOver { from } => {
+            if let Some(status) = remembered.as_mut()
+                && status.managed_elsewhere.is_none()
+            {
+                status.managed_elsewhere = Some(Box::new(from));
+            }
+        }
+    }
     let status = remembered.as_ref();
     let minted = ctx.memory.minted(&edges.uid);
     let (mut observed, provided) = observe(&edges, status, minted.is_some()).await?;

@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
-use nauthera_shared::resources::{ManagedElsewhere, TakeOverRecord};
+use nauthera_shared::resources::{ManagedElsewhere, ResourceStatus, TakeOverRecord};
 use nauthera_shared::topology::TAKE_OVER_ANNOTATION;
 
 use super::{DriftUpdate, Verdict};
@@ -176,6 +176,47 @@ pub fn elsewhere_gone(elsewhere: &ManagedElsewhere) -> Verdict {
     verdict
 }
 
+/// Whose resource this is, by the manager that writes its status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatusClaim {
+    /// This reconciler's (or nobody's yet).
+    Ours,
+    /// Another reconciler writes its status (an overlapping shard): left alone.
+    Another { manager: String },
+    /// Another reconciler wrote it, and a person hands it over to this one: its object is taken
+    /// over from the revision that reconciler recorded.
+    HandedOver { from: ManagedElsewhere },
+}
+
+/// Decides whether this reconciler may act on the resource at all.
+pub fn status_claim(
+    status: Option<&ResourceStatus>,
+    own_manager: &str,
+    take_over_from: Option<&str>,
+) -> StatusClaim {
+    let Some(status) = status else {
+        return StatusClaim::Ours;
+    };
+    let Some(owner) = status.manager.as_deref().filter(|m| *m != own_manager) else {
+        return StatusClaim::Ours;
+    };
+    match (take_over_from, &status.revision) {
+        (Some(named), Some(revision)) if named == owner => StatusClaim::HandedOver {
+            from: ManagedElsewhere {
+                manager: owner.to_owned(),
+                revision: revision.clone(),
+                generation: status.generation_in_force.unwrap_or_default(),
+                ..ManagedElsewhere::default()
+            },
+        },
+        // Nothing on the server came from it: simply this reconciler's from now on.
+        (Some(named), None) if named == owner => StatusClaim::Ours,
+        _ => StatusClaim::Another {
+            manager: owner.to_owned(),
+        },
+    }
+}
+
 /// `status.managedElsewhere` from the last write the server reports.
 pub fn elsewhere_record(
     last: &LastWrite<'_>,
@@ -287,6 +328,45 @@ mod tests {
         assert_eq!(handed.fields.managed_elsewhere, Some(elsewhere()));
         let twin = managed_elsewhere(&elsewhere(), true, None, true);
         assert!(twin.message.contains("its own --manager"));
+    }
+
+    #[test]
+    fn a_resource_another_reconciler_writes_is_left_alone_unless_handed_over() {
+        let mut status = ResourceStatus {
+            manager: Some("nauthera-reconciler/shard-a".into()),
+            revision: Some("r3".into()),
+            generation_in_force: Some(2),
+            ..ResourceStatus::default()
+        };
+        let mine = "nauthera-reconciler/shard-b";
+        assert_eq!(status_claim(None, mine, None), StatusClaim::Ours);
+        assert_eq!(
+            status_claim(Some(&status), mine, None),
+            StatusClaim::Another {
+                manager: "nauthera-reconciler/shard-a".into()
+            }
+        );
+        assert_eq!(
+            status_claim(Some(&status), mine, Some("someone-else")),
+            StatusClaim::Another {
+                manager: "nauthera-reconciler/shard-a".into()
+            }
+        );
+        let StatusClaim::HandedOver { from } =
+            status_claim(Some(&status), mine, Some("nauthera-reconciler/shard-a"))
+        else {
+            panic!("handed over");
+        };
+        assert_eq!((from.revision.as_str(), from.generation), ("r3", 2));
+        assert_eq!(
+            status_claim(Some(&status), "nauthera-reconciler/shard-a", None),
+            StatusClaim::Ours
+        );
+        status.revision = None;
+        assert_eq!(
+            status_claim(Some(&status), mine, Some("nauthera-reconciler/shard-a")),
+            StatusClaim::Ours
+        );
     }
 
     #[test]

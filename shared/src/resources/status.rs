@@ -95,6 +95,11 @@ pub struct ResourceStatus {
     /// them needs a new approval, a change elsewhere does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Box<ApprovalRecord>>,
+    /// The manager of the reconciler that writes this status: another reconciler (an
+    /// overlapping shard) leaves the resource alone unless `nauthera.io/take-over-from` names
+    /// this manager.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
     /// Set while the object on the server is another reconciler's (`ManagedElsewhere`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_elsewhere: Option<Box<ManagedElsewhere>>,
