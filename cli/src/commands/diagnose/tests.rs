@@ -497,3 +497,54 @@ fn waiting_for_approval_snapshot() {
             .any(|f| f.contains("generation 3 (metadata.generation) is approved"))
     );
 }
+
+#[test]
+fn managed_elsewhere_snapshot() {
+    use nauthera_shared::resources::ManagedElsewhere;
+    let mut client = view(
+        Kind::OIDCClient,
+        "team-a",
+        "web",
+        Reason::ManagedElsewhere,
+        NOW - 600,
+    );
+    let message = "the object on the server is managed by another reconciler: manager \
+        nauthera-reconciler/prod-us (dns:us.example) wrote revision r7 (its generation 3); this \
+        resource never wrote it: two manifests declare one object (in two clusters, give each \
+        its own --cluster-name so their namespaces differ on the server); not written over: \
+        annotate nauthera.io/take-over-from=nauthera-reconciler/prod-us to take it over";
+    if let Some(status) = client.status.as_mut() {
+        status.message = Some(message.into());
+        status.conditions[0].message = message.into();
+        status.cause = Some(Cause::Claimed);
+        status.revision = None;
+        status.managed_elsewhere = Some(Box::new(ManagedElsewhere {
+            manager: "nauthera-reconciler/prod-us".into(),
+            actor: Some("dns:us.example".into()),
+            revision: "r7".into(),
+            generation: 3,
+            written_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(
+                NOW - 700,
+            ))),
+        }));
+    }
+    let diagnosis = diagnose(&facts_for(client));
+    assert!(diagnosis.attention);
+    let step = diagnosis
+        .steps
+        .iter()
+        .find(|step| step.check == DiagnoseCheck::OtherManager)
+        .unwrap();
+    assert_eq!(step.status, CheckStatus::Failed);
+    assert!(
+        step.findings[1].starts_with("this reconciler writes as manager nauthera-reconciler"),
+        "{:?}",
+        step.findings
+    );
+    let text = render(&[diagnosis], Painter::PLAIN);
+    assert!(
+        text.contains("nauthera.io/take-over-from=nauthera-reconciler/prod-us"),
+        "{text}"
+    );
+    assert_snapshot("diagnose-managed-elsewhere.txt", &text);
+}

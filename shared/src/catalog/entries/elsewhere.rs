@@ -46,15 +46,16 @@ pub(in crate::catalog) static MANAGED_ELSEWHERE: ReasonEntry = ReasonEntry {
         diagnosis: &[
             DiagnosisStep {
                 text: "The condition message and `status.managedElsewhere`: the other manager, \
-                    its identity, its revision and when it wrote.",
+                    its identity, its revision and when it wrote, beside this reconciler's own \
+                    manager and namespace mapping (none: a collision between clusters is likely).",
                 command: DESCRIBE,
                 check: DiagnoseCheck::OtherManager,
             },
             DiagnosisStep {
-                text: "This reconciler's manager, cluster name and namespace mapping, to tell a \
-                    collision (no mapping) from a handover.",
+                text: "The control plane of each cluster or shard: its cluster name, its scope, \
+                    and overlaps with other shards.",
                 command: STATUS,
-                check: DiagnoseCheck::ProbeState,
+                check: DiagnoseCheck::None,
             },
             DiagnosisStep {
                 text: concat!(
