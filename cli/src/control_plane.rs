@@ -1,5 +1,7 @@
 //! Reading what the reconciler publishes: its state ConfigMap, the leader Lease that says how fresh
-//! that state is, and its Deployment's readiness.
+//! that state is, and its Deployment's readiness. Shards of one cluster each publish a state of
+//! their own (`nauthera-reconciler-state-<shard>`, same label) in the same namespace: all of them
+//! are read.
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -7,10 +9,12 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
+use nauthera_shared::topology::ScopeKind;
 use serde::Serialize;
 
 use crate::cluster::Cluster;
 use crate::error::{api_code, describe_kube_error};
+use crate::kinds::Kind;
 use crate::timefmt::{seconds_between, short_duration};
 
 /// The reconciler's Deployment and ServiceAccount name in the standard install.
@@ -24,7 +28,9 @@ pub struct Replicas {
     pub ready: i32,
 }
 
-/// Everything known about the control plane without server credentials.
+/// Everything known about the control plane without server credentials: the reconciler's state
+/// (the one without a shard name, else the first shard's), and the other shards publishing in
+/// the same namespace.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ControlPlaneFacts {
     pub namespace: String,
@@ -35,6 +41,23 @@ pub struct ControlPlaneFacts {
     pub replicas_problem: Option<String>,
     /// The leader Lease the state names.
     pub lease: LeaseRead,
+    /// The other shards' states in the same namespace, in their ConfigMaps' name order.
+    pub shards: Vec<ControlPlaneFacts>,
+}
+
+/// A shard's Deployment in the conventional install: `nauthera-reconciler-<shard>`.
+pub fn shard_deployment_name(shard: &str) -> String {
+    format!("{RECONCILER_NAME}-{shard}")
+}
+
+/// The kind as a shard's scope names it.
+pub fn scope_kind(kind: Kind) -> ScopeKind {
+    match kind {
+        Kind::OIDCClient => ScopeKind::OidcClient,
+        Kind::Branding => ScopeKind::Branding,
+        Kind::IdentityProvider => ScopeKind::IdentityProvider,
+        Kind::Organization => ScopeKind::Organization,
+    }
 }
 
 /// The leader Lease as the plugin found it.
@@ -228,105 +251,183 @@ pub fn freshness(
 }
 
 impl ControlPlaneFacts {
-    /// Reads the state in `namespace`; when it is not there, looks for the state's label in
-    /// every namespace (a reconciler installed elsewhere) and takes that namespace if exactly one
-    /// is found.
+    /// The published state of the reconciler that reconciles a resource of this kind in this
+    /// namespace, as far as the scopes' lists tell (a selector's namespaces are not known
+    /// here); the main state when none does.
+    pub fn state_for(&self, kind: Kind, namespace: &str) -> Option<&ControlPlaneState> {
+        std::iter::once(self)
+            .chain(&self.shards)
+            .filter_map(|facts| facts.state.as_ref())
+            .find(|state| {
+                state
+                    .scope_or_everything()
+                    .covers(scope_kind(kind), namespace, None)
+            })
+            .or(self.state.as_ref())
+    }
+
+    /// Reads the states in `namespace` (every ConfigMap with the state's label, or the one
+    /// [`STATE_CONFIGMAP`] when the user may not list them); when none is there, looks for the
+    /// state's label in every namespace (a reconciler installed elsewhere) and takes that
+    /// namespace if exactly one holds states.
     pub async fn gather(cluster: &Cluster, namespace: &str) -> ControlPlaneFacts {
         let mut namespace = namespace.to_owned();
-        let mut found = cluster
-            .namespaced::<ConfigMap>(&namespace)
-            .get_opt(STATE_CONFIGMAP)
-            .await;
-        if let Ok(None) = found
-            && let Some((elsewhere, config_map)) = find_by_label(cluster).await
+        let mut found = states_in(cluster, &namespace).await;
+        if let Ok(states) = &found
+            && states.is_empty()
+            && let Some((elsewhere, states)) = find_by_label(cluster).await
         {
             namespace = elsewhere;
-            found = Ok(Some(config_map));
+            found = Ok(states);
         }
         let namespace = namespace.as_str();
-        let mut facts = ControlPlaneFacts {
-            namespace: namespace.to_owned(),
-            ..ControlPlaneFacts::default()
+        let mut states = match found {
+            Ok(states) => states,
+            Err(error) => {
+                let (detail, hint) = describe_kube_error(&error);
+                let mut facts = ControlPlaneFacts {
+                    namespace: namespace.to_owned(),
+                    state_problem: Some(format!(
+                        "cannot read ConfigMap {STATE_CONFIGMAP} in namespace {namespace}: \
+                         {detail}; {hint}"
+                    )),
+                    ..ControlPlaneFacts::default()
+                };
+                read_deployment(cluster, &mut facts, None).await;
+                return facts;
+            }
         };
-        match found {
-            Ok(Some(config_map)) => match parse_state(&config_map) {
-                Ok(state) => facts.state = Some(state),
-                Err(problem) => facts.state_problem = Some(problem),
-            },
-            Ok(None) => {
-                facts.state_problem = Some(format!(
+        if states.is_empty() {
+            let mut facts = ControlPlaneFacts {
+                namespace: namespace.to_owned(),
+                state_problem: Some(format!(
                     "ConfigMap {STATE_CONFIGMAP} not found in namespace {namespace}: the \
                      reconciler has no leader yet, runs elsewhere (--reconciler-namespace), or is \
                      not installed"
-                ))
-            }
-            Err(error) => {
-                let (detail, hint) = describe_kube_error(&error);
-                facts.state_problem = Some(format!(
-                    "cannot read ConfigMap {STATE_CONFIGMAP} in namespace {namespace}: {detail}; \
-                     {hint}"
-                ));
-            }
-        }
-        if let Some(name) = facts
-            .state
-            .as_ref()
-            .and_then(|state| state.lease_name.as_deref())
-            .filter(|name| !name.is_empty())
-        {
-            facts.lease = match cluster.namespaced::<Lease>(namespace).get_opt(name).await {
-                Ok(Some(lease)) => LeaseRead::Found(LeaseFacts::of(&lease)),
-                Ok(None) => LeaseRead::NotFound,
-                Err(error) => {
-                    let (detail, _) = describe_kube_error(&error);
-                    if api_code(&error) == Some(403) {
-                        LeaseRead::Forbidden(detail)
-                    } else {
-                        LeaseRead::Failed(detail)
-                    }
-                }
+                )),
+                ..ControlPlaneFacts::default()
             };
+            read_deployment(cluster, &mut facts, None).await;
+            return facts;
         }
-        match cluster
-            .namespaced::<Deployment>(namespace)
-            .get_opt(RECONCILER_NAME)
-            .await
-        {
-            Ok(Some(deployment)) => facts.replicas = Some(replicas_of(&deployment)),
-            Ok(None) => {
-                facts.replicas_problem = Some(format!(
-                    "Deployment {RECONCILER_NAME} not found in namespace {namespace}"
-                ))
-            }
-            Err(error) => {
-                let (detail, _) = describe_kube_error(&error);
-                facts.replicas_problem = Some(format!(
-                    "cannot read Deployment {RECONCILER_NAME} in namespace {namespace}: {detail}"
-                ));
-            }
+        // The reconciler without a shard name first, then the shards by name.
+        states.sort_by_key(|config_map| {
+            let name = config_map.metadata.name.clone().unwrap_or_default();
+            (name != STATE_CONFIGMAP, name)
+        });
+        let mut all = Vec::with_capacity(states.len());
+        for config_map in &states {
+            all.push(facts_of(cluster, namespace, config_map).await);
         }
-        facts
+        let mut main = all.remove(0);
+        main.shards = all;
+        main
     }
 }
 
-/// The one state ConfigMap in the cluster that carries the state's label, if the user may list
-/// ConfigMaps everywhere and there is exactly one.
-async fn find_by_label(cluster: &Cluster) -> Option<(String, ConfigMap)> {
+/// The facts of one published state: the state, its Lease and its Deployment.
+async fn facts_of(cluster: &Cluster, namespace: &str, config_map: &ConfigMap) -> ControlPlaneFacts {
+    let mut facts = ControlPlaneFacts {
+        namespace: namespace.to_owned(),
+        ..ControlPlaneFacts::default()
+    };
+    match parse_state(config_map) {
+        Ok(state) => facts.state = Some(state),
+        Err(problem) => facts.state_problem = Some(problem),
+    }
+    if let Some(name) = facts
+        .state
+        .as_ref()
+        .and_then(|state| state.lease_name.as_deref())
+        .filter(|name| !name.is_empty())
+    {
+        facts.lease = match cluster.namespaced::<Lease>(namespace).get_opt(name).await {
+            Ok(Some(lease)) => LeaseRead::Found(LeaseFacts::of(&lease)),
+            Ok(None) => LeaseRead::NotFound,
+            Err(error) => {
+                let (detail, _) = describe_kube_error(&error);
+                if api_code(&error) == Some(403) {
+                    LeaseRead::Forbidden(detail)
+                } else {
+                    LeaseRead::Failed(detail)
+                }
+            }
+        };
+    }
+    let shard = facts
+        .state
+        .as_ref()
+        .and_then(|state| state.scope.as_ref())
+        .and_then(|scope| scope.shard.clone());
+    read_deployment(cluster, &mut facts, shard.as_deref()).await;
+    facts
+}
+
+/// The reconciler's Deployment: a shard's own (`nauthera-reconciler-<shard>`) when there is one,
+/// else the standard install's.
+async fn read_deployment(cluster: &Cluster, facts: &mut ControlPlaneFacts, shard: Option<&str>) {
+    let namespace = facts.namespace.clone();
+    let api = cluster.namespaced::<Deployment>(&namespace);
+    let mut names = Vec::new();
+    if let Some(shard) = shard {
+        names.push(shard_deployment_name(shard));
+    }
+    names.push(RECONCILER_NAME.to_owned());
+    for name in &names {
+        match api.get_opt(name).await {
+            Ok(Some(deployment)) => {
+                facts.replicas = Some(replicas_of(&deployment));
+                return;
+            }
+            Ok(None) => {}
+            Err(error) => {
+                let (detail, _) = describe_kube_error(&error);
+                facts.replicas_problem = Some(format!(
+                    "cannot read Deployment {name} in namespace {namespace}: {detail}"
+                ));
+                return;
+            }
+        }
+    }
+    facts.replicas_problem = Some(format!(
+        "Deployment {} not found in namespace {namespace}",
+        names.join(" or ")
+    ));
+}
+
+/// The state ConfigMaps in a namespace: every one with the state's label, or (when the user may
+/// not list ConfigMaps) the standard one alone.
+async fn states_in(cluster: &Cluster, namespace: &str) -> Result<Vec<ConfigMap>, kube::Error> {
+    let (key, value) = STATE_LABEL;
+    let params = ListParams::default().labels(&format!("{key}={value}"));
+    let api = cluster.namespaced::<ConfigMap>(namespace);
+    match api.list(&params).await {
+        Ok(list) => Ok(list.items),
+        Err(_) => Ok(api.get_opt(STATE_CONFIGMAP).await?.into_iter().collect()),
+    }
+}
+
+/// The state ConfigMaps of the one namespace in the cluster that holds ConfigMaps with the
+/// state's label, if the user may list ConfigMaps everywhere and exactly one namespace does.
+async fn find_by_label(cluster: &Cluster) -> Option<(String, Vec<ConfigMap>)> {
     let (key, value) = STATE_LABEL;
     let params = ListParams::default().labels(&format!("{key}={value}"));
     let api: Api<ConfigMap> = Api::all(cluster.client.clone());
-    let mut items = api.list(&params).await.ok()?.items;
-    if items.len() != 1 {
-        return None;
-    }
-    let config_map = items.pop()?;
-    let namespace = config_map.metadata.namespace.clone()?;
-    (config_map.metadata.name.as_deref() == Some(STATE_CONFIGMAP))
-        .then_some((namespace, config_map))
+    let items = api.list(&params).await.ok()?.items;
+    let namespace = items.first()?.metadata.namespace.clone()?;
+    items
+        .iter()
+        .all(|item| item.metadata.namespace.as_deref() == Some(namespace.as_str()))
+        .then_some((namespace, items))
 }
 
 /// The published state out of the ConfigMap: the JSON document under `state.json`.
 pub fn parse_state(config_map: &ConfigMap) -> Result<ControlPlaneState, String> {
+    let name = config_map
+        .metadata
+        .name
+        .as_deref()
+        .unwrap_or(STATE_CONFIGMAP);
     let text = config_map
         .data
         .as_ref()
@@ -334,13 +435,12 @@ pub fn parse_state(config_map: &ConfigMap) -> Result<ControlPlaneState, String> 
     match text {
         Some(text) => serde_json::from_str(text).map_err(|error| {
             format!(
-                "ConfigMap {STATE_CONFIGMAP} key {STATE_KEY} is not the state this plugin reads \
-                 ({error}); is the plugin older than the reconciler?"
+                "ConfigMap {name} key {STATE_KEY} is not the state this plugin reads ({error}); \
+                 is the plugin older than the reconciler?"
             )
         }),
         None => Err(format!(
-            "ConfigMap {STATE_CONFIGMAP} has no key {STATE_KEY}; is the plugin older than the \
-             reconciler?"
+            "ConfigMap {name} has no key {STATE_KEY}; is the plugin older than the reconciler?"
         )),
     }
 }
@@ -506,5 +606,38 @@ mod tests {
             fresh(&unnamed, &LeaseRead::NotRead, 0),
             Freshness::Unknown { .. }
         ));
+    }
+
+    #[test]
+    fn a_resource_is_checked_against_the_shard_that_lists_its_namespace() {
+        use nauthera_shared::topology::Scope;
+        let shard = |name: &str, namespaces: &[&str]| ControlPlaneFacts {
+            state: Some(ControlPlaneState {
+                leader: format!("{name}-0"),
+                scope: Some(Scope {
+                    shard: Some(name.into()),
+                    namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
+                    ..Scope::everything()
+                }),
+                ..ControlPlaneState::default()
+            }),
+            ..ControlPlaneFacts::default()
+        };
+        let facts = ControlPlaneFacts {
+            shards: vec![shard("b", &["team-b"])],
+            ..shard("a", &["team-a"])
+        };
+        let leader = |kind, namespace| {
+            facts
+                .state_for(kind, namespace)
+                .map(|state| state.leader.clone())
+        };
+        assert_eq!(leader(Kind::OIDCClient, "team-b").as_deref(), Some("b-0"));
+        assert_eq!(leader(Kind::Branding, "team-a").as_deref(), Some("a-0"));
+        assert_eq!(
+            leader(Kind::OIDCClient, "team-z").as_deref(),
+            Some("a-0"),
+            "no shard lists it: the main state"
+        );
     }
 }

@@ -6,7 +6,8 @@
 //! Each change is routed to the one resource it names ([`Route::Resource`]); a write this
 //! reconciler's manager made routes nowhere, and everything is reconciled ([`Route::All`]) only
 //! after a listing that replaced the whole view: at the start and when the server asks for a
-//! resync.
+//! resync. A change to an object outside this reconciler's scope (another shard's kind or
+//! namespace) routes nowhere.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -304,16 +305,35 @@ impl StartGate {
     }
 }
 
-/// Where [`follow_changes`] sends its routes, and whose writes route nowhere.
-#[derive(Debug)]
+/// Whether the reconciler's scope covers a resource of a kind in a namespace.
+pub type Covers<'a> = &'a (dyn Fn(v1::ObjectKind, &str) -> bool + Send + Sync);
+
+/// Where [`follow_changes`] sends its routes, whose writes route nowhere, and which resources
+/// are this reconciler's to reconcile.
 pub struct Router<'a> {
     pub routes: &'a broadcast::Sender<Route>,
     pub manager: &'a str,
     pub gate: &'a StartGate,
+    pub covers: Covers<'a>,
+}
+
+impl std::fmt::Debug for Router<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("manager", &self.manager)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Router<'_> {
     fn send(&self, route: Route) {
+        if let Route::Resource {
+            kind, namespace, ..
+        } = &route
+            && !(self.covers)(*kind, namespace)
+        {
+            return;
+        }
         // No receiver yet (the controllers start alongside) is not an error: they list anyway.
         let _ = self.routes.send(route);
     }
@@ -505,6 +525,7 @@ mod tests {
             routes: &routes,
             manager: "nauthera-reconciler",
             gate: &gate,
+            covers: &|_, _| true,
         };
         let seen = |revision: &str| ServerView::Holds {
             revision: revision.into(),
@@ -547,6 +568,7 @@ mod tests {
             routes: &routes,
             manager: "nauthera-reconciler",
             gate: &gate,
+            covers: &|_, _| true,
         };
         let waiting = gate.wait();
         tokio::pin!(waiting);
@@ -598,6 +620,39 @@ mod tests {
             ..v1::ChangeEvent::default()
         };
         assert_eq!(route_event(&resync, manager), Some(Route::All));
+    }
+
+    #[test]
+    fn changes_outside_the_scope_route_nowhere() {
+        let gate = StartGate::new(Duration::ZERO);
+        let (routes, mut routed) = broadcast::channel(16);
+        let router = Router {
+            routes: &routes,
+            manager: "nauthera-reconciler",
+            gate: &gate,
+            covers: &|kind, namespace| kind == v1::ObjectKind::Client && namespace == "team-a",
+        };
+        let moved = |namespace: &str| Moved {
+            key: (
+                "https://login.example.test/acme".into(),
+                namespace.into(),
+                "web".into(),
+            ),
+            manager: Some("terraform".into()),
+        };
+        router.listed(vec![moved("team-b"), moved("team-a")], false);
+        assert_eq!(
+            routed.try_recv().unwrap(),
+            Route::client(&moved("team-a").key)
+        );
+        assert!(routed.try_recv().is_err(), "team-b is another shard's");
+        let mut branding = change("look", "terraform");
+        branding.kind = v1::ObjectKind::Branding as i32;
+        router.send(route_event(&branding, "nauthera-reconciler").unwrap());
+        assert!(routed.try_recv().is_err(), "brandings are another shard's");
+        // Everything still means everything this reconciler covers.
+        router.send(Route::All);
+        assert_eq!(routed.try_recv().unwrap(), Route::All);
     }
 
     #[test]

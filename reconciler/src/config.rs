@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use nauthera_shared::client::{ConnectSettings, TlsFiles};
-use nauthera_shared::topology::{NamespaceMapping, check_cluster_name, check_prefix};
+use nauthera_shared::control_plane::state_configmap_name;
+use nauthera_shared::topology::{
+    NamespaceMapping, NamespaceSelector, Scope, ScopeKind, check_cluster_name, check_prefix,
+};
 
 use crate::leader::LeaseTiming;
 
@@ -65,6 +68,25 @@ pub struct Args {
         value_name = "NS"
     )]
     pub namespaces: Vec<String>,
+    /// This reconciler's shard of the cluster (a DNS label): it leads on the Lease
+    /// `nauthera-reconciler-<shard>` unless --lease-name is given, publishes its state in the
+    /// ConfigMap `nauthera-reconciler-state-<shard>`, and reports the other shards whose scopes
+    /// overlap its own. Give each shard its own --manager.
+    #[arg(long, env = "NAUTHERA_SHARD", value_name = "NAME")]
+    pub shard: Option<String>,
+    /// Reconcile only the namespaces this label selector selects, written as for `kubectl get
+    /// -l` (`team in (a,b),tier=prod`); with --namespace too, only the listed ones it selects.
+    #[arg(long, env = "NAUTHERA_NAMESPACE_SELECTOR", value_name = "SELECTOR")]
+    pub namespace_selector: Option<String>,
+    /// The kinds to reconcile (repeat or separate with commas): OIDCClient, Branding,
+    /// IdentityProvider, Organization; every kind when not set.
+    #[arg(
+        long,
+        env = "NAUTHERA_KINDS",
+        value_delimiter = ',',
+        value_name = "KIND"
+    )]
+    pub kinds: Vec<String>,
     /// Whether to elect a leader on a Lease; only the leader writes.
     #[arg(
         long,
@@ -74,14 +96,10 @@ pub struct Args {
         value_name = "BOOL"
     )]
     pub leader_election: bool,
-    /// The Lease the replicas elect a leader on.
-    #[arg(
-        long,
-        env = "NAUTHERA_LEASE_NAME",
-        default_value = "nauthera-reconciler",
-        value_name = "NAME"
-    )]
-    pub lease_name: String,
+    /// The Lease the replicas elect a leader on: `nauthera-reconciler`, or
+    /// `nauthera-reconciler-<shard>` with --shard, when not set.
+    #[arg(long, env = "NAUTHERA_LEASE_NAME", value_name = "NAME")]
+    pub lease_name: Option<String>,
     /// How long the Lease is held without renewal before another replica may take it.
     #[arg(
         long,
@@ -250,6 +268,11 @@ pub struct Config {
     pub namespace_mapping: NamespaceMapping,
     /// Empty: every namespace.
     pub namespaces: Vec<String>,
+    /// The part of the cluster this reconciler reconciles: its shard name, the namespaces above,
+    /// the namespace selector and the kinds.
+    pub scope: Scope,
+    /// The ConfigMap the leader publishes its state into.
+    pub state_configmap: String,
     pub leader_election: bool,
     pub lease_name: String,
     pub lease_timing: LeaseTiming,
@@ -359,7 +382,36 @@ impl Args {
                 namespaces.push(namespace);
             }
         }
-        check_dns_subdomain(&setting("lease-name"), &self.lease_name)?;
+        let shard = self
+            .shard
+            .map(|shard| shard.trim().to_owned())
+            .filter(|shard| !shard.is_empty());
+        if let Some(shard) = &shard {
+            check_shard_name(shard)?;
+        }
+        let namespace_selector = self
+            .namespace_selector
+            .filter(|selector| !selector.trim().is_empty())
+            .map(|selector| NamespaceSelector::parse(&selector))
+            .transpose()
+            .map_err(|problem| {
+                invalid(
+                    setting("namespace-selector"),
+                    format!("{problem} (write it as for kubectl get -l)"),
+                )
+            })?;
+        let kinds = scope_kinds(&self.kinds)?;
+        let scope = Scope {
+            shard: shard.clone(),
+            namespaces: namespaces.clone(),
+            namespace_selector,
+            kinds,
+        };
+        let lease_name = match self.lease_name.filter(|name| !name.trim().is_empty()) {
+            Some(name) => name.trim().to_owned(),
+            None => default_lease_name(shard.as_deref()),
+        };
+        check_dns_subdomain(&setting("lease-name"), &lease_name)?;
         let own_namespace = self
             .lease_namespace
             .filter(|ns| !ns.trim().is_empty())
@@ -445,8 +497,10 @@ impl Args {
             cluster_name,
             namespace_mapping,
             namespaces,
+            state_configmap: state_configmap_name(scope.shard.as_deref()),
+            scope,
             leader_election: self.leader_election,
-            lease_name: self.lease_name,
+            lease_name,
             lease_timing,
             own_namespace,
             identity,
@@ -460,6 +514,78 @@ impl Args {
             retry_backoff_max: positive("retry-backoff-max", self.retry_backoff_max)?,
         })
     }
+}
+
+/// The Lease a reconciler leads on when none is named: one per shard.
+pub fn default_lease_name(shard: Option<&str>) -> String {
+    match shard {
+        Some(shard) => format!("nauthera-reconciler-{shard}"),
+        None => "nauthera-reconciler".to_owned(),
+    }
+}
+
+impl Config {
+    /// What is allowed but likely a mistake, one sentence each, for the log at start.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Some(shard) = &self.scope.shard
+            && self.manager == "nauthera-reconciler"
+        {
+            warnings.push(format!(
+                "shard {shard} writes with the default manager name: give each shard its own \
+                 {} so that the server tells the shards' objects apart",
+                setting("manager")
+            ));
+        }
+        warnings
+    }
+}
+
+/// A shard's name becomes part of its Lease's and ConfigMap's names: a DNS label.
+fn check_shard_name(shard: &str) -> Result<(), ConfigError> {
+    let valid = shard.len() <= 63
+        && shard
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !shard.starts_with('-')
+        && !shard.ends_with('-');
+    if valid {
+        Ok(())
+    } else {
+        Err(invalid(
+            setting("shard"),
+            format!(
+                "`{shard}` is not a shard name: use up to 63 lower-case letters, digits and '-', \
+                 starting and ending with a letter or digit (for example team-a)"
+            ),
+        ))
+    }
+}
+
+/// The kinds given, in [`ScopeKind::ALL`]'s order; every kind when none is.
+fn scope_kinds(given: &[String]) -> Result<Vec<ScopeKind>, ConfigError> {
+    let mut kinds = Vec::new();
+    for text in given
+        .iter()
+        .map(|text| text.trim())
+        .filter(|t| !t.is_empty())
+    {
+        let kind = ScopeKind::parse(text).ok_or_else(|| {
+            let valid: Vec<&str> = ScopeKind::ALL.iter().map(|kind| kind.as_str()).collect();
+            invalid(
+                setting("kinds"),
+                format!("`{text}` is not a kind; give some of {}", valid.join(", ")),
+            )
+        })?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    if kinds.is_empty() {
+        return Ok(ScopeKind::ALL.to_vec());
+    }
+    kinds.sort();
+    Ok(kinds)
 }
 
 fn check_server_address(address: &str) -> Result<(), ConfigError> {
@@ -738,6 +864,89 @@ mod tests {
         assert_eq!(config.lease_timing.duration, Duration::from_secs(60));
         assert_eq!(config.lease_timing.renew_deadline, Duration::from_secs(40));
         assert_eq!(config.lease_timing.retry_period, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_shard_has_its_own_lease_and_state_and_an_explicit_lease_wins() {
+        let unsharded = parse(&[]).unwrap();
+        assert_eq!(unsharded.scope, Scope::everything());
+        assert_eq!(unsharded.state_configmap, "nauthera-reconciler-state");
+        assert!(unsharded.warnings().is_empty());
+        let shard = parse(&[
+            "--shard",
+            "team-a",
+            "--namespace",
+            "team-a-web,team-a-api",
+            "--manager",
+            "nauthera-team-a",
+        ])
+        .unwrap();
+        assert_eq!(shard.lease_name, "nauthera-reconciler-team-a");
+        assert_eq!(shard.state_configmap, "nauthera-reconciler-state-team-a");
+        assert_eq!(shard.scope.shard.as_deref(), Some("team-a"));
+        assert_eq!(shard.scope.namespaces, vec!["team-a-web", "team-a-api"]);
+        assert_eq!(shard.scope.kinds, ScopeKind::ALL.to_vec());
+        assert!(shard.warnings().is_empty());
+        let named = parse(&["--shard", "team-a", "--lease-name", "elect-here"]).unwrap();
+        assert_eq!(named.lease_name, "elect-here");
+        assert!(
+            named.warnings()[0].contains("--manager (NAUTHERA_MANAGER)"),
+            "{:?}",
+            named.warnings()
+        );
+    }
+
+    #[test]
+    fn a_selector_and_kinds_limit_the_scope() {
+        let config = parse(&[
+            "--namespace-selector",
+            "team in (a,b), tier=prod",
+            "--kinds",
+            "organization,OIDCClient",
+            "--kinds",
+            "oidcclient",
+        ])
+        .unwrap();
+        let selector = config.scope.namespace_selector.as_ref().unwrap();
+        assert_eq!(selector.as_str(), "team in (a,b), tier=prod");
+        assert_eq!(
+            selector.parsed().match_expressions.as_ref().unwrap().len(),
+            2
+        );
+        assert_eq!(
+            config.scope.kinds,
+            vec![ScopeKind::OidcClient, ScopeKind::Organization]
+        );
+        assert_eq!(config.lease_name, "nauthera-reconciler");
+        assert!(
+            parse(&["--namespace-selector", " "])
+                .unwrap()
+                .scope
+                .namespace_selector
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_bad_shard_selector_or_kind_is_named() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--shard", "Team_A"], "--shard (NAUTHERA_SHARD)"),
+            (&["--shard=a-"], "not a shard name"),
+            (
+                &["--namespace-selector", "team in a"],
+                "--namespace-selector (NAUTHERA_NAMESPACE_SELECTOR)",
+            ),
+            (&["--namespace-selector", "team=(a)"], "unexpected"),
+            (
+                &["--kinds", "OIDCClient,Secret"],
+                "--kinds (NAUTHERA_KINDS): `Secret` is not a kind; give some of OIDCClient, \
+                 Branding, IdentityProvider, Organization",
+            ),
+        ];
+        for (argv, expected) in cases {
+            let error = parse(argv).unwrap_err();
+            assert!(error.contains(expected), "{argv:?}: {error}");
+        }
     }
 
     #[test]

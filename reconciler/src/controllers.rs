@@ -1,6 +1,7 @@
 //! The controllers, one per kind and scope (every namespace, or each configured one). Each is fed
 //! by its manifests' watch cache, by the server changes routed to it, by the Secrets it delivers
-//! (kinds that deliver one) and by changes to the Secrets its manifests reference.
+//! (kinds that deliver one) and by changes to the Secrets its manifests reference. A resource
+//! outside the shard's scope (a namespace its selector does not select) is left untouched.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -36,6 +37,7 @@ use crate::managed::Managed;
 use crate::pipeline;
 use crate::policies::{CountedClient, Policies};
 use crate::prerequisites::{Manifest, Prerequisites};
+use crate::shard::ShardScope;
 
 /// How long a resource's events are left to settle before its reconcile: the echoes of one
 /// reconcile's own writes (finalizer, status, Secret) arrive within milliseconds of each other and
@@ -54,6 +56,8 @@ pub struct Wiring {
     pub prerequisites: Arc<Prerequisites>,
     pub gate: Arc<StartGate>,
     pub policies: Arc<Policies>,
+    /// The kinds and namespaces this reconciler reconciles.
+    pub shard: Arc<ShardScope>,
     pub concurrency: u16,
 }
 
@@ -374,6 +378,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
     })
     .applied_objects();
     let in_scope = scope.clone();
+    let shard = wiring.shard.clone();
     let locator = wiring.prerequisites.clone();
     let cached = manifests.clone();
     let named = BroadcastStream::new(wiring.routes.subscribe()).flat_map(move |route| {
@@ -396,6 +401,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
         let refs: Vec<ObjectRef<DeserializeGuard<K>>> = targets
             .into_iter()
             .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
+            .filter(|(namespace, _)| shard.covers(K::OBJECT_KIND, namespace))
             .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
             .collect();
         futures::stream::iter(refs)
@@ -406,6 +412,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
     });
     let gate = wiring.gate.clone();
     let loaded = wiring.policies.clone();
+    let shard = wiring.shard.clone();
     let concurrency = wiring.concurrency;
     tasks.spawn(async move {
         // The watches are decoded on tasks of their own (they end with this one), so that the
@@ -431,7 +438,24 @@ pub fn spawn<K: Managed, A: AdminApi>(
         controller
             .reconcile_on(named)
             .reconcile_all_on(everything)
-            .run(reconcile_guarded::<K, A>, error_policy::<K, A>, context)
+            .run(
+                move |guard, context| {
+                    // Judged when the reconcile runs, on the namespace labels of now: a resource
+                    // whose namespace left the selector is no longer touched (its finalizer and
+                    // its server object stay as they are).
+                    let in_scope = guard
+                        .namespace()
+                        .is_some_and(|namespace| shard.covers(K::OBJECT_KIND, &namespace));
+                    async move {
+                        if !in_scope {
+                            return Ok(Action::await_change());
+                        }
+                        reconcile_guarded::<K, A>(guard, context).await
+                    }
+                },
+                error_policy::<K, A>,
+                context,
+            )
             .for_each(|result| async move {
                 match result {
                     // A server change or a Secret naming no manifest of this kind.

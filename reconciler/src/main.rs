@@ -23,6 +23,7 @@ mod prerequisites;
 mod probe;
 mod run;
 mod server_calls;
+mod shard;
 mod state;
 #[cfg(test)]
 mod test_cluster;
@@ -48,6 +49,9 @@ fn main() -> ExitCode {
         server = %config.connect.address,
         manager = %config.manager,
         namespaces = %watched_namespaces(&config.namespaces),
+        shard = %config.scope.shard_name(),
+        scope = %config.scope.describe(),
+        state = %config.state_configmap,
         leader_election = config.leader_election,
         lease = %config.lease_name,
         namespace = %config.own_namespace,
@@ -57,6 +61,9 @@ fn main() -> ExitCode {
         concurrency = config.concurrency,
         "starting"
     );
+    for warning in config.warnings() {
+        tracing::warn!("{warning}");
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -40,6 +40,12 @@ struct ResourceLabels {
     reason: &'static str,
 }
 
+/// The other shard's name: one series per shard publishing in the reconciler's namespace.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ShardLabels {
+    shard: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
@@ -54,6 +60,7 @@ pub struct Metrics {
     reconcile_duration: Family<KindLabels, Histogram>,
     resources: Family<ResourceLabels, Gauge>,
     control_plane_up: Gauge,
+    shard_overlaps: Family<ShardLabels, Gauge>,
     /// The labels each resource (by uid) counts under in `resources`.
     counted: Arc<Mutex<HashMap<String, ResourceLabels>>>,
 }
@@ -105,6 +112,13 @@ impl Metrics {
             "1 when the last control-plane probe reached the server and it answered",
             control_plane_up.clone(),
         );
+        let shard_overlaps = Family::<ShardLabels, Gauge>::default();
+        registry.register(
+            "shard_overlaps",
+            "Namespaces both this reconciler and another shard reconcile (for a kind both \
+             reconcile), by the other shard's name; no series while they do not overlap",
+            shard_overlaps.clone(),
+        );
         let build_info = Family::<BuildLabels, Gauge>::default();
         build_info
             .get_or_create(&BuildLabels {
@@ -119,6 +133,7 @@ impl Metrics {
             reconcile_duration,
             resources,
             control_plane_up,
+            shard_overlaps,
             counted: Arc::default(),
         }
     }
@@ -196,6 +211,27 @@ impl Metrics {
         self.control_plane_up.set(i64::from(up));
     }
 
+    /// How many namespaces another shard also reconciles.
+    pub fn shard_overlap(&self, shard: &str, namespaces: i64) {
+        self.shard_overlaps
+            .get_or_create(&ShardLabels {
+                shard: shard.to_owned(),
+            })
+            .set(namespaces);
+    }
+
+    /// Another shard no longer overlaps: its series goes.
+    pub fn shard_overlap_gone(&self, shard: &str) {
+        self.shard_overlaps.remove(&ShardLabels {
+            shard: shard.to_owned(),
+        });
+    }
+
+    /// Forgets every overlap (a new term reports them afresh).
+    pub fn shard_overlaps_reset(&self) {
+        self.shard_overlaps.clear();
+    }
+
     /// The text exposition format.
     pub fn encode(&self) -> String {
         let mut text = String::new();
@@ -228,6 +264,9 @@ mod tests {
         metrics.reconciled("OIDCClient", Reason::Refused, Cause::OutsideGrant);
         metrics.server_call("ApplyClient", "PermissionDenied");
         metrics.set_control_plane_up(true);
+        metrics.shard_overlap("team-b", 3);
+        metrics.shard_overlap("team-c", 1);
+        metrics.shard_overlap_gone("team-c");
         drop(metrics.reconcile_timer("OIDCClient"));
         let text = metrics.encode();
         for line in [
@@ -236,9 +275,11 @@ mod tests {
             "nauthera_operator_control_plane_up 1",
             r#"nauthera_operator_build_info{version=""#,
             r#"nauthera_operator_reconcile_duration_seconds_count{kind="OIDCClient"} 1"#,
+            r#"nauthera_operator_shard_overlaps{shard="team-b"} 3"#,
         ] {
             assert!(text.contains(line), "{line}\n{text}");
         }
+        assert!(!text.contains(r#"shard="team-c""#), "{text}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Wiring: the HTTP servers and the probe run on every replica; leader election on a Lease; the
 //! controllers, the change follower and the state publisher run only while this replica leads,
-//! and are stopped the moment the lease is lost.
+//! and are stopped the moment the lease is lost. Only the controllers of the kinds in the
+//! shard's scope run.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::Api;
+use nauthera_proto::v1::ObjectKind;
+use nauthera_shared::control_plane::ShardOverlap;
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
@@ -28,6 +31,7 @@ use crate::metrics::Metrics;
 use crate::policies::Policies;
 use crate::prerequisites::Prerequisites;
 use crate::probe::{self, ProbeState};
+use crate::shard::{self, ShardScope};
 use crate::state::{self, Publisher};
 
 /// How many routes a controller may fall behind before it reconciles everything instead.
@@ -231,8 +235,11 @@ fn lead(
     let references = Arc::new(SecretReferences::default());
     let prerequisites = Arc::new(Prerequisites::new(routes.clone()));
     let policies = Arc::new(Policies::new(routes.clone()));
+    let shard = Arc::new(ShardScope::new(config.scope.clone(), policies.clone()));
+    let runs = |kind: ObjectKind| shard.covers_kind(kind);
     let wiring = Wiring {
         policies: policies.clone(),
+        shard: shard.clone(),
         client: client.clone(),
         routes: routes.clone(),
         references: references.clone(),
@@ -240,14 +247,16 @@ fn lead(
         gate: gate.clone(),
         concurrency: config.concurrency,
     };
-    // The delivered Secrets are watched once per scope: the watch both triggers the owner's
-    // reconcile and fills the cache its reconciles read.
+    // The delivered Secrets are watched once per scope (when OIDCClients are reconciled): the
+    // watch both triggers the owner's reconcile and fills the cache its reconciles read.
     let (stores, delivered): (Vec<_>, Vec<_>) = scopes
         .iter()
+        .filter(|_| runs(ObjectKind::Client))
         .map(|scope| {
             controllers::delivered_secrets(&client, scope.as_deref(), wiring.routes.clone())
         })
         .unzip();
+    let mut delivered = delivered.into_iter();
     let context = Arc::new(Context {
         client: client.clone(),
         admin: admin.clone(),
@@ -274,6 +283,7 @@ fn lead(
         policies.clone(),
         client.clone(),
         scopes.clone(),
+        shard.clone(),
     ));
     tasks.spawn(crate::policies::run_policy_controller(
         policies,
@@ -281,39 +291,50 @@ fn lead(
         config.manager.clone(),
         leadership,
     ));
-    for (scope, delivered) in scopes.into_iter().zip(delivered) {
-        controllers::spawn::<OIDCClient, _>(
-            &mut tasks,
-            &wiring,
-            scope.clone(),
-            context.clone(),
-            Some(delivered),
-        );
-        controllers::spawn::<Organization, _>(
-            &mut tasks,
-            &wiring,
-            scope.clone(),
-            context.clone(),
-            None,
-        );
-        controllers::spawn::<Branding, _>(
-            &mut tasks,
-            &wiring,
-            scope.clone(),
-            context.clone(),
-            None,
-        );
-        controllers::spawn::<IdentityProvider, _>(
-            &mut tasks,
-            &wiring,
-            scope.clone(),
-            context.clone(),
-            None,
-        );
-        tasks.spawn(controllers::follow_referenced_secrets(
-            wiring.clone(),
-            scope,
-        ));
+    for scope in scopes {
+        if runs(ObjectKind::Client) {
+            controllers::spawn::<OIDCClient, _>(
+                &mut tasks,
+                &wiring,
+                scope.clone(),
+                context.clone(),
+                delivered.next(),
+            );
+        }
+        if runs(ObjectKind::Organization) {
+            controllers::spawn::<Organization, _>(
+                &mut tasks,
+                &wiring,
+                scope.clone(),
+                context.clone(),
+                None,
+            );
+        }
+        if runs(ObjectKind::Branding) {
+            controllers::spawn::<Branding, _>(
+                &mut tasks,
+                &wiring,
+                scope.clone(),
+                context.clone(),
+                None,
+            );
+        }
+        if runs(ObjectKind::IdentityProvider) {
+            controllers::spawn::<IdentityProvider, _>(
+                &mut tasks,
+                &wiring,
+                scope.clone(),
+                context.clone(),
+                None,
+            );
+        }
+        // OIDCClients and identity providers read the Secrets they reference.
+        if runs(ObjectKind::Client) || runs(ObjectKind::IdentityProvider) {
+            tasks.spawn(controllers::follow_referenced_secrets(
+                wiring.clone(),
+                scope,
+            ));
+        }
     }
     // Started after every controller subscribed, so none misses the first listing's route.
     {
@@ -323,15 +344,27 @@ fn lead(
         let interval = config.change_poll_interval;
         let routes = routes.clone();
         let manager = config.manager.clone();
+        let shard = shard.clone();
         tasks.spawn(async move {
+            let covers = |kind: ObjectKind, namespace: &str| shard.covers(kind, namespace);
             let router = Router {
                 routes: &routes,
                 manager: &manager,
                 gate: &gate,
+                covers: &covers,
             };
             follow_changes(admin.as_ref(), &revisions, &namespaces, interval, &router).await;
         });
     }
+    // The other shards' published states, for the overlaps this one reports in its own.
+    let (overlaps_sender, overlaps) = watch::channel(Vec::<ShardOverlap>::new());
+    tasks.spawn(shard::follow_shards(
+        Api::namespaced(client.clone(), &config.own_namespace),
+        config.state_configmap.clone(),
+        shard.clone(),
+        context.metrics.clone(),
+        overlaps_sender,
+    ));
     {
         let configmaps: Api<ConfigMap> = Api::namespaced(client, &config.own_namespace);
         let leader = config.identity.clone();
@@ -342,6 +375,11 @@ fn lead(
         let tls_secret = config.tls_secret.clone();
         let cluster_name = config.cluster_name.clone();
         let namespace_mapping = config.namespace_mapping.clone();
+        // A reconciler limited in any way (or a shard) says so; one of every kind in every
+        // namespace publishes what older ones did.
+        let scope = (config.scope.shard.is_some() || config.scope.is_limited())
+            .then(|| config.scope.clone());
+        let state_configmap = config.state_configmap.clone();
         tasks.spawn(async move {
             let publisher = Publisher {
                 leader: &leader,
@@ -351,8 +389,10 @@ fn lead(
                 tls_secret: tls_secret.as_deref(),
                 cluster_name: cluster_name.as_deref(),
                 namespace_mapping: &namespace_mapping,
+                scope: scope.as_ref(),
+                configmap: &state_configmap,
             };
-            publish_state(&configmaps, &publisher, probe).await;
+            publish_state(&configmaps, &publisher, probe, overlaps).await;
         });
     }
     tasks
@@ -360,18 +400,25 @@ fn lead(
 
 /// Publishes the control-plane state when its content changes (once when the term starts): a
 /// probe with the same outcome writes nothing, since the Lease renewals say the state is current.
+/// New overlaps with other shards are published too.
 async fn publish_state(
     configmaps: &Api<ConfigMap>,
     publisher: &Publisher<'_>,
     mut probe: watch::Receiver<ProbeState>,
+    mut overlaps: watch::Receiver<Vec<ShardOverlap>>,
 ) {
     let mut published = None;
+    let mut overlaps_open = true;
     loop {
-        let current = state::control_plane_state(publisher, &probe.borrow_and_update().clone());
+        let current = state::control_plane_state(
+            publisher,
+            &probe.borrow_and_update().clone(),
+            &overlaps.borrow_and_update().clone(),
+        );
         if let Some(next) =
             state::next_publication(published.as_ref(), current, jiff::Timestamp::now())
         {
-            match state::publish(configmaps, publisher.manager, &next).await {
+            match state::publish(configmaps, publisher, &next).await {
                 Ok(()) => published = Some(next),
                 Err(error) => {
                     tracing::warn!(error = %error, "publishing the control-plane state failed");
@@ -380,8 +427,12 @@ async fn publish_state(
                 }
             }
         }
-        if probe.changed().await.is_err() {
-            return;
+        tokio::select! {
+            changed = probe.changed() => if changed.is_err() { return },
+            // The overlaps' follower never ends while leading; if it did, the probe goes on.
+            changed = overlaps.changed(), if overlaps_open => {
+                overlaps_open = changed.is_ok();
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The control-plane state the leader publishes for `kubectl nauthera status`: the JSON of
-//! [`ControlPlaneState`] in the ConfigMap `nauthera-reconciler-state` of the reconciler's
-//! namespace, so the plugin needs no server credentials. Written by server-side apply, and only
+//! [`ControlPlaneState`] in the ConfigMap `nauthera-reconciler-state` (a shard's:
+//! `nauthera-reconciler-state-<shard>`) of the reconciler's namespace, so the plugin needs no
+//! server credentials. A shard's names its scope and the other shards it overlaps. Written by server-side apply, and only
 //! when its content changes: a steady state writes nothing. Its freshness is the leader Lease's
 //! (named in the state), which the leader renews anyway.
 
@@ -8,9 +9,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use nauthera_shared::catalog::Reason;
-use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
+use nauthera_shared::control_plane::{ControlPlaneState, STATE_KEY, STATE_LABEL, ShardOverlap};
 use nauthera_shared::grants::GrantEntry;
-use nauthera_shared::topology::NamespaceMapping;
+use nauthera_shared::topology::{NamespaceMapping, Scope};
 
 use crate::probe::ProbeState;
 
@@ -27,12 +28,20 @@ pub struct Publisher<'a> {
     /// The cluster name and namespace mapping, as configured.
     pub cluster_name: Option<&'a str>,
     pub namespace_mapping: &'a NamespaceMapping,
+    /// The scope, when the reconciler is limited or a shard.
+    pub scope: Option<&'a Scope>,
+    /// The ConfigMap to publish into.
+    pub configmap: &'a str,
 }
 
 /// The content to publish: what the probe found, with since-when times only, so that another
 /// probe with the same outcome gives the same content. `changed_at` is left for
 /// [`next_publication`].
-pub fn control_plane_state(publisher: &Publisher<'_>, probe: &ProbeState) -> ControlPlaneState {
+pub fn control_plane_state(
+    publisher: &Publisher<'_>,
+    probe: &ProbeState,
+    overlaps: &[ShardOverlap],
+) -> ControlPlaneState {
     let server = probe.server.as_ref();
     ControlPlaneState {
         leader: publisher.leader.to_owned(),
@@ -40,6 +49,8 @@ pub fn control_plane_state(publisher: &Publisher<'_>, probe: &ProbeState) -> Con
         manager: publisher.manager.to_owned(),
         cluster_name: publisher.cluster_name.map(str::to_owned),
         namespace_mapping: publisher.namespace_mapping.clone(),
+        scope: publisher.scope.cloned(),
+        overlaps: overlaps.to_vec(),
         server_address: publisher.server_address.to_owned(),
         server_build: server.map(|s| s.build.clone()).unwrap_or_default(),
         api_version: server.map(|s| s.api_version.clone()).unwrap_or_default(),
@@ -88,15 +99,16 @@ pub fn next_publication(
 /// Writes the ConfigMap by server-side apply.
 pub async fn publish(
     api: &Api<ConfigMap>,
-    manager: &str,
+    publisher: &Publisher<'_>,
     state: &ControlPlaneState,
 ) -> Result<(), PublishError> {
+    let name = publisher.configmap;
     let (label, value) = STATE_LABEL;
     let patch = serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": STATE_CONFIGMAP,
+            "name": name,
             "labels": {
                 "app.kubernetes.io/managed-by": "nauthera-reconciler",
                 label: value,
@@ -105,8 +117,8 @@ pub async fn publish(
         "data": { STATE_KEY: serde_json::to_string_pretty(state)? },
     });
     api.patch(
-        STATE_CONFIGMAP,
-        &PatchParams::apply(manager).force(),
+        name,
+        &PatchParams::apply(publisher.manager).force(),
         &Patch::Apply(&patch),
     )
     .await?;
@@ -139,6 +151,8 @@ mod tests {
             tls_secret: Some("nauthera-reconciler-tls"),
             cluster_name: None,
             namespace_mapping: &IDENTITY,
+            scope: None,
+            configmap: "nauthera-reconciler-state",
         }
     }
 
@@ -175,7 +189,7 @@ mod tests {
                 not_after: at(1_900_000_000),
             }),
         };
-        let state = control_plane_state(&publisher(), &probe);
+        let state = control_plane_state(&publisher(), &probe, &[]);
         assert_eq!(state.leader, "nauthera-reconciler-abc");
         assert_eq!(state.manager, "nauthera-reconciler");
         assert_eq!(state.probe_reason, Some(Reason::Unreachable));
@@ -200,14 +214,14 @@ mod tests {
             last_success: Some(at(10)),
             ..ProbeState::default()
         };
-        let up = control_plane_state(&publisher(), &answered);
+        let up = control_plane_state(&publisher(), &answered, &[]);
         assert!(up.is_up());
         assert_eq!(up.probe_since, Some(at(10)));
         assert_eq!(
             up.last_success_time, None,
             "it answers every probe since probeSince"
         );
-        let never = control_plane_state(&publisher(), &ProbeState::default());
+        let never = control_plane_state(&publisher(), &ProbeState::default(), &[]);
         assert_eq!(never.probe_reason, None);
         assert!(!never.is_up());
     }
@@ -229,7 +243,7 @@ mod tests {
     fn a_steady_state_publishes_once_and_a_change_of_outcome_again() {
         let first = next_publication(
             None,
-            control_plane_state(&publisher(), &up_since(100, 100)),
+            control_plane_state(&publisher(), &up_since(100, 100), &[]),
             at(101),
         )
         .expect("the first state is published");
@@ -237,7 +251,7 @@ mod tests {
 
         // Probe after probe with the same outcome: nothing to write.
         for checked in [160, 220, 280] {
-            let current = control_plane_state(&publisher(), &up_since(100, checked));
+            let current = control_plane_state(&publisher(), &up_since(100, checked), &[]);
             assert_eq!(next_publication(Some(&first), current, at(checked)), None);
         }
 
@@ -251,7 +265,7 @@ mod tests {
         };
         let down = next_publication(
             Some(&first),
-            control_plane_state(&publisher(), &failing),
+            control_plane_state(&publisher(), &failing, &[]),
             at(341),
         )
         .expect("a new outcome is published");
@@ -265,7 +279,7 @@ mod tests {
         assert_eq!(
             next_publication(
                 Some(&down),
-                control_plane_state(&publisher(), &retried),
+                control_plane_state(&publisher(), &retried, &[]),
                 at(356)
             ),
             None,
@@ -283,7 +297,7 @@ mod tests {
         assert!(
             next_publication(
                 Some(&first),
-                control_plane_state(&publisher(), &upgraded),
+                control_plane_state(&publisher(), &upgraded, &[]),
                 at(401)
             )
             .is_some()
@@ -295,10 +309,50 @@ mod tests {
         assert!(
             next_publication(
                 Some(&first),
-                control_plane_state(&other, &up_since(100, 400)),
+                control_plane_state(&other, &up_since(100, 400), &[]),
                 at(401)
             )
             .is_some()
+        );
+    }
+
+    #[test]
+    fn a_shard_publishes_its_scope_and_a_new_overlap_is_a_new_content() {
+        let scope = Scope {
+            shard: Some("team-a".into()),
+            namespaces: vec!["team-a".into()],
+            ..Scope::everything()
+        };
+        let shard = Publisher {
+            scope: Some(&scope),
+            configmap: "nauthera-reconciler-state-team-a",
+            ..publisher()
+        };
+        let first = next_publication(
+            None,
+            control_plane_state(&shard, &up_since(100, 100), &[]),
+            at(101),
+        )
+        .unwrap();
+        assert_eq!(first.scope.as_ref(), Some(&scope));
+        assert!(first.overlaps.is_empty());
+        let overlap = ShardOverlap {
+            shard: "team-b".into(),
+            kinds: vec![nauthera_shared::topology::ScopeKind::OidcClient],
+            namespaces: vec!["team-a".into()],
+            ..ShardOverlap::default()
+        };
+        let overlapping =
+            control_plane_state(&shard, &up_since(100, 160), std::slice::from_ref(&overlap));
+        let next = next_publication(Some(&first), overlapping, at(161)).unwrap();
+        assert_eq!(next.overlaps, vec![overlap]);
+        assert_eq!(
+            next_publication(
+                Some(&next),
+                control_plane_state(&shard, &up_since(100, 220), &next.overlaps),
+                at(221)
+            ),
+            None
         );
     }
 }

@@ -149,6 +149,24 @@ impl Policies {
         labels
     }
 
+    /// The labels of a namespace as the watch last saw it, with its name label; `None` when the
+    /// watch has not seen it (for the shard's namespace selector).
+    pub fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
+        self.namespace_labels
+            .read()
+            .ok()?
+            .get(namespace)
+            .map(|labels| nauthera_shared::topology::with_name_label(namespace, labels))
+    }
+
+    /// Every namespace the watch knows, with its labels (for the shards' overlaps).
+    pub fn known_namespaces(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        self.namespace_labels
+            .read()
+            .map(|all| all.iter().map(|(n, l)| (n.clone(), l.clone())).collect())
+            .unwrap_or_default()
+    }
+
     /// The OIDCClients of a scope (every namespace, or one) are listed anew: the index forgets
     /// them, and the listing fills it again.
     pub fn clients_relisted(&self, scope: Option<&str>) {

@@ -1,5 +1,6 @@
 //! The watches that feed the policy caches: ClientPolicies (compiled as they come), the labels of
-//! Namespaces and the ClientApprovals. Each change routes the reconciles it can affect.
+//! Namespaces and the ClientApprovals. Each change routes the reconciles it can affect. The
+//! namespace labels also decide the shard's namespace selector ([`ShardScope`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use nauthera_shared::resources::{ClientApproval, ClientPolicy};
 
 use super::{Approval, Loaded, Policies};
 use crate::changes::Route;
+use crate::shard::ShardScope;
 
 /// Follows policies, namespace labels and approvals (in each scope: every namespace, or the
 /// configured ones) until the leader steps down.
@@ -24,6 +26,7 @@ pub async fn follow_policy_inputs(
     policies: Arc<Policies>,
     client: Client,
     scopes: Vec<Option<String>>,
+    shard: Arc<ShardScope>,
 ) {
     let approvals = futures::future::join_all(scopes.iter().map(|scope| {
         let api: Api<ClientApproval> = match scope {
@@ -34,7 +37,7 @@ pub async fn follow_policy_inputs(
     }));
     tokio::join!(
         follow_policies(&policies, Api::all(client.clone())),
-        follow_namespaces(&policies, Api::all(client.clone())),
+        follow_namespaces(&policies, &shard, Api::all(client.clone())),
         approvals,
         mark_approvals_loaded(&policies, scopes.len()),
     );
@@ -193,7 +196,11 @@ fn replace_all(policies: &Policies, listing: Vec<ClientPolicy>) -> bool {
     changed
 }
 
-async fn follow_namespaces(policies: &Policies, api: Api<PartialObjectMeta<Namespace>>) {
+async fn follow_namespaces(
+    policies: &Policies,
+    shard: &ShardScope,
+    api: Api<PartialObjectMeta<Namespace>>,
+) {
     let mut listing: HashMap<String, BTreeMap<String, String>> = HashMap::new();
     let mut events =
         std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff());
@@ -204,53 +211,77 @@ async fn follow_namespaces(policies: &Policies, api: Api<PartialObjectMeta<Names
                 listing.insert(namespace.name_any(), namespace.labels().clone());
             }
             Ok(Event::InitDone) => {
-                let changed: Vec<String> = {
+                // Each namespace whose labels the listing changed, and whether that moved it
+                // into or out of the shard's scope (one gone meanwhile included).
+                let changed: Vec<(String, bool)> = {
                     let Ok(mut labels) = policies.namespace_labels.write() else {
                         continue;
                     };
-                    let changed = listing
+                    let mut changed: Vec<(String, bool)> = listing
                         .iter()
                         .filter(|(name, l)| labels.get(*name) != Some(l))
-                        .map(|(name, _)| name.clone())
+                        .map(|(name, l)| {
+                            let moved = shard.namespace_moved(name, labels.get(name), Some(l));
+                            (name.clone(), moved)
+                        })
                         .collect();
+                    changed.extend(
+                        labels
+                            .iter()
+                            .filter(|(name, _)| !listing.contains_key(*name))
+                            .map(|(name, l)| {
+                                let moved = shard.namespace_moved(name, Some(l), None);
+                                (name.clone(), moved)
+                            }),
+                    );
                     *labels = std::mem::take(&mut listing);
                     changed
                 };
                 let relisted = policies.loaded.borrow().namespaces;
                 mark(policies, |l| l.namespaces = true);
-                for namespace in changed.into_iter().filter(|_| relisted) {
-                    route_namespace(policies, namespace);
+                for (namespace, moved) in changed.into_iter().filter(|_| relisted) {
+                    route_namespace(policies, namespace, moved);
                 }
             }
             Ok(Event::Apply(namespace)) => {
                 let name = namespace.name_any();
                 let labels = namespace.labels().clone();
-                let moved = policies
+                let Some(before) = policies
                     .namespace_labels
                     .write()
                     .ok()
-                    .map(|mut all| all.insert(name.clone(), labels.clone()) != Some(labels))
-                    .unwrap_or(false);
-                if moved {
-                    route_namespace(policies, name);
+                    .map(|mut all| all.insert(name.clone(), labels.clone()))
+                else {
+                    continue;
+                };
+                if before.as_ref() != Some(&labels) {
+                    let moved = shard.namespace_moved(&name, before.as_ref(), Some(&labels));
+                    route_namespace(policies, name, moved);
                 }
             }
             Ok(Event::Delete(namespace)) => {
-                if let Ok(mut all) = policies.namespace_labels.write() {
-                    all.remove(&namespace.name_any());
-                }
+                let name = namespace.name_any();
+                let before = policies
+                    .namespace_labels
+                    .write()
+                    .ok()
+                    .and_then(|mut all| all.remove(&name));
+                // Its resources go with it; nothing to route.
+                shard.namespace_moved(&name, before.as_ref(), None);
             }
             Err(error) => tracing::warn!(error = %error, "watching Namespaces"),
         }
     }
 }
 
-/// A namespace's labels moved: its resources are judged again, if any policy selects by them.
-fn route_namespace(policies: &Policies, namespace: String) {
-    let selecting = policies
-        .all()
-        .iter()
-        .any(|p| p.coverage.namespace_selector.is_some());
+/// A namespace's labels moved: its resources are judged again, if any policy selects by them or
+/// the move took the namespace into (or out of) the shard's scope.
+fn route_namespace(policies: &Policies, namespace: String, shard_moved: bool) {
+    let selecting = shard_moved
+        || policies
+            .all()
+            .iter()
+            .any(|p| p.coverage.namespace_selector.is_some());
     if selecting {
         policies.route(Route::Namespace { namespace });
     }

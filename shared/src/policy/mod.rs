@@ -17,7 +17,7 @@ use crate::resources::{ApprovalField, ClientPolicy, PolicyKind, PolicyMatch};
 
 pub use approval::{ApprovalStanding, Approvals, approval_standing, digest_of, waiting_for};
 pub use rules::{Check, Rule, checks};
-pub use selector::matches as selector_matches;
+pub use selector::{matches as selector_matches, parse as parse_label_selector};
 
 /// The label every namespace carries with its own name (set by the API server).
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";

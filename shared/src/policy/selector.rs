@@ -1,8 +1,9 @@
-//! Label selectors, matched as the API server matches them.
+//! Label selectors, matched as the API server matches them, and read from the text form
+//! `kubectl get -l` takes (`team in (a,b),tier=prod,!legacy`).
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 /// Whether the labels satisfy the selector: every `matchLabels` pair and every
 /// `matchExpressions` requirement. An empty selector matches everything.
@@ -46,6 +47,227 @@ pub fn problems(selector: &LabelSelector, field: &str) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Reads a selector in the text form the API server's `labelSelector` parameter and `kubectl
+/// get -l` take: requirements separated by commas, each `key`, `!key`, `key=value` (or `==`),
+/// `key!=value`, `key in (v1,v2)` or `key notin (v1,v2)`. Every requirement becomes one
+/// `matchExpressions` entry, so that [`matches`] judges it as the API server does (`key!=value`
+/// also matches a namespace without the label). An empty text selects everything.
+pub fn parse(text: &str) -> Result<LabelSelector, String> {
+    let mut reader = Reader {
+        text,
+        chars: text.char_indices().peekable(),
+    };
+    let mut requirements = Vec::new();
+    loop {
+        reader.skip_spaces();
+        if reader.peek().is_none() {
+            if requirements.is_empty() {
+                break;
+            }
+            return Err(format!("{text:?} ends with a comma; remove it"));
+        }
+        requirements.push(reader.requirement()?);
+        reader.skip_spaces();
+        match reader.next() {
+            None => break,
+            Some(',') => continue,
+            Some(other) => {
+                return Err(format!(
+                    "{text:?}: unexpected {other:?} after a requirement; separate requirements \
+                     with commas"
+                ));
+            }
+        }
+    }
+    Ok(LabelSelector {
+        match_expressions: (!requirements.is_empty()).then_some(requirements),
+        match_labels: None,
+    })
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    chars: std::iter::Peekable<std::str::CharIndices<'a>>,
+}
+
+impl Reader<'_> {
+    fn peek(&mut self) -> Option<char> {
+        self.chars.peek().map(|(_, c)| *c)
+    }
+
+    fn next(&mut self) -> Option<char> {
+        self.chars.next().map(|(_, c)| c)
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.next();
+        }
+    }
+
+    /// A run of characters up to a space or an operator character.
+    fn word(&mut self) -> String {
+        let mut word = String::new();
+        while let Some(c) = self.peek() {
+            if c.is_whitespace() || "=!,()<>".contains(c) {
+                break;
+            }
+            word.push(c);
+            self.next();
+        }
+        word
+    }
+
+    fn key(&mut self) -> Result<String, String> {
+        self.skip_spaces();
+        let key = self.word();
+        check_key(&key).map_err(|problem| format!("{:?}: {problem}", self.text))?;
+        Ok(key)
+    }
+
+    fn value(&mut self) -> Result<String, String> {
+        self.skip_spaces();
+        let value = self.word();
+        check_value(&value).map_err(|problem| format!("{:?}: {problem}", self.text))?;
+        Ok(value)
+    }
+
+    fn requirement(&mut self) -> Result<LabelSelectorRequirement, String> {
+        let requirement =
+            |key: String, operator: &str, values: Vec<String>| LabelSelectorRequirement {
+                key,
+                operator: operator.to_owned(),
+                values: (!values.is_empty()).then_some(values),
+            };
+        if self.peek() == Some('!') {
+            self.next();
+            return Ok(requirement(self.key()?, "DoesNotExist", Vec::new()));
+        }
+        let key = self.key()?;
+        self.skip_spaces();
+        match self.peek() {
+            None | Some(',') => Ok(requirement(key, "Exists", Vec::new())),
+            Some('=') => {
+                self.next();
+                if self.peek() == Some('=') {
+                    self.next();
+                }
+                Ok(requirement(key, "In", vec![self.value()?]))
+            }
+            Some('!') => {
+                self.next();
+                if self.next() != Some('=') {
+                    return Err(format!("{:?}: `!` after {key} must be `!=`", self.text));
+                }
+                Ok(requirement(key, "NotIn", vec![self.value()?]))
+            }
+            Some('<' | '>') => Err(format!(
+                "{:?}: `<` and `>` do not select namespaces; use =, !=, in, notin, a key or \
+                 !key",
+                self.text
+            )),
+            Some(_) => {
+                let operator = match self.word().as_str() {
+                    "in" => "In",
+                    "notin" => "NotIn",
+                    other => {
+                        return Err(format!(
+                            "{:?}: {other:?} after {key} is not an operator (=, ==, !=, in, \
+                             notin)",
+                            self.text
+                        ));
+                    }
+                };
+                Ok(requirement(key, operator, self.values()?))
+            }
+        }
+    }
+
+    /// `(v1, v2, ...)`, not empty.
+    fn values(&mut self) -> Result<Vec<String>, String> {
+        self.skip_spaces();
+        if self.next() != Some('(') {
+            return Err(format!(
+                "{:?}: in and notin take a list in parentheses, like in (a,b)",
+                self.text
+            ));
+        }
+        let mut values = Vec::new();
+        loop {
+            values.push(self.value()?);
+            self.skip_spaces();
+            match self.next() {
+                Some(',') => continue,
+                Some(')') => break,
+                _ => return Err(format!("{:?}: a list of values lacks its `)`", self.text)),
+            }
+        }
+        if values.iter().all(String::is_empty) {
+            return Err(format!(
+                "{:?}: in and notin need at least one value",
+                self.text
+            ));
+        }
+        Ok(values)
+    }
+}
+
+/// A label key: an optional DNS subdomain prefix and `/`, then a name of up to 63 letters,
+/// digits, `-`, `_` and `.`, beginning and ending with a letter or digit.
+fn check_key(key: &str) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("a requirement lacks its label key".to_owned());
+    }
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        let subdomain = !prefix.is_empty()
+            && prefix.len() <= 253
+            && prefix.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            });
+        if !subdomain {
+            return Err(format!(
+                "{key:?} is not a label key: its prefix {prefix:?} is not a DNS subdomain"
+            ));
+        }
+    }
+    if name.is_empty() || !label_text(name) {
+        return Err(format!(
+            "{key:?} is not a label key: the name must be 1 to 63 letters, digits, '-', '_' or \
+             '.', beginning and ending with a letter or digit"
+        ));
+    }
+    Ok(())
+}
+
+/// A label value: empty, or like a key's name.
+fn check_value(value: &str) -> Result<(), String> {
+    if value.is_empty() || label_text(value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?} is not a label value: up to 63 letters, digits, '-', '_' or '.', \
+             beginning and ending with a letter or digit"
+        ))
+    }
+}
+
+fn label_text(text: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_alphanumeric();
+    text.len() <= 63
+        && text.chars().all(|c| alnum(c) || "-_.".contains(c))
+        && text.starts_with(alnum)
+        && text.ends_with(alnum)
 }
 
 #[cfg(test)]
@@ -111,5 +333,74 @@ mod tests {
         };
         assert!(!matches(&odd, &labels(&[("team", "a")])));
         assert_eq!(problems(&odd, "spec.match.namespaceSelector").len(), 1);
+    }
+
+    #[test]
+    fn the_text_form_reads_as_kubectl_writes_it() {
+        let selector =
+            parse("team in (a, b),tier=prod, !legacy,env!=dev,zone notin (x),owner").unwrap();
+        let expressions = selector.match_expressions.clone().unwrap();
+        let shown: Vec<(&str, &str, Vec<&str>)> = expressions
+            .iter()
+            .map(|e| {
+                (
+                    e.key.as_str(),
+                    e.operator.as_str(),
+                    e.values.iter().flatten().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("team", "In", vec!["a", "b"]),
+                ("tier", "In", vec!["prod"]),
+                ("legacy", "DoesNotExist", vec![]),
+                ("env", "NotIn", vec!["dev"]),
+                ("zone", "NotIn", vec!["x"]),
+                ("owner", "Exists", vec![]),
+            ]
+        );
+        assert!(problems(&selector, "selector").is_empty());
+        let wanted = labels(&[("team", "b"), ("tier", "prod"), ("owner", "ops")]);
+        assert!(matches(&selector, &wanted));
+        assert!(!matches(
+            &selector,
+            &labels(&[
+                ("team", "b"),
+                ("tier", "prod"),
+                ("owner", "ops"),
+                ("env", "dev")
+            ])
+        ));
+        assert_eq!(parse("tier==prod").unwrap(), parse("tier=prod").unwrap());
+        assert_eq!(parse("  ").unwrap(), LabelSelector::default());
+        assert!(matches(
+            &parse("example.com/team=a").unwrap(),
+            &labels(&[("example.com/team", "a")])
+        ));
+    }
+
+    #[test]
+    fn a_bad_text_selector_says_what_is_wrong() {
+        for (text, expected) in [
+            ("team in a,b", "parentheses"),
+            ("team in ()", "at least one value"),
+            ("team in (a", "lacks its `)`"),
+            ("team=a,", "ends with a comma"),
+            ("team near a", "not an operator"),
+            ("=a", "lacks its label key"),
+            ("team=a b", "unexpected"),
+            ("Team_=a", "not a label key"),
+            ("-team=a", "not a label key"),
+            ("UPPER.example/x=a", "prefix"),
+            ("team=a*", "not a label value"),
+            ("team=-a", "not a label value"),
+            ("count>3", "do not select"),
+            ("team!a", "must be `!=`"),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
     }
 }

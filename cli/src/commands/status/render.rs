@@ -35,6 +35,11 @@ pub fn render_to<W: Write + ?Sized>(
 ) -> std::io::Result<()> {
     let mut head = String::new();
     control_plane(&mut head, &report.control_plane, painter);
+    // Shards of one cluster: a block each.
+    for shard in &report.shards {
+        head.push('\n');
+        control_plane(&mut head, shard, painter);
+    }
     head.push('\n');
     if report.resources.is_empty() {
         let _ = writeln!(
@@ -81,12 +86,24 @@ pub fn write_rows<W: Write + ?Sized>(
 }
 
 fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
+    let shard = cp
+        .scope
+        .as_ref()
+        .and_then(|scope| scope.shard.as_deref())
+        .map(|shard| format!(", shard {shard}"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{} (namespace {})",
+        "{} (namespace {}{shard})",
         painter.paint("Control plane", Tone::Strong),
         cp.namespace
     );
+    if let Some(cluster) = &cp.cluster_name {
+        let _ = writeln!(out, "  Cluster:      {cluster}");
+    }
+    if let Some(scope) = &cp.scope {
+        let _ = writeln!(out, "  Scope:        {}", scope.describe());
+    }
     let dash = || "-".to_owned();
     let reconciler = match &cp.reconciler {
         Some(replicas) => {

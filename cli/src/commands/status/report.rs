@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use nauthera_shared::catalog::{Cause, Phase, Reason};
+use nauthera_shared::control_plane::ShardOverlap;
 use nauthera_shared::grants::GrantEntry;
 use nauthera_shared::resources::{Drift, PolicyHold, RestoreRecord, SupersededDrift};
+use nauthera_shared::topology::Scope;
 use serde::Serialize;
 
 use super::policies::PoliciesReport;
@@ -34,6 +36,8 @@ pub struct StatusReport {
     /// The namespace looked at, or `*` for every namespace.
     pub scope: String,
     pub control_plane: ControlPlaneReport,
+    /// The other shards publishing in the reconciler's namespace, one block each.
+    pub shards: Vec<ControlPlaneReport>,
     pub resources: Vec<ResourceRow>,
     /// Kinds whose CRD is not installed.
     pub not_installed: Vec<Kind>,
@@ -48,6 +52,12 @@ pub struct StatusReport {
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlaneReport {
     pub namespace: String,
+    /// The cluster name the reconciler was given (several clusters on one server).
+    pub cluster_name: Option<String>,
+    /// The part of the cluster the reconciler reconciles, when it is limited or a shard.
+    pub scope: Option<Scope>,
+    /// The other shards whose scopes overlap this one, as the reconciler published them.
+    pub overlaps: Vec<ShardOverlap>,
     /// Whether the reconciler's published state was found.
     pub state_found: bool,
     pub reconciler: Option<Replicas>,
@@ -200,6 +210,11 @@ pub fn build(
     now: Timestamp,
 ) -> StatusReport {
     let control_plane = control_plane_report(facts, now);
+    let shards: Vec<ControlPlaneReport> = facts
+        .shards
+        .iter()
+        .map(|shard| control_plane_report(shard, now))
+        .collect();
     let drift = drift_summary(&views);
     // Each view is let go once its row is made, so the two are not held whole at once.
     let resources: Vec<ResourceRow> = views
@@ -208,6 +223,7 @@ pub fn build(
         .collect();
     let summary = summarize(&resources, drift);
     let attention = !control_plane.findings.is_empty()
+        || shards.iter().any(|shard| !shard.findings.is_empty())
         || resources.iter().any(|row| row.attention)
         || !not_installed.is_empty();
     StatusReport {
@@ -216,6 +232,7 @@ pub fn build(
         generated_at: now,
         scope,
         control_plane,
+        shards,
         resources,
         not_installed,
         policies: None,
@@ -271,6 +288,14 @@ pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> Contro
         if let Some(finding) = freshness.as_ref().and_then(|f| f.finding(now)) {
             findings.push(finding);
         }
+        for overlap in &state.overlaps {
+            findings.push(format!(
+                "{}: the shard that writes an object first keeps it (the other shows \
+                 ManagedElsewhere); narrow the shards' --namespace, --namespace-selector or \
+                 --kinds so that each resource has one shard",
+                overlap.describe()
+            ));
+        }
     }
     let certificate = state.and_then(|state| {
         let not_after = state.certificate_not_after?;
@@ -306,6 +331,11 @@ pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> Contro
     }
     ControlPlaneReport {
         namespace: facts.namespace.clone(),
+        cluster_name: state.and_then(|state| state.cluster_name.clone()),
+        scope: state.and_then(|state| state.scope.clone()),
+        overlaps: state
+            .map(|state| state.overlaps.clone())
+            .unwrap_or_default(),
         state_found: state.is_some(),
         reconciler: facts.replicas,
         leader: state.and_then(|state| non_empty(&state.leader)),
@@ -330,7 +360,7 @@ pub fn resource_row(
 ) -> ResourceRow {
     let organization = organizations.organization_of(view);
     let grant = grant_check::check(
-        ReportedGrants::from_state(facts.state.as_ref()),
+        ReportedGrants::from_state(facts.state_for(view.kind, &view.namespace)),
         view.kind.operation(),
         organization.as_deref(),
         &view.namespace,

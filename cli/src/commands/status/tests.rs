@@ -22,6 +22,8 @@ pub fn state() -> ControlPlaneState {
         manager: "nauthera-reconciler".into(),
         cluster_name: None,
         namespace_mapping: Default::default(),
+        scope: None,
+        overlaps: Vec::new(),
         server_address: "https://nauthera-server.nauthera.svc:8443".into(),
         server_build: "nauthera-server 1.4.2".into(),
         api_version: "nauthera.admin.v1".into(),
@@ -66,6 +68,7 @@ pub fn facts() -> ControlPlaneFacts {
         }),
         replicas_problem: None,
         lease: lease("nauthera-reconciler-6d5f7-x2k4p", 2),
+        shards: Vec::new(),
     }
 }
 
@@ -491,4 +494,76 @@ fn with_every_namespace_the_counts_are_checked_against_the_statuses() {
     let review = section.items.iter().find(|i| i.name == "review").unwrap();
     assert_eq!(review.found, Some(false));
     assert_eq!(review.held.len(), 1);
+}
+
+/// Two shards of cluster prod-eu publish in one namespace, and their selectors overlap in one
+/// namespace: a block each, with its scope, and the overlap as a finding in both.
+fn shards_scenario() -> StatusReport {
+    use nauthera_shared::control_plane::ShardOverlap;
+    use nauthera_shared::topology::{NamespaceSelector, Scope, ScopeKind};
+
+    let shard = |name: &str, selector: &str, other: &str, kinds: Vec<ScopeKind>| {
+        let mut state = state();
+        state.certificate_not_after = Some(at(NOW + 90 * 86_400));
+        state.leader = format!("nauthera-reconciler-{name}-7c9d-q2w3e");
+        state.manager = format!("nauthera-{name}");
+        state.cluster_name = Some("prod-eu".into());
+        state.lease_name = Some(format!("nauthera-reconciler-{name}"));
+        state.scope = Some(Scope {
+            shard: Some(name.into()),
+            namespace_selector: Some(NamespaceSelector::parse(selector).unwrap()),
+            kinds,
+            ..Scope::everything()
+        });
+        state.overlaps = vec![ShardOverlap {
+            shard: other.into(),
+            kinds: vec![ScopeKind::OidcClient],
+            namespaces: vec!["shared-tools".into()],
+            ..ShardOverlap::default()
+        }];
+        ControlPlaneFacts {
+            state: Some(state),
+            lease: lease(&format!("nauthera-reconciler-{name}-7c9d-q2w3e"), 2),
+            ..facts()
+        }
+    };
+    let facts = ControlPlaneFacts {
+        shards: vec![shard(
+            "b",
+            "team in (b, tools)",
+            "a",
+            vec![ScopeKind::OidcClient],
+        )],
+        ..shard("a", "team in (a, tools)", "b", ScopeKind::ALL.to_vec())
+    };
+    let client = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, NOW);
+    report::build(
+        &facts,
+        vec![client],
+        &OrganizationDirectory::default(),
+        Vec::new(),
+        "*".into(),
+        at(NOW),
+    )
+}
+
+#[test]
+fn shards_show_a_block_each_with_their_scope_and_overlaps() {
+    let report = shards_scenario();
+    assert_eq!(report.shards.len(), 1);
+    assert!(report.attention, "an overlap needs attention");
+    assert!(
+        report.control_plane.findings[0]
+            .starts_with("shard b also reconciles OIDCClient in namespace shared-tools:"),
+        "{:?}",
+        report.control_plane.findings
+    );
+    let text = render(&report, false, Painter::PLAIN);
+    assert!(text.contains("Control plane (namespace nauthera-system, shard b)"));
+    assert!(text.contains("Cluster:      prod-eu"));
+    assert_snapshot("status-shards.txt", &text);
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["controlPlane"]["clusterName"], "prod-eu");
+    assert_eq!(json["controlPlane"]["scope"]["shard"], "a");
+    assert_eq!(json["shards"][0]["overlaps"][0]["shard"], "a");
 }

@@ -1,0 +1,511 @@
+//! Shards of one cluster end to end: two reconcilers on one server, each with its own `--shard`,
+//! `--manager`, Lease and published state. With disjoint scopes each reconciles only its own
+//! namespaces and kinds (a namespace that moves into a selector is taken up, one that moves out is
+//! left alone); with overlapping selectors both keep running, the server's managers keep them
+//! from writing over each other, and the overlap is reported in both published states, in the
+//! gauge and by the plugin.
+//!
+//! The emulator only: on a real cluster the harness limits every replica to the test's one
+//! namespace, which shards of several namespaces cannot live with.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use nauthera_shared::catalog::Reason;
+use nauthera_shared::control_plane::{ControlPlaneState, STATE_KEY, state_configmap_name};
+use nauthera_shared::resources::{Branding, OIDCClient};
+use nauthera_shared::topology::ScopeKind;
+use nauthera_tests::e2e::{
+    ISSUER, RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, Reconciler, Stack, StackOptions,
+    generated_client, generated_client_with,
+};
+use nauthera_tests::manifests;
+
+/// A stack with no reconciler of its own, on the emulator; `None` on a real cluster.
+async fn shard_stack() -> Option<Stack> {
+    let stack = Stack::start_with(StackOptions {
+        start_reconciler: false,
+        ..StackOptions::default()
+    })
+    .await;
+    if stack.cluster.emulator().is_none() {
+        eprintln!("skipped: shards of several namespaces run on the emulator only");
+        return None;
+    }
+    Some(stack)
+}
+
+/// What an operator adds for each shard to the shipped Role: its own Lease and state ConfigMap.
+async fn allow_shards(stack: &Stack, shards: &[&str]) {
+    let leases: Vec<String> = shards
+        .iter()
+        .map(|s| format!("nauthera-reconciler-{s}"))
+        .collect();
+    let states: Vec<String> = shards
+        .iter()
+        .map(|s| state_configmap_name(Some(s)))
+        .collect();
+    let objects: Vec<DynamicObject> = [
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": { "name": "nauthera-reconciler-shards", "namespace": RECONCILER_NAMESPACE },
+            "rules": [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": leases,
+                    "verbs": ["get", "update", "patch"],
+                },
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps"],
+                    "resourceNames": states,
+                    "verbs": ["get", "update", "patch"],
+                },
+            ],
+        }),
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": { "name": "nauthera-reconciler-shards", "namespace": RECONCILER_NAMESPACE },
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "nauthera-reconciler-shards",
+            },
+            "subjects": [{
+                "kind": "ServiceAccount",
+                "name": RECONCILER_ACCOUNT,
+                "namespace": RECONCILER_NAMESPACE,
+            }],
+        }),
+    ]
+    .into_iter()
+    .map(|object| serde_json::from_value(object).unwrap())
+    .collect();
+    manifests::apply_all(&stack.client(), &objects, Some(RECONCILER_NAMESPACE))
+        .await
+        .expect("the shards' Role applies");
+}
+
+async fn create_namespace(stack: &Stack, name: &str, labels: &[(&str, &str)]) {
+    let labels: BTreeMap<&str, &str> = labels.iter().copied().collect();
+    let namespace: Namespace = serde_json::from_value(
+        serde_json::json!({ "metadata": { "name": name, "labels": labels } }),
+    )
+    .unwrap();
+    Api::<Namespace>::all(stack.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("the namespace is created");
+}
+
+async fn label_namespace(stack: &Stack, name: &str, key: &str, value: &str) {
+    Api::<Namespace>::all(stack.client())
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "metadata": { "labels": { key: value } } })),
+        )
+        .await
+        .expect("the namespace is labelled");
+}
+
+/// Starts shard `name` writing as manager `nauthera-<name>`, with `env` on top, and waits for
+/// `/readyz`.
+async fn start_shard(stack: &Stack, name: &str, env: &[(&str, &str)]) -> Reconciler {
+    let mut all = vec![
+        ("NAUTHERA_SHARD".to_owned(), name.to_owned()),
+        ("NAUTHERA_MANAGER".to_owned(), format!("nauthera-{name}")),
+    ];
+    all.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    let reconciler = stack
+        .start_replica_configured(&format!("shard-{name}"), &stack.reconciler_kubeconfig, &all)
+        .await
+        .expect("the shard starts");
+    reconciler.wait_ready().await.expect("the shard is ready");
+    reconciler
+}
+
+async fn apply_in(stack: &Stack, namespace: &str, yaml: &str) {
+    let objects: Vec<DynamicObject> = serde_saphyr::from_multiple::<serde_json::Value>(yaml)
+        .unwrap()
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .map(|d| serde_json::from_value(d).unwrap())
+        .collect();
+    manifests::apply_all(&stack.client(), &objects, Some(namespace))
+        .await
+        .unwrap_or_else(|error| panic!("cannot apply in {namespace}:\n{yaml}\n{error:#}"));
+}
+
+async fn client_in(stack: &Stack, namespace: &str, name: &str) -> OIDCClient {
+    Api::<OIDCClient>::namespaced(stack.client(), namespace)
+        .get(name)
+        .await
+        .expect("the OIDCClient exists")
+}
+
+fn ready_reason(client: &OIDCClient) -> Option<Reason> {
+    client.status.as_ref().and_then(|status| status.reason)
+}
+
+/// Waits until the OIDCClient's current generation is registered.
+async fn wait_registered(stack: &Stack, namespace: &str, name: &str) -> OIDCClient {
+    stack
+        .eventually(&format!("{namespace}/{name} is registered"), async || {
+            let client = client_in(stack, namespace, name).await;
+            ready_reason(&client) == Some(Reason::Registered)
+                && client.status.as_ref().and_then(|s| s.observed_generation)
+                    == client.metadata.generation
+        })
+        .await;
+    client_in(stack, namespace, name).await
+}
+
+/// The managers the server's audit log names for writes to an object in `namespace`.
+fn writers_in(stack: &Stack, namespace: &str) -> Vec<String> {
+    let mut managers: Vec<String> = stack
+        .server
+        .audit_events()
+        .into_iter()
+        .filter(|event| {
+            event
+                .r#ref
+                .as_ref()
+                .is_some_and(|r| r.namespace == namespace)
+        })
+        .map(|event| event.manager)
+        .collect();
+    managers.sort();
+    managers.dedup();
+    managers
+}
+
+async fn published(stack: &Stack, shard: &str) -> Option<ControlPlaneState> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(stack.client(), RECONCILER_NAMESPACE);
+    let config_map = config_maps
+        .get_opt(&state_configmap_name(Some(shard)))
+        .await
+        .ok()??;
+    serde_json::from_str(config_map.data?.get(STATE_KEY)?).ok()
+}
+
+async fn wait_published(
+    stack: &Stack,
+    shard: &str,
+    what: &str,
+    check: impl Fn(&ControlPlaneState) -> bool,
+) -> ControlPlaneState {
+    stack
+        .eventually(what, async || {
+            published(stack, shard)
+                .await
+                .is_some_and(|state| check(&state))
+        })
+        .await;
+    published(stack, shard).await.unwrap()
+}
+
+async fn lease_holder(stack: &Stack, name: &str) -> Option<String> {
+    Api::<Lease>::namespaced(stack.client(), RECONCILER_NAMESPACE)
+        .get_opt(name)
+        .await
+        .unwrap()
+        .and_then(|lease| lease.spec)
+        .and_then(|spec| spec.holder_identity)
+}
+
+fn branding(name: &str) -> String {
+    format!(
+        "apiVersion: nauthera.io/v1alpha1
+kind: Branding
+metadata:
+  name: {name}
+spec:
+  issuer: {ISSUER}
+  branding:
+    colors:
+      primary: \"#112233\"
+"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disjoint_shards_each_reconcile_only_their_own_namespaces_and_kinds() {
+    let Some(stack) = shard_stack().await else {
+        return;
+    };
+    let base = stack.namespace().to_owned();
+    let (ns_a, ns_b, ns_c) = (
+        format!("{base}-a"),
+        format!("{base}-b"),
+        format!("{base}-c"),
+    );
+    create_namespace(&stack, &ns_a, &[("team", "a")]).await;
+    create_namespace(&stack, &ns_b, &[("team", "b")]).await;
+    create_namespace(&stack, &ns_c, &[("team", "c")]).await;
+    allow_shards(&stack, &["a", "b"]).await;
+    // Shard a by a list of namespaces; shard b by a selector, and OIDCClients only.
+    let a = start_shard(&stack, "a", &[("NAUTHERA_NAMESPACES", &ns_a)]).await;
+    let b = start_shard(
+        &stack,
+        "b",
+        &[
+            ("NAUTHERA_NAMESPACE_SELECTOR", "team=b"),
+            ("NAUTHERA_KINDS", "OIDCClient"),
+        ],
+    )
+    .await;
+    stack.show_deployment_ready(1).await.unwrap();
+    for namespace in [&ns_a, &ns_b, &ns_c] {
+        apply_in(&stack, namespace, &generated_client("web")).await;
+    }
+    apply_in(&stack, &ns_b, &branding("look")).await;
+
+    let web_a = wait_registered(&stack, &ns_a, "web").await;
+    let web_b = wait_registered(&stack, &ns_b, "web").await;
+    assert_eq!(
+        web_a.status.as_ref().unwrap().manager.as_deref(),
+        Some("nauthera-a")
+    );
+    assert_eq!(
+        web_b.status.as_ref().unwrap().manager.as_deref(),
+        Some("nauthera-b")
+    );
+    assert_eq!(writers_in(&stack, &ns_a), ["nauthera-a"]);
+    assert_eq!(writers_in(&stack, &ns_b), ["nauthera-b"]);
+    let counters = stack.server.counters();
+    assert_eq!(counters.writes_by("nauthera-a"), 1, "{counters:?}");
+    assert_eq!(counters.writes_by("nauthera-b"), 1, "{counters:?}");
+
+    // Each leads on its own Lease and publishes its own state, with no overlap.
+    assert_eq!(
+        lease_holder(&stack, "nauthera-reconciler-a")
+            .await
+            .as_deref(),
+        Some("shard-a")
+    );
+    assert_eq!(
+        lease_holder(&stack, "nauthera-reconciler-b")
+            .await
+            .as_deref(),
+        Some("shard-b")
+    );
+    let state_b = wait_published(&stack, "b", "shard b published its state", |state| {
+        state.scope.is_some()
+    })
+    .await;
+    let scope_b = state_b.scope.unwrap();
+    assert_eq!(scope_b.shard.as_deref(), Some("b"));
+    assert_eq!(
+        scope_b.namespace_selector.as_ref().map(|s| s.as_str()),
+        Some("team=b")
+    );
+    assert_eq!(scope_b.kinds, [ScopeKind::OidcClient]);
+    assert_eq!(state_b.manager, "nauthera-b");
+    assert_eq!(state_b.lease_name.as_deref(), Some("nauthera-reconciler-b"));
+    let state_a = wait_published(&stack, "a", "shard a published its state", |state| {
+        state.scope.is_some()
+    })
+    .await;
+    assert_eq!(
+        state_a.scope.unwrap().namespaces,
+        std::slice::from_ref(&ns_a)
+    );
+    assert!(state_a.overlaps.is_empty() && state_b.overlaps.is_empty());
+    assert_eq!(a.metric("nauthera_operator_shard_overlaps", &[]).await, 0.0);
+
+    // Nobody's: the client in c, the branding in b (shard b reconciles no Brandings). Neither
+    // is touched: no status, no finalizer.
+    let orphan = client_in(&stack, &ns_c, "web").await;
+    assert!(orphan.status.is_none(), "{:?}", orphan.status);
+    assert!(orphan.metadata.finalizers.unwrap_or_default().is_empty());
+    let look = Api::<Branding>::namespaced(stack.client(), &ns_b)
+        .get("look")
+        .await
+        .unwrap();
+    assert!(look.status.is_none(), "{:?}", look.status);
+    assert!(look.metadata.finalizers.unwrap_or_default().is_empty());
+    assert_eq!(writers_in(&stack, &ns_c), Vec::<String>::new());
+
+    // c moves into b's selector: b takes its client up.
+    label_namespace(&stack, &ns_c, "team", "b").await;
+    let taken = wait_registered(&stack, &ns_c, "web").await;
+    assert_eq!(
+        taken.status.as_ref().unwrap().manager.as_deref(),
+        Some("nauthera-b")
+    );
+    assert_eq!(writers_in(&stack, &ns_c), ["nauthera-b"]);
+
+    // And out again: an edit of its client is left alone, its finalizer stays.
+    label_namespace(&stack, &ns_c, "team", "c").await;
+    let edit = |name: &str, uri: &str| {
+        generated_client_with(
+            name,
+            "Delete",
+            &format!("  postLogoutRedirectUris:\n    - https://{uri}.example.test/bye\n"),
+        )
+    };
+    // An edit in b's own namespace, reconciled, shows that b has seen the move.
+    apply_in(&stack, &ns_b, &edit("web", "first")).await;
+    wait_registered(&stack, &ns_b, "web").await;
+    apply_in(&stack, &ns_c, &edit("web", "left")).await;
+    apply_in(&stack, &ns_b, &edit("web", "second")).await;
+    wait_registered(&stack, &ns_b, "web").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let left = client_in(&stack, &ns_c, "web").await;
+    assert_eq!(left.metadata.generation, Some(2));
+    assert_eq!(
+        left.status.as_ref().and_then(|s| s.observed_generation),
+        Some(1),
+        "a namespace that left the selector is no longer reconciled"
+    );
+    assert!(
+        !left.metadata.finalizers.unwrap_or_default().is_empty(),
+        "its finalizer stays"
+    );
+    assert_eq!(stack.server.counters().writes_by("nauthera-a"), 1);
+
+    // The plugin shows both shards, each with its scope.
+    let run = stack.plugin(&["status", "-A", "-o", "json"]).await;
+    let report: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("not JSON ({error}):\n{}", run.all()));
+    assert_eq!(report["controlPlane"]["scope"]["shard"], "a", "{report:#}");
+    assert_eq!(report["shards"][0]["scope"]["shard"], "b", "{report:#}");
+    assert_eq!(report["shards"][0]["leader"], "shard-b");
+    drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_selectors_are_reported_by_both_shards_which_keep_running() {
+    let Some(stack) = shard_stack().await else {
+        return;
+    };
+    let base = stack.namespace().to_owned();
+    let (ns_a, ns_b, ns_shared) = (
+        format!("{base}-a"),
+        format!("{base}-b"),
+        format!("{base}-tools"),
+    );
+    create_namespace(&stack, &ns_a, &[("team", "a")]).await;
+    create_namespace(&stack, &ns_b, &[("team", "b")]).await;
+    create_namespace(&stack, &ns_shared, &[("team", "tools")]).await;
+    allow_shards(&stack, &["a", "b"]).await;
+    let a = start_shard(
+        &stack,
+        "a",
+        &[("NAUTHERA_NAMESPACE_SELECTOR", "team in (a, tools)")],
+    )
+    .await;
+    let b = start_shard(
+        &stack,
+        "b",
+        &[
+            ("NAUTHERA_NAMESPACE_SELECTOR", "team in (b,tools)"),
+            ("NAUTHERA_KINDS", "OIDCClient,Branding"),
+        ],
+    )
+    .await;
+    stack.show_deployment_ready(1).await.unwrap();
+
+    // Each names the other, the kinds both reconcile and the one namespace both select.
+    for (shard, other) in [("a", "b"), ("b", "a")] {
+        let state = wait_published(
+            &stack,
+            shard,
+            &format!("shard {shard} reports its overlap with {other}"),
+            |state| !state.overlaps.is_empty(),
+        )
+        .await;
+        assert_eq!(state.overlaps.len(), 1, "{:?}", state.overlaps);
+        let overlap = &state.overlaps[0];
+        assert_eq!(overlap.shard, other);
+        assert_eq!(overlap.kinds, [ScopeKind::OidcClient, ScopeKind::Branding]);
+        assert_eq!(overlap.namespaces, std::slice::from_ref(&ns_shared));
+        assert!(!overlap.every_namespace);
+    }
+    for (reconciler, other) in [(&a, "b"), (&b, "a")] {
+        assert_eq!(
+            reconciler
+                .metric("nauthera_operator_shard_overlaps", &[("shard", other)])
+                .await,
+            1.0
+        );
+        let warnings = reconciler
+            .log()
+            .lines()
+            .filter(|line| line.contains(&format!("shard {other} also reconciles")))
+            .count();
+        assert_eq!(warnings, 1, "one warning per change:\n{}", reconciler.log());
+    }
+
+    // The plugin shows a block per shard, the overlap a finding in each.
+    let run = stack.plugin(&["status", "-A", "-o", "json"]).await;
+    let report: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("not JSON ({error}):\n{}", run.all()));
+    assert_eq!(run.code, 1, "an overlap needs attention:\n{}", run.all());
+    for (block, other) in [(&report["controlPlane"], "b"), (&report["shards"][0], "a")] {
+        let findings = block["findings"].as_array().unwrap();
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.as_str().unwrap().starts_with(&format!(
+                    "shard {other} also reconciles OIDCClient, Branding in namespace {ns_shared}:"
+                ))),
+            "{report:#}"
+        );
+    }
+
+    // Both keep running: each registers its own namespace's client, and the shared one is
+    // written once, by one manager, and left to it by the other.
+    for namespace in [&ns_a, &ns_b, &ns_shared] {
+        apply_in(&stack, namespace, &generated_client("web")).await;
+    }
+    wait_registered(&stack, &ns_a, "web").await;
+    wait_registered(&stack, &ns_b, "web").await;
+    let shared = wait_registered(&stack, &ns_shared, "web").await;
+    let owner = shared.status.as_ref().unwrap().manager.clone().unwrap();
+    assert_eq!(writers_in(&stack, &ns_shared), std::slice::from_ref(&owner));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let counters = stack.server.counters();
+    assert_eq!(
+        counters.writes_by("nauthera-a") + counters.writes_by("nauthera-b"),
+        3,
+        "{counters:?}"
+    );
+    assert_eq!(
+        client_in(&stack, &ns_shared, "web")
+            .await
+            .status
+            .unwrap()
+            .manager,
+        Some(owner)
+    );
+
+    // The overlap ends when the shared namespace leaves a's selector.
+    label_namespace(&stack, &ns_shared, "team", "b").await;
+    wait_published(&stack, "a", "shard a reports no overlap", |state| {
+        state.overlaps.is_empty()
+    })
+    .await;
+    stack
+        .eventually("shard a's gauge drops the overlap", async || {
+            !a.metrics()
+                .await
+                .contains("nauthera_operator_shard_overlaps{")
+        })
+        .await;
+
+    wait_published(&stack, "b", "shard b reports no overlap", |state| {
+        state.overlaps.is_empty()
+    })
+    .await;
+    drop((a, b));
+}
