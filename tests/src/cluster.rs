@@ -42,8 +42,14 @@ impl TestCluster {
     /// Starts an emulator, or connects to the cluster [`KUBECONFIG_ENV`] names, and creates a
     /// fresh namespace.
     pub async fn start() -> anyhow::Result<TestCluster> {
+        TestCluster::start_in(&fresh_namespace_name()).await
+    }
+
+    /// Like [`TestCluster::start`], with the test namespace named `namespace` (two emulators
+    /// standing for two clusters that both have it).
+    pub async fn start_in(namespace: &str) -> anyhow::Result<TestCluster> {
         let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
-        let namespace = fresh_namespace_name();
+        let namespace = namespace.to_owned();
         let (emulator, kubeconfig) = match std::env::var_os(KUBECONFIG_ENV) {
             Some(path) => (None, PathBuf::from(path)),
             None => {

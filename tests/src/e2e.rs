@@ -131,7 +131,8 @@ pub struct Stack {
     /// The first replica, when started.
     pub reconciler: Option<Reconciler>,
     pub server: Arc<FakeServer>,
-    pub pki: TestPki,
+    /// Shared with the stacks of other clusters that call the same server.
+    pub pki: Arc<TestPki>,
     /// The reconciler's `tls.crt`, `tls.key`, `ca.crt` (a mounted cert-manager Secret).
     pub tls_dir: PathBuf,
     /// The kubeconfig of the reconciler's ServiceAccount.
@@ -215,7 +216,7 @@ impl Stack {
         let mut stack = Stack {
             cluster,
             server,
-            pki,
+            pki: Arc::new(pki),
             tls_dir,
             reconciler_kubeconfig,
             reconciler: None,
@@ -228,6 +229,47 @@ impl Stack {
             stack.reconciler = Some(reconciler);
             stack.show_deployment_ready(1).await?;
         }
+        Ok(stack)
+    }
+
+    /// A second cluster calling this stack's server: its own emulator with the CRDs and the
+    /// shipped RBAC, a namespace of the same name as this one's, and a ready reconciler with its
+    /// own client certificate (`client_identity`) and `env` (its manager, cluster name). The
+    /// server's grants are the caller's to set.
+    pub async fn downstream(
+        &self,
+        client_identity: &str,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Stack> {
+        anyhow::ensure!(
+            self.cluster.emulator().is_some(),
+            "a second cluster needs the emulator"
+        );
+        let cluster = TestCluster::start_in(self.namespace()).await?;
+        let client = cluster.client();
+        manifests::install_crds(&client).await?;
+        manifests::apply_all(&client, &shipped_rbac()?, None).await?;
+        let reconciler_kubeconfig = cluster.dir().join("reconciler.kubeconfig");
+        write_service_account_kubeconfig(&cluster, &reconciler_kubeconfig).await?;
+        let tls_dir = cluster.dir().join("reconciler-tls");
+        self.pki.write_client_dir(&tls_dir, client_identity)?;
+        let mut stack = Stack {
+            cluster,
+            server: self.server.clone(),
+            pki: self.pki.clone(),
+            tls_dir,
+            reconciler_kubeconfig,
+            reconciler: None,
+            reconciler_env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            home: tempfile::tempdir()?,
+        };
+        let reconciler = stack.start_replica("replica-a").await?;
+        reconciler.wait_ready().await?;
+        stack.reconciler = Some(reconciler);
+        stack.show_deployment_ready(1).await?;
         Ok(stack)
     }
 

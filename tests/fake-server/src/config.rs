@@ -61,6 +61,10 @@ pub struct FakeServerConfig {
     /// The identity of the client certificate the binary generates for the reconciler.
     #[serde(default = "default_client_identity")]
     pub client_identity: String,
+    /// More client certificates the binary generates, one folder each under the client folder,
+    /// so that several reconcilers authenticate as several identities.
+    #[serde(default)]
+    pub client_identities: Vec<ClientIdentityConfig>,
     /// What `ServerInfo.build` says.
     #[serde(default = "default_build")]
     pub build: String,
@@ -75,6 +79,16 @@ pub struct FakeServerConfig {
     /// How many changes `WatchChanges` can replay.
     #[serde(default = "default_change_history")]
     pub change_history: usize,
+}
+
+/// One more client certificate: its identity, written into `<client folder>/<label>/`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientIdentityConfig {
+    /// The folder's name: lower-case letters, digits and '-' (for example `prod-us`).
+    pub label: String,
+    /// The certificate's SAN (`dns:`, `uri:` or `email:`), as `allowed_clients` lists it.
+    pub identity: String,
 }
 
 fn loopback_any_port() -> SocketAddr {
@@ -122,6 +136,7 @@ impl Default for FakeServerConfig {
             certificate_dir: None,
             server_name: default_server_name(),
             client_identity: default_client_identity(),
+            client_identities: Vec::new(),
             build: default_build(),
             organizations: Vec::new(),
             allowed_clients: Vec::new(),
@@ -167,13 +182,32 @@ impl FakeServerConfig {
             }
         }
         for (index, entry) in self.allowed_clients.iter().enumerate() {
-            if !["dns:", "uri:", "email:"]
+            check_identity(
+                &format!("allowed_clients[{index}].identity"),
+                &entry.identity,
+            )?;
+        }
+        for (index, client) in self.client_identities.iter().enumerate() {
+            let place = format!("client_identities[{index}]");
+            check_identity(&format!("{place}.identity"), &client.identity)?;
+            let label = &client.label;
+            let valid = !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-');
+            if !valid {
+                return Err(ConfigError::Invalid(format!(
+                    "{place}.label {label:?} must be lower-case letters, digits and '-' (a folder name)"
+                )));
+            }
+            if self.client_identities[..index]
                 .iter()
-                .any(|prefix| entry.identity.starts_with(prefix))
+                .any(|other| other.label == *label)
             {
                 return Err(ConfigError::Invalid(format!(
-                    "allowed_clients[{index}].identity {:?} must start with dns:, uri: or email:",
-                    entry.identity
+                    "{place}: label {label} appears twice"
                 )));
             }
         }
@@ -193,6 +227,20 @@ impl FakeServerConfig {
             allowed_clients: vec![grant_everything(DEFAULT_CLIENT_IDENTITY)],
             ..FakeServerConfig::default()
         }
+    }
+}
+
+/// Checks that an identity is a SAN as `allowed_clients` spells it.
+fn check_identity(place: &str, identity: &str) -> Result<(), ConfigError> {
+    if ["dns:", "uri:", "email:"]
+        .iter()
+        .any(|prefix| identity.starts_with(prefix))
+    {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid(format!(
+            "{place} {identity:?} must start with dns:, uri: or email:"
+        )))
     }
 }
 
@@ -253,6 +301,39 @@ unimplemented: [WatchChanges]
             error.to_string().contains("allowed_clients[0].identity"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn more_client_identities_parse_and_are_checked() {
+        let config = FakeServerConfig::from_yaml(
+            "client_identities:\n  - label: prod-us\n    identity: dns:reconciler.prod-us.svc\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config.client_identities,
+            vec![ClientIdentityConfig {
+                label: "prod-us".to_owned(),
+                identity: "dns:reconciler.prod-us.svc".to_owned(),
+            }]
+        );
+        assert!(FakeServerConfig::default().client_identities.is_empty());
+        for (yaml, place) in [
+            (
+                "client_identities:\n  - label: a\n    identity: reconciler\n",
+                "client_identities[0].identity",
+            ),
+            (
+                "client_identities:\n  - label: ../up\n    identity: dns:a\n",
+                "client_identities[0].label",
+            ),
+            (
+                "client_identities:\n  - label: a\n    identity: dns:a\n  - label: a\n    identity: dns:b\n",
+                "client_identities[1]",
+            ),
+        ] {
+            let error = FakeServerConfig::from_yaml(yaml).unwrap_err();
+            assert!(error.to_string().contains(place), "{yaml}: {error}");
+        }
     }
 
     #[test]

@@ -24,7 +24,9 @@ pub mod server;
 mod service;
 pub mod state;
 
-pub use config::{FakeServerConfig, FapiModeSetting, OrganizationConfig, grant_everything};
+pub use config::{
+    ClientIdentityConfig, FakeServerConfig, FapiModeSetting, OrganizationConfig, grant_everything,
+};
 pub use controls::{Counters, Fault, FaultCode};
 pub use core::{Actor, Caller};
 pub use method::Method;

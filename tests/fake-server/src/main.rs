@@ -59,6 +59,15 @@ async fn main() -> anyhow::Result<()> {
         "certificate_dir": certificate_dir,
         "client_tls_dir": certificate_dir.join(CLIENT_DIR),
         "client_identity": config.client_identity,
+        "client_identities": config
+            .client_identities
+            .iter()
+            .map(|client| serde_json::json!({
+                "label": client.label,
+                "identity": client.identity,
+                "tls_dir": certificate_dir.join(CLIENT_DIR).join(&client.label),
+            }))
+            .collect::<Vec<_>>(),
     });
     eprintln!(
         "nauthera-fake-server: gRPC on {} (TLS name {}), control API on http://{}",
@@ -95,25 +104,32 @@ async fn terminated() {
 }
 
 /// Reads the server's certificate, key and CA from `dir`, or, when `dir` holds none of them,
-/// generates a CA, a server certificate and a client certificate for the configured identity.
+/// generates a CA, a server certificate and a client certificate for each configured identity.
 fn certificates(dir: &Path, config: &FakeServerConfig) -> anyhow::Result<ServerTls> {
-    let files = [SERVER_CERT, SERVER_KEY, CA_CERT].map(|name| dir.join(name));
-    let present: Vec<_> = files.iter().filter(|path| path.exists()).collect();
-    if present.is_empty() {
+    let server_files = [SERVER_CERT, SERVER_KEY, CA_CERT].map(|name| dir.join(name));
+    if !server_files.iter().any(|path| path.exists()) {
         return generate(dir, config);
     }
-    if present.len() < files.len() {
-        let missing: Vec<_> = files
-            .iter()
-            .filter(|path| !path.exists())
-            .map(|path| path.display().to_string())
-            .collect();
+    // The CA's key is not kept, so the client certificates of a second start are the ones the
+    // first generated: each configured one must be there.
+    let client_files = config.client_identities.iter().flat_map(|client| {
+        ["tls.crt", "tls.key", "ca.crt"]
+            .map(|name| dir.join(CLIENT_DIR).join(&client.label).join(name))
+    });
+    let files: Vec<PathBuf> = server_files.iter().cloned().chain(client_files).collect();
+    let missing: Vec<_> = files
+        .iter()
+        .filter(|path| !path.exists())
+        .map(|path| path.display().to_string())
+        .collect();
+    if !missing.is_empty() {
         bail!(
             "the certificate folder {} is incomplete: {} missing (empty the folder to generate new certificates)",
             dir.display(),
             missing.join(", ")
         );
     }
+    let files = server_files;
     let read = |path: &PathBuf| {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
     };
@@ -134,7 +150,20 @@ fn generate(dir: &Path, config: &FakeServerConfig) -> anyhow::Result<ServerTls> 
     write_atomically(&dir.join(SERVER_KEY), &server.key_pem)?;
     write_atomically(&dir.join(SERVER_CERT), &server.cert_pem)?;
     pki::write_tls_dir(&dir.join(CLIENT_DIR), &client, &[ca.cert_pem()])?;
-    tracing::info!(dir = %dir.display(), identity = %config.client_identity, "generated certificates");
+    for more in &config.client_identities {
+        let client = ca.issue_client(&ClientCertOptions::identity(&more.identity))?;
+        pki::write_tls_dir(
+            &dir.join(CLIENT_DIR).join(&more.label),
+            &client,
+            &[ca.cert_pem()],
+        )?;
+    }
+    tracing::info!(
+        dir = %dir.display(),
+        identity = %config.client_identity,
+        more = config.client_identities.len(),
+        "generated certificates"
+    );
     Ok(ServerTls {
         cert: server,
         client_ca_pems: vec![ca.cert_pem().to_owned()],

@@ -161,6 +161,94 @@ async fn a_second_start_reads_the_certificates_it_generated() {
     );
 }
 
+#[tokio::test]
+async fn more_client_identities_get_a_certificate_folder_each_and_authenticate_as_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-server.yaml");
+    std::fs::write(
+        &config,
+        r#"
+certificate_dir: certs
+client_identity: dns:reconciler.prod-eu.svc
+client_identities:
+  - label: prod-us
+    identity: dns:reconciler.prod-us.svc
+allowed_clients:
+  - identity: dns:reconciler.prod-eu.svc
+    operations: [clients]
+    organizations: ["*"]
+    namespaces: ["prod-eu/team-a"]
+  - identity: dns:reconciler.prod-us.svc
+    operations: [clients]
+    organizations: ["*"]
+    namespaces: ["prod-us/team-a"]
+"#,
+    )
+    .unwrap();
+    let (running, ready) = start(&config);
+    let more = ready["client_identities"].as_array().unwrap();
+    assert_eq!(more.len(), 1, "{ready}");
+    assert_eq!(more[0]["label"], "prod-us");
+    assert_eq!(more[0]["identity"], "dns:reconciler.prod-us.svc");
+    let us_dir = more[0]["tls_dir"].as_str().unwrap().to_owned();
+    assert_eq!(
+        std::path::Path::new(&us_dir),
+        dir.path()
+            .join("certs/client/prod-us")
+            .canonicalize()
+            .unwrap()
+    );
+    let grpc = ready["grpc_address"].as_str().unwrap().to_owned();
+    let server_name = ready["server_name"].as_str().unwrap().to_owned();
+    for (tls_dir, identity, namespace) in [
+        (
+            ready["client_tls_dir"].as_str().unwrap().to_owned(),
+            "dns:reconciler.prod-eu.svc",
+            "prod-eu/team-a",
+        ),
+        (
+            us_dir.clone(),
+            "dns:reconciler.prod-us.svc",
+            "prod-us/team-a",
+        ),
+    ] {
+        let settings = ConnectSettings::new(grpc.clone(), TlsFiles::in_dir(&tls_dir))
+            .with_server_name(&server_name);
+        let info = AdminClient::connect(settings)
+            .await
+            .unwrap()
+            .get_server_info()
+            .await
+            .unwrap();
+        assert_eq!(info.identity, identity);
+        let grants: Vec<&str> = info
+            .grants
+            .iter()
+            .flat_map(|g| g.namespaces.iter().map(String::as_str))
+            .collect();
+        assert_eq!(grants, [namespace], "{identity} sees its own grant");
+    }
+    drop(running);
+
+    // A second start reuses them; without its folder it says which files are missing.
+    let cert = std::fs::read_to_string(format!("{us_dir}/tls.crt")).unwrap();
+    let (second, _) = start(&config);
+    drop(second);
+    assert_eq!(
+        std::fs::read_to_string(format!("{us_dir}/tls.crt")).unwrap(),
+        cert
+    );
+    std::fs::remove_dir_all(&us_dir).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_nauthera-fake-server"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("client/prod-us/tls.crt"), "{stderr}");
+}
+
 #[test]
 fn an_incomplete_certificate_folder_is_refused_with_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();

@@ -10,6 +10,13 @@
 //! the Deployment's one Pod itself and reports both ready once the reconciler is. The reconciler
 //! runs on this machine but as that Pod: with the ServiceAccount's token (so under the shipped
 //! RBAC), the Pod's name as its identity, and its log served as the Pod's (`kubectl logs`).
+//!
+//! `--clusters 2` (or 3) stands for downstream clusters configuring one central server: one
+//! emulator and one reconciler per cluster, named `prod-eu`, `prod-us` (, `prod-ap`), each with
+//! `--cluster-name`, its own manager and its own client certificate, and a grant per cluster on
+//! the server listing its mapped namespaces (`prod-eu/nauthera-examples`, ...). The first cluster
+//! declares the examples' Organization (one object per slug on the server); the others apply the
+//! rest of the examples once it is registered.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,6 +39,10 @@ const EXAMPLES_TIMEOUT: Duration = Duration::from_secs(60);
 /// The identity the fake server admits and the sandbox's reconciler certificate carries.
 const RECONCILER_IDENTITY: &str = "dns:nauthera-reconciler.nauthera-system.svc";
 const EXAMPLES_NAMESPACE: &str = "nauthera-examples";
+/// The cluster names of `--clusters N`, in order.
+const CLUSTER_NAMES: [&str; 3] = ["prod-eu", "prod-us", "prod-ap"];
+/// The namespaces each named cluster's grant lists, as `<cluster>/<namespace>` on the server.
+const GRANTED_NAMESPACES: [&str; 2] = [EXAMPLES_NAMESPACE, "team-a"];
 const RECONCILER_NAMESPACE: &str = e2e::RECONCILER_NAMESPACE;
 /// How long the reconciler's ServiceAccount token lasts; a sandbox is restarted well before.
 const TOKEN_SECONDS: i64 = 7 * 24 * 3600;
@@ -48,6 +59,10 @@ struct Args {
     /// Start everything, apply the examples, print the summary and stop again (a smoke check).
     #[arg(long)]
     once: bool,
+    /// How many clusters call the server: 1, or 2 or 3 downstream clusters with cluster names
+    /// (prod-eu, prod-us, prod-ap), each with its own emulator, reconciler, manager and identity.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
+    clusters: u8,
 }
 
 #[tokio::main]
@@ -65,84 +80,194 @@ async fn main() -> std::process::ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     let dir = prepare_dir(&args.dir)?;
     eprintln!("building the binaries ...");
-    let emulator_bin = Binary::KubeEmulator.path()?;
+    Binary::KubeEmulator.path()?;
+    Binary::Reconciler.path()?;
     let plugin_dir = Binary::Plugin
         .path()?
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
+    let plans = ClusterPlan::all(&dir, args.clusters)?;
+    let server = start_fake_server(&dir, &plans).await?;
+    let mut clusters = Vec::new();
+    // One after the other: the first declares the Organization the others' examples need.
+    for (index, plan) in plans.into_iter().enumerate() {
+        let cluster = Cluster::start(plan, index == 0, &server).await?;
+        clusters.push(cluster);
+    }
+    let all_registered = clusters.iter().all(|c| c.examples.all_registered);
 
-    let deployment = e2e::shipped_deployment()?;
-    let pod = ReconcilerPod::new(&deployment)?;
-    // `ChildProcess` logs the reconciler (named "reconciler") to this file.
-    let reconciler_log = dir.join("reconciler.log");
-
-    let kubeconfig = dir.join("kubeconfig");
-    let emulator = ChildProcess::start(
-        "kube-emulator",
-        &emulator_bin,
-        &[
-            "--kubeconfig".into(),
-            kubeconfig.display().to_string(),
-            "--namespace".into(),
-            EXAMPLES_NAMESPACE.into(),
-            "--pod-log".into(),
-            format!(
-                "{RECONCILER_NAMESPACE}/{}={}",
-                pod.name,
-                reconciler_log.display()
-            ),
-        ],
-        &[],
-        &dir,
-        START_TIMEOUT,
-    )
-    .await?;
-
-    let server = start_fake_server(&dir).await?;
-    let client = client_from(&kubeconfig).await?;
-    manifests::install_crds(&client).await?;
-    let mut examples = manifests::load_dir(&workspace_root().join("examples"))?;
-    // Namespaces before what lives in them.
-    examples.sort_by_key(|o| o.types.as_ref().is_none_or(|t| t.kind != "Namespace"));
-    // As `kubectl apply -f examples/` leaves them, so that applying them again is clean.
-    manifests::apply_all(&client, &manifests::as_kubectl_applies(&examples)?, None).await?;
-    // As deploy/base installs the reconciler: Namespace, ServiceAccount, RBAC, Deployment.
-    manifests::apply_all(&client, &e2e::shipped_rbac()?, None).await?;
-    let mut deployment = deployment;
-    deployment.data["spec"]["replicas"] = 1.into();
-    manifests::apply_all(&client, &[deployment], None).await?;
-    pod.create(&client).await?;
-    let reconciler_kubeconfig = dir.join("reconciler.kubeconfig");
-    e2e::write_token_kubeconfig(&client, &kubeconfig, &reconciler_kubeconfig, TOKEN_SECONDS)
-        .await?;
-
-    let reconciler = start_reconciler(&dir, &reconciler_kubeconfig, &server, &pod).await?;
-    pod.show_running(&client).await?;
-    e2e::show_deployment_ready(&client, 1).await?;
-    let examples = wait_for_examples(&client).await?;
-    println!("\nThe examples:\n{}", examples.lines.join("\n"));
-
-    print_summary(
-        &dir,
-        &kubeconfig,
-        &plugin_dir,
-        &server,
-        &emulator,
-        &reconciler,
-        &pod,
-    )?;
-    if args.once && !examples.all_registered {
+    match clusters.as_slice() {
+        [single] => {
+            println!("\nThe examples:\n{}", single.examples.lines.join("\n"));
+            print_summary(&dir, &plugin_dir, &server, single)?;
+        }
+        several => print_clusters_summary(&dir, &plugin_dir, &server, several)?,
+    }
+    if args.once && !all_registered {
         anyhow::bail!("not every example registered within {EXAMPLES_TIMEOUT:?}");
     }
     if !args.once {
         wait_for_signal().await;
         eprintln!("stopping ...");
     }
-    reconciler.stop(STOP_GRACE).await;
+    for cluster in clusters {
+        cluster.reconciler.stop(STOP_GRACE).await;
+        cluster.emulator.stop(STOP_GRACE).await;
+    }
     server.stop(STOP_GRACE).await;
-    emulator.stop(STOP_GRACE).await;
     Ok(())
+}
+
+/// One cluster as the sandbox configures it.
+struct ClusterPlan {
+    /// `--cluster-name`; none when the sandbox runs one cluster.
+    name: Option<&'static str>,
+    /// The SAN of its reconciler's client certificate.
+    identity: String,
+    /// Where its kubeconfig and logs go.
+    dir: PathBuf,
+}
+
+impl ClusterPlan {
+    /// The plans of `count` clusters: one without a name in `dir` itself (the default sandbox),
+    /// or named ones, each in its own folder.
+    fn all(dir: &Path, count: u8) -> anyhow::Result<Vec<ClusterPlan>> {
+        if count <= 1 {
+            return Ok(vec![ClusterPlan {
+                name: None,
+                identity: RECONCILER_IDENTITY.to_owned(),
+                dir: dir.to_path_buf(),
+            }]);
+        }
+        CLUSTER_NAMES
+            .iter()
+            .take(usize::from(count))
+            .map(|name| {
+                let cluster_dir = dir.join(name);
+                std::fs::create_dir_all(&cluster_dir)
+                    .with_context(|| format!("cannot create {}", cluster_dir.display()))?;
+                Ok(ClusterPlan {
+                    name: Some(name),
+                    identity: format!("dns:nauthera-reconciler.{RECONCILER_NAMESPACE}.{name}.svc"),
+                    dir: cluster_dir,
+                })
+            })
+            .collect()
+    }
+
+    /// The manager its writes name.
+    fn manager(&self) -> String {
+        match self.name {
+            Some(name) => format!("{RECONCILER_ACCOUNT}/{name}"),
+            None => RECONCILER_ACCOUNT.to_owned(),
+        }
+    }
+
+    /// The namespaces its grant lists, as the server names them.
+    fn granted_namespaces(&self) -> Vec<String> {
+        match self.name {
+            Some(name) => GRANTED_NAMESPACES
+                .iter()
+                .map(|namespace| format!("{name}/{namespace}"))
+                .collect(),
+            None => vec!["*".to_owned()],
+        }
+    }
+
+    /// The operations its grant lists: the first cluster declares the Organization.
+    fn granted_operations(&self, first: bool) -> &'static str {
+        if first {
+            "[clients, brandings, identity_providers, organizations]"
+        } else {
+            "[clients, brandings, identity_providers]"
+        }
+    }
+}
+
+/// One running cluster: its emulator, its reconciler (as the Pod of the shipped Deployment) and
+/// where its examples stand.
+struct Cluster {
+    plan: ClusterPlan,
+    kubeconfig: PathBuf,
+    emulator: ChildProcess,
+    reconciler: ChildProcess,
+    pod: ReconcilerPod,
+    examples: Examples,
+}
+
+impl Cluster {
+    /// Starts the cluster's emulator, installs the CRDs, the examples (the Organization only in
+    /// the `first` cluster) and the shipped install, and starts its reconciler.
+    async fn start(
+        plan: ClusterPlan,
+        first: bool,
+        server: &ChildProcess,
+    ) -> anyhow::Result<Cluster> {
+        let dir = plan.dir.clone();
+        let deployment = e2e::shipped_deployment()?;
+        let pod = ReconcilerPod::new(&deployment)?;
+        // `ChildProcess` logs the reconciler (named "reconciler") to this file.
+        let reconciler_log = dir.join("reconciler.log");
+
+        let kubeconfig = dir.join("kubeconfig");
+        let emulator = ChildProcess::start(
+            "kube-emulator",
+            &Binary::KubeEmulator.path()?,
+            &[
+                "--kubeconfig".into(),
+                kubeconfig.display().to_string(),
+                "--namespace".into(),
+                EXAMPLES_NAMESPACE.into(),
+                "--pod-log".into(),
+                format!(
+                    "{RECONCILER_NAMESPACE}/{}={}",
+                    pod.name,
+                    reconciler_log.display()
+                ),
+            ],
+            &[],
+            &dir,
+            START_TIMEOUT,
+        )
+        .await?;
+
+        let client = client_from(&kubeconfig).await?;
+        manifests::install_crds(&client).await?;
+        let mut examples = manifests::load_dir(&workspace_root().join("examples"))?;
+        if !first {
+            // An organization is one object on the server, whatever the cluster: the first
+            // cluster declares it.
+            examples.retain(|o| o.types.as_ref().is_none_or(|t| t.kind != "Organization"));
+        }
+        // Namespaces before what lives in them.
+        examples.sort_by_key(|o| o.types.as_ref().is_none_or(|t| t.kind != "Namespace"));
+        // As `kubectl apply -f examples/` leaves them, so that applying them again is clean.
+        manifests::apply_all(&client, &manifests::as_kubectl_applies(&examples)?, None).await?;
+        // As deploy/base installs the reconciler: Namespace, ServiceAccount, RBAC, Deployment.
+        manifests::apply_all(&client, &e2e::shipped_rbac()?, None).await?;
+        let mut deployment = deployment;
+        deployment.data["spec"]["replicas"] = 1.into();
+        manifests::apply_all(&client, &[deployment], None).await?;
+        pod.create(&client).await?;
+        let reconciler_kubeconfig = dir.join("reconciler.kubeconfig");
+        e2e::write_token_kubeconfig(&client, &kubeconfig, &reconciler_kubeconfig, TOKEN_SECONDS)
+            .await?;
+
+        let reconciler =
+            start_reconciler(&plan, first, &reconciler_kubeconfig, server, &pod).await?;
+        pod.show_running(&client).await?;
+        e2e::show_deployment_ready(&client, 1).await?;
+        let examples = wait_for_examples(&client).await?;
+        Ok(Cluster {
+            plan,
+            kubeconfig,
+            emulator,
+            reconciler,
+            pod,
+            examples,
+        })
+    }
 }
 
 fn prepare_dir(dir: &Path) -> anyhow::Result<PathBuf> {
@@ -160,20 +285,10 @@ fn prepare_dir(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-async fn start_fake_server(dir: &Path) -> anyhow::Result<ChildProcess> {
+async fn start_fake_server(dir: &Path, plans: &[ClusterPlan]) -> anyhow::Result<ChildProcess> {
     let config = dir.join("fake-server.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "# The sandbox's nauthera-server: empty (the examples' Organization manifest declares\n\
-             # acme, and everything under its issuer waits for it), the reconciler allowed everything.\n\
-             certificate_dir: certs\n\
-             client_identity: {RECONCILER_IDENTITY}\n\
-             allowed_clients:\n\
-             - identity: {RECONCILER_IDENTITY}\n  operations: [clients, brandings, identity_providers, organizations]\n  organizations: ['*']\n  namespaces: ['*']\n"
-        ),
-    )
-    .with_context(|| format!("cannot write {}", config.display()))?;
+    std::fs::write(&config, fake_server_config(plans))
+        .with_context(|| format!("cannot write {}", config.display()))?;
     ChildProcess::start(
         "fake-server",
         &Binary::FakeServer.path()?,
@@ -185,17 +300,90 @@ async fn start_fake_server(dir: &Path) -> anyhow::Result<ChildProcess> {
     .await
 }
 
+/// The fake server's configuration: a client certificate and a grant per cluster.
+fn fake_server_config(plans: &[ClusterPlan]) -> String {
+    let mut config = String::from(
+        "# The sandbox's nauthera-server: empty (the examples' Organization manifest declares\n\
+         # acme, and everything under its issuer waits for it)",
+    );
+    if plans.len() > 1 {
+        config.push_str(
+            ", one grant per cluster, listing\n# that cluster's namespaces as the server names them.\n",
+        );
+    } else {
+        config.push_str(", the reconciler allowed everything.\n");
+    }
+    config.push_str("certificate_dir: certs\n");
+    let (first, others) = plans
+        .split_first()
+        .map_or((None, &[][..]), |(f, o)| (Some(f), o));
+    if let Some(first) = first {
+        config.push_str(&format!("client_identity: {}\n", first.identity));
+    }
+    if !others.is_empty() {
+        config.push_str("client_identities:\n");
+        for plan in others {
+            config.push_str(&format!(
+                "- label: {}\n  identity: {}\n",
+                plan.name.unwrap_or_default(),
+                plan.identity
+            ));
+        }
+    }
+    config.push_str("allowed_clients:\n");
+    for (index, plan) in plans.iter().enumerate() {
+        let namespaces: Vec<String> = plan
+            .granted_namespaces()
+            .iter()
+            .map(|namespace| format!("'{namespace}'"))
+            .collect();
+        config.push_str(&format!(
+            "- identity: {}\n  operations: {}\n  organizations: ['*']\n  namespaces: [{}]\n",
+            plan.identity,
+            plan.granted_operations(index == 0),
+            namespaces.join(", ")
+        ));
+    }
+    config
+}
+
+/// The folder of the client certificate the fake server generated for `plan`.
+fn client_tls_dir(
+    server: &ChildProcess,
+    plan: &ClusterPlan,
+    first: bool,
+) -> anyhow::Result<String> {
+    if first {
+        return server.announced("client_tls_dir");
+    }
+    let label = plan.name.unwrap_or_default();
+    server.announcement["client_identities"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|client| client["label"] == label)
+        .and_then(|client| client["tls_dir"].as_str())
+        .map(str::to_owned)
+        .with_context(|| {
+            format!(
+                "the fake server announced no client certificate for {label}: {}",
+                server.announcement
+            )
+        })
+}
+
 async fn start_reconciler(
-    dir: &Path,
+    plan: &ClusterPlan,
+    first: bool,
     kubeconfig: &Path,
     server: &ChildProcess,
     pod: &ReconcilerPod,
 ) -> anyhow::Result<ChildProcess> {
-    let env = [
+    let mut env = vec![
         ("KUBECONFIG", kubeconfig.display().to_string()),
         ("NAUTHERA_SERVER_ADDRESS", server.announced("grpc_address")?),
         ("NAUTHERA_TLS_SERVER_NAME", server.announced("server_name")?),
-        ("NAUTHERA_TLS_DIR", server.announced("client_tls_dir")?),
+        ("NAUTHERA_TLS_DIR", client_tls_dir(server, plan, first)?),
         ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_string()),
         // What the Pod's environment would hold: its name (the leader identity, as deploy/base
         // sets it from metadata.name) and the container's own settings.
@@ -205,13 +393,19 @@ async fn start_reconciler(
         // Port 0, then the addresses it logs: nothing else can take them in between.
         ("NAUTHERA_PROBE_ADDRESS", "127.0.0.1:0".to_string()),
         ("NAUTHERA_METRICS_ADDRESS", "127.0.0.1:0".to_string()),
-    ]
-    .map(|(k, v)| (k.to_string(), v));
+    ];
+    if let Some(name) = plan.name {
+        // A downstream cluster: its namespaces are `<name>/<namespace>` on the server, and its
+        // writes name its own manager.
+        env.push(("NAUTHERA_CLUSTER_NAME", name.to_owned()));
+        env.push(("NAUTHERA_MANAGER", plan.manager()));
+    }
+    let env: Vec<(String, String)> = env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     let reconciler = ChildProcess::start_logging(
         "reconciler",
         &Binary::Reconciler.path()?,
         &env,
-        dir,
+        &plan.dir,
         "listening",
         START_TIMEOUT,
     )
@@ -239,13 +433,11 @@ async fn wait_until_ready(probe: &str, reconciler: &ChildProcess) -> anyhow::Res
 
 fn print_summary(
     dir: &Path,
-    kubeconfig: &Path,
     plugin_dir: &Path,
     server: &ChildProcess,
-    emulator: &ChildProcess,
-    reconciler: &ChildProcess,
-    pod: &ReconcilerPod,
+    cluster: &Cluster,
 ) -> anyhow::Result<()> {
+    let (emulator, reconciler, pod) = (&cluster.emulator, &cluster.reconciler, &cluster.pod);
     println!(
         "\nThe sandbox runs:\n\
          \x20 Kubernetes API emulator  {api}\n\
@@ -266,11 +458,81 @@ fn print_summary(
         probe = reconciler.announced("probes")?,
         metrics = reconciler.announced("metrics")?,
         dir = dir.display(),
-        kubeconfig = kubeconfig.display(),
+        kubeconfig = cluster.kubeconfig.display(),
         plugin = plugin_dir.display(),
         namespace = RECONCILER_NAMESPACE,
         pod = pod.name,
         deployment = RECONCILER_ACCOUNT,
+    );
+    Ok(())
+}
+
+/// The summary of several clusters: each one's emulator, reconciler, examples and kubeconfig,
+/// and the server's grants in its namespaces.
+fn print_clusters_summary(
+    dir: &Path,
+    plugin_dir: &Path,
+    server: &ChildProcess,
+    clusters: &[Cluster],
+) -> anyhow::Result<()> {
+    for cluster in clusters {
+        println!(
+            "\nThe examples in {}:\n{}",
+            cluster.plan.name.unwrap_or_default(),
+            cluster.examples.lines.join("\n")
+        );
+    }
+    println!(
+        "\nThe sandbox runs {count} clusters calling one server:\n\
+         \x20 fake nauthera-server     {grpc} (control API http://{control})\n\
+         \x20 logs                     {dir}",
+        count = clusters.len(),
+        grpc = server.announced("grpc_address")?,
+        control = server.announced("control_address")?,
+        dir = dir.display(),
+    );
+    for cluster in clusters {
+        println!(
+            "\n\x20 cluster {name}\n\
+             \x20   Kubernetes API emulator  {api}\n\
+             \x20   nauthera-reconciler      manager {manager}, identity {identity}\n\
+             \x20                            probes http://{probe}/readyz, metrics http://{metrics}/metrics\n\
+             \x20                            as pod {namespace}/{pod} of deploy/{deployment}",
+            name = cluster.plan.name.unwrap_or_default(),
+            api = cluster.emulator.announced("listening")?,
+            manager = cluster.plan.manager(),
+            identity = cluster.plan.identity,
+            probe = cluster.reconciler.announced("probes")?,
+            metrics = cluster.reconciler.announced("metrics")?,
+            namespace = RECONCILER_NAMESPACE,
+            pod = cluster.pod.name,
+            deployment = RECONCILER_ACCOUNT,
+        );
+    }
+    println!("\nThe server's grants (allowed_clients), in the server's namespace names:");
+    for cluster in clusters {
+        println!(
+            "\x20 {identity}: {namespaces}",
+            identity = cluster.plan.identity,
+            namespaces = cluster.plan.granted_namespaces().join(", ")
+        );
+    }
+    println!("\nIn another terminal, one cluster at a time:");
+    for cluster in clusters {
+        println!(
+            "\n\x20 # cluster {name}\n\
+             \x20 export KUBECONFIG={kubeconfig}\n\
+             \x20 export PATH={plugin}:$PATH\n\
+             \x20 kubectl get oidcclients -A\n\
+             \x20 kubectl nauthera status -A",
+            name = cluster.plan.name.unwrap_or_default(),
+            kubeconfig = cluster.kubeconfig.display(),
+            plugin = plugin_dir.display(),
+        );
+    }
+    println!(
+        "\nThe same namespace and name in two clusters are two objects on the server \
+         (`<cluster>/<namespace>`).\n\nCtrl-C stops everything."
     );
     Ok(())
 }
