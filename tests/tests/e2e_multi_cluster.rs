@@ -132,6 +132,15 @@ async fn with_cluster_names_the_same_namespace_and_name_are_two_server_objects()
     let west_secret = secret_value(&west.secret("web").await.unwrap(), "clientSecret").unwrap();
     let east_secret = secret_value(&east.secret("web").await.unwrap(), "clientSecret").unwrap();
     assert_ne!(west_secret, east_secret);
+    for (cluster, secret) in [("prod-eu", &west_secret), ("prod-us", &east_secret)] {
+        assert_eq!(
+            west.server
+                .client_secret_hash(&reference(&format!("{cluster}/{namespace}"), "web"))
+                .unwrap(),
+            nauthera_tests::e2e::sha256_hex(secret.as_bytes()),
+            "{cluster}'s Secret holds the secret its own object accepts"
+        );
+    }
 
     // The plugin names the cluster, and checks grants in the server's namespaces.
     let status = east.plugin(&["status"]).await;
@@ -246,6 +255,11 @@ async fn without_cluster_names_a_collision_is_named_and_a_handover_moves_the_obj
     assert_eq!(status.cause, Some(Cause::TakenOver));
     assert_eq!(status.managed_elsewhere.as_deref().unwrap().manager, EAST);
     assert!(status.drift.is_none());
+    let events = west.events_for("OIDCClient", "web").await;
+    assert!(
+        events.iter().all(|event| event.reason != "Drifted"),
+        "{events:?}"
+    );
     // Deleting it there leaves the object to its new manager.
     west.delete_oidc_client("web").await;
     west.wait_gone("web").await;

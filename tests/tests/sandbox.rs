@@ -20,65 +20,10 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 #[test]
 fn sandbox_starts_everything_and_stops_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    // Built here, before the sandbox builds them too (a no-op then), so its folder is known.
-    let plugin_dir = Binary::Plugin
-        .path()
-        .expect("the plugin builds")
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let sandbox = Command::new(env!("CARGO_BIN_EXE_nauthera-sandbox"))
-        .arg("--dir")
-        .arg(dir.path().join("sandbox"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the sandbox starts");
-    // Whatever fails below, the sandbox does not outlive the test.
-    let mut sandbox = KillOnDrop(sandbox);
-    let sandbox = &mut sandbox.0;
-    let stderr = sandbox.stderr.take().unwrap();
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut text);
-        text
-    });
-    let (lines, received) = mpsc::channel();
-    let stdout = sandbox.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-
-    // The summary, while the sandbox runs.
-    let mut summary = String::new();
-    let deadline = std::time::Instant::now() + START_TIMEOUT;
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match received.recv_timeout(left) {
-            Ok(line) => {
-                summary.push_str(&line);
-                summary.push('\n');
-                if line.trim() == READY_LINE {
-                    break;
-                }
-            }
-            Err(_) => {
-                let _ = sandbox.kill();
-                let _ = sandbox.wait();
-                panic!(
-                    "the sandbox printed no summary:\n{summary}\n{}",
-                    stderr.join().unwrap_or_default()
-                );
-            }
-        }
-    }
-    let kubeconfig = summary
+    let plugin_dir = plugin_dir();
+    let sandbox = Running::start(&dir.path().join("sandbox"), &[]);
+    let kubeconfig = sandbox
+        .summary
         .lines()
         .find_map(|l| l.trim().strip_prefix("export KUBECONFIG="))
         .map(PathBuf::from)
@@ -86,17 +31,7 @@ fn sandbox_starts_everything_and_stops_cleanly() {
     let shell = Shell::new(&kubeconfig, &plugin_dir);
     let live = LiveChecks::run(&shell);
 
-    // SIGTERM, as Ctrl-C would: the sandbox stops every child and ends successfully.
-    let stopped = Command::new("kill")
-        .arg(sandbox.id().to_string())
-        .status()
-        .expect("kill runs");
-    assert!(stopped.success());
-    let status = wait_with_timeout(sandbox, STOP_TIMEOUT);
-    reader.join().unwrap();
-    let rest: Vec<String> = received.try_iter().collect();
-    let stdout = format!("{summary}{}", rest.join("\n"));
-    let stderr = stderr.join().unwrap_or_default();
+    let (status, stdout, stderr) = sandbox.stop();
     assert!(
         status.is_some_and(|s| s.success()),
         "the sandbox did not stop cleanly ({status:?}):\n{stdout}\n{stderr}"
@@ -131,19 +66,173 @@ fn sandbox_starts_everything_and_stops_cleanly() {
         );
     }
 
-    // Every address the summary announced is closed again: no process was left behind.
+    assert_listeners_closed(&stdout, 4);
+}
+
+/// `--clusters 2`: two emulators and two reconcilers with cluster names, their own managers and
+/// identities, calling one server. Each cluster's examples register as their own objects on the
+/// server (`prod-eu/nauthera-examples/...` and `prod-us/nauthera-examples/...`), each written by
+/// its cluster's manager only; the plugin in each cluster names its cluster and finds every
+/// resource inside the grant.
+#[test]
+fn sandbox_with_two_clusters_maps_each_clusters_namespaces_on_one_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin_dir = plugin_dir();
+    let sandbox = Running::start(&dir.path().join("sandbox"), &["--clusters", "2"]);
+    let summary = sandbox.summary.clone();
+    let kubeconfigs: Vec<PathBuf> = summary
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("export KUBECONFIG="))
+        .map(PathBuf::from)
+        .collect();
+    let control = summary
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("http://"))
+        .map(|address| address.trim_end_matches(')').to_owned())
+        .expect("the summary names the server's control API");
+    let statuses: Vec<Output> = kubeconfigs
+        .iter()
+        .map(|kubeconfig| {
+            Shell::new(kubeconfig, &plugin_dir).kubectl(&["nauthera", "status", "-A"])
+        })
+        .collect();
+    let audit = http_get(&control, "/v1/audit");
+
+    let (status, stdout, stderr) = sandbox.stop();
+    let context = format!("the sandbox printed:\n{stdout}\n{stderr}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the sandbox did not stop cleanly ({status:?}):\n{context}"
+    );
+    assert_eq!(
+        kubeconfigs,
+        [
+            dir.path().join("sandbox/prod-eu/kubeconfig"),
+            dir.path().join("sandbox/prod-us/kubeconfig")
+        ],
+        "a kubeconfig per cluster:\n{context}"
+    );
+    let clusters = [
+        (
+            "prod-eu",
+            "nauthera-reconciler/prod-eu",
+            "dns:nauthera-reconciler.nauthera-system.prod-eu.svc",
+        ),
+        (
+            "prod-us",
+            "nauthera-reconciler/prod-us",
+            "dns:nauthera-reconciler.nauthera-system.prod-us.svc",
+        ),
+    ];
+    for (name, manager, identity) in clusters {
+        assert!(
+            stdout.contains(&format!(
+                "{identity}: {name}/nauthera-examples, {name}/team-a"
+            )),
+            "the summary lists {name}'s grant in the server's names:\n{context}"
+        );
+        assert!(
+            stdout.contains(&format!("manager {manager}, identity {identity}")),
+            "the summary names {name}'s manager and identity:\n{context}"
+        );
+    }
+    // The first cluster declares the Organization; every example registers in both.
+    let section = |name: &str| -> String {
+        stdout
+            .split(&format!("The examples in {name}:"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for (name, _, _) in clusters {
+        let examples = section(name);
+        for (kind, example) in [
+            ("Branding", "acme-sign-in"),
+            ("IdentityProvider", "github"),
+            ("OIDCClient", "billing-web"),
+        ] {
+            assert!(
+                examples
+                    .lines()
+                    .any(|l| l.contains(kind) && l.contains(example) && l.ends_with("Registered")),
+                "{kind} {example} is not shown Registered in {name}:\n{context}"
+            );
+        }
+    }
+    assert!(section("prod-eu").contains("Organization"), "{context}");
+    assert!(!section("prod-us").contains("Organization"), "{context}");
+
+    for ((name, _, identity), output) in clusters.iter().zip(&statuses) {
+        let text = text(output);
+        assert!(
+            output.status.success(),
+            "kubectl nauthera status -A in {name} failed ({}):\n{text}",
+            output.status
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with("Cluster:") && l.contains(name)),
+            "the plugin in {name} names its cluster:\n{text}"
+        );
+        assert!(
+            text.contains(identity),
+            "the plugin in {name} shows its identity:\n{text}"
+        );
+        assert!(
+            !text.contains("outside the reconciler's grant"),
+            "every resource in {name} is inside its grant:\n{text}"
+        );
+    }
+
+    // On the server: one object per cluster for each example, each written by its own manager
+    // and identity, none under the unmapped namespace.
+    let (code, body) = audit.expect("the control API answers");
+    assert_eq!(code, 200, "{body}");
+    let events: Vec<serde_json::Value> = serde_json::from_str(&body).expect("the audit log");
+    let applied: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| {
+            e["outcome"] == "AUDIT_OUTCOME_APPLIED" && e["kind"] != "OBJECT_KIND_ORGANIZATION"
+        })
+        .collect();
+    assert!(!applied.is_empty(), "no write recorded: {body}");
+    for event in &applied {
+        let namespace = event["namespace"].as_str().unwrap_or_default();
+        let (name, manager, identity) = clusters
+            .iter()
+            .find(|(name, _, _)| namespace == format!("{name}/nauthera-examples"))
+            .unwrap_or_else(|| panic!("a write outside the mapped namespaces: {event}"));
+        assert_eq!(
+            (event["manager"].as_str(), event["actor"].as_str()),
+            (Some(*manager), Some(*identity)),
+            "a write into {name}'s namespace by another reconciler: {event}"
+        );
+    }
+    for (name, _, _) in clusters {
+        assert!(
+            applied.iter().any(|e| e["name"] == "billing-web"
+                && e["namespace"] == format!("{name}/nauthera-examples")),
+            "billing-web of {name} is an object of its own on the server: {body}"
+        );
+    }
+    assert_listeners_closed(&stdout, 8);
+}
+
+/// Every address the summary announced is closed again: no process was left behind.
+fn assert_listeners_closed(stdout: &str, at_least: usize) {
     let addresses: Vec<&str> = stdout
         .split_whitespace()
         .filter_map(|word| {
             let word = word
                 .trim_start_matches("https://")
                 .trim_start_matches("http://");
-            let address = word.split('/').next()?;
+            let address = word.split('/').next()?.trim_end_matches([')', ',']);
             address.starts_with("127.0.0.1:").then_some(address)
         })
         .collect();
     assert!(
-        addresses.len() >= 4,
+        addresses.len() >= at_least,
         "the summary names every listener: {stdout}"
     );
     for address in addresses {
@@ -152,6 +241,129 @@ fn sandbox_starts_everything_and_stops_cleanly() {
             "{address} still accepts connections after the sandbox stopped"
         );
     }
+}
+
+/// The plugin's folder. Built here, before the sandbox builds it too (a no-op then), so that it
+/// is known.
+fn plugin_dir() -> PathBuf {
+    Binary::Plugin
+        .path()
+        .expect("the plugin builds")
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// A running sandbox, once it printed its summary; it does not outlive the test.
+struct Running {
+    child: KillOnDrop,
+    /// The summary up to its last line.
+    summary: String,
+    received: mpsc::Receiver<String>,
+    reader: std::thread::JoinHandle<()>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl Running {
+    /// Starts the sandbox in `dir` with `args` and waits for its summary.
+    fn start(dir: &Path, args: &[&str]) -> Running {
+        let sandbox = Command::new(env!("CARGO_BIN_EXE_nauthera-sandbox"))
+            .arg("--dir")
+            .arg(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the sandbox starts");
+        // Whatever fails below, the sandbox does not outlive the test.
+        let mut child = KillOnDrop(sandbox);
+        let stderr = child.0.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = BufReader::new(stderr).read_to_string(&mut text);
+            text
+        });
+        let (lines, received) = mpsc::channel();
+        let stdout = child.0.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+
+        // The summary, while the sandbox runs.
+        let mut summary = String::new();
+        let deadline = std::time::Instant::now() + START_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match received.recv_timeout(left) {
+                Ok(line) => {
+                    summary.push_str(&line);
+                    summary.push('\n');
+                    if line.trim() == READY_LINE {
+                        break;
+                    }
+                }
+                Err(_) => {
+                    let _ = child.0.kill();
+                    let _ = child.0.wait();
+                    panic!(
+                        "the sandbox printed no summary:\n{summary}\n{}",
+                        stderr.join().unwrap_or_default()
+                    );
+                }
+            }
+        }
+        Running {
+            child,
+            summary,
+            received,
+            reader,
+            stderr,
+        }
+    }
+
+    /// SIGTERM, as Ctrl-C would: how the sandbox ended (`None`: not within [`STOP_TIMEOUT`]),
+    /// everything it printed on stdout, and its stderr.
+    fn stop(mut self) -> (Option<std::process::ExitStatus>, String, String) {
+        let stopped = Command::new("kill")
+            .arg(self.child.0.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(stopped.success());
+        let status = wait_with_timeout(&mut self.child.0, STOP_TIMEOUT);
+        self.reader.join().unwrap();
+        let rest: Vec<String> = self.received.try_iter().collect();
+        let stdout = format!("{}{}", self.summary, rest.join("\n"));
+        let stderr = self.stderr.join().unwrap_or_default();
+        (status, stdout, stderr)
+    }
+}
+
+/// A plain HTTP/1.1 GET on loopback: the status code and the body.
+fn http_get(address: &str, path: &str) -> std::io::Result<(u16, String)> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(address)?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_default();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    Ok((code, body))
 }
 
 struct KillOnDrop(std::process::Child);
