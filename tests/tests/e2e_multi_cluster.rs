@@ -152,17 +152,23 @@ async fn with_cluster_names_the_same_namespace_and_name_are_two_server_objects()
     assert_eq!(row["grant"]["status"], "covered", "{row}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_cluster_names_a_collision_is_named_and_a_handover_moves_the_object() {
-    const WEST: &str = "nauthera-reconciler/west";
-    const EAST: &str = "nauthera-reconciler/east";
-    let Some((west, east)) = two_clusters(
+/// The managers of the two clusters without cluster names.
+const WEST: &str = "nauthera-reconciler/west";
+const EAST: &str = "nauthera-reconciler/east";
+
+/// Two clusters without cluster names, everything granted to both.
+async fn unmapped_clusters() -> Option<(Stack, Stack)> {
+    two_clusters(
         &[("NAUTHERA_MANAGER", WEST)],
         &[("NAUTHERA_MANAGER", EAST)],
         |_| [Vec::new(), Vec::new()],
     )
     .await
-    else {
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_cluster_names_a_collision_is_named_and_a_handover_moves_the_object() {
+    let Some((west, east)) = unmapped_clusters().await else {
         return;
     };
     let namespace = west.namespace().to_owned();
@@ -269,15 +275,7 @@ async fn without_cluster_names_a_collision_is_named_and_a_handover_moves_the_obj
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlapping_reconcilers_never_write_over_each_others_objects() {
-    const WEST: &str = "nauthera-reconciler/west";
-    const EAST: &str = "nauthera-reconciler/east";
-    let Some((west, east)) = two_clusters(
-        &[("NAUTHERA_MANAGER", WEST)],
-        &[("NAUTHERA_MANAGER", EAST)],
-        |_| [Vec::new(), Vec::new()],
-    )
-    .await
-    else {
+    let Some((west, east)) = unmapped_clusters().await else {
         return;
     };
     let names = ["alpha", "bravo", "charlie", "delta"];

@@ -65,10 +65,7 @@ pub fn managed_elsewhere(
     written_revision: Option<&str>,
     namespace_mapped: bool,
 ) -> Verdict {
-    let by = match &elsewhere.actor {
-        Some(actor) => format!("manager {} ({actor})", elsewhere.manager),
-        None => format!("manager {}", elsewhere.manager),
-    };
+    let by = elsewhere.writer();
     let at = elsewhere
         .written_at
         .as_ref()

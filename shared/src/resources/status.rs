@@ -127,6 +127,16 @@ pub struct ManagedElsewhere {
     pub written_at: Option<Time>,
 }
 
+impl ManagedElsewhere {
+    /// `manager NAME (IDENTITY)`, as messages name the other reconciler.
+    pub fn writer(&self) -> String {
+        match &self.actor {
+            Some(actor) => format!("manager {} ({actor})", self.manager),
+            None => format!("manager {}", self.manager),
+        }
+    }
+}
+
 /// A handover this resource carried out.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -270,13 +270,8 @@ fn other_manager(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
         );
     };
     let mut findings = vec![format!(
-        "manager {}{} wrote revision {}{} (its generation {})",
-        elsewhere.manager,
-        elsewhere
-            .actor
-            .as_ref()
-            .map(|actor| format!(" ({actor})"))
-            .unwrap_or_default(),
+        "{} wrote revision {}{} (its generation {})",
+        elsewhere.writer(),
         elsewhere.revision,
         elsewhere
             .written_at

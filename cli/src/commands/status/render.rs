@@ -414,18 +414,13 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
         if let Some(elsewhere) = &row.managed_elsewhere {
             let _ = writeln!(
                 out,
-                "  {} {}/{} in {}: the object on the server is managed by {}{} (revision {}); \
+                "  {} {}/{} in {}: the object on the server is managed by {} (revision {}); \
                  kubectl nauthera diagnose {}/{} -n {}",
                 painter.paint("Managed elsewhere:", Tone::Warn),
                 row.kind.singular(),
                 row.name,
                 row.namespace,
-                elsewhere.manager,
-                elsewhere
-                    .actor
-                    .as_ref()
-                    .map(|actor| format!(" ({actor})"))
-                    .unwrap_or_default(),
+                elsewhere.writer(),
                 elsewhere.revision,
                 row.kind.singular(),
                 row.name,
