@@ -123,10 +123,15 @@ fn misplaced(objects: &[Value], namespace: &str) -> Vec<String> {
             }
         }
         if kind == "Certificate" {
-            let suffix = format!(".{namespace}.svc");
+            // `<service>.<namespace>.svc`, or `<service>.<namespace>.<cluster>.svc` for a
+            // downstream cluster's identity.
+            let in_namespace = |dns: &str| {
+                let labels: Vec<&str> = dns.split('.').collect();
+                labels.len() >= 3 && labels[1] == namespace && labels.last() == Some(&"svc")
+            };
             let names = object["spec"]["dnsNames"].as_array().into_iter().flatten();
             for dns in names.chain([&object["spec"]["commonName"]]) {
-                if dns.as_str().is_some_and(|dns| !dns.ends_with(&suffix)) {
+                if dns.as_str().is_some_and(|dns| !in_namespace(dns)) {
                     problems.push(format!("{name} is for {dns}, not a name in {namespace}"));
                 }
             }
@@ -652,6 +657,140 @@ fn production_overlay_adds_the_certificate_and_alerts_that_link_to_runbooks() {
             );
         }
     }
+}
+
+/// The value of an environment variable of a Deployment's container.
+fn env_value<'a>(deployment: &'a Value, name: &str) -> Option<&'a str> {
+    deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()?
+        .iter()
+        .find(|variable| variable["name"] == name)?["value"]
+        .as_str()
+}
+
+/// A Deployment without what makes a shard's differ: names, labels, selector and the
+/// environment variables named.
+fn without_shard_settings(deployment: &Value, variables: &[&str]) -> Value {
+    let mut deployment = deployment.clone();
+    for path in [
+        "/metadata/name",
+        "/metadata/labels",
+        "/spec/selector",
+        "/spec/template/metadata/labels",
+    ] {
+        if let Some(value) = deployment.pointer_mut(path) {
+            *value = Value::Null;
+        }
+    }
+    if let Some(env) = deployment
+        .pointer_mut("/spec/template/spec/containers/0/env")
+        .and_then(Value::as_array_mut)
+    {
+        env.retain(|variable| {
+            !variables
+                .iter()
+                .any(|name| variable["name"].as_str() == Some(*name))
+        });
+    }
+    deployment
+}
+
+#[test]
+fn the_shards_overlay_leaves_every_namespace_to_one_shard_with_its_own_lease_and_state() {
+    use nauthera_shared::topology::{NamespaceSelector, Scope};
+
+    let objects = render("deploy/overlays/shards");
+    let base = find(&objects, "Deployment", "nauthera-reconciler");
+    let shard = find(&objects, "Deployment", "nauthera-reconciler-batch");
+    assert_eq!(env_value(shard, "NAUTHERA_SHARD"), Some("batch"));
+    assert_eq!(env_value(base, "NAUTHERA_SHARD"), None);
+    // Two Deployments whose selectors match each other's pods would fight over them.
+    assert_ne!(base["spec"]["selector"], shard["spec"]["selector"]);
+    assert_eq!(
+        shard["spec"]["selector"]["matchLabels"],
+        shard["spec"]["template"]["metadata"]["labels"]
+    );
+    // Everything but the shard settings is the base's, so that the copy never falls behind.
+    let settings = ["NAUTHERA_SHARD", "NAUTHERA_NAMESPACE_SELECTOR"];
+    assert_eq!(
+        without_shard_settings(shard, &settings),
+        without_shard_settings(base, &settings)
+    );
+
+    // The selectors split the namespaces: each one, labelled or not, is exactly one shard's.
+    let scope_of = |deployment: &Value| Scope {
+        namespace_selector: Some(
+            NamespaceSelector::parse(env_value(deployment, "NAUTHERA_NAMESPACE_SELECTOR").unwrap())
+                .unwrap(),
+        ),
+        ..Scope::everything()
+    };
+    let (base_scope, shard_scope) = (scope_of(base), scope_of(shard));
+    let labelled = |value: Option<&str>| {
+        value
+            .map(|v| [("nauthera.io/shard".to_owned(), v.to_owned())].into())
+            .unwrap_or_default()
+    };
+    for value in [None, Some("batch"), Some("web")] {
+        let labels = labelled(value);
+        let covered = [&base_scope, &shard_scope]
+            .iter()
+            .filter(|scope| scope.covers_namespace("team-a", Some(&labels)))
+            .count();
+        assert_eq!(covered, 1, "a namespace labelled {value:?}");
+    }
+
+    // The shard's Role names its Lease and published state (the base Role names the base's).
+    let role = find(&objects, "Role", "nauthera-reconciler-batch");
+    let names_of = |resource: &str| -> Vec<&str> {
+        role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|rule| listed(rule, "resources").contains(&resource))
+            .flat_map(|rule| listed(rule, "resourceNames"))
+            .collect()
+    };
+    assert_eq!(names_of("leases"), ["nauthera-reconciler-batch"]);
+    assert_eq!(
+        names_of("configmaps"),
+        [nauthera_shared::control_plane::state_configmap_name(Some(
+            "batch"
+        ))]
+    );
+    let binding = find(&objects, "RoleBinding", "nauthera-reconciler-batch");
+    assert_eq!(binding["roleRef"]["name"], "nauthera-reconciler-batch");
+    assert_eq!(binding["subjects"][0]["name"], "nauthera-reconciler");
+    // Its metrics are scraped as the base's are.
+    let service = find(&objects, "Service", "nauthera-reconciler-batch-metrics");
+    assert_eq!(
+        service["spec"]["selector"],
+        shard["spec"]["template"]["metadata"]["labels"]
+    );
+    assert_eq!(
+        service["metadata"]["labels"]["app.kubernetes.io/name"],
+        "nauthera-reconciler"
+    );
+}
+
+#[test]
+fn the_downstream_overlay_names_its_cluster_and_an_identity_the_grant_example_lists() {
+    let objects = render("deploy/overlays/downstream-cluster");
+    let deployment = find(&objects, "Deployment", "nauthera-reconciler");
+    assert_eq!(
+        env_value(deployment, "NAUTHERA_CLUSTER_NAME"),
+        Some("prod-eu")
+    );
+    let certificate = find(&objects, "Certificate", "nauthera-reconciler");
+    let identity = certificate["spec"]["dnsNames"][0].as_str().unwrap();
+    assert_eq!(identity, "nauthera-reconciler.nauthera-system.prod-eu.svc");
+    assert_eq!(certificate["spec"]["commonName"], identity);
+    // docs/multi-cluster.md's grant for this cluster is for this identity.
+    let guide = std::fs::read_to_string(workspace_root().join("docs/multi-cluster.md")).unwrap();
+    assert!(
+        guide.contains(&format!("identity: \"dns:{identity}\"")),
+        "docs/multi-cluster.md grants dns:{identity}"
+    );
 }
 
 #[test]
