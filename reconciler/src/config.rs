@@ -47,8 +47,9 @@ pub struct Args {
     #[arg(long, env = "NAUTHERA_TLS_SECRET", value_name = "NAME")]
     pub tls_secret: Option<String>,
     /// The manager name every write carries; the server records it in its audit log. Each
-    /// reconciler of one server needs its own: `nauthera-reconciler`, or
-    /// `nauthera-reconciler/<cluster>` with a cluster name, when not set.
+    /// reconciler of one server needs its own (its replicas share it): when not set,
+    /// `nauthera-reconciler`, `nauthera-reconciler-<shard>` for a shard, and `/<cluster>` after
+    /// either with a cluster name.
     #[arg(long, env = "NAUTHERA_MANAGER", value_name = "NAME")]
     pub manager: Option<String>,
     /// This cluster's name, when several clusters configure one server: every namespace is
@@ -71,7 +72,7 @@ pub struct Args {
     /// This reconciler's shard of the cluster (a DNS label): it leads on the Lease
     /// `nauthera-reconciler-<shard>` unless --lease-name is given, publishes its state in the
     /// ConfigMap `nauthera-reconciler-state-<shard>`, and reports the other shards whose scopes
-    /// overlap its own. Give each shard its own --manager.
+    /// overlap its own. Its manager defaults to `nauthera-reconciler-<shard>`.
     #[arg(long, env = "NAUTHERA_SHARD", value_name = "NAME")]
     pub shard: Option<String>,
     /// Reconcile only the namespaces this label selector selects, written as for `kubectl get
@@ -228,10 +229,14 @@ fn invalid(setting: impl Into<String>, problem: impl Into<String>) -> ConfigErro
 }
 
 /// The manager name of a reconciler that was given none: one per cluster.
-pub fn default_manager(cluster: Option<&str>) -> String {
-    match cluster {
-        Some(cluster) => format!("{DEFAULT_MANAGER}/{cluster}"),
+pub fn default_manager(cluster: Option<&str>, shard: Option<&str>) -> String {
+    let reconciler = match shard {
+        Some(shard) => format!("{DEFAULT_MANAGER}-{shard}"),
         None => DEFAULT_MANAGER.to_owned(),
+    };
+    match cluster {
+        Some(cluster) => format!("{reconciler}/{cluster}"),
+        None => reconciler,
     }
 }
 
@@ -361,6 +366,13 @@ impl Args {
         }
         let namespace_mapping =
             NamespaceMapping::for_cluster(cluster_name.as_deref(), prefix.as_deref());
+        let shard = self
+            .shard
+            .map(|shard| shard.trim().to_owned())
+            .filter(|shard| !shard.is_empty());
+        if let Some(shard) = &shard {
+            check_shard_name(shard)?;
+        }
         let manager = match self.manager {
             Some(manager) if manager.trim().is_empty() => {
                 return Err(invalid(
@@ -369,7 +381,7 @@ impl Args {
                 ));
             }
             Some(manager) => manager.trim().to_owned(),
-            None => default_manager(cluster_name.as_deref()),
+            None => default_manager(cluster_name.as_deref(), shard.as_deref()),
         };
         let mut namespaces = Vec::new();
         for namespace in self.namespaces {
@@ -381,13 +393,6 @@ impl Args {
             if !namespaces.contains(&namespace) {
                 namespaces.push(namespace);
             }
-        }
-        let shard = self
-            .shard
-            .map(|shard| shard.trim().to_owned())
-            .filter(|shard| !shard.is_empty());
-        if let Some(shard) = &shard {
-            check_shard_name(shard)?;
         }
         let namespace_selector = self
             .namespace_selector
@@ -521,23 +526,6 @@ pub fn default_lease_name(shard: Option<&str>) -> String {
     match shard {
         Some(shard) => format!("nauthera-reconciler-{shard}"),
         None => "nauthera-reconciler".to_owned(),
-    }
-}
-
-impl Config {
-    /// What is allowed but likely a mistake, one sentence each, for the log at start.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
-        if let Some(shard) = &self.scope.shard
-            && self.manager == "nauthera-reconciler"
-        {
-            warnings.push(format!(
-                "shard {shard} writes with the default manager name: give each shard its own \
-                 {} so that the server tells the shards' objects apart",
-                setting("manager")
-            ));
-        }
-        warnings
     }
 }
 
@@ -871,7 +859,7 @@ mod tests {
         let unsharded = parse(&[]).unwrap();
         assert_eq!(unsharded.scope, Scope::everything());
         assert_eq!(unsharded.state_configmap, "nauthera-reconciler-state");
-        assert!(unsharded.warnings().is_empty());
+        assert_eq!(unsharded.manager, "nauthera-reconciler");
         let shard = parse(&[
             "--shard",
             "team-a",
@@ -886,14 +874,13 @@ mod tests {
         assert_eq!(shard.scope.shard.as_deref(), Some("team-a"));
         assert_eq!(shard.scope.namespaces, vec!["team-a-web", "team-a-api"]);
         assert_eq!(shard.scope.kinds, ScopeKind::ALL.to_vec());
-        assert!(shard.warnings().is_empty());
+        assert_eq!(shard.manager, "nauthera-team-a");
         let named = parse(&["--shard", "team-a", "--lease-name", "elect-here"]).unwrap();
         assert_eq!(named.lease_name, "elect-here");
-        assert!(
-            named.warnings()[0].contains("--manager (NAUTHERA_MANAGER)"),
-            "{:?}",
-            named.warnings()
-        );
+        // Each shard writes as a manager of its own, so the server tells their writes apart.
+        assert_eq!(named.manager, "nauthera-reconciler-team-a");
+        let downstream = parse(&["--shard", "team-a", "--cluster-name", "prod-eu"]).unwrap();
+        assert_eq!(downstream.manager, "nauthera-reconciler-team-a/prod-eu");
     }
 
     #[test]

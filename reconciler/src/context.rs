@@ -41,8 +41,6 @@ pub struct Context<A> {
     pub client: kube::Client,
     pub admin: Arc<A>,
     pub manager: String,
-    /// The control-plane probe, for the identity the server sees this reconciler as.
-    pub probe: tokio::sync::watch::Receiver<crate::probe::ProbeState>,
     /// Whether the cluster's namespaces are mapped on the server (a cluster name or prefix).
     pub namespace_mapped: bool,
     pub events: EventQueue,
@@ -74,16 +72,6 @@ pub fn random_jitter() -> f64 {
 }
 
 impl<A> Context<A> {
-    /// The identity the server last said it sees this reconciler as.
-    pub fn server_identity(&self) -> Option<String> {
-        self.probe
-            .borrow()
-            .server
-            .as_ref()
-            .map(|info| info.identity.clone())
-            .filter(|identity| !identity.is_empty())
-    }
-
     /// Records a verdict: the status (only when it changes), the events of the transition, the
     /// metrics; and returns when to look again.
     pub async fn record<K>(

@@ -61,9 +61,6 @@ fn main() -> ExitCode {
         concurrency = config.concurrency,
         "starting"
     );
-    for warning in config.warnings() {
-        tracing::warn!("{warning}");
-    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -17,8 +17,8 @@ use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, R
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, Own, PolicyGate, Readers, Rotation, SecretMode, SecretRelease,
-    SecretState, StaleRemoval, StatusClaim, Step, Verdict, after_apply, after_secret_failure,
+    DriftUpdate, Observed, PolicyGate, Readers, Rotation, SecretMode, SecretRelease, SecretState,
+    StaleRemoval, StatusClaim, Step, Verdict, after_apply, after_secret_failure,
     awaiting_prerequisite, held_by_policy, naming_dependents, released, released_elsewhere,
     released_with_secret, restore_not_needed, rotated, secret_delivered, secret_name_taken,
     secret_ref_unavailable, secret_unreadable, stale_secret, stale_secret_removed, status_claim,
@@ -234,11 +234,10 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             None => return Ok(Action::await_change()),
         },
         Step::CheckDrift => {
-            let identity = ctx.server_identity();
             let checked = check_drift(
                 edges.resource,
                 ctx.admin.as_ref(),
-                &drift_facts(&edges, status, identity.as_deref()),
+                &drift_facts(&edges, status),
             )
             .await;
             let verdict = refused_if_unencodable(checked)?;
@@ -457,7 +456,6 @@ async fn generated_secret_state<K: Managed, A>(
 fn drift_facts<'a, K: Managed, A>(
     edges: &'a Edges<'_, K, A>,
     status: Option<&'a ResourceStatus>,
-    identity: Option<&'a str>,
 ) -> DriftFacts<'a> {
     DriftFacts {
         generation: edges.resource.meta().generation.unwrap_or(0),
@@ -465,10 +463,7 @@ fn drift_facts<'a, K: Managed, A>(
         generation_in_force: status.and_then(|s| s.generation_in_force),
         organization: status.and_then(|s| s.slug.as_deref()),
         client_id: status.and_then(|s| s.client_id.as_deref()),
-        own: Own {
-            manager: &edges.ctx.manager,
-            identity,
-        },
+        manager: &edges.ctx.manager,
         namespace_mapped: edges.ctx.namespace_mapped,
         managed_elsewhere: status.and_then(|s| s.managed_elsewhere.as_deref()),
         history_restarted: edges.ctx.revisions.history_restarted(),
@@ -593,9 +588,8 @@ async fn apply<K: Managed, A: AdminApi>(
             Ok(verdict)
         }
         WriteResult::Conflict => {
-            let identity = ctx.server_identity();
-            let facts = drift_facts(edges, status, identity.as_deref());
-            let checked = check_drift(resource, ctx.admin.as_ref(), &facts).await;
+            let checked =
+                check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
             let verdict = refused_if_unencodable(checked)?;
             note_server_view(edges, &verdict);
             Ok(verdict)

@@ -261,7 +261,6 @@ fn lead(
         client: client.clone(),
         admin: admin.clone(),
         manager: config.manager.clone(),
-        probe: probe.clone(),
         namespace_mapped: !config.namespace_mapping.is_identity(),
         events,
         metrics,
@@ -289,6 +288,7 @@ fn lead(
         policies,
         client.clone(),
         config.manager.clone(),
+        config.scope.shard.clone(),
         leadership,
     ));
     for scope in scopes {

@@ -9,9 +9,9 @@ use nauthera_shared::resources::ManagedElsewhere;
 
 use crate::admin::AdminApi;
 use crate::decide::{
-    Applied, DeleteOutcome, DriftReport, LastWrite, Own, Verdict, Writer, adopted,
-    after_apply_failure, after_delete, after_delete_failure, after_drift_check_failure, drifted,
-    elsewhere_gone, elsewhere_record, is_conflict, managed_elsewhere, no_drift, writer,
+    Applied, DeleteOutcome, DriftReport, LastWrite, Verdict, Writer, adopted, after_apply_failure,
+    after_delete, after_delete_failure, after_drift_check_failure, drifted, elsewhere_gone,
+    elsewhere_record, is_conflict, managed_elsewhere, no_drift, writer,
 };
 use crate::managed::{Held, Managed, WriteRequest};
 use crate::memory::SecretValue;
@@ -108,8 +108,8 @@ pub struct DriftFacts<'a> {
     /// The organization slug, when known (for the audit log of a removed object).
     pub organization: Option<&'a str>,
     pub client_id: Option<&'a str>,
-    /// The reconciler's own manager name, and the identity the server saw.
-    pub own: Own<'a>,
+    /// The reconciler's own manager name.
+    pub manager: &'a str,
     /// Whether this cluster's namespaces are mapped on the server (a cluster name).
     pub namespace_mapped: bool,
     /// The reconciler that managed the object when last looked at.
@@ -164,17 +164,14 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
         actor: &last_write.actor,
         generation: last_write.generation,
     };
-    let writer = writer(&last, facts.own);
+    let writer = writer(&last, facts.manager);
     // Another reconciler's write is theirs, unless the server went back in time (a restore
     // brings back whoever wrote then).
-    if let Writer::OtherReconciler { same_manager } = writer
-        && !facts.history_restarted
-    {
+    if writer == Writer::OtherReconciler && !facts.history_restarted {
         let elsewhere =
             elsewhere_record(&last, &held.revision, last_write.time.and_then(timestamp));
         return Ok(managed_elsewhere(
             &elsewhere,
-            same_manager,
             facts.written_revision,
             facts.namespace_mapped,
         ));

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use nauthera_shared::catalog::Reason;
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_KEY, state_configmap_name};
-use nauthera_shared::resources::{Branding, OIDCClient};
+use nauthera_shared::resources::{Branding, ClientPolicy, OIDCClient};
 use nauthera_shared::topology::ScopeKind;
 use nauthera_tests::e2e::{
     ISSUER, RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, Reconciler, Stack, StackOptions,
@@ -508,4 +508,86 @@ async fn overlapping_selectors_are_reported_by_both_shards_which_keep_running() 
     })
     .await;
     drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_count_what_a_policy_holds_each_in_its_own_entry_without_a_fight() {
+    let Some(stack) = shard_stack().await else {
+        return;
+    };
+    let base = stack.namespace().to_owned();
+    let (ns_a, ns_b) = (format!("{base}-a"), format!("{base}-b"));
+    create_namespace(&stack, &ns_a, &[("team", "a")]).await;
+    create_namespace(&stack, &ns_b, &[("team", "b")]).await;
+    allow_shards(&stack, &["a", "b"]).await;
+    let _a = start_shard(&stack, "a", &[("NAUTHERA_NAMESPACES", &ns_a)]).await;
+    let _b = start_shard(&stack, "b", &[("NAUTHERA_NAMESPACE_SELECTOR", "team=b")]).await;
+    // Approvals only: nothing to check at admission, every new client waits in its shard.
+    stack
+        .apply(
+            "apiVersion: nauthera.io/v1alpha1
+kind: ClientPolicy
+metadata:
+  name: reviewed
+spec:
+  rules:
+    approval:
+      fields: [redirectUris]
+",
+        )
+        .await;
+    apply_in(&stack, &ns_a, &generated_client("web")).await;
+    apply_in(&stack, &ns_b, &generated_client("web")).await;
+    apply_in(&stack, &ns_b, &generated_client("api")).await;
+
+    let policies: Api<ClientPolicy> = Api::all(stack.client());
+    let counted = async || {
+        let status = policies.get("reviewed").await.unwrap().status?;
+        let a = status.shards.get("a")?;
+        let b = status.shards.get("b")?;
+        (a.awaiting_approval == 1 && b.awaiting_approval == 2).then_some(status)
+    };
+    stack
+        .eventually("each shard counts its own holds", async || {
+            counted().await.is_some()
+        })
+        .await;
+    let status = counted().await.unwrap();
+    assert_eq!(status.total_awaiting_approval(), 3);
+    // No unsharded reconciler runs: nobody writes the counts at the top.
+    assert_eq!((status.violations, status.awaiting_approval), (0, 0));
+    assert!(status.held.is_empty(), "{status:?}");
+    let held_b: Vec<&str> = status.shards["b"]
+        .held
+        .iter()
+        .map(|h| h.name.as_str())
+        .collect();
+    assert_eq!(held_b, ["api", "web"]);
+    assert!(status.shards["a"].held.iter().all(|h| h.namespace == ns_a));
+    assert!(
+        status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        "{status:?}"
+    );
+
+    // Settled: neither shard writes the status again over the other's entry (a fight would
+    // write it at every debounce).
+    let version = policies
+        .get("reviewed")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        policies
+            .get("reviewed")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version,
+        version
+    );
 }

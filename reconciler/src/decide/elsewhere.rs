@@ -18,41 +18,30 @@ pub struct LastWrite<'a> {
     pub generation: i64,
 }
 
-/// Who this reconciler is on the server.
-#[derive(Clone, Copy, Debug)]
-pub struct Own<'a> {
-    pub manager: &'a str,
-    /// The identity the server saw in its certificate, once the server said it.
-    pub identity: Option<&'a str>,
-}
-
 /// Whose write the server holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Writer {
     /// This reconciler's own manager, with its identity.
     Own,
-    /// Another reconciler: a write that names a manager and a declared generation, as only a
-    /// reconciler of manifests does. `same_manager`: it names this reconciler's manager from
-    /// another identity (two reconcilers configured with one manager name).
-    OtherReconciler { same_manager: bool },
+    /// Another reconciler: a write that names another manager and a declared generation, as
+    /// only a reconciler of manifests does.
+    OtherReconciler,
     /// A person (the dashboard) or a tool that names no declared generation: a drift.
     Other,
 }
 
-/// Tells the writer of the last write apart.
-pub fn writer(last: &LastWrite<'_>, own: Own<'_>) -> Writer {
+/// Tells the writer of the last write apart by its manager. The manager name is what tells
+/// reconcilers apart: the replicas of one reconciler share it whatever certificate identity
+/// each has (a per-pod certificate, or a new one after every restart), so the actor never
+/// decides.
+pub fn writer(last: &LastWrite<'_>, own_manager: &str) -> Writer {
     let declared = !last.manager.is_empty() && last.generation > 0;
-    let other_identity = match own.identity {
-        Some(identity) => !last.actor.is_empty() && last.actor != identity,
-        None => false,
-    };
-    match (last.manager == own.manager, other_identity) {
-        (true, false) => Writer::Own,
-        (true, true) if declared => Writer::OtherReconciler { same_manager: true },
-        (false, _) if declared => Writer::OtherReconciler {
-            same_manager: false,
-        },
-        _ => Writer::Other,
+    if last.manager == own_manager {
+        Writer::Own
+    } else if declared {
+        Writer::OtherReconciler
+    } else {
+        Writer::Other
     }
 }
 
@@ -61,7 +50,6 @@ pub fn writer(last: &LastWrite<'_>, own: Own<'_>) -> Writer {
 /// (two clusters or shards declare the same object).
 pub fn managed_elsewhere(
     elsewhere: &ManagedElsewhere,
-    same_manager: bool,
     written_revision: Option<&str>,
     namespace_mapped: bool,
 ) -> Verdict {
@@ -94,12 +82,6 @@ pub fn managed_elsewhere(
             Cause::Claimed
         }
     };
-    if same_manager {
-        message.push_str(
-            "; it names this reconciler's manager from another identity: give each reconciler \
-             its own --manager",
-        );
-    }
     message.push_str(&format!(
         "; not written over: annotate {TAKE_OVER_ANNOTATION}={} to take it over",
         elsewhere.manager
@@ -233,10 +215,7 @@ pub fn elsewhere_record(
 mod tests {
     use super::*;
 
-    const OWN: Own<'static> = Own {
-        manager: "nauthera-reconciler/prod-eu",
-        identity: Some("dns:eu.example"),
-    };
+    const OWN: &str = "nauthera-reconciler/prod-eu";
 
     fn last(manager: &'static str, actor: &'static str, generation: i64) -> LastWrite<'static> {
         LastWrite {
@@ -260,17 +239,15 @@ mod tests {
                 &last("nauthera-reconciler/prod-us", "dns:us.example", 1),
                 OWN
             ),
-            Writer::OtherReconciler {
-                same_manager: false
-            }
+            Writer::OtherReconciler
         );
-        // One manager name, two identities: not ours.
+        // Another replica of this reconciler (its own certificate): still this reconciler.
         assert_eq!(
             writer(
-                &last("nauthera-reconciler/prod-eu", "dns:us.example", 1),
+                &last("nauthera-reconciler/prod-eu", "dns:replica-b.example", 1),
                 OWN
             ),
-            Writer::OtherReconciler { same_manager: true }
+            Writer::Own
         );
         // A person through the dashboard, a tool without generations: drift.
         assert_eq!(
@@ -278,15 +255,6 @@ mod tests {
             Writer::Other
         );
         assert_eq!(writer(&last("terraform", "dns:tf", 0), OWN), Writer::Other);
-        // Before the server said who we are, the manager decides.
-        let unknown = Own {
-            identity: None,
-            ..OWN
-        };
-        assert_eq!(
-            writer(&last("nauthera-reconciler/prod-eu", "dns:x", 2), unknown),
-            Writer::Own
-        );
     }
 
     fn elsewhere() -> ManagedElsewhere {
@@ -301,7 +269,7 @@ mod tests {
 
     #[test]
     fn the_message_tells_a_collision_from_a_handover() {
-        let claimed = managed_elsewhere(&elsewhere(), false, None, false);
+        let claimed = managed_elsewhere(&elsewhere(), None, false);
         assert_eq!(claimed.reason, Reason::ManagedElsewhere);
         assert_eq!(claimed.cause, Cause::Claimed);
         assert!(
@@ -317,14 +285,12 @@ mod tests {
         assert!(claimed.message.ends_with(
             "annotate nauthera.io/take-over-from=nauthera-reconciler/prod-us to take it over"
         ));
-        let mapped = managed_elsewhere(&elsewhere(), false, None, true);
+        let mapped = managed_elsewhere(&elsewhere(), None, true);
         assert!(!mapped.message.contains("--cluster-name"));
-        let handed = managed_elsewhere(&elsewhere(), false, Some("r4"), true);
+        let handed = managed_elsewhere(&elsewhere(), Some("r4"), true);
         assert_eq!(handed.cause, Cause::TakenOver);
         assert!(handed.message.contains("wrote over revision r4"));
         assert_eq!(handed.fields.managed_elsewhere, Some(elsewhere()));
-        let twin = managed_elsewhere(&elsewhere(), true, None, true);
-        assert!(twin.message.contains("its own --manager"));
     }
 
     #[test]

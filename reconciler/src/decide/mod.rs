@@ -12,7 +12,7 @@ mod step;
 
 pub use backoff::Backoff;
 pub use elsewhere::{
-    LastWrite, Own, StatusClaim, Writer, elsewhere_gone, elsewhere_record, managed_elsewhere,
+    LastWrite, StatusClaim, Writer, elsewhere_gone, elsewhere_record, managed_elsewhere,
     released_elsewhere, status_claim, take_over_refused, taken_over, writer,
 };
 pub use outcome::{

@@ -1588,7 +1588,7 @@ fn an_object_managed_elsewhere_is_left_alone_until_a_person_hands_it_over() {
         revision: "r7".into(),
         ..Default::default()
     };
-    let verdict = managed_elsewhere(&elsewhere, false, None, true);
+    let verdict = managed_elsewhere(&elsewhere, None, true);
     let claimed = status_after(None, &verdict, 1, at(0)).unwrap();
     assert_eq!(claimed.reason, Some(Reason::ManagedElsewhere));
     assert_eq!(claimed.phase, Some(Phase::Error));

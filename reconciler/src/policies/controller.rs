@@ -21,7 +21,9 @@ use nauthera_shared::policy::CompiledPolicy;
 use nauthera_shared::policy::admission::{
     GENERATED_BY, GENERATED_LABEL, admission_name, admission_objects,
 };
-use nauthera_shared::resources::{ClientPolicy, ClientPolicyStatus, HELD_LISTED, set_condition};
+use nauthera_shared::resources::{
+    ClientPolicy, ClientPolicyStatus, HELD_LISTED, ShardHolds, set_condition,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
@@ -66,6 +68,8 @@ struct PolicyContext {
     policies: Arc<Policies>,
     client: Client,
     manager: String,
+    /// This reconciler's shard: its counts go in its own entry of `status.shards`.
+    shard: Option<String>,
     leadership: Leadership,
     admission: Store<ValidatingAdmissionPolicy>,
     bindings: Store<ValidatingAdmissionPolicyBinding>,
@@ -86,6 +90,7 @@ pub async fn run_policy_controller(
     policies: Arc<Policies>,
     client: Client,
     manager: String,
+    shard: Option<String>,
     leadership: Leadership,
 ) {
     let generated = watcher::Config::default().labels(&format!("{GENERATED_LABEL}={GENERATED_BY}"));
@@ -122,6 +127,7 @@ pub async fn run_policy_controller(
         policies,
         client: client.clone(),
         manager,
+        shard,
         leadership,
         admission,
         bindings,
@@ -181,20 +187,15 @@ async fn reconcile(
     };
     let held = ctx.policies.held_by(&name);
     let count = |reason: &str| held.iter().filter(|h| h.reason == reason).count() as u32;
-    let mut status = ClientPolicyStatus {
-        observed_generation: policy.metadata.generation,
-        conditions: policy
-            .status
-            .as_ref()
-            .map(|s| s.conditions.clone())
-            .unwrap_or_default(),
-        admission_policy,
+    let holds = ShardHolds {
         violations: count("PolicyViolation"),
         awaiting_approval: count("WaitingForApproval"),
-        held: held.into_iter().take(HELD_LISTED).collect(),
+        held: held.iter().take(HELD_LISTED).cloned().collect(),
     };
+    let live = policy.status.clone().unwrap_or_default();
+    let mut conditions = live.conditions.clone();
     set_condition(
-        &mut status.conditions,
+        &mut conditions,
         Condition {
             type_: "Ready".to_owned(),
             status: if state == PolicyState::Invalid {
@@ -209,11 +210,17 @@ async fn reconcile(
             last_transition_time: Time(jiff::Timestamp::now()),
         },
     );
-    if policy.status.as_ref() != Some(&status) {
+    let own = OwnStatus {
+        observed_generation: policy.metadata.generation,
+        conditions,
+        admission_policy,
+        holds,
+    };
+    if own != OwnStatus::of(&live, ctx.shard.as_deref()) {
         let patch = serde_json::json!({
             "apiVersion": ClientPolicy::api_version(&()),
             "kind": ClientPolicy::kind(&()),
-            "status": status,
+            "status": own.apply_configuration(ctx.shard.as_deref()),
         });
         Api::<ClientPolicy>::all(ctx.client.clone())
             .patch_status(
@@ -224,6 +231,62 @@ async fn reconcile(
             .await?;
     }
     Ok(Action::await_change())
+}
+
+/// The part of a policy's status this reconciler writes: what every reconciler of the cluster
+/// agrees on (the generation, `Ready`, the admission policy) and its own counts, at the top for
+/// the unsharded reconciler and in `status.shards.<shard>` for a shard. Server-side apply keeps
+/// the other shards' entries, so shards never write over each other.
+#[derive(Debug, PartialEq)]
+struct OwnStatus {
+    observed_generation: Option<i64>,
+    conditions: Vec<Condition>,
+    admission_policy: Option<String>,
+    holds: ShardHolds,
+}
+
+impl OwnStatus {
+    /// What the live status holds of this reconciler's part.
+    fn of(live: &ClientPolicyStatus, shard: Option<&str>) -> OwnStatus {
+        let holds = match shard {
+            Some(shard) => live.shards.get(shard).cloned().unwrap_or_default(),
+            None => ShardHolds {
+                violations: live.violations,
+                awaiting_approval: live.awaiting_approval,
+                held: live.held.clone(),
+            },
+        };
+        OwnStatus {
+            observed_generation: live.observed_generation,
+            conditions: live.conditions.clone(),
+            admission_policy: live.admission_policy.clone(),
+            holds,
+        }
+    }
+
+    /// The status to apply: a shard's leaves the top-level counts out, since applying them (even
+    /// as zero) would take them from the unsharded reconciler.
+    fn apply_configuration(self, shard: Option<&str>) -> serde_json::Value {
+        let mut status = ClientPolicyStatus {
+            observed_generation: self.observed_generation,
+            conditions: self.conditions,
+            admission_policy: self.admission_policy,
+            ..ClientPolicyStatus::default()
+        };
+        let Some(shard) = shard else {
+            status.violations = self.holds.violations;
+            status.awaiting_approval = self.holds.awaiting_approval;
+            status.held = self.holds.held;
+            return serde_json::json!(status);
+        };
+        status.shards.insert(shard.to_owned(), self.holds);
+        let mut value = serde_json::json!(status);
+        if let Some(fields) = value.as_object_mut() {
+            fields.remove("violations");
+            fields.remove("awaitingApproval");
+        }
+        value
+    }
 }
 
 /// Writes a generated object unless the API server holds what was last written of it.
@@ -304,4 +367,67 @@ fn error_policy(
 ) -> Action {
     tracing::warn!(policy = %policy.name_any(), error = %error, "ClientPolicy reconcile failed; retried");
     Action::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use nauthera_shared::resources::HeldResource;
+
+    use super::*;
+
+    fn held(namespace: &str) -> HeldResource {
+        HeldResource {
+            kind: "OIDCClient".into(),
+            namespace: namespace.into(),
+            name: "web".into(),
+            reason: "PolicyViolation".into(),
+            rule: "redirectUris".into(),
+        }
+    }
+
+    fn own(namespace: &str) -> OwnStatus {
+        OwnStatus {
+            observed_generation: Some(2),
+            conditions: Vec::new(),
+            admission_policy: Some("nauthera-p".into()),
+            holds: ShardHolds {
+                violations: 1,
+                awaiting_approval: 0,
+                held: vec![held(namespace)],
+            },
+        }
+    }
+
+    #[test]
+    fn a_shard_applies_only_its_entry_and_leaves_the_counts_above_alone() {
+        let applied = own("team-a").apply_configuration(Some("a"));
+        assert!(applied.get("violations").is_none(), "{applied}");
+        assert!(applied.get("awaitingApproval").is_none(), "{applied}");
+        assert!(applied.get("held").is_none(), "{applied}");
+        assert_eq!(applied["shards"]["a"]["violations"], 1);
+        assert_eq!(applied["shards"]["a"]["held"][0]["namespace"], "team-a");
+
+        let unsharded = own("team-c").apply_configuration(None);
+        assert_eq!(unsharded["violations"], 1);
+        assert_eq!(unsharded["awaitingApproval"], 0);
+        assert!(unsharded.get("shards").is_none(), "{unsharded}");
+    }
+
+    #[test]
+    fn another_shards_entry_is_not_a_reason_to_write() {
+        // The live status as server-side apply merged it: shard b's entry beside shard a's.
+        let mut live: ClientPolicyStatus =
+            serde_json::from_value(own("team-a").apply_configuration(Some("a"))).unwrap();
+        live.shards.insert(
+            "b".into(),
+            ShardHolds {
+                violations: 3,
+                ..ShardHolds::default()
+            },
+        );
+        assert_eq!(OwnStatus::of(&live, Some("a")), own("team-a"));
+        assert_ne!(OwnStatus::of(&live, Some("b")), own("team-a"));
+        assert_eq!(live.total_violations(), 4);
+        assert_eq!(OwnStatus::of(&live, None).holds, ShardHolds::default());
+    }
 }

@@ -151,10 +151,7 @@ fn facts() -> DriftFacts<'static> {
         generation_in_force: Some(2),
         organization: Some("acme"),
         client_id: Some("cid"),
-        own: crate::decide::Own {
-            manager: "nauthera-reconciler",
-            identity: None,
-        },
+        manager: "nauthera-reconciler",
         namespace_mapped: false,
         managed_elsewhere: None,
         history_restarted: false,
@@ -570,23 +567,18 @@ async fn another_reconcilers_write_is_managed_elsewhere_never_drift_or_adopted()
         .unwrap();
     assert_eq!(verdict.cause, Cause::TakenOver);
 
-    // This reconciler's manager name from another identity is another reconciler too.
+    // This reconciler's manager from another replica's certificate: its own write (an answer
+    // the replica before a failover never recorded), adopted.
     *admin.get.lock().unwrap() = Some(Ok(written_by_reconciler(
         "r9",
         "nauthera-reconciler",
-        "dns:us.example",
+        "dns:replica-b.example",
     )));
-    let mut known = facts();
-    known.own.identity = Some("dns:eu.example");
-    let verdict = check_drift(&client_of(&declared()), &admin, &known)
+    let verdict = check_drift(&client_of(&declared()), &admin, &facts())
         .await
         .unwrap();
-    assert_eq!(verdict.reason, Reason::ManagedElsewhere);
-    assert!(
-        verdict.message.contains("its own --manager"),
-        "{}",
-        verdict.message
-    );
+    assert_eq!(verdict.reason, Reason::Registered, "{}", verdict.message);
+    assert_eq!(verdict.fields.revision.as_deref(), Some("r9"));
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 //! `kubectl nauthera diagnose -f`. `ClientApproval` (namespaced) approves one generation of an
 //! OIDCClient that a policy holds for approval; only the security role may create one.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -288,6 +290,41 @@ pub struct ClientPolicyStatus {
     #[serde(default)]
     pub awaiting_approval: u32,
     /// The resources held back, by kind, namespace and name (the first hundred).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HeldResource>,
+    /// What each shard of the cluster (a reconciler started with `--shard`) holds back, by shard
+    /// name: each shard's leader writes only its own entry, so that shards never overwrite each
+    /// other's counts. The counts above are the unsharded reconciler's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shards: BTreeMap<String, ShardHolds>,
+}
+
+impl ClientPolicyStatus {
+    /// Resources held as `PolicyViolation`, by every reconciler of the cluster.
+    pub fn total_violations(&self) -> u32 {
+        self.violations + self.shards.values().map(|s| s.violations).sum::<u32>()
+    }
+
+    /// Resources waiting for an approval, by every reconciler of the cluster.
+    pub fn total_awaiting_approval(&self) -> u32 {
+        self.awaiting_approval
+            + self
+                .shards
+                .values()
+                .map(|s| s.awaiting_approval)
+                .sum::<u32>()
+    }
+}
+
+/// What one shard's reconciler holds back under a policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardHolds {
+    #[serde(default)]
+    pub violations: u32,
+    #[serde(default)]
+    pub awaiting_approval: u32,
+    /// The first hundred, by kind, namespace and name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<HeldResource>,
 }

@@ -20,7 +20,7 @@ pub use branding::{Branding, BrandingSpec, Colors, Logo, LogoMediaType, SignInBr
 pub use client_policy::{
     ApprovalField, ApprovalRule, ClientApproval, ClientApprovalSpec, ClientPolicy,
     ClientPolicySpec, ClientPolicyStatus, HELD_LISTED, HeldResource, PolicyKind, PolicyMatch,
-    PolicyRules, SecretSource, UriRule, UriScheme,
+    PolicyRules, SecretSource, ShardHolds, UriRule, UriScheme,
 };
 pub use common::{DeletionPolicy, LocalRef, SecretKeyRef};
 pub use identity_provider::{IdentityProvider, IdentityProviderKind, IdentityProviderSpec};

@@ -158,20 +158,25 @@ impl<'a> Run<'a> {
             self.explain_unsettled(&snapshot);
         }
         self.stack.server.reset_counters();
+        let audited_before = self.stack.server.audit_events().len();
         tokio::time::sleep(self.config.steady_window).await;
         let steady_writes = self.stack.server.counters().total_writes();
-        verdicts.push(invariants::verdict(
-            "no write in the steady state",
-            (steady_writes > 0)
-                .then(|| {
-                    format!(
-                        "{steady_writes} writes in {:?} after converging",
-                        self.config.steady_window
-                    )
-                })
-                .into_iter()
-                .collect(),
-        ));
+        let mut steady = Vec::new();
+        if steady_writes > 0 {
+            steady.push(format!(
+                "{steady_writes} writes in {:?} after converging",
+                self.config.steady_window
+            ));
+            // Which ones, so that a failure says what was still moving.
+            let audited = self.stack.server.audit_events();
+            for event in audited.iter().skip(audited_before) {
+                steady.push(describe_audit_event(event));
+                if let Some(reference) = &event.r#ref {
+                    self.print_logs_about(&event.action, &reference.name);
+                }
+            }
+        }
+        verdicts.push(invariants::verdict("no write in the steady state", steady));
         verdicts.push(invariants::verdict(
             "converged after the faults stopped",
             converged_after
@@ -260,17 +265,21 @@ impl<'a> Run<'a> {
             .into_iter()
             .chain(left)
         {
-            let needle = format!("\"name\":\"{name}\"");
-            for replica in &self.replicas {
-                let logs = replica.all_logs();
-                let lines: Vec<&str> = logs.lines().filter(|l| l.contains(&needle)).collect();
-                eprintln!(
-                    "--- {} {name}: the last lines replica {} logged about it:\n{}",
-                    kind.name(),
-                    replica.identity,
-                    lines[lines.len().saturating_sub(15)..].join("\n")
-                );
-            }
+            self.print_logs_about(kind.name(), &name);
+        }
+    }
+
+    /// The last lines each replica logged about one resource, for a failure to explain itself.
+    fn print_logs_about(&self, kind: &str, name: &str) {
+        let needle = format!("\"name\":\"{name}\"");
+        for replica in &self.replicas {
+            let logs = replica.all_logs();
+            let lines: Vec<&str> = logs.lines().filter(|l| l.contains(&needle)).collect();
+            eprintln!(
+                "--- {kind} {name}: the last lines replica {} logged about it:\n{}",
+                replica.identity,
+                lines[lines.len().saturating_sub(15)..].join("\n")
+            );
         }
     }
 
@@ -434,4 +443,23 @@ async fn wait_for_a_leader(observer: &Observer) -> anyhow::Result<()> {
         tokio::time::sleep(POLL).await;
     }
     Ok(())
+}
+
+/// One audit record, as a failure names it: what, on which object, by whom, with what outcome.
+fn describe_audit_event(event: &nauthera_proto::v1::AuditEvent) -> String {
+    let object = event
+        .r#ref
+        .as_ref()
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+        .unwrap_or_default();
+    format!(
+        "  {} {object} (generation {}) by manager {:?} as {:?}: {:?} {} {}",
+        event.action,
+        event.generation,
+        event.manager,
+        event.actor,
+        event.outcome(),
+        event.reason,
+        event.cause
+    )
 }

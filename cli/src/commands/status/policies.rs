@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use nauthera_shared::catalog::Reason;
-use nauthera_shared::resources::ClientPolicy;
+use nauthera_shared::resources::{ClientPolicy, ClientPolicyStatus};
 use serde::Serialize;
 
 use super::report::ResourceRow;
@@ -130,8 +130,9 @@ pub fn section(
                 ready_message: ready
                     .filter(|c| c.status != "True" && !c.message.is_empty())
                     .map(|c| c.message.clone()),
-                violations: status.map(|s| s.violations),
-                awaiting_approval: status.map(|s| s.awaiting_approval),
+                // Every reconciler's counts: the unsharded one's and each shard's entry.
+                violations: status.map(ClientPolicyStatus::total_violations),
+                awaiting_approval: status.map(ClientPolicyStatus::total_awaiting_approval),
                 counts_agree: None,
             }
         })

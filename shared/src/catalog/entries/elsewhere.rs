@@ -24,8 +24,11 @@ pub(in crate::catalog) static MANAGED_ELSEWHERE: ReasonEntry = ReasonEntry {
              identity, and the server records both with every write. When the last write of \
              the object was made by another reconciler (a write that names a manager other than \
              this one's, and a declared generation), the object is that reconciler's: writing \
-             over it would start a fight in which each undoes the other. `status.managedElsewhere` \
-             names that manager, its identity, the revision and when it wrote it.",
+             over it would start a fight in which each undoes the other. The manager name alone \
+             tells reconcilers apart (the replicas of one reconciler share it, whatever \
+             certificate each has), so two reconcilers must never share one. \
+             `status.managedElsewhere` names that manager, its identity, the revision and when \
+             it wrote it.",
             "The `cause` metric label says how it came to this:",
             "- `claimed`: the other reconciler wrote the object before this resource ever did. \
              Two clusters (or two shards of one) declare the same issuer, namespace and name. \
