@@ -252,16 +252,27 @@ pub fn freshness(
 
 impl ControlPlaneFacts {
     /// The published state of the reconciler that reconciles a resource of this kind in this
-    /// namespace, as far as the scopes' lists tell (a selector's namespaces are not known
-    /// here); the main state when none does.
-    pub fn state_for(&self, kind: Kind, namespace: &str) -> Option<&ControlPlaneState> {
-        std::iter::once(self)
-            .chain(&self.shards)
-            .filter_map(|facts| facts.state.as_ref())
-            .find(|state| {
-                state
-                    .scope_or_everything()
-                    .covers(scope_kind(kind), namespace, None)
+    /// namespace: the one whose manager wrote its status (`status_manager`), else the one whose
+    /// scope lists it (a selector's namespaces are not known here), else the main state.
+    pub fn state_for(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        status_manager: Option<&str>,
+    ) -> Option<&ControlPlaneState> {
+        let states = || {
+            std::iter::once(self)
+                .chain(&self.shards)
+                .filter_map(|facts| facts.state.as_ref())
+        };
+        status_manager
+            .and_then(|manager| states().find(|state| state.manager == manager))
+            .or_else(|| {
+                states().find(|state| {
+                    state
+                        .scope_or_everything()
+                        .covers(scope_kind(kind), namespace, None)
+                })
             })
             .or(self.state.as_ref())
     }
@@ -614,6 +625,7 @@ mod tests {
         let shard = |name: &str, namespaces: &[&str]| ControlPlaneFacts {
             state: Some(ControlPlaneState {
                 leader: format!("{name}-0"),
+                manager: format!("nauthera-reconciler-{name}"),
                 scope: Some(Scope {
                     shard: Some(name.into()),
                     namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
@@ -629,7 +641,7 @@ mod tests {
         };
         let leader = |kind, namespace| {
             facts
-                .state_for(kind, namespace)
+                .state_for(kind, namespace, None)
                 .map(|state| state.leader.clone())
         };
         assert_eq!(leader(Kind::OIDCClient, "team-b").as_deref(), Some("b-0"));
@@ -638,6 +650,19 @@ mod tests {
             leader(Kind::OIDCClient, "team-z").as_deref(),
             Some("a-0"),
             "no shard lists it: the main state"
+        );
+        // A shard by selector: the manager that writes the resource's status says whose it is.
+        let by_manager = facts
+            .state_for(Kind::OIDCClient, "team-z", Some("nauthera-reconciler-b"))
+            .map(|state| state.leader.as_str());
+        assert_eq!(by_manager, Some("b-0"));
+        let unknown = facts
+            .state_for(Kind::OIDCClient, "team-b", Some("someone-else"))
+            .map(|state| state.leader.as_str());
+        assert_eq!(
+            unknown,
+            Some("b-0"),
+            "an unknown manager: the scopes decide"
         );
     }
 }

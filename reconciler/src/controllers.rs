@@ -470,6 +470,35 @@ pub fn spawn<K: Managed, A: AdminApi>(
     });
 }
 
+/// Follows the manifests of a kind this reconciler does not reconcile (another shard's, with
+/// `--kinds`) for what they provide only: an Organization's issuer, a Branding. This shard's
+/// resources then wait for them to register, as they would for its own, and are routed the
+/// moment the other shard records them registered. No cache is kept: each event updates the
+/// prerequisites' index.
+pub async fn follow_providers<K: Managed>(wiring: Wiring, scope: Option<String>) {
+    let events = watcher(
+        api_in::<DeserializeGuard<K>>(&wiring.client, scope.as_deref()),
+        watcher::Config::default().any_semantic(),
+    )
+    .modify(slim_manifest)
+    .default_backoff();
+    let mut events = std::pin::pin!(events);
+    while let Some(event) = events.next().await {
+        let (guard, present) = match event {
+            Ok(watcher::Event::Apply(guard) | watcher::Event::InitApply(guard)) => (guard, true),
+            Ok(watcher::Event::Delete(guard)) => (guard, false),
+            Ok(_) => continue,
+            Err(error) => {
+                tracing::debug!(kind = K::KIND, error = %error, "watching the manifests other shards reconcile");
+                continue;
+            }
+        };
+        if let Ok(resource) = &guard.0 {
+            record_references(&wiring.references, &wiring.prerequisites, resource, present);
+        }
+    }
+}
+
 /// Keeps the indexes of what a manifest references up to date: the Secret it reads, the
 /// manifests it needs registered first, what it provides to others.
 fn record_references<K: Managed>(

@@ -402,9 +402,9 @@ fn standing<K: Managed, A>(
 
 /// Whether the Secret the team holds changed since its value was sent: its version, from the
 /// watch of referenced Secrets, against the one the status records (so a change made while the
-/// reconciler was down counts too). Read only when the watch has not seen it, and then handed
-/// on, so that a write sends what was read; a Secret that cannot be read is reported when the
-/// value is next sent.
+/// reconciler was down counts too). Read only when the watch has not seen it or says it moved,
+/// and then handed on, so that a write sends what was read; a Secret that cannot be read is
+/// reported when the value is next sent.
 async fn provided_secret_changed<K: Managed, A>(
     edges: &Edges<'_, K, A>,
     status: Option<&ResourceStatus>,
@@ -419,17 +419,20 @@ async fn provided_secret_changed<K: Managed, A>(
         return Ok((false, None));
     }
     let sent = status.and_then(|s| s.secret_version.as_deref());
-    if let Some(version) = edges
+    let cached = edges
         .ctx
         .references
-        .version(&edges.namespace, &reference.name)
-    {
-        return Ok((sent != Some(version.as_str()), None));
+        .version(&edges.namespace, &reference.name);
+    if cached.is_some() && cached.as_deref() == sent {
+        return Ok((false, None));
     }
+    // Not in the watch cache, or it says the Secret moved: read it, since the cache may only lag
+    // behind the version the last write read itself (which would send the same value again).
     Ok(
         match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
             Ok(read) => (sent != Some(read.version.as_str()), Some(read)),
-            Err(_) => (false, None),
+            // Unreadable now: a change the cache saw is reported when the value is sent.
+            Err(_) => (cached.is_some(), None),
         },
     )
 }

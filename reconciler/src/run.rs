@@ -328,6 +328,19 @@ fn lead(
                 None,
             );
         }
+        // What this shard's resources wait for, when another shard reconciles it.
+        if !runs(ObjectKind::Organization) {
+            tasks.spawn(controllers::follow_providers::<Organization>(
+                wiring.clone(),
+                scope.clone(),
+            ));
+        }
+        if runs(ObjectKind::Client) && !runs(ObjectKind::Branding) {
+            tasks.spawn(controllers::follow_providers::<Branding>(
+                wiring.clone(),
+                scope.clone(),
+            ));
+        }
         // OIDCClients and identity providers read the Secrets they reference.
         if runs(ObjectKind::Client) || runs(ObjectKind::IdentityProvider) {
             tasks.spawn(controllers::follow_referenced_secrets(
@@ -360,10 +373,13 @@ fn lead(
     let (overlaps_sender, overlaps) = watch::channel(Vec::<ShardOverlap>::new());
     tasks.spawn(shard::follow_shards(
         Api::namespaced(client.clone(), &config.own_namespace),
+        Api::namespaced(client.clone(), &config.own_namespace),
         config.state_configmap.clone(),
         shard.clone(),
         context.metrics.clone(),
         overlaps_sender,
+        // A Lease that stopped being renewed is noticed within about a lease duration.
+        config.lease_timing.duration,
     ));
     {
         let configmaps: Api<ConfigMap> = Api::namespaced(client, &config.own_namespace);

@@ -5,12 +5,18 @@
 //! A resource outside the scope is not touched at all: no status, no finalizer, no server call.
 //! Overlapping shards keep running: the server's managers keep each from writing over the
 //! other's objects; the overlap is reported (a warning, a gauge, the published state) for a
-//! person to fix.
+//! person to fix. A state whose leader no longer renews its Lease (a shard stopped or removed,
+//! its ConfigMap left behind) is no overlap: it is told once in the log, and counts again as
+//! soon as a leader renews that Lease.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -148,88 +154,215 @@ pub fn overlap_gauge(overlap: &ShardOverlap, known_namespaces: usize) -> i64 {
 }
 
 /// The scope a published state declares; `None` for one that cannot be read.
-fn scope_of(config_map: &ConfigMap) -> Option<Scope> {
-    let text = config_map.data.as_ref()?.get(STATE_KEY)?;
-    let state: ControlPlaneState = serde_json::from_str(text).ok()?;
-    Some(state.scope_or_everything())
+/// Another reconciler's published scope, with the Lease its leader renews.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Published {
+    pub scope: Scope,
+    pub lease_name: Option<String>,
 }
 
-/// Follows the other reconcilers' published states in this namespace (one watch on their label)
-/// and the namespace labels, and reports the overlaps with this scope whenever they change:
-/// a log line per change, the gauge, and `overlaps` for the published state. Runs while leading.
+fn published(config_map: &ConfigMap) -> Option<Published> {
+    let text = config_map.data.as_ref()?.get(STATE_KEY)?;
+    let state: ControlPlaneState = serde_json::from_str(text).ok()?;
+    Some(Published {
+        scope: state.scope_or_everything(),
+        lease_name: state.lease_name.clone().filter(|name| !name.is_empty()),
+    })
+}
+
+/// Whether a Lease has a leader renewing it as of `now`: a holder, and a renewal within twice
+/// its duration (the margin absorbs a slow renewal and clock skew between nodes).
+pub fn lease_renewed(spec: Option<&LeaseSpec>, now: Timestamp) -> bool {
+    let Some(spec) = spec else {
+        return false;
+    };
+    if spec.holder_identity.as_deref().is_none_or(str::is_empty) {
+        return false;
+    }
+    let Some(renewed) = spec
+        .renew_time
+        .as_ref()
+        .or(spec.acquire_time.as_ref())
+        .map(|time| time.0)
+    else {
+        return false;
+    };
+    let duration = i64::from(spec.lease_duration_seconds.unwrap_or(15).max(1));
+    now.duration_since(renewed).as_secs() <= 2 * duration
+}
+
+/// The published scopes whose leader runs (its Lease renewed); a state that names no Lease
+/// (leader election off) counts, since nothing says it stopped. `leases` by name.
+/// `None`: the Leases cannot be read, and every state counts.
+pub fn running_scopes(
+    published: &BTreeMap<String, Published>,
+    leases: Option<&BTreeMap<String, LeaseSpec>>,
+    now: Timestamp,
+) -> BTreeMap<String, Scope> {
+    published
+        .iter()
+        .filter(|(_, state)| match (&state.lease_name, leases) {
+            (Some(name), Some(leases)) => lease_renewed(leases.get(name), now),
+            _ => true,
+        })
+        .map(|(name, state)| (name.clone(), state.scope.clone()))
+        .collect()
+}
+
+/// Whether a watch failed because the reconciler may not list or watch what it watches.
+fn forbidden(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+            | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+            if status.code == 403
+    )
+}
+
+/// A map kept from a watch: emptied at a relisting, replaced when the listing is done.
+struct Followed<T> {
+    current: BTreeMap<String, T>,
+    listing: BTreeMap<String, T>,
+    listed: bool,
+}
+
+impl<T> Default for Followed<T> {
+    fn default() -> Self {
+        Followed {
+            current: BTreeMap::new(),
+            listing: BTreeMap::new(),
+            listed: false,
+        }
+    }
+}
+
+impl<T> Followed<T> {
+    /// Takes one watch event, `value` of its object (`None`: left out).
+    fn take<K: ResourceExt>(&mut self, event: Event<K>, value: impl Fn(&K) -> Option<T>) {
+        match event {
+            Event::Init => self.listing.clear(),
+            Event::InitApply(object) => {
+                if let Some(value) = value(&object) {
+                    self.listing.insert(object.name_any(), value);
+                }
+            }
+            Event::InitDone => {
+                self.current = std::mem::take(&mut self.listing);
+                self.listed = true;
+            }
+            Event::Apply(object) => match value(&object) {
+                Some(value) => {
+                    self.current.insert(object.name_any(), value);
+                }
+                None => {
+                    self.current.remove(&object.name_any());
+                }
+            },
+            Event::Delete(object) => {
+                self.current.remove(&object.name_any());
+            }
+        }
+    }
+}
+
+/// Follows the other reconcilers' published states in this namespace (one watch on their label),
+/// the Leases their leaders renew and the namespace labels, and reports the overlaps with this
+/// scope whenever they change: a log line per change, the gauge, and `overlaps` for the
+/// published state. Runs while leading; `recheck` is how often a Lease that stopped being
+/// renewed is noticed.
 pub async fn follow_shards(
     configmaps: Api<ConfigMap>,
+    leases: Api<Lease>,
     own_configmap: String,
     shard: Arc<ShardScope>,
     metrics: Metrics,
     overlaps: watch::Sender<Vec<ShardOverlap>>,
+    recheck: Duration,
 ) {
     metrics.shard_overlaps_reset();
     // Selectors are judged on the namespaces: wait for their listing.
     shard.policies.wait_loaded().await;
     let (key, value) = STATE_LABEL;
     let label = format!("{key}={value}");
-    let mut events = std::pin::pin!(
+    let mut states = std::pin::pin!(
         watcher::watcher(configmaps, watcher::Config::default().labels(&label)).default_backoff()
     );
+    let mut lease_events =
+        std::pin::pin!(watcher::watcher(leases, watcher::Config::default()).default_backoff());
     let mut namespaces_moved = shard.namespaces_moved.subscribe();
-    let mut others: BTreeMap<String, Scope> = BTreeMap::new();
-    let mut listing: BTreeMap<String, Scope> = BTreeMap::new();
+    let mut ticks = tokio::time::interval(recheck);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut others: Followed<Published> = Followed::default();
+    let mut renewals: Followed<LeaseSpec> = Followed::default();
+    let mut leases_readable = true;
     let mut reported: Vec<ShardOverlap> = Vec::new();
-    let mut listed = false;
+    let mut stopped: Vec<String> = Vec::new();
     let mut told_forbidden = false;
     loop {
         tokio::select! {
-            event = events.next() => {
+            event = states.next() => {
                 let Some(event) = event else { return };
-                let keep = |map: &mut BTreeMap<String, Scope>, config_map: &ConfigMap| {
-                    let name = config_map.name_any();
-                    if name == own_configmap {
-                        return;
-                    }
-                    match scope_of(config_map) {
-                        Some(scope) => map.insert(name, scope),
-                        None => {
-                            tracing::debug!(configmap = %name, "a published state this reconciler cannot read; left out of the overlaps");
-                            map.remove(&name)
-                        }
-                    };
-                };
                 match event {
-                    Ok(Event::Init) => listing.clear(),
-                    Ok(Event::InitApply(config_map)) => keep(&mut listing, &config_map),
-                    Ok(Event::InitDone) => {
-                        others = std::mem::take(&mut listing);
-                        listed = true;
-                    }
-                    Ok(Event::Apply(config_map)) => keep(&mut others, &config_map),
-                    Ok(Event::Delete(config_map)) => {
-                        others.remove(&config_map.name_any());
-                    }
-                    Err(error) => {
-                        let forbidden = matches!(
-                            &error,
-                            watcher::Error::InitialListFailed(kube::Error::Api(status))
-                                | watcher::Error::WatchStartFailed(kube::Error::Api(status))
-                                if status.code == 403
-                        );
-                        if forbidden && !told_forbidden {
+                    Ok(event) => others.take(event, |config_map: &ConfigMap| {
+                        if config_map.name_any() == own_configmap {
+                            return None;
+                        }
+                        let read = published(config_map);
+                        if read.is_none() {
+                            tracing::debug!(configmap = %config_map.name_any(), "a published state this reconciler cannot read; left out of the overlaps");
+                        }
+                        read
+                    }),
+                    Err(error) if forbidden(&error) => {
+                        if !told_forbidden {
                             told_forbidden = true;
                             tracing::warn!(error = %error, "the reconciler may not list the published states in its namespace: overlaps with other shards are not detected (deploy/base/rbac.yaml grants list and watch on configmaps)");
-                        } else if !forbidden {
-                            tracing::debug!(error = %error, "watching the published states");
+                        }
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::debug!(error = %error, "watching the published states");
+                        continue;
+                    }
+                }
+            }
+            event = lease_events.next() => {
+                let Some(event) = event else { return };
+                match event {
+                    Ok(event) => renewals.take(event, |lease: &Lease| lease.spec.clone()),
+                    Err(error) => {
+                        if forbidden(&error) && leases_readable {
+                            leases_readable = false;
+                            tracing::warn!(error = %error, "the reconciler may not list the Leases in its namespace: a stopped shard's published state still counts as an overlap (deploy/base/rbac.yaml grants list and watch on leases)");
                         }
                         continue;
                     }
                 }
             }
+            _ = ticks.tick() => {}
             changed = namespaces_moved.changed() => if changed.is_err() { return },
         }
-        if !listed {
+        if !others.listed {
             continue;
         }
+        let leases = (leases_readable && renewals.listed).then_some(&renewals.current);
+        let running = running_scopes(&others.current, leases, Timestamp::now());
+        let now_stopped: Vec<String> = others
+            .current
+            .keys()
+            .filter(|name| !running.contains_key(*name))
+            .cloned()
+            .collect();
+        for name in now_stopped.iter().filter(|name| !stopped.contains(name)) {
+            let lease = others.current[name]
+                .lease_name
+                .as_deref()
+                .unwrap_or_default();
+            tracing::info!(configmap = %name, lease = %lease, "a published state whose Lease no leader renews (its shard stopped, or was removed): not counted as an overlap; delete the ConfigMap if the shard is gone");
+        }
+        stopped = now_stopped;
         let known = shard.policies.known_namespaces();
-        let current = find_overlaps(&shard.scope, &others, &known);
+        let current = find_overlaps(&shard.scope, &running, &known);
         if current == reported {
             continue;
         }
@@ -367,5 +500,69 @@ mod tests {
         // By the name label, which the watch's labels may lack.
         let by_name = shard("a", &[], Some("kubernetes.io/metadata.name in (x)"));
         assert!(coverage_moved(&by_name, "x", None, Some(&labels(&[]))));
+    }
+
+    fn lease(holder: Option<&str>, renewed: Option<i64>) -> LeaseSpec {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+        LeaseSpec {
+            holder_identity: holder.map(str::to_owned),
+            renew_time: renewed.map(|at| MicroTime(Timestamp::from_second(at).unwrap())),
+            lease_duration_seconds: Some(15),
+            ..LeaseSpec::default()
+        }
+    }
+
+    #[test]
+    fn a_lease_is_renewed_while_a_holder_renews_it_within_twice_its_duration() {
+        let now = Timestamp::from_second(1_000).unwrap();
+        assert!(lease_renewed(Some(&lease(Some("pod-a"), Some(990))), now));
+        assert!(lease_renewed(Some(&lease(Some("pod-a"), Some(970))), now));
+        assert!(!lease_renewed(Some(&lease(Some("pod-a"), Some(969))), now));
+        // Released at a clean stop, or never renewed, or gone.
+        assert!(!lease_renewed(Some(&lease(None, Some(999))), now));
+        assert!(!lease_renewed(Some(&lease(Some(""), Some(999))), now));
+        assert!(!lease_renewed(Some(&lease(Some("pod-a"), None)), now));
+        assert!(!lease_renewed(None, now));
+    }
+
+    #[test]
+    fn a_state_whose_lease_nobody_renews_is_no_running_shard() {
+        let now = Timestamp::from_second(1_000).unwrap();
+        let state = |name: &str, lease: Option<&str>| {
+            (
+                format!("nauthera-reconciler-state-{name}"),
+                Published {
+                    scope: shard(name, &[], None),
+                    lease_name: lease.map(str::to_owned),
+                },
+            )
+        };
+        let published = BTreeMap::from([
+            state("b", Some("nauthera-reconciler-b")),
+            state("gone", Some("nauthera-reconciler-gone")),
+            state("stopped", Some("nauthera-reconciler-stopped")),
+            state("unelected", None),
+        ]);
+        let leases = BTreeMap::from([
+            (
+                "nauthera-reconciler-b".to_owned(),
+                lease(Some("pod-b"), Some(995)),
+            ),
+            (
+                "nauthera-reconciler-stopped".to_owned(),
+                lease(None, Some(900)),
+            ),
+        ]);
+        let running = running_scopes(&published, Some(&leases), now);
+        let names: Vec<&str> = running.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "nauthera-reconciler-state-b",
+                "nauthera-reconciler-state-unelected"
+            ]
+        );
+        // Leases that cannot be read say nothing: every state counts.
+        assert_eq!(running_scopes(&published, None, now).len(), 4);
     }
 }

@@ -507,7 +507,33 @@ async fn overlapping_selectors_are_reported_by_both_shards_which_keep_running() 
         state.overlaps.is_empty()
     })
     .await;
-    drop((a, b));
+
+    // Back in both selectors, then shard b is stopped (its Deployment removed): the state it
+    // leaves behind is no overlap once its Lease has no leader renewing it.
+    label_namespace(&stack, &ns_shared, "team", "tools").await;
+    wait_published(&stack, "a", "shard a reports the overlap again", |state| {
+        state.overlaps.len() == 1
+    })
+    .await;
+    b.stop().await;
+    wait_published(
+        &stack,
+        "a",
+        "shard a no longer counts the stopped shard",
+        |state| state.overlaps.is_empty(),
+    )
+    .await;
+    assert!(
+        published(&stack, "b").await.is_some(),
+        "b's state is left behind"
+    );
+    assert!(
+        a.log()
+            .contains("a published state whose Lease no leader renews"),
+        "{}",
+        a.log()
+    );
+    drop(a);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -590,4 +616,65 @@ spec:
             .resource_version,
         version
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_waits_for_the_organization_another_shard_reconciles() {
+    let Some(stack) = shard_stack().await else {
+        return;
+    };
+    allow_shards(&stack, &["clients", "orgs"]).await;
+    let _clients = start_shard(&stack, "clients", &[("NAUTHERA_KINDS", "OIDCClient")]).await;
+    let issuer = "https://login.example.com/globex";
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: Organization
+metadata:
+  name: globex
+spec:
+  slug: globex
+  issuer: {issuer}
+  displayName: Globex
+---
+apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata:
+  name: app
+spec:
+  issuer: {issuer}
+  displayName: Globex app
+  redirectUris: [https://app.globex.test/callback]
+  grantTypes: [authorization_code]
+  responseTypes: [code]
+  scopes: [openid]
+  tokenEndpointAuthMethod: client_secret_basic
+  secret:
+    generate: true
+"
+        ))
+        .await;
+    // The organization's shard is not running yet: the client waits for it, naming it.
+    stack
+        .wait_for("app", "waiting for its Organization", |client| {
+            client.status.as_ref().is_some_and(|s| {
+                s.reason == Some(Reason::Pending)
+                    && s.message.as_deref().is_some_and(|m| {
+                        m.contains(&format!("Organization {}/globex", stack.namespace()))
+                    })
+            })
+        })
+        .await;
+    assert!(stack.server.organization("globex").is_none());
+
+    // Once the other shard registers it, the client proceeds, never refused.
+    let _orgs = start_shard(&stack, "orgs", &[("NAUTHERA_KINDS", "Organization")]).await;
+    stack.wait_reason("app", Reason::Registered).await;
+    assert!(stack.server.organization("globex").is_some());
+    let events = stack.events_for("OIDCClient", "app").await;
+    assert!(!events.iter().any(|e| e.reason == "Refused"), "{events:#?}");
+    // Each wrote what it reconciles: the client by one shard, the organization by the other.
+    assert_eq!(writers_in(&stack, stack.namespace()), ["nauthera-clients"]);
+    let counters = stack.server.counters();
+    assert_eq!(counters.writes_by("nauthera-orgs"), 1, "{counters:?}");
 }

@@ -47,6 +47,15 @@ pub struct DiagnoseFacts {
     pub now: Timestamp,
 }
 
+impl DiagnoseFacts {
+    /// The published state of the reconciler (the shard) this resource is left to.
+    fn reconciler_state(&self) -> Option<&nauthera_shared::control_plane::ControlPlaneState> {
+        let manager = self.view.status.as_ref().and_then(|s| s.manager.as_deref());
+        self.control_plane
+            .state_for(self.view.kind, &self.view.namespace, manager)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum CheckStatus {
@@ -284,7 +293,7 @@ fn other_manager(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
             .unwrap_or_default(),
         elsewhere.generation
     )];
-    let Some(own) = facts.control_plane.state.as_ref() else {
+    let Some(own) = facts.reconciler_state() else {
         findings
             .push("this reconciler's manager is unknown: its state is not published".to_owned());
         return (CheckStatus::Failed, findings);
@@ -666,7 +675,7 @@ fn can_i(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
 fn grant(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     let view = &facts.view;
     let outcome = grant_check::check(
-        ReportedGrants::from_state(facts.control_plane.state.as_ref()),
+        ReportedGrants::from_state(facts.reconciler_state()),
         view.kind.operation(),
         facts.organization.as_deref(),
         &view.namespace,
@@ -854,7 +863,7 @@ fn probe(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
 }
 
 fn certificate(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
-    let Some(state) = &facts.control_plane.state else {
+    let Some(state) = facts.reconciler_state() else {
         return (
             CheckStatus::Warning,
             vec![

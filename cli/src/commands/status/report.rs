@@ -360,7 +360,11 @@ pub fn resource_row(
 ) -> ResourceRow {
     let organization = organizations.organization_of(view);
     let grant = grant_check::check(
-        ReportedGrants::from_state(facts.state_for(view.kind, &view.namespace)),
+        ReportedGrants::from_state(facts.state_for(
+            view.kind,
+            &view.namespace,
+            view.status.as_ref().and_then(|s| s.manager.as_deref()),
+        )),
         view.kind.operation(),
         organization.as_deref(),
         &view.namespace,
