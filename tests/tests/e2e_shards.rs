@@ -678,3 +678,83 @@ spec:
     let counters = stack.server.counters();
     assert_eq!(counters.writes_by("nauthera-orgs"), 1, "{counters:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overlapping_shard_takes_a_resource_over_only_when_a_person_names_its_writer() {
+    let Some(stack) = shard_stack().await else {
+        return;
+    };
+    let base = stack.namespace().to_owned();
+    let shared = format!("{base}-tools");
+    create_namespace(&stack, &shared, &[("team", "tools")]).await;
+    allow_shards(&stack, &["a", "b"]).await;
+    // Shard a alone first, so that it is the writer; then b, whose selector overlaps.
+    let _a = start_shard(
+        &stack,
+        "a",
+        &[("NAUTHERA_NAMESPACE_SELECTOR", "team=tools")],
+    )
+    .await;
+    apply_in(&stack, &shared, &generated_client("web")).await;
+    let registered = wait_registered(&stack, &shared, "web").await;
+    let status = registered.status.as_ref().unwrap();
+    assert_eq!(status.manager.as_deref(), Some("nauthera-a"));
+    let revision = status.revision.clone().unwrap();
+    let _b = start_shard(
+        &stack,
+        "b",
+        &[("NAUTHERA_NAMESPACE_SELECTOR", "team=tools")],
+    )
+    .await;
+    wait_published(&stack, "b", "shard b reports the overlap", |state| {
+        state.overlaps.len() == 1
+    })
+    .await;
+    assert_eq!(writers_in(&stack, &shared), ["nauthera-a"]);
+
+    // A person hands it to shard b by naming the writer.
+    Api::<OIDCClient>::namespaced(stack.client(), &shared)
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"annotations": {
+                "nauthera.io/take-over-from": "nauthera-a"
+            }}})),
+        )
+        .await
+        .unwrap();
+    stack
+        .eventually("shard b took the resource over", async || {
+            let client = client_in(&stack, &shared, "web").await;
+            client.status.as_ref().is_some_and(|s| {
+                s.manager.as_deref() == Some("nauthera-b")
+                    && s.reason == Some(Reason::Registered)
+                    && s.last_take_over.is_some()
+            })
+        })
+        .await;
+    let taken = client_in(&stack, &shared, "web").await;
+    assert!(
+        taken
+            .metadata
+            .annotations
+            .as_ref()
+            .is_none_or(|a| !a.contains_key("nauthera.io/take-over-from")),
+        "the annotation is removed once done"
+    );
+    let record = taken
+        .status
+        .as_ref()
+        .unwrap()
+        .last_take_over
+        .as_deref()
+        .unwrap();
+    assert_eq!(
+        (record.from_manager.as_str(), record.from_revision.as_str()),
+        ("nauthera-a", revision.as_str())
+    );
+    // The server's last write is b's, and a never wrote again.
+    assert_eq!(writers_in(&stack, &shared), ["nauthera-a", "nauthera-b"]);
+    let counters = stack.server.counters();
+    assert_eq!(counters.writes_by("nauthera-a"), 1, "{counters:?}");
+}
