@@ -10,7 +10,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use nauthera_shared::FINALIZER;
-use nauthera_shared::catalog::Cause;
+use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::convert::ConvertError;
 use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, RestoreRecord};
 
@@ -517,87 +517,105 @@ async fn apply<K: Managed, A: AdminApi>(
     if !ctx.leadership.is_leader() {
         return Ok(crate::decide::not_leader());
     }
-    let request = WriteRequest {
-        manager: &ctx.manager,
-        if_revision,
-        rotate_secret: rotate.is_some(),
-        provided: provided.as_ref().map(|read| &read.value),
-    };
-    let written = match write(resource, ctx.admin.as_ref(), request).await {
-        Ok(written) => written,
-        Err(ConvertError::Branding(error)) => return Ok(unencodable_branding(&error)),
-        Err(error) => return Err(error.into()),
-    };
-    match written {
-        WriteResult::Written {
-            applied,
-            organization,
-            minted,
-        } => {
-            let (secret_name, delivery) = match (&mode, minted) {
-                (SecretMode::Generate { secret_name }, Some(value)) => {
-                    let minted = Minted {
-                        value,
-                        client_id: applied.client_id.clone(),
-                        secret_name: secret_name.clone(),
-                        rotation: rotate.clone(),
-                    };
-                    // Kept in memory until the Secret is written, so a failed write is retried
-                    // without minting again.
-                    ctx.memory.remember_minted(&edges.uid, minted.clone());
-                    let result = deliver_minted(edges, &minted).await;
-                    (Some(secret_name.as_str()), Some(result))
+    let sent = status.and_then(|s| s.secret_version.as_deref());
+    let mut if_revision = if_revision.map(str::to_owned);
+    let mut resent = false;
+    loop {
+        let request = WriteRequest {
+            manager: &ctx.manager,
+            if_revision: if_revision.as_deref(),
+            rotate_secret: rotate.is_some(),
+            provided: provided.as_ref().map(|read| &read.value),
+        };
+        let written = match write(resource, ctx.admin.as_ref(), request).await {
+            Ok(written) => written,
+            Err(ConvertError::Branding(error)) => return Ok(unencodable_branding(&error)),
+            Err(error) => return Err(error.into()),
+        };
+        return match written {
+            WriteResult::Written {
+                applied,
+                organization,
+                minted,
+            } => {
+                let (secret_name, delivery) = match (&mode, minted) {
+                    (SecretMode::Generate { secret_name }, Some(value)) => {
+                        let minted = Minted {
+                            value,
+                            client_id: applied.client_id.clone(),
+                            secret_name: secret_name.clone(),
+                            rotation: rotate.clone(),
+                        };
+                        // Kept in memory until the Secret is written, so a failed write is retried
+                        // without minting again.
+                        ctx.memory.remember_minted(&edges.uid, minted.clone());
+                        let result = deliver_minted(edges, &minted).await;
+                        (Some(secret_name.as_str()), Some(result))
+                    }
+                    _ => (None, None),
+                };
+                let request = kube_io::restore_request(resource);
+                if restore {
+                    kube_io::clear_restore_annotation(&edges.api, resource).await?;
                 }
-                _ => (None, None),
-            };
-            let request = kube_io::restore_request(resource);
-            if restore {
-                kube_io::clear_restore_annotation(&edges.api, resource).await?;
+                // The secret in force is settled: delivered, or not a generated one any more.
+                let settled = match &mode {
+                    SecretMode::Generate { .. } => matches!(delivery, Some(Ok(()))),
+                    _ => true,
+                };
+                let mut verdict =
+                    after_apply(&applied, secret_name, delivery, restore, rotate.as_ref());
+                if settled {
+                    verdict = after_settled(edges, status, verdict, rotate.as_ref()).await;
+                }
+                // A new generation over a drift (not a restore): the person's change is discarded.
+                if let Some(drift) = status
+                    .and_then(|s| s.drift.as_ref())
+                    .filter(|_| purpose == Purpose::Declared)
+                {
+                    verdict = superseding_drift(verdict, drift);
+                }
+                if restore {
+                    verdict.fields.last_restore = Some(RestoreRecord {
+                        request,
+                        outcome: RestoreOutcome::Restored,
+                        revision: Some(applied.revision.clone()),
+                        overwritten_revision: Some(if_revision.clone().unwrap_or_default()),
+                        completed_at: None,
+                    });
+                }
+                verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
+                // The team's value counts as set when its version is new to the server.
+                verdict.fields.secret_set |= provided
+                    .as_ref()
+                    .is_some_and(|read| sent != Some(read.version.as_str()));
+                verdict.fields.secret_version = provided.map(|read| read.version);
+                note_server_view(edges, &verdict);
+                Ok(verdict)
             }
-            // The secret in force is settled: delivered, or not a generated one any more.
-            let settled = match &mode {
-                SecretMode::Generate { .. } => matches!(delivery, Some(Ok(()))),
-                _ => true,
-            };
-            let mut verdict =
-                after_apply(&applied, secret_name, delivery, restore, rotate.as_ref());
-            if settled {
-                verdict = after_settled(edges, status, verdict, rotate.as_ref()).await;
+            WriteResult::Conflict => {
+                let checked =
+                    check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
+                let verdict = refused_if_unencodable(checked)?;
+                // The server holds this reconciler's own write whose answer was lost: adopted. Which
+                // value of the team's secret that write carried is not known, so the one read now
+                // is sent again over it at once, rather than recorded as sent or left for a later
+                // reconcile to find.
+                let adopted = (verdict.reason == Reason::Registered)
+                    .then(|| verdict.fields.revision.clone())
+                    .flatten();
+                if let (false, Some(read), Some(revision)) = (resent, &provided, adopted)
+                    && sent != Some(read.version.as_str())
+                {
+                    resent = true;
+                    if_revision = Some(revision);
+                    continue;
+                }
+                note_server_view(edges, &verdict);
+                Ok(verdict)
             }
-            // A new generation over a drift (not a restore): the person's change is discarded.
-            if let Some(drift) = status
-                .and_then(|s| s.drift.as_ref())
-                .filter(|_| purpose == Purpose::Declared)
-            {
-                verdict = superseding_drift(verdict, drift);
-            }
-            if restore {
-                verdict.fields.last_restore = Some(RestoreRecord {
-                    request,
-                    outcome: RestoreOutcome::Restored,
-                    revision: Some(applied.revision.clone()),
-                    overwritten_revision: Some(if_revision.unwrap_or_default().to_owned()),
-                    completed_at: None,
-                });
-            }
-            verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
-            // The team's value counts as set when its version is new to the server.
-            let sent = status.and_then(|s| s.secret_version.as_deref());
-            verdict.fields.secret_set |= provided
-                .as_ref()
-                .is_some_and(|read| sent != Some(read.version.as_str()));
-            verdict.fields.secret_version = provided.map(|read| read.version);
-            note_server_view(edges, &verdict);
-            Ok(verdict)
-        }
-        WriteResult::Conflict => {
-            let checked =
-                check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
-            let verdict = refused_if_unencodable(checked)?;
-            note_server_view(edges, &verdict);
-            Ok(verdict)
-        }
-        WriteResult::Failed(verdict) => Ok(*verdict),
+            WriteResult::Failed(verdict) => Ok(*verdict),
+        };
     }
 }
 

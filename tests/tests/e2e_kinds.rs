@@ -430,3 +430,94 @@ async fn deleting_a_branding_that_clients_reference_says_which() {
         deleted.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_upstream_secret_whose_answer_was_lost_is_sent_once_more_and_then_rests() {
+    let stack = Stack::start().await;
+    let upstream_secret = |value: &str| {
+        format!(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: corp-idp
+stringData:
+  clientSecret: {value}
+"
+        )
+    };
+    stack.apply(&upstream_secret("first-upstream-value")).await;
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: IdentityProvider
+metadata:
+  name: corp
+spec:
+  issuer: {ISSUER}
+  kind: oidc
+  displayName: Corp SSO
+  upstreamUrl: https://sso.corp.example.test
+  clientId: nauthera
+  secretRef:
+    name: corp-idp
+    key: clientSecret
+  scopes: [openid, email]
+"
+        ))
+        .await;
+    stack
+        .wait_reason_of::<IdentityProvider>("corp", Reason::Registered)
+        .await;
+    let server = stack.server.clone();
+    let corp = stack.object_ref("corp");
+    let held_secret = || server.identity_provider_secret_hash(&corp);
+
+    // The write that sends the new value takes effect and its answer is lost.
+    stack.server.inject_fault(
+        Some(Method::ApplyIdentityProvider),
+        Fault {
+            lose_answer: true,
+            ..Fault::times(FaultCode::Unavailable, 1)
+        },
+    );
+    stack.server.reset_counters();
+    stack.apply(&upstream_secret("second-upstream-value")).await;
+    stack
+        .eventually("the changed secret is in force and recorded", async || {
+            held_secret() == Some(sha256_hex(b"second-upstream-value"))
+                && stack
+                    .server
+                    .counters()
+                    .calls_of(Method::ApplyIdentityProvider)
+                    >= 2
+                && stack
+                    .manifest::<IdentityProvider>("corp")
+                    .await
+                    .and_then(|p| p.status)
+                    .is_some_and(|s| s.reason == Some(Reason::Registered))
+        })
+        .await;
+    // Settled: the lost write, a retry refused for its stale revision, one write over the
+    // adopted revision with the value read now (waits a few debounces for anything more).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let counters = stack.server.counters();
+    assert_eq!(
+        counters.calls_of(Method::ApplyIdentityProvider),
+        3,
+        "{counters:?}"
+    );
+    assert_eq!(counters.writes_by("nauthera-reconciler"), 2, "{counters:?}");
+    // Registered once, with the value it sent recorded: never first "Registered" over the
+    // adopted write and then a write after it.
+    let logs = stack.logs();
+    let after_fault: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("\"name\":\"corp\"") && l.contains("\"message\":\"reconciled\""))
+        .skip_while(|l| !l.contains("the answer was lost"))
+        .collect();
+    let registered = after_fault
+        .iter()
+        .filter(|l| l.contains("\"reason\":\"Registered\""))
+        .count();
+    assert_eq!(registered, 1, "{after_fault:#?}");
+}
