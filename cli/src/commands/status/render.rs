@@ -531,7 +531,10 @@ fn policies_section(
         };
         let cluster_wide = match (every_namespace, item.violations, item.awaiting_approval) {
             (false, Some(v), Some(a)) => {
-                format!(" (cluster-wide, by its status: {v} violations, {a} awaiting approval)")
+                format!(
+                    " (cluster-wide, by its status: {}, {a} awaiting approval)",
+                    violations(v)
+                )
             }
             _ => String::new(),
         };
@@ -572,11 +575,11 @@ fn policies_section(
         if item.counts_agree == Some(false) {
             let _ = writeln!(
                 out,
-                "  {} its status counts {} violations and {} awaiting approval, the resources' \
+                "  {} its status counts {} and {} awaiting approval, the resources' \
                  statuses {} and {}: its status may be behind (kubectl get clientpolicy {name} -o \
                  yaml)",
                 painter.paint("!", Tone::Warn),
-                item.violations.unwrap_or_default(),
+                violations(item.violations.unwrap_or_default()),
                 item.awaiting_approval.unwrap_or_default(),
                 item.held_violations(),
                 item.held_awaiting()
@@ -594,5 +597,13 @@ fn policies_section(
             },
             idle.join(", ")
         );
+    }
+}
+
+/// "1 violation", "2 violations".
+fn violations(count: u32) -> String {
+    match count {
+        1 => "1 violation".to_owned(),
+        n => format!("{n} violations"),
     }
 }
