@@ -3,6 +3,11 @@
 //! Integration tests only get `CARGO_BIN_EXE_*` for their own package; the end-to-end tests and
 //! the sandbox need the reconciler, the plugin and the harness servers from other packages, so
 //! they ask cargo to build them (a no-op when they are fresh).
+//!
+//! The build selects the whole workspace, as the README's `cargo test --workspace` does: cargo
+//! unifies dependency features over the selected packages, so naming only the four packages
+//! resolved other features, rebuilt every dependency a second time under new hashes (about a
+//! gigabyte of artifacts and a minute and a half on two cores) and ran a machine out of disk.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,7 +15,7 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, bail};
 
-/// A binary of the workspace and the package that builds it.
+/// A binary of the workspace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Binary {
     Reconciler,
@@ -28,15 +33,6 @@ impl Binary {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Binary::Reconciler => "nauthera-reconciler",
-            Binary::Plugin => "kubectl-nauthera",
-            Binary::FakeServer => "nauthera-fake-server",
-            Binary::KubeEmulator => "nauthera-kube-emulator",
-        }
-    }
-
-    pub fn package(self) -> &'static str {
         match self {
             Binary::Reconciler => "nauthera-reconciler",
             Binary::Plugin => "kubectl-nauthera",
@@ -72,12 +68,9 @@ fn build_all() -> anyhow::Result<PathBuf> {
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace_root())
-        .args(["build", "--quiet", "--bins"]);
+        .args(["build", "--quiet", "--workspace", "--bins"]);
     if RELEASE {
         command.arg("--release");
-    }
-    for binary in Binary::ALL {
-        command.args(["-p", binary.package()]);
     }
     let status = command
         .status()
