@@ -144,42 +144,51 @@ impl Attributes {
     }
 }
 
-fn strings(value: &Value, key: &str) -> Vec<String> {
+/// The strings of a rule's list field.
+fn strings<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a str> {
     value[key]
         .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
-fn contains_or_star(list: &[String], wanted: &str) -> bool {
-    list.iter().any(|item| item == "*" || item == wanted)
+/// The items of a list.
+fn items(list: &Value) -> impl Iterator<Item = &Value> {
+    list.as_array().into_iter().flatten()
 }
 
-/// Whether one PolicyRule allows the request.
+fn contains_or_star(value: &Value, key: &str, wanted: &str) -> bool {
+    strings(value, key).any(|item| item == "*" || item == wanted)
+}
+
+/// Whether one PolicyRule allows the request. Every request is authorized, so nothing here
+/// copies a rule.
 pub fn rule_allows(rule: &Value, attributes: &Attributes) -> bool {
-    let verbs = strings(rule, "verbs");
-    let groups = strings(rule, "apiGroups");
-    let resources = strings(rule, "resources");
-    let names = strings(rule, "resourceNames");
-    if !contains_or_star(&verbs, &attributes.verb) || !contains_or_star(&groups, &attributes.group)
+    if !contains_or_star(rule, "verbs", &attributes.verb)
+        || !contains_or_star(rule, "apiGroups", &attributes.group)
     {
         return false;
     }
-    let combined = attributes.resource_with_subresource();
-    let resource_ok = resources.iter().any(|r| {
-        r == "*"
-            || *r == combined
-            || (!attributes.subresource.is_empty() && *r == format!("*/{}", attributes.subresource))
+    let resource_ok = strings(rule, "resources").any(|r| {
+        if r == "*" {
+            return true;
+        }
+        match r.split_once('/') {
+            None => attributes.subresource.is_empty() && r == attributes.resource,
+            Some((resource, subresource)) => {
+                !attributes.subresource.is_empty()
+                    && subresource == attributes.subresource
+                    && (resource == "*" || resource == attributes.resource)
+            }
+        }
     });
     if !resource_ok {
         return false;
     }
-    names.is_empty() || (!attributes.name.is_empty() && names.contains(&attributes.name))
+    let mut names = strings(rule, "resourceNames").peekable();
+    names.peek().is_none()
+        || (!attributes.name.is_empty() && names.any(|name| name == attributes.name))
 }
 
 fn subject_matches(subject: &Value, user: &UserInfo, binding_namespace: &str) -> bool {
@@ -192,7 +201,10 @@ fn subject_matches(subject: &Value, user: &UserInfo, binding_namespace: &str) ->
                 .as_str()
                 .filter(|n| !n.is_empty())
                 .unwrap_or(binding_namespace);
-            user.name == format!("system:serviceaccount:{namespace}:{name}")
+            user.name
+                .strip_prefix("system:serviceaccount:")
+                .and_then(|rest| rest.split_once(':'))
+                == Some((namespace, name))
         }
         _ => false,
     }
@@ -212,14 +224,15 @@ pub fn authorize(store: &Store, user: &UserInfo, attributes: &Attributes) -> Opt
     if user.is_superuser() {
         return Some("allowed by the system:masters group".into());
     }
-    let rules_of = |role_kind: &str, role_namespace: &str, role_name: &str| -> Vec<Value> {
+    let allows = |role_kind: &str, role_namespace: &str, role_name: &str| -> bool {
         let role = match role_kind {
             "ClusterRole" => store.get(&key(RBAC, "clusterroles"), "", role_name),
             "Role" => store.get(&key(RBAC, "roles"), role_namespace, role_name),
             _ => None,
         };
-        role.and_then(|r| r.value["rules"].as_array().cloned())
-            .unwrap_or_default()
+        role.is_some_and(|role| {
+            items(&role.value["rules"]).any(|rule| rule_allows(rule, attributes))
+        })
     };
     let check = |binding: &Value, binding_kind: &str, binding_namespace: &str| -> Option<String> {
         let subjects = binding["subjects"].as_array()?;
@@ -234,10 +247,7 @@ pub fn authorize(store: &Store, user: &UserInfo, attributes: &Attributes) -> Opt
             .pointer("/roleRef/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let allowed = rules_of(role_kind, binding_namespace, role_name)
-            .iter()
-            .any(|rule| rule_allows(rule, attributes));
-        allowed.then(|| {
+        allows(role_kind, binding_namespace, role_name).then(|| {
             let binding_name = binding.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
             let place = if binding_namespace.is_empty() { String::new() } else { format!(" in namespace {binding_namespace:?}") };
             format!(

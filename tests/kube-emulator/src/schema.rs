@@ -172,18 +172,10 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
 }
 
 /// Validates a whole object (its root fields other than apiVersion, kind and metadata); `old`
-/// is the stored object on an update (for transition rules).
+/// is the stored object on an update (for transition rules, and to ratchet what it leaves as
+/// it was).
 pub fn validate_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
-    if !crate::validation_rules::has_rules(schema) {
-        return validate_object_root(object, schema, old);
-    }
-    crate::cel::sandbox(|| validate_object_root(object, schema, old)).unwrap_or_else(|error| {
-        vec![Cause {
-            kind: "InternalError",
-            message: format!("Internal error: {error}"),
-            field: String::new(),
-        }]
-    })
+    validate_object_root(object, schema, old)
 }
 
 fn validate_object_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -276,6 +268,12 @@ fn validate(
     old: Option<&Value>,
     causes: &mut Vec<Cause>,
 ) {
+    // Ratcheting, as the API server does by default since 1.30: a value an update leaves as it
+    // was is not validated again, rules included, so a status write does not judge the spec and
+    // a rule added later does not refuse writes that leave an older value alone.
+    if old.is_some_and(|old| old == value) {
+        return;
+    }
     if value.is_null() {
         if schema["nullable"].as_bool() != Some(true) {
             causes.push(Cause {
@@ -530,5 +528,33 @@ mod tests {
         assert!(validate_root(&fine, &schema(), None).is_empty());
         let missing_spec = validate_root(&json!({}), &schema(), None);
         assert_eq!(missing_spec[0].field, "spec");
+    }
+
+    #[test]
+    fn an_update_ratchets_what_it_leaves_as_it_was() {
+        let mut schema = schema();
+        schema["properties"]["spec"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.issuer.startsWith('https://')", "message": "https only"}]);
+        // Stored before the rules tightened: an invalid policy and an issuer the rule refuses.
+        let stored = json!({"spec": {"issuer": "http://a", "policy": "Keep"}});
+        let status_write = json!({"spec": {"issuer": "http://a", "policy": "Keep"},
+            "status": {"phase": "Registered"}});
+        assert!(validate_root(&status_write, &schema, Some(&stored)).is_empty());
+        // What an edit changes is judged (the spec's rule, a new policy); what it leaves is not.
+        let fields = |object: Value| -> Vec<String> {
+            validate_root(&object, &schema, Some(&stored))
+                .into_iter()
+                .map(|c| c.field)
+                .collect()
+        };
+        assert_eq!(
+            fields(json!({"spec": {"issuer": "http://b", "policy": "Keep"}})),
+            ["spec"]
+        );
+        assert_eq!(
+            fields(json!({"spec": {"issuer": "https://b", "policy": "Drop"}})),
+            ["spec.policy"]
+        );
+        assert_eq!(validate_root(&status_write, &schema, None).len(), 2);
     }
 }

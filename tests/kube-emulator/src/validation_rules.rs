@@ -34,8 +34,8 @@ fn compiled(source: &str) -> Compiled {
         .clone()
 }
 
-/// Whether a schema holds any rule (only then does validation need the CEL sandbox).
-pub fn has_rules(schema: &Value) -> bool {
+/// Whether a schema holds any rule.
+fn has_rules(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
             map.contains_key("x-kubernetes-validations") || map.values().any(has_rules)
@@ -161,8 +161,8 @@ fn go_rule(rule: &Value) -> String {
     )
 }
 
-/// Evaluates a schema node's rules against its value (`old` is the stored value on an update).
-/// Call within [`cel::sandbox`].
+/// Evaluates a schema node's rules against its value (`old` is the stored value on an update),
+/// in the CEL sandbox.
 pub fn evaluate(
     value: &Value,
     schema: &Value,
@@ -173,6 +173,27 @@ pub fn evaluate(
     let Some(rules) = schema["x-kubernetes-validations"].as_array() else {
         return;
     };
+    match cel::sandbox(|| {
+        let mut found = Vec::new();
+        evaluate_rules(rules, value, path, old, &mut found);
+        found
+    }) {
+        Ok(found) => causes.extend(found),
+        Err(error) => causes.push(Cause {
+            kind: "InternalError",
+            message: format!("Internal error: {error}"),
+            field: path.to_owned(),
+        }),
+    }
+}
+
+fn evaluate_rules(
+    rules: &[Value],
+    value: &Value,
+    path: &str,
+    old: Option<&Value>,
+    causes: &mut Vec<Cause>,
+) {
     for rule in rules {
         let Some(text) = rule["rule"].as_str() else {
             continue;
