@@ -15,7 +15,6 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use kube::core::DeserializeGuard;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -32,6 +31,7 @@ use crate::admin::AdminApi;
 use crate::caches::SecretSummaries;
 use crate::changes::{Route, StartGate};
 use crate::context::{Context, ReconcileError};
+use crate::guard::Guarded;
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
@@ -327,7 +327,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
     context: Arc<Context<A>>,
     delivered: Option<DeliveredStream>,
 ) {
-    let (manifests, writer) = reflector::store::<DeserializeGuard<K>>();
+    let (manifests, writer) = reflector::store::<Guarded<K>>();
     let references = wiring.references.clone();
     let prerequisites = wiring.prerequisites.clone();
     prerequisites.find_dependents_with(dependents_in(manifests.clone()));
@@ -336,7 +336,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
     let watched = reflector::reflector(
         writer,
         watcher(
-            api_in::<DeserializeGuard<K>>(&wiring.client, scope.as_deref()),
+            api_in::<Guarded<K>>(&wiring.client, scope.as_deref()),
             watcher::Config::default().any_semantic(),
         )
         .modify(slim_manifest),
@@ -398,7 +398,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
                 .collect(),
             _ => Vec::new(),
         };
-        let refs: Vec<ObjectRef<DeserializeGuard<K>>> = targets
+        let refs: Vec<ObjectRef<Guarded<K>>> = targets
             .into_iter()
             .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
             .filter(|(namespace, _)| shard.covers(K::OBJECT_KIND, namespace))
@@ -477,7 +477,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
 /// prerequisites' index.
 pub async fn follow_providers<K: Managed>(wiring: Wiring, scope: Option<String>) {
     let events = watcher(
-        api_in::<DeserializeGuard<K>>(&wiring.client, scope.as_deref()),
+        api_in::<Guarded<K>>(&wiring.client, scope.as_deref()),
         watcher::Config::default().any_semantic(),
     )
     .modify(slim_manifest)
@@ -532,7 +532,7 @@ fn record_references<K: Managed>(
 
 /// Searches one kind's watch cache for the manifests that need a prerequisite.
 fn dependents_in<K: Managed>(
-    manifests: reflector::Store<DeserializeGuard<K>>,
+    manifests: reflector::Store<Guarded<K>>,
 ) -> crate::prerequisites::DependentsOf {
     Box::new(move |prerequisite| {
         manifests
@@ -616,7 +616,7 @@ where
 
 /// One malformed object must not break the watch: it is logged and waits for a change.
 async fn reconcile_guarded<K: Managed, A: AdminApi>(
-    guard: Arc<DeserializeGuard<K>>,
+    guard: Arc<Guarded<K>>,
     context: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
     match &guard.0 {
@@ -643,7 +643,7 @@ async fn reconcile_guarded<K: Managed, A: AdminApi>(
 }
 
 fn error_policy<K: Managed, A: AdminApi>(
-    guard: Arc<DeserializeGuard<K>>,
+    guard: Arc<Guarded<K>>,
     error: &ReconcileError,
     context: Arc<Context<A>>,
 ) -> Action {

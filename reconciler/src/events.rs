@@ -17,8 +17,11 @@ use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use nauthera_shared::catalog::{EventReason, EventType};
+use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+
+use crate::kube_io::unread;
 
 /// The action of every event: what the reconciler was doing.
 pub const ACTION: &str = "Reconcile";
@@ -75,7 +78,47 @@ pub struct SeriesKey {
     note: String,
 }
 
+/// What a series is remembered by: a digest of its key, so that a remembered series costs a few
+/// dozen bytes whatever its object and note (a cold start fills the cache with one series per
+/// registration).
+type KeyDigest = [u8; 16];
+
 impl SeriesKey {
+    fn digest(&self) -> KeyDigest {
+        let mut hasher = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        };
+        let regarding = &self.regarding;
+        for part in [
+            &regarding.api_version,
+            &regarding.kind,
+            &regarding.namespace,
+            &regarding.name,
+            &regarding.uid,
+        ] {
+            match part {
+                Some(text) => {
+                    field(b"+");
+                    field(text.as_bytes());
+                }
+                None => field(b"-"),
+            }
+        }
+        field(event_type(self.type_).as_bytes());
+        field(self.reason.as_str().as_bytes());
+        field(self.action.as_bytes());
+        field(self.reporter.controller.as_bytes());
+        field(self.reporter.instance.as_bytes());
+        field(self.note.as_bytes());
+        let full = hasher.finalize();
+        let mut digest = KeyDigest::default();
+        let size = digest.len();
+        digest.copy_from_slice(&full[..size]);
+        digest
+    }
+
     pub fn new(
         reporter: Arc<Reporter>,
         regarding: &ObjectReference,
@@ -118,9 +161,9 @@ struct Series {
 pub struct RecentEvents {
     capacity: usize,
     window: SignedDuration,
-    series: HashMap<Arc<SeriesKey>, Series>,
+    series: HashMap<KeyDigest, Series>,
     /// The keys in the order they were last seen, oldest first.
-    by_use: BTreeMap<u64, Arc<SeriesKey>>,
+    by_use: BTreeMap<u64, KeyDigest>,
     next_tick: u64,
 }
 
@@ -156,6 +199,7 @@ impl RecentEvents {
         new_name: impl FnOnce() -> String,
     ) -> Write {
         self.expire(now);
+        let key = key.digest();
         let tick = self.next_tick;
         self.next_tick += 1;
         if let Some(series) = self.series.get_mut(&key)
@@ -172,10 +216,9 @@ impl RecentEvents {
                 count: series.count,
             };
         }
-        self.forget(&key);
+        self.forget_digest(&key);
         let name = new_name();
-        let key = Arc::new(key);
-        self.by_use.insert(tick, key.clone());
+        self.by_use.insert(tick, key);
         self.series.insert(
             key,
             Series {
@@ -197,6 +240,10 @@ impl RecentEvents {
     /// Forgets a series, so that the next identical event is a new one (its event could not be
     /// written, or is gone).
     pub fn forget(&mut self, key: &SeriesKey) {
+        self.forget_digest(&key.digest());
+    }
+
+    fn forget_digest(&mut self, key: &KeyDigest) {
         if let Some(series) = self.series.remove(key) {
             self.by_use.remove(&series.tick);
         }
@@ -249,10 +296,7 @@ pub fn new_event(
     name: String,
     now: Timestamp,
 ) -> Event {
-    let type_ = match key.type_ {
-        EventType::Normal => "Normal",
-        EventType::Warning => "Warning",
-    };
+    let type_ = event_type(key.type_);
     Event {
         metadata: ObjectMeta {
             name: Some(name),
@@ -268,6 +312,13 @@ pub fn new_event(
         reporting_controller: Some(reporter.controller.clone()),
         reporting_instance: Some(reporter.instance.clone()),
         ..Event::default()
+    }
+}
+
+fn event_type(type_: EventType) -> &'static str {
+    match type_ {
+        EventType::Normal => "Normal",
+        EventType::Warning => "Warning",
     }
 }
 
@@ -322,22 +373,26 @@ impl EventRecorder {
             match write {
                 Write::Create { name } => {
                     let event = new_event(&self.reporter, regarding, &key, name, now);
-                    let created = events.create(&PostParams::default(), &event).await;
+                    let created = unread::create(&events, &PostParams::default(), &event).await;
                     if created.is_err() {
                         self.recent().forget(&key);
                     }
-                    return created.map(|_| ());
+                    return created;
                 }
                 Write::Repeat { name, count } => {
                     let patch = repeat_patch(count, now);
-                    match events
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
+                    match unread::patch(
+                        &events,
+                        &name,
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
                     {
                         Err(kube::Error::Api(status)) if status.code == 404 => {
                             self.recent().forget(&key);
                         }
-                        result => return result.map(|_| ()),
+                        result => return result,
                     }
                 }
             }

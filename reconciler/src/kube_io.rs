@@ -21,6 +21,8 @@ use crate::decide::{EventNote, SecretRefProblem, SecretState, SecretWriteFailure
 use crate::events::EventQueue;
 use crate::memory::SecretValue;
 
+pub mod unread;
+
 /// The key of a delivered Secret that holds the client secret.
 pub const CLIENT_SECRET_KEY: &str = "clientSecret";
 /// The key of a delivered Secret that holds the client id.
@@ -85,13 +87,13 @@ pub async fn set_finalizer<K: Kind>(
             "resourceVersion": resource.resource_version(),
         }
     });
-    api.patch(
+    unread::patch(
+        api,
         &resource.name_any(),
         &PatchParams::default(),
         &Patch::Merge(&patch),
     )
     .await
-    .map(|_| ())
 }
 
 /// Whether the restore annotation asks for a restore.
@@ -133,13 +135,13 @@ pub async fn clear_take_over_annotation<K: Kind>(
 ) -> Result<(), kube::Error> {
     let patch =
         serde_json::json!({ "metadata": { "annotations": { TAKE_OVER_ANNOTATION: null } } });
-    api.patch(
+    unread::patch(
+        api,
         &resource.name_any(),
         &PatchParams::default(),
         &Patch::Merge(&patch),
     )
     .await
-    .map(|_| ())
 }
 
 /// Removes the restore annotation and the request beside it.
@@ -150,13 +152,13 @@ pub async fn clear_restore_annotation<K: Kind>(
     let patch = serde_json::json!({
         "metadata": { "annotations": { RESTORE_ANNOTATION: null, RESTORE_REQUEST_ANNOTATION: null } }
     });
-    api.patch(
+    unread::patch(
+        api,
         &resource.name_any(),
         &PatchParams::default(),
         &Patch::Merge(&patch),
     )
     .await
-    .map(|_| ())
 }
 
 /// Writes the status by server-side apply under the manager's name, forced: the status belongs
@@ -172,13 +174,13 @@ pub async fn write_status<K: Kind>(
         "kind": K::kind(&()),
         "status": status,
     });
-    api.patch_status(
+    unread::patch_status(
+        api,
         name,
         &PatchParams::apply(manager).force(),
         &Patch::Apply(&patch),
     )
     .await
-    .map(|_| ())
 }
 
 /// Queues one event on the resource, observed at `now`; it is written in the background, and
@@ -324,11 +326,14 @@ pub async fn deliver_secret<K: Kind>(
     let name = delivery.secret_name;
     let existing = match cached.filter(|secret| owned_by(secret, &owner_uid)) {
         Some(secret) => secret.clone(),
-        None => match secrets
-            .create(&PostParams::default(), &new_secret(owner, name, &data)?)
-            .await
+        None => match unread::create(
+            secrets,
+            &PostParams::default(),
+            &new_secret(owner, name, &data)?,
+        )
+        .await
         {
-            Ok(_) => return Ok(()),
+            Ok(()) => return Ok(()),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 match secrets.get_opt(name).await.map_err(write_failure)? {
                     Some(secret) => SecretSummary::from(&secret),
@@ -358,11 +363,14 @@ pub async fn deliver_secret<K: Kind>(
         },
         "data": data,
     });
-    secrets
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(|_| ())
-        .map_err(write_failure)
+    unread::patch(
+        secrets,
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(write_failure)
 }
 
 /// What a delivered Secret holds.

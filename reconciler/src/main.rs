@@ -8,6 +8,7 @@ mod context;
 mod controllers;
 mod decide;
 mod events;
+mod guard;
 mod http;
 mod kinds;
 mod kube_io;

@@ -3,6 +3,7 @@
 //! (for the policies' status). The decision itself is [`crate::decide::PolicyGate`], worked out
 //! here from the caches.
 
+mod clients;
 mod controller;
 mod watch;
 
@@ -21,21 +22,11 @@ use tokio::sync::{broadcast, mpsc, watch as tokio_watch};
 
 use crate::changes::Route;
 use crate::decide::PolicyGate;
+use clients::ClientIndex;
 
+pub use clients::CountedClient;
 pub use controller::run_policy_controller;
 pub use watch::follow_policy_inputs;
-
-/// An OIDCClient as the namespace limit counts it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CountedClient {
-    pub name: String,
-    pub issuer: String,
-    pub created: Option<Timestamp>,
-    pub deleting: bool,
-}
-
-/// A namespace's OIDCClients by creation time, then name.
-type ClientsInOrder = BTreeMap<(Option<Timestamp>, String), CountedClient>;
 
 /// The parts of the policy caches that must be listed before the first decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,9 +56,8 @@ pub struct Policies {
     namespace_labels: RwLock<HashMap<String, BTreeMap<String, String>>>,
     /// (namespace, client) → its approvals.
     approvals: RwLock<HashMap<(String, String), Vec<Approval>>>,
-    /// namespace → its OIDCClients in creation order (then name), from their watch: a count
-    /// looks at the ones before a client only, not at every cached manifest.
-    clients: RwLock<HashMap<String, ClientsInOrder>>,
+    /// Every namespace's OIDCClients in creation order, for the namespace limit.
+    clients: RwLock<ClientIndex>,
     /// What each held resource is held by: the policy, and the resource as its status lists it.
     holds: RwLock<HashMap<ResourceKey, (String, HeldResource)>>,
     /// The policies whose holds changed, for their status.
@@ -108,17 +98,8 @@ impl Policies {
 
     /// Keeps the index the namespace limit counts from, as the OIDCClients' watch sees them.
     pub fn client_seen(&self, namespace: &str, client: CountedClient, present: bool) {
-        let Ok(mut clients) = self.clients.write() else {
-            return;
-        };
-        let in_namespace = clients.entry(namespace.to_owned()).or_default();
-        // A client's creation time never changes; its name is its key in the namespace.
-        in_namespace.retain(|(_, name), _| *name != client.name);
-        if present {
-            in_namespace.insert((client.created, client.name.clone()), client);
-        }
-        if in_namespace.is_empty() {
-            clients.remove(namespace);
+        if let Ok(mut clients) = self.clients.write() {
+            clients.seen(namespace, client, present);
         }
     }
 
@@ -171,12 +152,7 @@ impl Policies {
     /// them, and the listing fills it again.
     pub fn clients_relisted(&self, scope: Option<&str>) {
         if let Ok(mut clients) = self.clients.write() {
-            match scope {
-                None => clients.clear(),
-                Some(namespace) => {
-                    clients.remove(namespace);
-                }
-            }
+            clients.relisted(scope);
         }
     }
 
@@ -244,16 +220,12 @@ impl Policies {
         let Ok(clients) = self.clients.read() else {
             return 0;
         };
-        let Some(in_namespace) = clients.get(resource.namespace) else {
-            return 0;
-        };
-        let place = (resource.created, resource.name.to_owned());
-        in_namespace
-            .range(..place)
-            .map(|(_, client)| client)
-            .filter(|c| !c.deleting && c.name != resource.name)
-            .filter(|c| policy.covers(PolicyKind::OidcClient, labels, &c.issuer))
-            .count()
+        clients.created_before(
+            resource.namespace,
+            resource.created,
+            resource.name,
+            |issuer| policy.covers(PolicyKind::OidcClient, labels, issuer),
+        )
     }
 
     fn approved_generations(&self, namespace: &str, client: &str, uid: Option<&str>) -> Vec<i64> {
