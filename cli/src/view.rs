@@ -372,7 +372,7 @@ pub mod fixtures {
             changed_at + 30,
         );
         if let Some(status) = view.status.as_mut() {
-            status.drift = Some(Drift {
+            status.drift = Some(Box::new(Drift {
                 server_revision: "r9".into(),
                 removed: false,
                 changed_at: Some(Time(at(changed_at))),
@@ -380,7 +380,7 @@ pub mod fixtures {
                 actor: Some("alice@example.com".into()),
                 fields: vec!["spec.redirectUris".into()],
                 detected_at: Some(Time(at(changed_at + 30))),
-            });
+            }));
         }
         view
     }

@@ -328,6 +328,20 @@ pub fn spawn<K: Managed, A: AdminApi>(
     delivered: Option<DeliveredStream>,
 ) {
     let (manifests, writer) = reflector::store::<Guarded<K>>();
+    if K::OBJECT_KIND == ObjectKind::Client {
+        let cached = manifests.clone();
+        wiring.policies.count_clients_from(
+            scope.clone(),
+            Box::new(move || {
+                cached
+                    .state()
+                    .iter()
+                    .filter_map(|guard| guard.0.as_ref().ok())
+                    .map(|resource| (resource.namespace().unwrap_or_default(), counted(resource)))
+                    .collect()
+            }),
+        );
+    }
     let references = wiring.references.clone();
     let prerequisites = wiring.prerequisites.clone();
     prerequisites.find_dependents_with(dependents_in(manifests.clone()));
@@ -346,9 +360,9 @@ pub fn spawn<K: Managed, A: AdminApi>(
         let (guard, present) = match event {
             Ok(watcher::Event::Apply(guard) | watcher::Event::InitApply(guard)) => (guard, true),
             Ok(watcher::Event::Delete(guard)) => (guard, false),
-            // A new listing: what it lacks was deleted meanwhile.
-            Ok(watcher::Event::Init) if K::OBJECT_KIND == ObjectKind::Client => {
-                policies.clients_relisted(relisted_scope.as_deref());
+            // A new listing: the namespace limit's index takes it from the cache.
+            Ok(watcher::Event::InitDone) if K::OBJECT_KIND == ObjectKind::Client => {
+                policies.clients_listed(relisted_scope.as_deref());
                 return;
             }
             _ => return,
@@ -358,12 +372,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
             if K::OBJECT_KIND == ObjectKind::Client {
                 policies.client_seen(
                     &resource.namespace().unwrap_or_default(),
-                    CountedClient {
-                        name: resource.name_any(),
-                        issuer: resource.issuer().to_owned(),
-                        created: resource.meta().creation_timestamp.as_ref().map(|t| t.0),
-                        deleting: resource.meta().deletion_timestamp.is_some(),
-                    },
+                    counted(resource),
                     present,
                 );
             }
@@ -496,6 +505,16 @@ pub async fn follow_providers<K: Managed>(wiring: Wiring, scope: Option<String>)
         if let Ok(resource) = &guard.0 {
             record_references(&wiring.references, &wiring.prerequisites, resource, present);
         }
+    }
+}
+
+/// A client as the namespace limit counts it.
+fn counted<K: Managed>(resource: &K) -> CountedClient {
+    CountedClient {
+        name: resource.name_any(),
+        issuer: resource.issuer().to_owned(),
+        created: resource.meta().creation_timestamp.as_ref().map(|t| t.0),
+        deleting: resource.meta().deletion_timestamp.is_some(),
     }
 }
 

@@ -14,6 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use sha2::{Digest, Sha256};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReconcileLabels {
@@ -62,7 +63,30 @@ pub struct Metrics {
     control_plane_up: Gauge,
     shard_overlaps: Family<ShardLabels, Gauge>,
     /// The labels each resource (by uid) counts under in `resources`.
-    counted: Arc<Mutex<HashMap<String, ResourceLabels>>>,
+    counted: Arc<Mutex<HashMap<UidKey, ResourceLabels>>>,
+}
+
+/// A resource's uid in 16 bytes: a uid is a UUID, whose digits are its value; anything else is
+/// known by a digest. Every resource has an entry, so the key's size counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct UidKey(u128);
+
+impl UidKey {
+    fn of(uid: &str) -> UidKey {
+        let digits = uid.chars().filter(|c| *c != '-');
+        let value = digits
+            .take(33)
+            .try_fold((0u128, 0u32), |(value, count), c| {
+                Some(((value << 4) | u128::from(c.to_digit(16)?), count + 1))
+            });
+        if let Some((value, 32)) = value {
+            return UidKey(value);
+        }
+        let digest = Sha256::digest(uid.as_bytes());
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        UidKey(u128::from_le_bytes(bytes))
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -177,7 +201,7 @@ impl Metrics {
         let Ok(mut counted) = self.counted.lock() else {
             return;
         };
-        match counted.insert(uid.to_owned(), labels.clone()) {
+        match counted.insert(UidKey::of(uid), labels.clone()) {
             Some(previous) if previous == labels => {}
             Some(previous) => {
                 self.resources.get_or_create(&previous).dec();
@@ -202,7 +226,7 @@ impl Metrics {
         let Ok(mut counted) = self.counted.lock() else {
             return;
         };
-        if let Some(previous) = counted.remove(uid) {
+        if let Some(previous) = counted.remove(&UidKey::of(uid)) {
             self.resources.get_or_create(&previous).dec();
         }
     }
@@ -257,6 +281,30 @@ impl Drop for ReconcileTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_uid_is_keyed_by_its_digits_or_else_by_a_digest() {
+        let uid = "0b6c1f4e-3a7d-4c2e-9f1a-5d8e7b6a4c3d";
+        assert_eq!(
+            UidKey::of(uid),
+            UidKey(0x0b6c1f4e_3a7d_4c2e_9f1a_5d8e7b6a4c3d)
+        );
+        assert_ne!(
+            UidKey::of(uid),
+            UidKey::of("0b6c1f4e-3a7d-4c2e-9f1a-5d8e7b6a4c3e")
+        );
+        // Not a UUID: a short one, a longer one, other characters.
+        let others = [
+            "web",
+            "0b6c1f4e3a7d4c2e9f1a5d8e7b6a4c3d0",
+            "not-a-uuid-at-all-but-long-enough!",
+        ];
+        for other in others {
+            assert_eq!(UidKey::of(other), UidKey::of(other));
+            assert_ne!(UidKey::of(other), UidKey::of(uid));
+        }
+        assert_ne!(UidKey::of(others[0]), UidKey::of(others[1]));
+    }
 
     #[test]
     fn series_use_the_documented_names_and_bounded_labels() {

@@ -48,6 +48,7 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     );
     for measure in [
         "cold start",
+        "cold start CPU (reconciler + stand-ins)",
         "reconciles per object",
         "steady server calls/min",
         "drift latency",
@@ -74,6 +75,14 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     assert_eq!(cold["finished"], true, "{cold}");
     assert_eq!(cold["complete"], 12);
     assert!(cold["ratio"].as_f64().is_some());
+    // CPU time comes in ticks of 10 ms: a floor of 12 clients may not reach one.
+    assert!(
+        cold["cpu"]["reconciler_seconds"].as_f64().unwrap() > 0.0,
+        "{cold}"
+    );
+    for part in ["stand_ins_seconds", "floor_seconds"] {
+        assert!(cold["cpu"][part].as_f64().is_some(), "{part}: {cold}");
+    }
     assert!(cold["reconciles_per_object"].as_f64().unwrap() >= 1.0);
     assert_eq!(cold["floor_server_calls"]["ApplyClient"], 12);
     assert!(cold["server_calls"]["ApplyClient"].as_u64().unwrap() >= 12);

@@ -102,7 +102,7 @@ pub fn status_after(
             };
             let mut drift = report.clone();
             drift.detected_at = detected_at;
-            new.drift = Some(drift);
+            new.drift = Some(Box::new(drift));
         }
     }
     if let Some(approval) = &fields.approval {

@@ -92,15 +92,15 @@ fn the_next_step_follows_the_resource() {
     let mut restored_1 = registered(1, "r1");
     restored_1.reason = Some(Reason::Restored);
     let mut drifted_status = registered(1, "r1");
-    drifted_status.drift = Some(Drift {
+    drifted_status.drift = Some(Box::new(Drift {
         server_revision: "r9".into(),
         ..Drift::default()
-    });
+    }));
     let mut removed_status = registered(1, "r1");
-    removed_status.drift = Some(Drift {
+    removed_status.drift = Some(Box::new(Drift {
         removed: true,
         ..Drift::default()
-    });
+    }));
 
     type Case<'a> = (&'a str, Box<dyn Fn(&mut Observed<'a>) + 'a>, Step);
     let cases: Vec<Case> = vec![
@@ -1234,10 +1234,10 @@ fn a_delivered_secret_is_registered_and_an_undelivered_one_is_kept_and_named() {
 #[test]
 fn a_restore_records_restored_and_clears_the_drift() {
     let mut status = registered(1, "r1");
-    status.drift = Some(Drift {
+    status.drift = Some(Box::new(Drift {
         server_revision: "r9".into(),
         ..Drift::default()
-    });
+    }));
     let applied = Applied {
         client_id: "cid".into(),
         revision: "r10".into(),

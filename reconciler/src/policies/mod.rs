@@ -45,6 +45,9 @@ struct Approval {
     uid: Option<String>,
 }
 
+/// The OIDCClients of one watch cache, each with its namespace.
+pub type ClientSource = Box<dyn Fn() -> Vec<(String, CountedClient)> + Send + Sync>;
+
 /// A resource, as the holds and the routes name it.
 pub type ResourceKey = (ObjectKind, String, String);
 
@@ -56,8 +59,12 @@ pub struct Policies {
     namespace_labels: RwLock<HashMap<String, BTreeMap<String, String>>>,
     /// (namespace, client) → its approvals.
     approvals: RwLock<HashMap<(String, String), Vec<Approval>>>,
-    /// Every namespace's OIDCClients in creation order, for the namespace limit.
-    clients: RwLock<ClientIndex>,
+    /// Every namespace's OIDCClients in creation order, for the namespace limit: kept only while
+    /// a policy sets one (most clusters have none, and it costs about 240 bytes a client).
+    clients: RwLock<Option<ClientIndex>>,
+    /// Where the index is filled from when a policy starts to limit: each scope's OIDCClient
+    /// watch cache.
+    client_sources: RwLock<Vec<(Option<String>, ClientSource)>>,
     /// What each held resource is held by: the policy, and the resource as its status lists it.
     holds: RwLock<HashMap<ResourceKey, (String, HeldResource)>>,
     /// The policies whose holds changed, for their status.
@@ -78,6 +85,7 @@ impl Policies {
             namespace_labels: RwLock::default(),
             approvals: RwLock::default(),
             clients: RwLock::default(),
+            client_sources: RwLock::default(),
             holds: RwLock::default(),
             touched,
             touched_receiver: Mutex::new(Some(receiver)),
@@ -96,10 +104,21 @@ impl Policies {
             .await;
     }
 
+    /// Names the watch cache of one scope's OIDCClients, which fills the namespace limit's index
+    /// when a policy starts to limit.
+    pub fn count_clients_from(&self, scope: Option<String>, source: ClientSource) {
+        if let Ok(mut sources) = self.client_sources.write() {
+            sources.retain(|(known, _)| *known != scope);
+            sources.push((scope, source));
+        }
+    }
+
     /// Keeps the index the namespace limit counts from, as the OIDCClients' watch sees them.
     pub fn client_seen(&self, namespace: &str, client: CountedClient, present: bool) {
-        if let Ok(mut clients) = self.clients.write() {
-            clients.seen(namespace, client, present);
+        if let Ok(mut clients) = self.clients.write()
+            && let Some(index) = clients.as_mut()
+        {
+            index.seen(namespace, client, present);
         }
     }
 
@@ -148,11 +167,47 @@ impl Policies {
             .unwrap_or_default()
     }
 
-    /// The OIDCClients of a scope (every namespace, or one) are listed anew: the index forgets
-    /// them, and the listing fills it again.
-    pub fn clients_relisted(&self, scope: Option<&str>) {
-        if let Ok(mut clients) = self.clients.write() {
-            clients.relisted(scope);
+    /// The OIDCClients of a scope (every namespace, or one) were listed anew: the index takes
+    /// that scope's clients from its watch cache, which holds the new listing now.
+    pub fn clients_listed(&self, scope: Option<&str>) {
+        let Ok(mut clients) = self.clients.write() else {
+            return;
+        };
+        let Some(index) = clients.as_mut() else {
+            return;
+        };
+        index.relisted(scope);
+        if let Ok(sources) = self.client_sources.read() {
+            for (_, source) in sources.iter().filter(|(s, _)| s.as_deref() == scope) {
+                for (namespace, client) in source() {
+                    index.seen(&namespace, client, true);
+                }
+            }
+        }
+    }
+
+    /// Keeps the namespace limit's index while some policy sets a limit, filled from the watch
+    /// caches when the first one does, and drops it when none does any more.
+    pub fn keep_client_index(&self) {
+        let limited = self
+            .all()
+            .iter()
+            .any(|p| p.max_clients_per_namespace.is_some());
+        let Ok(mut clients) = self.clients.write() else {
+            return;
+        };
+        match (limited, clients.is_some()) {
+            (true, false) => {
+                let mut index = ClientIndex::default();
+                if let Ok(sources) = self.client_sources.read() {
+                    for (namespace, client) in sources.iter().flat_map(|(_, source)| source()) {
+                        index.seen(&namespace, client, true);
+                    }
+                }
+                *clients = Some(index);
+            }
+            (false, true) => *clients = None,
+            _ => {}
         }
     }
 
@@ -218,6 +273,9 @@ impl Policies {
         labels: &BTreeMap<String, String>,
     ) -> usize {
         let Ok(clients) = self.clients.read() else {
+            return 0;
+        };
+        let Some(clients) = clients.as_ref() else {
             return 0;
         };
         clients.created_before(
@@ -339,6 +397,7 @@ mod tests {
             "p".into(),
             Arc::new(CompiledPolicy::compile(&policy).unwrap()),
         );
+        policies.keep_client_index();
         policies
     }
 
@@ -384,6 +443,48 @@ mod tests {
         ));
         // The same creation time: the name decides.
         assert!(policies.gate(&judged("aaa", 10, &object)) == PolicyGate::Open);
+    }
+
+    #[test]
+    fn the_limit_index_is_kept_only_while_a_policy_limits() {
+        let policies = Policies::new(broadcast::channel(16).0);
+        let cached = Arc::new(Mutex::new(vec![(
+            "team-a".to_owned(),
+            CountedClient {
+                name: "first".into(),
+                issuer: "https://login.example.test/acme".into(),
+                created: Some(Timestamp::from_second(10).unwrap()),
+                deleting: false,
+            },
+        )]));
+        let source = cached.clone();
+        policies.count_clients_from(None, Box::new(move || source.lock().unwrap().clone()));
+        policies.keep_client_index();
+        assert!(
+            policies.clients.read().unwrap().is_none(),
+            "no policy limits"
+        );
+
+        let limited = policies_with(json!({"rules": {"maxClientsPerNamespace": 1}}));
+        let policy = limited.compiled.read().unwrap().clone();
+        *policies.compiled.write().unwrap() = policy;
+        policies.keep_client_index();
+        let object = json!({"kind": "OIDCClient", "spec": {}});
+        assert!(matches!(
+            policies.gate(&judged("second", 20, &object)),
+            PolicyGate::Violation(_)
+        ));
+        // A relisting takes the scope from the cache as it is now.
+        cached.lock().unwrap().clear();
+        policies.clients_listed(None);
+        assert_eq!(
+            policies.gate(&judged("second", 20, &object)),
+            PolicyGate::Open
+        );
+
+        policies.compiled.write().unwrap().clear();
+        policies.keep_client_index();
+        assert!(policies.clients.read().unwrap().is_none());
     }
 
     #[test]

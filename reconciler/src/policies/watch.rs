@@ -81,6 +81,7 @@ async fn follow_policies(policies: &Policies, api: Api<ClientPolicy>) {
             Ok(Event::InitApply(policy)) => listing.push(policy),
             Ok(Event::InitDone) => {
                 let changed = replace_all(policies, std::mem::take(&mut listing));
+                policies.keep_client_index();
                 // The first listing comes before any decision: nothing to judge again.
                 let relisted = policies.loaded.borrow().policies;
                 mark(policies, |l| l.policies = true);
@@ -90,11 +91,13 @@ async fn follow_policies(policies: &Policies, api: Api<ClientPolicy>) {
             }
             Ok(Event::Apply(policy)) => {
                 if upsert(policies, &policy) {
+                    policies.keep_client_index();
                     policies.route(Route::All);
                 }
             }
             Ok(Event::Delete(policy)) => {
                 if remove(policies, &policy.name_any()) {
+                    policies.keep_client_index();
                     policies.route(Route::All);
                 }
             }

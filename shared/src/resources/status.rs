@@ -74,7 +74,7 @@ pub struct ResourceStatus {
     pub secret_set_time: Option<Time>,
     /// Set while the object on the server was changed or removed by something else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drift: Option<Drift>,
+    pub drift: Option<Box<Drift>>,
     /// The last drift a new generation of the manifest was written over: the change that was
     /// discarded, who made it, and what replaced it. Boxed, as are the other records most
     /// statuses lack: ten thousand cached statuses would carry their room for nothing.
@@ -477,10 +477,10 @@ mod tests {
             phase: Some(Phase::Error),
             reason: Some(Reason::Drifted),
             generation_in_force: Some(2),
-            drift: Some(Drift {
+            drift: Some(Box::new(Drift {
                 removed: true,
                 ..Drift::default()
-            }),
+            })),
             ..ResourceStatus::default()
         };
         let json = serde_json::to_value(&status).unwrap();

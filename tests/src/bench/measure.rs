@@ -42,6 +42,32 @@ pub fn resident(pid: u32) -> anyhow::Result<Resident> {
     })
 }
 
+/// The CPU time (user and system, every thread) a process has used so far, in seconds. `/proc`
+/// counts it in ticks of 1/100 s (Linux's `USER_HZ`).
+pub fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("cannot read /proc/{pid}/stat"))?;
+    // The command name (field 2) may hold spaces; the fields after it start at the state.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |index: usize| -> anyhow::Result<u64> {
+        fields
+            .get(index)
+            .and_then(|field| field.parse().ok())
+            .with_context(|| format!("/proc/{pid}/stat has no CPU time"))
+    };
+    // utime and stime are fields 14 and 15; the rest begins at field 3.
+    Ok((ticks(11)? + ticks(12)?) as f64 / 100.0)
+}
+
+/// The CPU time this process (the benchmark, with the emulator, the fake server and its
+/// watches) has used so far, in seconds.
+pub fn own_cpu_seconds() -> anyhow::Result<f64> {
+    cpu_seconds(std::process::id())
+}
+
 /// Server calls per method (gRPC name).
 pub type Calls = BTreeMap<String, u64>;
 

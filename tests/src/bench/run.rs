@@ -15,7 +15,9 @@ use nauthera_shared::resources::{OIDCClient, ResourceStatus, ready_condition};
 
 use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
 use super::observer::Observer;
-use super::report::{ColdStart, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio};
+use super::report::{
+    ColdStart, ColdStartCpu, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio,
+};
 use super::workload::{ClientItem, Kind, Workload, WorkloadKind, kinds_of};
 use super::{floor, plugin};
 use crate::e2e::{RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
@@ -200,6 +202,7 @@ pub async fn size(
     let calls_before = stack.server.counters().calls;
     let requests_before = reconciler_requests(emulator);
     let started = Instant::now();
+    let stand_ins_before = measure::own_cpu_seconds()?;
     let replica = stack.start_replica("bench").await?;
     let pid = replica.pid().context("the reconciler has no process id")?;
     let finished = observer
@@ -208,6 +211,22 @@ pub async fn size(
         })
         .await;
     let elapsed = finished.map_or_else(|| started.elapsed(), |at| at - started);
+    let cpu = match finished {
+        Some(_) => {
+            let reconciler_seconds = measure::cpu_seconds(pid)?;
+            let stand_ins_seconds = measure::own_cpu_seconds()? - stand_ins_before;
+            Some(ColdStartCpu {
+                reconciler_seconds,
+                stand_ins_seconds,
+                floor_seconds: cold_floor.cpu_seconds,
+                ratio: ratio(
+                    reconciler_seconds + stand_ins_seconds,
+                    cold_floor.cpu_seconds,
+                ),
+            })
+        }
+        None => None,
+    };
     // The echoes of the last writes are still being reconciled when the last manifest shows as
     // Registered; they belong to the cold start's cost, so it is counted once they are done.
     let reconciles = measure::quiet_reconciles(&replica, settings.settle).await;
@@ -224,6 +243,7 @@ pub async fn size(
         floor_seconds: cold_floor.elapsed.as_secs_f64(),
         ratio: finished
             .and_then(|_| ratio(elapsed.as_secs_f64(), cold_floor.elapsed.as_secs_f64())),
+        cpu,
         reconciles,
         reconciles_per_object: reconciles / clients.max(1) as f64,
         server_calls: difference(&stack.server.counters().calls, &calls_before),

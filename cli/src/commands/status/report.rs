@@ -397,7 +397,7 @@ pub fn resource_row(
         condition_since,
         condition_age_seconds: condition_since.map(|since| seconds_between(since, now)),
         grant,
-        drift: status.and_then(|status| status.drift.clone()),
+        drift: status.and_then(|status| status.drift.as_deref().cloned()),
         last_drift: status.and_then(|status| status.last_drift.as_deref().cloned()),
         recently_superseded: view
             .superseded_at()
