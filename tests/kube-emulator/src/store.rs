@@ -78,8 +78,15 @@ pub struct Store {
     history: VecDeque<Arc<Event>>,
     /// Every change after this revision is in `history`.
     compacted_at: u64,
+    /// Every change, for the garbage collector.
     events: broadcast::Sender<Arc<Event>>,
+    /// The changes of each watched resource: a watch wakes for its own resource only, as the
+    /// API server's watch cache serves each resource apart.
+    watched: HashMap<ResourceKey, broadcast::Sender<Arc<Event>>>,
 }
+
+/// How many changes of one resource a watch may fall behind before it is expired.
+const WATCH_BUFFER: usize = 32_768;
 
 impl Default for Store {
     fn default() -> Self {
@@ -92,6 +99,7 @@ impl Default for Store {
             history: VecDeque::new(),
             compacted_at: 1,
             events,
+            watched: HashMap::new(),
         }
     }
 }
@@ -217,13 +225,16 @@ impl Store {
             }
         }
         // No receivers is fine: nobody watches.
+        if let Some(watchers) = self.watched.get(resource) {
+            let _ = watchers.send(event.clone());
+        }
         let _ = self.events.send(event);
     }
 
     /// Changes of a resource after `revision` plus a receiver for the ones to come, taken
     /// together so none is missed; `410 Expired` when `revision` is older than the history.
     pub fn watch_from(
-        &self,
+        &mut self,
         resource: &ResourceKey,
         revision: u64,
     ) -> Result<WatchStart, ApiError> {
@@ -237,7 +248,12 @@ impl Store {
             .filter(|e| &e.resource == resource)
             .cloned()
             .collect();
-        Ok((backlog, self.events.subscribe()))
+        let receiver = self
+            .watched
+            .entry(resource.clone())
+            .or_insert_with(|| broadcast::channel(WATCH_BUFFER).0)
+            .subscribe();
+        Ok((backlog, receiver))
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {

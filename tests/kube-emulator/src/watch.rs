@@ -151,7 +151,9 @@ pub fn start(
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
     let key = request.encoding.info.key();
     let setup = {
-        let Ok(guard) = store.lock() else { return rx };
+        let Ok(mut guard) = store.lock() else {
+            return rx;
+        };
         let current = guard.revision();
         let initial_state = request.send_initial_events || request.resource_version.is_none();
         let from = if initial_state {
