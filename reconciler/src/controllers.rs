@@ -31,13 +31,13 @@ use crate::admin::AdminApi;
 use crate::caches::SecretSummaries;
 use crate::changes::{Route, StartGate};
 use crate::context::{Context, ReconcileError};
-use crate::guard::Guarded;
 use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
 use crate::policies::{CountedClient, Policies};
 use crate::prerequisites::{Manifest, Prerequisites};
 use crate::shard::ShardScope;
+use nauthera_shared::guard::Guarded;
 
 /// How long a resource's events are left to settle before its reconcile: the echoes of one
 /// reconcile's own writes (finalizer, status, Secret) arrive within milliseconds of each other and

@@ -8,7 +8,6 @@ mod context;
 mod controllers;
 mod decide;
 mod events;
-mod guard;
 mod http;
 mod kinds;
 mod kube_io;

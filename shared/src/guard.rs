@@ -1,8 +1,8 @@
-//! A manifest as its watch decodes it: the object, or, when it does not decode, its metadata and
-//! why, so that one malformed manifest cannot stop the watch (it is logged and waits for a
-//! change). The object is decoded once, straight from the watch's text; kube's
-//! `DeserializeGuard` builds a generic tree of it, copies the tree and decodes the copy, which
-//! was the larger part of what a watch event cost the reconciler.
+//! A manifest as a watch or a listing decodes it: the object, or, when it does not decode, its
+//! metadata and why, so that one malformed manifest cannot stop the watch (the reconciler logs it
+//! and waits for a change). The object is decoded once, straight from the text, without its
+//! managed fields; kube's `DeserializeGuard` builds a generic tree of it, copies the tree and
+//! decodes the copy, which was the larger part of what a watch event cost the reconciler.
 
 use std::borrow::Cow;
 
@@ -22,17 +22,167 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The object's text as it came (the API server's answers are always JSON).
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        match serde_json::from_str::<K>(raw.get()) {
+        let text = without_managed_fields(raw.get());
+        match serde_json::from_str::<K>(&text) {
             Ok(object) => Ok(Guarded(Ok(object))),
             Err(error) => {
                 let PartialObjectMeta { metadata, .. } =
-                    serde_json::from_str::<PartialObjectMeta<K>>(raw.get())
+                    serde_json::from_str::<PartialObjectMeta<K>>(&text)
                         .map_err(D::Error::custom)?;
                 Ok(Guarded(Err(InvalidObject {
                     error: error.to_string(),
                     metadata,
                 })))
             }
+        }
+    }
+}
+
+/// The object's text without `metadata.managedFields`, which nothing here reads and which
+/// was more than half of what decoding a manifest cost (each entry's field set is a tree of
+/// maps). Text that does not scan as expected is left as it is, to be decoded whole.
+fn without_managed_fields(text: &str) -> Cow<'_, str> {
+    match managed_fields_span(text.as_bytes()) {
+        Some((start, end)) => Cow::Owned([&text[..start], &text[end..]].concat()),
+        None => Cow::Borrowed(text),
+    }
+}
+
+/// Where `"managedFields": [...]` sits in the object's metadata, with the comma that separates
+/// it from a neighbour, so that cutting the span leaves valid JSON.
+fn managed_fields_span(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut scan = Scan { bytes, at: 0 };
+    let metadata = scan.member_value(b"metadata")?;
+    let mut scan = Scan {
+        bytes,
+        at: metadata,
+    };
+    scan.expect(b'{')?;
+    let mut previous_end = None;
+    loop {
+        scan.skip_whitespace();
+        if scan.peek()? == b'}' {
+            return None;
+        }
+        let key_start = scan.at;
+        let key = scan.string()?;
+        scan.skip_whitespace();
+        scan.expect(b':')?;
+        scan.skip_whitespace();
+        scan.value()?;
+        let value_end = scan.at;
+        scan.skip_whitespace();
+        let next = scan.peek()?;
+        if key == b"managedFields" {
+            return match (previous_end, next) {
+                // Cut from the end of the member before: its comma goes with it.
+                (Some(previous), _) => Some((previous, value_end)),
+                // The first member: cut through the comma after it.
+                (None, b',') => Some((key_start, scan.at + 1)),
+                (None, _) => Some((key_start, value_end)),
+            };
+        }
+        match next {
+            b',' => {
+                previous_end = Some(value_end);
+                scan.at += 1;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A forward scan over JSON text that only finds where things are.
+struct Scan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// A string's raw content (escapes left as they are); `at` moves past its closing quote.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.expect(b'"')?;
+        let start = self.at;
+        loop {
+            let rest = self.bytes.get(self.at..)?;
+            self.at += rest.iter().position(|b| matches!(b, b'"' | b'\\'))?;
+            match self.peek()? {
+                b'"' => break,
+                _ => self.at += 2,
+            }
+        }
+        let content = self.bytes.get(start..self.at)?;
+        self.at += 1;
+        Some(content)
+    }
+
+    /// Moves past one value of any kind.
+    fn value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(|_| ()),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match self.peek()? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.at += 1;
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.at += 1;
+                }
+            }
+            _ => {
+                while !matches!(
+                    self.peek()?,
+                    b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'
+                ) {
+                    self.at += 1;
+                }
+                Some(())
+            }
+        }
+    }
+
+    /// Where the value of a top-level member starts.
+    fn member_value(&mut self, wanted: &[u8]) -> Option<usize> {
+        self.skip_whitespace();
+        self.expect(b'{')?;
+        loop {
+            self.skip_whitespace();
+            let key = self.string()?;
+            self.skip_whitespace();
+            self.expect(b':')?;
+            self.skip_whitespace();
+            if key == wanted {
+                return Some(self.at);
+            }
+            self.value()?;
+            self.skip_whitespace();
+            self.expect(b',')?;
         }
     }
 }
@@ -72,9 +222,9 @@ impl<K: Resource> Resource for Guarded<K> {
 
 #[cfg(test)]
 mod tests {
+    use crate::resources::OIDCClient;
     use kube::ResourceExt;
     use kube::core::WatchEvent;
-    use nauthera_shared::resources::OIDCClient;
 
     use super::*;
 
@@ -107,6 +257,43 @@ mod tests {
             invalid.error.contains("issuer") || invalid.error.contains("integer"),
             "{invalid}"
         );
+    }
+
+    #[test]
+    fn managed_fields_are_cut_from_the_metadata_and_nothing_else() {
+        let cases = [
+            // Between two members, first, alone, pretty-printed, absent.
+            r#"{"kind":"K","metadata":{"name":"a","managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}],"uid":"u"},"spec":{}}"#,
+            r#"{"metadata":{"managedFields":[{"manager":"m"}],"name":"a"}}"#,
+            r#"{"metadata":{"managedFields":[]}}"#,
+            "{\n  \"metadata\" : {\n    \"name\": \"a\",\n    \"managedFields\" : [ {\"manager\": \"m\"} ]\n  }\n}",
+            r#"{"metadata":{"name":"a"},"spec":{"managedFields":[1]}}"#,
+            // Strings that look like the member, escaped quotes and brackets in values.
+            r#"{"apiVersion":"v\"1]","metadata":{"annotations":{"x":"\"managedFields\":[","y":"}{]"},"managedFields":[{"a":"]\\"}],"labels":{"l":"v"}}}"#,
+        ];
+        for text in cases {
+            let mut expected: serde_json::Value = serde_json::from_str(text).unwrap();
+            if let Some(meta) = expected["metadata"].as_object_mut() {
+                meta.remove("managedFields");
+            }
+            let cut = without_managed_fields(text);
+            let got: serde_json::Value =
+                serde_json::from_str(&cut).unwrap_or_else(|e| panic!("{cut} does not parse: {e}"));
+            assert_eq!(got, expected, "{text}");
+        }
+        assert!(matches!(
+            without_managed_fields(r#"{"metadata":{"name":"a"}}"#),
+            Cow::Borrowed(_)
+        ));
+        // What does not scan is left whole.
+        for broken in [
+            r#"{"metadata":{"managedFields":[}"#,
+            "[1,2]",
+            "",
+            r#"{"metadata""#,
+        ] {
+            assert_eq!(without_managed_fields(broken), broken);
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod convert;
 pub mod duration;
 pub mod generate;
 pub mod grants;
+pub mod guard;
 pub mod policy;
 pub mod resources;
 pub mod topology;

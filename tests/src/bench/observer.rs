@@ -12,6 +12,7 @@ use kube::Resource;
 use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
 use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::guard::Guarded;
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -185,18 +186,27 @@ pub struct Observer {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// Watches the workload's manifests of one kind.
+/// Watches the workload's manifests of one kind. They are decoded without their managed fields,
+/// as the reconciler decodes them: what the benchmark's watch costs is not what it measures.
 fn watch_kind<K: Observed>(client: &kube::Client, sender: watch::Sender<Seen>) -> JoinHandle<()> {
-    let api: Api<K> = Api::all(client.clone());
+    let api: Api<Guarded<K>> = Api::all(client.clone());
     let labelled = watcher::Config::default().labels(&format!("{BENCH_LABEL}=true"));
     tokio::spawn(async move {
         let mut events = watcher::watcher(api, labelled).boxed();
         while let Some(event) = events.next().await {
             match event {
-                Ok(Event::Apply(m) | Event::InitApply(m)) => {
+                Ok(Event::Apply(Guarded(Ok(m))) | Event::InitApply(Guarded(Ok(m)))) => {
                     sender.send_modify(|seen| seen.manifest_seen(&m));
                 }
-                Ok(Event::Delete(m)) => sender.send_modify(|seen| seen.manifest_gone(&m)),
+                Ok(Event::Delete(Guarded(Ok(m)))) => {
+                    sender.send_modify(|seen| seen.manifest_gone(&m))
+                }
+                Ok(Event::Apply(_) | Event::InitApply(_) | Event::Delete(_)) => {
+                    eprintln!(
+                        "the benchmark's {} watch met a manifest it cannot read",
+                        K::KIND.name()
+                    )
+                }
                 Ok(Event::Init | Event::InitDone) => {}
                 Err(error) => eprintln!("the benchmark's {} watch failed: {error}", K::KIND.name()),
             }
