@@ -269,9 +269,11 @@ fn validate(
     causes: &mut Vec<Cause>,
 ) {
     // Ratcheting, as the API server does by default since 1.30: a value an update leaves as it
-    // was is not validated again, rules included, so a status write does not judge the spec and
-    // a rule added later does not refuse writes that leave an older value alone.
-    if old.is_some_and(|old| old == value) {
+    // was is not validated again, so a status write does not judge the spec and a rule added
+    // later does not refuse writes that leave an older value alone. Transition rules are the
+    // exception: they still run.
+    if let Some(old) = old.filter(|old| *old == value) {
+        transition_rules(value, schema, path, old, causes);
         return;
     }
     if value.is_null() {
@@ -399,6 +401,28 @@ fn validate(
         _ => {}
     }
     crate::validation_rules::evaluate(value, schema, path, old, causes);
+}
+
+/// The transition rules of an unchanged value and of everything under it. List items are left
+/// out: an update's items are not paired with the stored ones, so their transition rules never
+/// apply (as in `validate`).
+fn transition_rules(
+    value: &Value,
+    schema: &Value,
+    path: &str,
+    old: &Value,
+    causes: &mut Vec<Cause>,
+) {
+    if let Value::Object(map) = value {
+        let properties = schema["properties"].as_object();
+        let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+        for (key, child) in map {
+            if let Some(child_schema) = properties.and_then(|p| p.get(key)).or(additional) {
+                transition_rules(child, child_schema, &join(path, key), child, causes);
+            }
+        }
+    }
+    crate::validation_rules::evaluate_transitions(value, schema, path, old, causes);
 }
 
 /// Whether `text` matches a schema `pattern`; compiled patterns are kept, and a pattern that
@@ -556,5 +580,23 @@ mod tests {
             ["spec.policy"]
         );
         assert_eq!(validate_root(&status_write, &schema, None).len(), 2);
+    }
+
+    #[test]
+    fn transition_rules_run_on_what_an_update_leaves_as_it_was() {
+        let mut schema = schema();
+        // Passes only on a change: an unchanged spec is still judged by it, and fails.
+        schema["properties"]["spec"]["x-kubernetes-validations"] = json!([
+            {"rule": "self != oldSelf", "message": "must change"},
+            {"rule": "self.issuer.startsWith('https://')", "message": "https only"}
+        ]);
+        schema["properties"]["spec"]["properties"]["policy"]["x-kubernetes-validations"] =
+            json!([{"rule": "self == oldSelf", "message": "immutable"}]);
+        let stored = json!({"spec": {"issuer": "http://a", "policy": "Delete"}});
+        let causes = validate_root(&stored, &schema, Some(&stored));
+        let messages: Vec<&str> = causes.iter().map(|c| c.message.as_str()).collect();
+        assert_eq!(causes.len(), 1, "{messages:?}");
+        assert!(messages[0].contains("must change"), "{messages:?}");
+        assert_eq!(causes[0].field, "spec");
     }
 }

@@ -173,9 +173,46 @@ pub fn evaluate(
     let Some(rules) = schema["x-kubernetes-validations"].as_array() else {
         return;
     };
+    run_in_sandbox(rules, value, path, old, Rules::All, causes);
+}
+
+/// Evaluates a schema node's transition rules (those reading `oldSelf`) against a value an
+/// update leaves as it was: ratcheting spares it every other check, never these.
+pub fn evaluate_transitions(
+    value: &Value,
+    schema: &Value,
+    path: &str,
+    old: &Value,
+    causes: &mut Vec<Cause>,
+) {
+    let Some(rules) = schema["x-kubernetes-validations"].as_array() else {
+        return;
+    };
+    // Most rules do not mention it; those are not worth a trip to the sandbox.
+    let mentions_old = |rule: &Value| rule["rule"].as_str().is_some_and(|r| r.contains("oldSelf"));
+    if rules.iter().any(mentions_old) {
+        run_in_sandbox(rules, value, path, Some(old), Rules::Transitions, causes);
+    }
+}
+
+/// Which of a node's rules to evaluate.
+#[derive(Clone, Copy, PartialEq)]
+enum Rules {
+    All,
+    Transitions,
+}
+
+fn run_in_sandbox(
+    rules: &[Value],
+    value: &Value,
+    path: &str,
+    old: Option<&Value>,
+    which: Rules,
+    causes: &mut Vec<Cause>,
+) {
     match cel::sandbox(|| {
         let mut found = Vec::new();
-        evaluate_rules(rules, value, path, old, &mut found);
+        evaluate_rules(rules, value, path, old, which, &mut found);
         found
     }) {
         Ok(found) => causes.extend(found),
@@ -192,6 +229,7 @@ fn evaluate_rules(
     value: &Value,
     path: &str,
     old: Option<&Value>,
+    which: Rules,
     causes: &mut Vec<Cause>,
 ) {
     for rule in rules {
@@ -199,6 +237,10 @@ fn evaluate_rules(
             continue;
         };
         let program = compiled(text);
+        let transition = matches!(program.as_ref(), Ok(program) if program.uses("oldSelf"));
+        if which == Rules::Transitions && !transition {
+            continue;
+        }
         let failure = match program.as_ref() {
             // Refused when the definition was written; a definition stored before that check
             // still gets the error, never a pass.
