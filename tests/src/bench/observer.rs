@@ -171,6 +171,33 @@ impl Seen {
     pub fn complete_by_kind(&self) -> BTreeMap<Kind, usize> {
         self.complete_by_kind.clone()
     }
+
+    /// Up to `limit` manifests the watches show but that are not complete, with what the
+    /// watches show of each, in a stable order.
+    pub fn incomplete(&self, limit: usize) -> Vec<(Kind, Key, String)> {
+        let mut found: Vec<_> = self
+            .manifests
+            .iter()
+            .filter(|((kind, key), _)| !self.is_complete(*kind, key))
+            .map(|((kind, key), facts)| {
+                let secret = facts.secret.as_ref().map_or_else(String::new, |s| {
+                    let shown = if self.secrets.contains(s) {
+                        "seen"
+                    } else {
+                        "not seen"
+                    };
+                    format!(", its Secret {}/{} {shown}", s.namespace, s.name)
+                });
+                let reason = facts.reason.map_or("no reason", Reason::as_str);
+                let registered = if facts.registered { "" } else { "not " };
+                let shown = format!("{reason}, {registered}Registered for its generation{secret}");
+                (*kind, key.clone(), shown)
+            })
+            .collect();
+        found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        found.truncate(limit);
+        found
+    }
 }
 
 fn key_of<K: Resource>(object: &K) -> Option<Key> {
@@ -258,6 +285,11 @@ impl Observer {
     /// How many manifests show `reason`.
     pub fn count(&self, reason: Reason) -> usize {
         self.seen.borrow().count(reason)
+    }
+
+    /// Up to `limit` manifests the watches show as not complete, with what they show.
+    pub fn incomplete(&self, limit: usize) -> Vec<(Kind, Key, String)> {
+        self.seen.borrow().incomplete(limit)
     }
 
     /// Waits until `done` holds or `deadline` passes; returns when it held, if it did.
@@ -349,8 +381,20 @@ mod tests {
         seen.manifest_seen(&registered(client("a"), true));
         seen.manifest_seen(&registered(client("b"), true));
         assert_eq!(seen.complete, 1);
+        assert_eq!(
+            seen.incomplete(5),
+            [(
+                Kind::OIDCClient,
+                Key {
+                    namespace: "bench-00".into(),
+                    name: "b".into()
+                },
+                "Registered, Registered for its generation, its Secret bench-00/b not seen".into()
+            )]
+        );
         seen.secret_seen(&secret("b"), true);
         assert_eq!(seen.complete, 2);
+        assert!(seen.incomplete(5).is_empty());
         seen.secret_seen(&secret("b"), false);
         assert_eq!(seen.complete, 1);
         seen.manifest_seen(&registered(client("a"), false));

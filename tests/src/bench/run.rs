@@ -7,20 +7,23 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use nauthera_fake_server::Actor;
 use nauthera_shared::catalog::{Phase, Reason};
-use nauthera_shared::resources::{OIDCClient, ResourceStatus, ready_condition};
+use nauthera_shared::resources::{
+    Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, ready_condition,
+};
 
 use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
 use super::observer::Observer;
 use super::report::{
     ColdStart, ColdStartCpu, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio,
 };
-use super::workload::{ClientItem, Kind, Workload, WorkloadKind, kinds_of};
+use super::workload::{ClientItem, Key, Kind, Workload, WorkloadKind, kinds_of};
 use super::{floor, plugin};
-use crate::e2e::{RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
+use crate::e2e::{Declared, RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
 
 /// What a run measures and how long it waits.
 #[derive(Clone, Debug)]
@@ -298,6 +301,15 @@ pub async fn size(
             observer.count(Reason::Pending),
             observer.count(Reason::Refused),
         ));
+        for (kind, key, shown) in observer.incomplete(5) {
+            let live = live_facts(&stack.client(), kind, &key).await;
+            report.notes.push(format!(
+                "not complete: {} {}/{}: the watches show {shown}; the API server holds {live}",
+                kind.name(),
+                key.namespace,
+                key.name
+            ));
+        }
     }
     // The plugin reads what the reconciler left; stopping it first keeps a cold start that did
     // not finish from competing with the commands measured.
@@ -434,6 +446,45 @@ fn memory_floor(
         bail!("the reflector floor failed ({})", output.status);
     }
     serde_json::from_slice(&output.stdout).context("the reflector floor printed no resident set")
+}
+
+/// What the API server holds of one manifest (and of a client's Secret), read directly, to tell
+/// a manifest the reconciler left unfinished from a change the benchmark's watches did not show.
+async fn live_facts(client: &kube::Client, kind: Kind, key: &Key) -> String {
+    let manifest = match kind {
+        Kind::Organization => live_status::<Organization>(client, key).await,
+        Kind::Branding => live_status::<Branding>(client, key).await,
+        Kind::IdentityProvider => live_status::<IdentityProvider>(client, key).await,
+        Kind::OIDCClient => live_status::<OIDCClient>(client, key).await,
+    };
+    if kind != Kind::OIDCClient {
+        return manifest;
+    }
+    // The workload's clients name no secretName: their Secret is named as they are.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
+    let secret = match secrets.get_metadata_opt(&key.name).await {
+        Ok(Some(_)) => "present",
+        Ok(None) => "absent",
+        Err(_) => "unreadable",
+    };
+    format!("{manifest}, its Secret {secret}")
+}
+
+async fn live_status<K: Declared>(client: &kube::Client, key: &Key) -> String {
+    let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
+    match api.get_opt(&key.name).await {
+        Ok(Some(manifest)) => {
+            let status = manifest.declared_status();
+            format!(
+                "generation {:?}, status {:?} for generation {:?}",
+                manifest.meta().generation,
+                status.and_then(|s| s.reason).map(Reason::as_str),
+                status.and_then(|s| s.observed_generation),
+            )
+        }
+        Ok(None) => "no such manifest".to_owned(),
+        Err(error) => format!("an error ({error})"),
+    }
 }
 
 fn plugin_comparison(
