@@ -12,14 +12,14 @@ use crate::kube_io::CLIENT_SECRET_KEY;
 /// What deciding needs of a Secret a generated secret goes into: who owns it, whether it holds
 /// a client secret, and its version (an update of it names the version it read). A cached
 /// Secret is kept in this form alone: ten thousand whole Secrets, even without their values,
-/// held about fifteen MiB.
+/// held about fifteen MiB. Its texts are boxed (no spare capacity), as there is one per Secret.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SecretSummary {
-    pub resource_version: Option<String>,
+    pub resource_version: Option<Box<str>>,
     /// The uids of its owners.
-    pub owner_uids: Vec<String>,
+    pub owner_uids: Box<[Box<str>]>,
     /// Its first owner, as `Kind/name`.
-    pub first_owner: Option<String>,
+    pub first_owner: Option<Box<str>>,
     /// Whether it holds a non-empty client secret.
     pub has_value: bool,
 }
@@ -32,11 +32,14 @@ impl From<&Secret> for SecretSummary {
             .as_deref()
             .unwrap_or_default();
         SecretSummary {
-            resource_version: secret.metadata.resource_version.clone(),
-            owner_uids: owners.iter().map(|owner| owner.uid.clone()).collect(),
+            resource_version: secret.metadata.resource_version.as_deref().map(Box::from),
+            owner_uids: owners
+                .iter()
+                .map(|owner| Box::from(owner.uid.as_str()))
+                .collect(),
             first_owner: owners
                 .first()
-                .map(|owner| format!("{}/{}", owner.kind, owner.name)),
+                .map(|owner| format!("{}/{}", owner.kind, owner.name).into_boxed_str()),
             has_value: secret
                 .data
                 .as_ref()
@@ -46,8 +49,9 @@ impl From<&Secret> for SecretSummary {
     }
 }
 
-/// (namespace, name) of a Secret.
-type SecretKey = (String, String);
+/// The summaries of one scope's Secrets by namespace, then name: a namespace's name is kept
+/// once, not once per Secret.
+type ByNamespace = HashMap<Box<str>, HashMap<Box<str>, SecretSummary>>;
 
 /// The Secrets of one watched scope, as its watch last listed and changed them.
 #[derive(Debug, Default)]
@@ -60,16 +64,33 @@ pub struct SecretSummaries {
 
 #[derive(Debug, Default)]
 struct Listed {
-    current: HashMap<SecretKey, SecretSummary>,
+    current: ByNamespace,
     /// A listing under way (after a start or a lost watch): it replaces `current` when done.
-    listing: Option<HashMap<SecretKey, SecretSummary>>,
+    listing: Option<ByNamespace>,
 }
 
-fn key_of(secret: &Secret) -> SecretKey {
-    (
-        secret.metadata.namespace.clone().unwrap_or_default(),
-        secret.metadata.name.clone().unwrap_or_default(),
-    )
+fn insert(map: &mut ByNamespace, secret: &Secret) {
+    let (Some(namespace), Some(name)) = (&secret.metadata.namespace, &secret.metadata.name) else {
+        return;
+    };
+    // Looked up first, so that a namespace's name is boxed only once.
+    let names = match map.get_mut(namespace.as_str()) {
+        Some(names) => names,
+        None => map.entry(namespace.as_str().into()).or_default(),
+    };
+    names.insert(name.as_str().into(), SecretSummary::from(secret));
+}
+
+fn remove(map: &mut ByNamespace, secret: &Secret) {
+    let (Some(namespace), Some(name)) = (&secret.metadata.namespace, &secret.metadata.name) else {
+        return;
+    };
+    if let Some(names) = map.get_mut(namespace.as_str()) {
+        names.remove(name.as_str());
+        if names.is_empty() {
+            map.remove(namespace.as_str());
+        }
+    }
 }
 
 impl SecretSummaries {
@@ -83,10 +104,7 @@ impl SecretSummaries {
                 cache.listing = Some(HashMap::new());
             }
             watcher::Event::InitApply(secret) => {
-                cache
-                    .listing
-                    .get_or_insert_default()
-                    .insert(key_of(secret), SecretSummary::from(secret));
+                insert(cache.listing.get_or_insert_default(), secret);
             }
             watcher::Event::InitDone => {
                 if let Some(listed) = cache.listing.take() {
@@ -94,14 +112,8 @@ impl SecretSummaries {
                 }
                 self.denied.store(false, Ordering::Relaxed);
             }
-            watcher::Event::Apply(secret) => {
-                cache
-                    .current
-                    .insert(key_of(secret), SecretSummary::from(secret));
-            }
-            watcher::Event::Delete(secret) => {
-                cache.current.remove(&key_of(secret));
-            }
+            watcher::Event::Apply(secret) => insert(&mut cache.current, secret),
+            watcher::Event::Delete(secret) => remove(&mut cache.current, secret),
         }
     }
 
@@ -117,8 +129,13 @@ impl SecretSummaries {
         cache
             .current
             .iter()
-            .filter_map(|((namespace, _), summary)| {
-                Some((namespace.clone(), summary.first_owner.clone()?))
+            .flat_map(|(namespace, names)| {
+                names.values().filter_map(|summary| {
+                    Some((
+                        namespace.to_string(),
+                        summary.first_owner.as_deref()?.to_owned(),
+                    ))
+                })
             })
             .collect()
     }
@@ -131,7 +148,8 @@ impl SecretSummaries {
             .read()
             .ok()?
             .current
-            .get(&(namespace.to_owned(), name.to_owned()))
+            .get(namespace)?
+            .get(name)
             .cloned()
     }
 }
@@ -194,7 +212,7 @@ mod tests {
             summary,
             SecretSummary {
                 resource_version: Some("7".into()),
-                owner_uids: vec!["uid-1".into()],
+                owner_uids: Box::new(["uid-1".into()]),
                 first_owner: Some("OIDCClient/web".into()),
                 has_value: true,
             }
@@ -217,7 +235,7 @@ mod tests {
         assert!(cache.get("team", "gone").is_none());
         assert_eq!(
             cache.get("team", "web").map(|s| s.owner_uids),
-            Some(vec!["uid-1".to_owned()])
+            Some(Box::from(["uid-1".into()]))
         );
         summaries.follow(&watcher::Event::Apply(secret("web", "uid-1", "")));
         assert_eq!(cache.get("team", "web").map(|s| s.has_value), Some(false));

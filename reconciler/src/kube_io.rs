@@ -197,7 +197,7 @@ pub async fn record_event<K: Kind>(
 }
 
 fn owned_by(secret: &SecretSummary, uid: &str) -> bool {
-    secret.owner_uids.iter().any(|owner| owner == uid)
+    secret.owner_uids.iter().any(|owner| **owner == *uid)
 }
 
 /// What the Secret a generated secret goes into holds, read from the API server.
@@ -222,7 +222,7 @@ pub fn state_of(secret: &SecretSummary, owner_uid: &str) -> SecretState {
         }
     } else {
         SecretState::Foreign {
-            owner: secret.first_owner.clone(),
+            owner: secret.first_owner.as_deref().map(String::from),
         }
     }
 }
@@ -350,7 +350,7 @@ pub async fn deliver_secret<K: Kind>(
     };
     if !owned_by(&existing, &owner_uid) {
         return Err(SecretWriteFailure::Foreign {
-            owner: existing.first_owner.clone(),
+            owner: existing.first_owner.as_deref().map(String::from),
         });
     }
     // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
