@@ -174,7 +174,7 @@ impl Seen {
 
     /// Up to `limit` manifests the watches show but that are not complete, with what the
     /// watches show of each, in a stable order.
-    pub fn incomplete(&self, limit: usize) -> Vec<(Kind, Key, String)> {
+    pub fn incomplete(&self, limit: usize) -> Vec<Incomplete> {
         let mut found: Vec<_> = self
             .manifests
             .iter()
@@ -190,14 +190,29 @@ impl Seen {
                 });
                 let reason = facts.reason.map_or("no reason", Reason::as_str);
                 let registered = if facts.registered { "" } else { "not " };
-                let shown = format!("{reason}, {registered}Registered for its generation{secret}");
-                (*kind, key.clone(), shown)
+                Incomplete {
+                    kind: *kind,
+                    key: key.clone(),
+                    secret: facts.secret.clone(),
+                    shown: format!("{reason}, {registered}Registered for its generation{secret}"),
+                }
             })
             .collect();
-        found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        found.sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
         found.truncate(limit);
         found
     }
+}
+
+/// A manifest the watches show but that is not complete.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Incomplete {
+    pub kind: Kind,
+    pub key: Key,
+    /// The Secret it waits for, if any.
+    pub secret: Option<Key>,
+    /// What the watches show of it.
+    pub shown: String,
 }
 
 fn key_of<K: Resource>(object: &K) -> Option<Key> {
@@ -288,7 +303,7 @@ impl Observer {
     }
 
     /// Up to `limit` manifests the watches show as not complete, with what they show.
-    pub fn incomplete(&self, limit: usize) -> Vec<(Kind, Key, String)> {
+    pub fn incomplete(&self, limit: usize) -> Vec<Incomplete> {
         self.seen.borrow().incomplete(limit)
     }
 
@@ -383,14 +398,19 @@ mod tests {
         assert_eq!(seen.complete, 1);
         assert_eq!(
             seen.incomplete(5),
-            [(
-                Kind::OIDCClient,
-                Key {
+            [Incomplete {
+                kind: Kind::OIDCClient,
+                key: Key {
                     namespace: "bench-00".into(),
                     name: "b".into()
                 },
-                "Registered, Registered for its generation, its Secret bench-00/b not seen".into()
-            )]
+                secret: Some(Key {
+                    namespace: "bench-00".into(),
+                    name: "b".into()
+                }),
+                shown: "Registered, Registered for its generation, its Secret bench-00/b not seen"
+                    .into()
+            }]
         );
         seen.secret_seen(&secret("b"), true);
         assert_eq!(seen.complete, 2);

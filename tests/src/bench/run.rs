@@ -17,7 +17,7 @@ use nauthera_shared::resources::{
 };
 
 use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
-use super::observer::Observer;
+use super::observer::{Incomplete, Observer};
 use super::report::{
     ColdStart, ColdStartCpu, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio,
 };
@@ -301,13 +301,14 @@ pub async fn size(
             observer.count(Reason::Pending),
             observer.count(Reason::Refused),
         ));
-        for (kind, key, shown) in observer.incomplete(5) {
-            let live = live_facts(&stack.client(), kind, &key).await;
+        for incomplete in observer.incomplete(5) {
+            let live = live_facts(&stack.client(), &incomplete).await;
             report.notes.push(format!(
-                "not complete: {} {}/{}: the watches show {shown}; the API server holds {live}",
-                kind.name(),
-                key.namespace,
-                key.name
+                "not complete: {} {}/{}: the watches show {}; the API server holds {live}",
+                incomplete.kind.name(),
+                incomplete.key.namespace,
+                incomplete.key.name,
+                incomplete.shown,
             ));
         }
     }
@@ -450,22 +451,22 @@ fn memory_floor(
 
 /// What the API server holds of one manifest (and of a client's Secret), read directly, to tell
 /// a manifest the reconciler left unfinished from a change the benchmark's watches did not show.
-async fn live_facts(client: &kube::Client, kind: Kind, key: &Key) -> String {
-    let manifest = match kind {
+async fn live_facts(client: &kube::Client, incomplete: &Incomplete) -> String {
+    let key = &incomplete.key;
+    let manifest = match incomplete.kind {
         Kind::Organization => live_status::<Organization>(client, key).await,
         Kind::Branding => live_status::<Branding>(client, key).await,
         Kind::IdentityProvider => live_status::<IdentityProvider>(client, key).await,
         Kind::OIDCClient => live_status::<OIDCClient>(client, key).await,
     };
-    if kind != Kind::OIDCClient {
+    let Some(secret) = &incomplete.secret else {
         return manifest;
-    }
-    // The workload's clients name no secretName: their Secret is named as they are.
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
-    let secret = match secrets.get_metadata_opt(&key.name).await {
-        Ok(Some(_)) => "present",
-        Ok(None) => "absent",
-        Err(_) => "unreadable",
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace);
+    let secret = match secrets.get_metadata_opt(&secret.name).await {
+        Ok(Some(_)) => "present".to_owned(),
+        Ok(None) => "absent".to_owned(),
+        Err(error) => format!("unreadable ({error})"),
     };
     format!("{manifest}, its Secret {secret}")
 }
