@@ -282,6 +282,7 @@ pub async fn reconciler_log_lines(
     cluster: &Cluster,
     reconciler_namespace: &str,
     leader: Option<&str>,
+    kind: Kind,
     namespace: &str,
     name: &str,
 ) -> Result<Vec<String>, String> {
@@ -295,7 +296,7 @@ pub async fn reconciler_log_lines(
     // (it moved, or the identity was set by hand), the Deployment's pods are read instead.
     if let Some(leader) = leader.filter(|leader| !leader.is_empty()) {
         match pods.logs(leader, &params).await {
-            Ok(log) => return Ok(lines_about(&log, namespace, name, LOG_LINES_KEPT)),
+            Ok(log) => return Ok(lines_about(&log, kind, namespace, name, LOG_LINES_KEPT)),
             Err(error) if api_code(&error) == Some(404) => {}
             Err(error) => return Err(log_read_error(leader, reconciler_namespace, &error)),
         }
@@ -324,7 +325,7 @@ pub async fn reconciler_log_lines(
             .logs(&pod, &params)
             .await
             .map_err(|error| log_read_error(&pod, reconciler_namespace, &error))?;
-        lines.extend(lines_about(&log, namespace, name, LOG_LINES_KEPT));
+        lines.extend(lines_about(&log, kind, namespace, name, LOG_LINES_KEPT));
     }
     Ok(lines)
 }
@@ -352,11 +353,11 @@ pub fn log_read_error(pod: &str, namespace: &str, error: &kube::Error) -> String
     format!("cannot read the logs of pod {pod} in {namespace}: {detail}; {hint}")
 }
 
-/// The last `keep` lines that name both the namespace and the resource.
-pub fn lines_about(log: &str, namespace: &str, name: &str, keep: usize) -> Vec<String> {
+/// The last `keep` of the reconciler's lines about the resource.
+pub fn lines_about(log: &str, kind: Kind, namespace: &str, name: &str, keep: usize) -> Vec<String> {
     let about: Vec<&str> = log
         .lines()
-        .filter(|line| mentions(line, namespace) && mentions(line, name))
+        .filter(|line| is_about(line, kind, namespace, name))
         .collect();
     about[about.len().saturating_sub(keep)..]
         .iter()
@@ -364,14 +365,16 @@ pub fn lines_about(log: &str, namespace: &str, name: &str, keep: usize) -> Vec<S
         .collect()
 }
 
-/// Whether `word` appears in `line` not as part of a longer name (`shop` is not in `shop-2`).
-fn mentions(line: &str, word: &str) -> bool {
-    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.';
-    line.match_indices(word).any(|(at, _)| {
-        let before = line[..at].chars().next_back();
-        let after = line[at + word.len()..].chars().next();
-        !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char)
-    })
+/// Whether a reconciler's JSON log line is about the resource: by its structured `namespace` and
+/// `name` fields (and `kind`, when the line names one), never by the words of its message.
+fn is_about(line: &str, kind: Kind, namespace: &str, name: &str) -> bool {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(line) else {
+        return false;
+    };
+    let field = |key: &str| fields.get(key).and_then(serde_json::Value::as_str);
+    field("namespace") == Some(namespace)
+        && field("name") == Some(name)
+        && field("kind").is_none_or(|logged| logged == kind.as_str())
 }
 
 /// The pod templates of the Deployments, StatefulSets and DaemonSets in `namespace`.
@@ -392,17 +395,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log_lines_name_the_resource_as_a_whole_word() {
-        let log = "\
-{\"msg\":\"grpc_call\",\"namespace\":\"team-a\",\"name\":\"shop\",\"code\":\"Ok\"}
-{\"msg\":\"grpc_call\",\"namespace\":\"team-a\",\"name\":\"shop-2\"}
-{\"msg\":\"grpc_call\",\"namespace\":\"team-b\",\"name\":\"shop\"}
-{\"msg\":\"secret write failed\",\"namespace\":\"team-a\",\"name\":\"shop\"}
-";
-        let lines = lines_about(log, "team-a", "shop", 20);
-        assert_eq!(lines.len(), 2);
-        assert!(lines[1].contains("secret write failed"));
-        assert_eq!(lines_about(log, "team-a", "shop", 1).len(), 1);
+    fn log_lines_are_about_the_resource_by_their_fields() {
+        let log = r#"{"message":"reconciled","kind":"OIDCClient","namespace":"team-a","name":"shop","reason":"Registered"}
+{"message":"reconciled","kind":"OIDCClient","namespace":"team-a","name":"shop-2"}
+{"message":"reconciled","kind":"OIDCClient","namespace":"team-b","name":"shop"}
+{"message":"reconciled","kind":"Branding","namespace":"team-a","name":"shop"}
+{"message":"grpc_call","method":"ApplyClient","detail":"team-a shop"}
+not json: team-a shop
+{"message":"cannot read the manifest","namespace":"team-a","name":"shop"}
+"#;
+        let lines = lines_about(log, Kind::OIDCClient, "team-a", "shop", 20);
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(lines[1].contains("cannot read the manifest"));
+        assert_eq!(
+            lines_about(log, Kind::OIDCClient, "team-a", "shop", 1).len(),
+            1
+        );
     }
 
     #[test]

@@ -53,13 +53,21 @@ impl Kind {
         }
     }
 
-    pub const fn short_name(self) -> &'static str {
-        match self {
-            Kind::OIDCClient => "oidcc",
-            Kind::Branding => "nbrand",
-            Kind::IdentityProvider => "nidp",
-            Kind::Organization => "norg",
-        }
+    /// The CRD's short name, which kubectl knows too (`kubectl get nbrand`): read from the
+    /// resource's own declaration in shared, the one the CRDs in deploy/crds are generated from.
+    pub fn short_name(self) -> &'static str {
+        use kube::CustomResourceExt;
+        use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
+        let names = match self {
+            Kind::OIDCClient => OIDCClient::shortnames(),
+            Kind::Branding => Branding::shortnames(),
+            Kind::IdentityProvider => IdentityProvider::shortnames(),
+            Kind::Organization => Organization::shortnames(),
+        };
+        names
+            .first()
+            .copied()
+            .expect("every CRD declares a short name")
     }
 
     /// The plugin's own short forms (`br/`, `idp/`, `org/`): inside the plugin only this
@@ -103,12 +111,22 @@ impl Kind {
         Kind::ALL
             .into_iter()
             .find(|kind| kind.names().contains(&name) || kind.as_str().eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                CliError::Usage(format!(
-                    "unknown kind `{text}`; use oidcclient, branding, identityprovider or \
-                     organization (or oidcc, br, idp, org)"
-                ))
-            })
+            .ok_or_else(|| CliError::Usage(format!("unknown kind `{text}`; {}", Kind::usage())))
+    }
+
+    /// What the plugin suggests for a kind it does not know: the kinds' names and the CRDs'
+    /// short names, which kubectl knows too (not the plugin's own `br`, `idp`, `org`).
+    fn usage() -> String {
+        let list = |names: Vec<&str>| match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        format!(
+            "use {} (or {})",
+            list(Kind::ALL.map(Kind::singular).to_vec()),
+            list(Kind::ALL.map(Kind::short_name).to_vec())
+        )
     }
 }
 
@@ -177,6 +195,33 @@ mod tests {
             Kind::OIDCClient
         );
         assert!(Kind::parse("pods").is_err());
+    }
+
+    /// A misspelt kind is answered with names kubectl knows: the CRDs' short names, as
+    /// deploy/crds declares them, not the plugin's own abbreviations.
+    #[test]
+    fn an_unknown_kind_suggests_the_crds_short_names() {
+        let Err(CliError::Usage(message)) = Kind::parse("oidcclinet") else {
+            panic!("oidcclinet is not a kind");
+        };
+        assert_eq!(
+            message,
+            "unknown kind `oidcclinet`; use oidcclient, branding, identityprovider or \
+             organization (or oidcc, nbrand, nidp or norg)"
+        );
+        for kind in Kind::ALL {
+            let crd = std::fs::read_to_string(format!(
+                "{}/../deploy/crds/{}.nauthera.io.yaml",
+                env!("CARGO_MANIFEST_DIR"),
+                kind.plural()
+            ))
+            .unwrap();
+            assert!(
+                crd.contains(&format!("- {}\n", kind.short_name())),
+                "{kind}'s CRD lacks the short name {}",
+                kind.short_name()
+            );
+        }
     }
 
     #[test]

@@ -153,25 +153,44 @@ impl ResourceView {
         self.status.as_ref().and_then(|status| status.reason)
     }
 
-    /// The drift a new generation was written over, in a sentence: who made the discarded
-    /// change, what it changed, and both revisions.
+    /// The drift a new generation was written over, in a sentence: who made the change, which
+    /// fields were kept and which discarded, and both revisions.
     pub fn superseded_drift(&self) -> Option<String> {
         let last = self.status.as_ref()?.last_drift.as_ref()?;
         let drift = &last.drift;
         let who = drift.author();
+        let discarded = last.discarded();
         let what = if drift.removed {
             "its removal of the object".to_owned()
         } else if drift.fields.is_empty() {
             format!("revision {}", drift.server_revision)
-        } else {
+        } else if last.kept.is_empty() {
             format!(
                 "revision {}: {}",
                 drift.server_revision,
                 drift.fields.join(", ")
             )
+        } else if discarded.is_empty() {
+            format!(
+                "revision {}: kept {}",
+                drift.server_revision,
+                last.kept.join(", ")
+            )
+        } else {
+            format!(
+                "revision {}: kept {}; discarded {}",
+                drift.server_revision,
+                last.kept.join(", "),
+                discarded.join(", ")
+            )
+        };
+        let verb = if !drift.removed && !last.kept.is_empty() && discarded.is_empty() {
+            "adopted"
+        } else {
+            "discarded"
         };
         Some(format!(
-            "generation {} discarded a change by {who}{} ({what}), written as revision {}{}",
+            "generation {} {verb} a change by {who}{} ({what}), written as revision {}{}",
             last.generation,
             drift
                 .changed_at
@@ -199,11 +218,7 @@ impl ResourceView {
 
     /// The server's stable reason the reconciler recorded, when the reason comes from one.
     pub fn server_reason(&self) -> Option<ErrorReason> {
-        self.status
-            .as_ref()
-            .and_then(|status| status.server_reason.as_deref())
-            .and_then(ErrorReason::from_str_name)
-            .filter(|reason| *reason != ErrorReason::Unspecified)
+        self.status.as_ref().and_then(|status| status.server_reason)
     }
 
     pub fn phase(&self) -> Option<Phase> {

@@ -18,10 +18,23 @@ pub struct SecretSummary {
     pub resource_version: Option<Box<str>>,
     /// The uids of its owners.
     pub owner_uids: Box<[Box<str>]>,
-    /// Its first owner, as `Kind/name`.
-    pub first_owner: Option<Box<str>>,
+    /// Its first owner.
+    pub first_owner: Option<OwnerName>,
     /// Whether it holds a non-empty client secret.
     pub has_value: bool,
+}
+
+/// An owner of a Secret by kind and name (shown as `Kind/name`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnerName {
+    pub kind: Box<str>,
+    pub name: Box<str>,
+}
+
+impl std::fmt::Display for OwnerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.kind, self.name)
+    }
 }
 
 impl From<&Secret> for SecretSummary {
@@ -37,9 +50,10 @@ impl From<&Secret> for SecretSummary {
                 .iter()
                 .map(|owner| Box::from(owner.uid.as_str()))
                 .collect(),
-            first_owner: owners
-                .first()
-                .map(|owner| format!("{}/{}", owner.kind, owner.name).into_boxed_str()),
+            first_owner: owners.first().map(|owner| OwnerName {
+                kind: owner.kind.as_str().into(),
+                name: owner.name.as_str().into(),
+            }),
             has_value: secret
                 .data
                 .as_ref()
@@ -117,9 +131,9 @@ impl SecretSummaries {
         }
     }
 
-    /// Marks the watch refused; returns the owners (`Kind/name` in a namespace) of the Secrets
-    /// cached until then, the first time, so that they are looked at again.
-    pub fn deny(&self) -> Vec<(String, String)> {
+    /// Marks the watch refused; returns the owners (in a namespace) of the Secrets cached until
+    /// then, the first time, so that they are looked at again.
+    pub fn deny(&self) -> Vec<(String, OwnerName)> {
         if self.denied.swap(true, Ordering::Relaxed) {
             return Vec::new();
         }
@@ -131,10 +145,7 @@ impl SecretSummaries {
             .iter()
             .flat_map(|(namespace, names)| {
                 names.values().filter_map(|summary| {
-                    Some((
-                        namespace.to_string(),
-                        summary.first_owner.as_deref()?.to_owned(),
-                    ))
+                    Some((namespace.to_string(), summary.first_owner.clone()?))
                 })
             })
             .collect()
@@ -213,7 +224,10 @@ mod tests {
             SecretSummary {
                 resource_version: Some("7".into()),
                 owner_uids: Box::new(["uid-1".into()]),
-                first_owner: Some("OIDCClient/web".into()),
+                first_owner: Some(OwnerName {
+                    kind: "OIDCClient".into(),
+                    name: "web".into(),
+                }),
                 has_value: true,
             }
         );
@@ -251,7 +265,13 @@ mod tests {
         assert!(summaries.get("team", "web").is_some());
         assert_eq!(
             summaries.deny(),
-            vec![("team".to_owned(), "OIDCClient/web".to_owned())]
+            vec![(
+                "team".to_owned(),
+                OwnerName {
+                    kind: "OIDCClient".into(),
+                    name: "web".into()
+                }
+            )]
         );
         assert!(summaries.deny().is_empty(), "named once per refusal");
         assert!(

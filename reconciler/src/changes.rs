@@ -327,9 +327,12 @@ impl std::fmt::Debug for Router<'_> {
 
 impl Router<'_> {
     fn send(&self, route: Route) {
+        // An organization's change names no namespace (its slug locates the manifest): the
+        // controller that finds the manifest checks its namespace against the scope instead.
         if let Route::Resource {
             kind, namespace, ..
         } = &route
+            && !namespace.is_empty()
             && !(self.covers)(*kind, namespace)
         {
             return;
@@ -650,6 +653,16 @@ mod tests {
         branding.kind = v1::ObjectKind::Branding as i32;
         router.send(route_event(&branding, "nauthera-reconciler").unwrap());
         assert!(routed.try_recv().is_err(), "brandings are another shard's");
+        // An organization's change names its slug, no namespace: it goes on to be located.
+        let mut organization = change("acme", "dashboard");
+        organization.kind = v1::ObjectKind::Organization as i32;
+        organization.r#ref = Some(v1::ObjectRef {
+            name: "acme".into(),
+            ..v1::ObjectRef::default()
+        });
+        let route = route_event(&organization, "nauthera-reconciler").unwrap();
+        router.send(route.clone());
+        assert_eq!(routed.try_recv().unwrap(), route);
         // Everything still means everything this reconciler covers.
         router.send(Route::All);
         assert_eq!(routed.try_recv().unwrap(), Route::All);

@@ -49,7 +49,10 @@ pub struct Args {
     /// The manager name every write carries; the server records it in its audit log. Each
     /// reconciler of one server needs its own (its replicas share it): when not set,
     /// `nauthera-reconciler`, `nauthera-reconciler-<shard>` for a shard, and `/<cluster>` after
-    /// either with a cluster name.
+    /// either with a cluster name. It is also every Event's reportingController and every
+    /// write's field manager, so the API server's rules apply: a qualified name (at most 63
+    /// letters, digits, '-', '_' and '.' after an optional DNS subdomain prefix and '/') of at
+    /// most 128 bytes.
     #[arg(long, env = "NAUTHERA_MANAGER", value_name = "NAME")]
     pub manager: Option<String>,
     /// This cluster's name, when several clusters configure one server: every namespace is
@@ -72,7 +75,8 @@ pub struct Args {
     /// This reconciler's shard of the cluster (a DNS label): it leads on the Lease
     /// `nauthera-reconciler-<shard>` unless --lease-name is given, publishes its state in the
     /// ConfigMap `nauthera-reconciler-state-<shard>`, and reports the other shards whose scopes
-    /// overlap its own. Its manager defaults to `nauthera-reconciler-<shard>`.
+    /// overlap its own. Its manager defaults to `nauthera-reconciler-<shard>`, which limits a
+    /// shard name to 43 characters unless --manager is given.
     #[arg(long, env = "NAUTHERA_SHARD", value_name = "NAME")]
     pub shard: Option<String>,
     /// Reconcile only the namespaces this label selector selects, written as for `kubectl get
@@ -133,7 +137,8 @@ pub struct Args {
     /// set (`POD_NAMESPACE`, or the service account's namespace file).
     #[arg(long, env = "NAUTHERA_LEASE_NAMESPACE", value_name = "NS")]
     pub lease_namespace: Option<String>,
-    /// This replica's identity in the Lease; the pod's name (`POD_NAME`, `HOSTNAME`) when not set.
+    /// This replica's identity in the Lease (and its Events' reportingInstance, at most 128
+    /// characters); the pod's name (`POD_NAME`, `HOSTNAME`) when not set.
     #[arg(long, env = "NAUTHERA_IDENTITY", value_name = "NAME")]
     pub identity: Option<String>,
     /// Where `/metrics` is served (`:8080` means every interface).
@@ -373,6 +378,7 @@ impl Args {
         if let Some(shard) = &shard {
             check_shard_name(shard)?;
         }
+        let given = self.manager.is_some();
         let manager = match self.manager {
             Some(manager) if manager.trim().is_empty() => {
                 return Err(invalid(
@@ -383,6 +389,7 @@ impl Args {
             Some(manager) => manager.trim().to_owned(),
             None => default_manager(cluster_name.as_deref(), shard.as_deref()),
         };
+        check_manager(&manager, given, shard.as_deref(), cluster_name.as_deref())?;
         let mut namespaces = Vec::new();
         for namespace in self.namespaces {
             let namespace = namespace.trim().to_owned();
@@ -441,6 +448,7 @@ impl Args {
                     "not set, and neither POD_NAME nor HOSTNAME is set; set one of them",
                 )
             })?;
+        check_identity(&identity)?;
         let metrics_address = listen_address(&setting("metrics-address"), &self.metrics_address)?;
         let probe_address = listen_address(&setting("probe-address"), &self.probe_address)?;
         if metrics_address.port() != 0 && metrics_address == probe_address {
@@ -548,6 +556,112 @@ fn check_shard_name(shard: &str) -> Result<(), ConfigError> {
             ),
         ))
     }
+}
+
+/// The longest `reportingInstance` and `action` of an Event (`ReportingInstanceLengthLimit`
+/// and `ActionLengthLimit` of k8s.io/kubernetes pkg/apis/core/validation/events.go).
+pub const EVENT_REPORTING_INSTANCE_MAX: usize = 128;
+pub const EVENT_ACTION_MAX: usize = 128;
+// The action every Event carries is fixed; it fits.
+const _: () = assert!(crate::events::ACTION.len() <= EVENT_ACTION_MAX);
+
+/// The manager name is the `reportingController` of every Event the reconciler records (a
+/// qualified name: at most 63 characters after an optional DNS subdomain prefix and `/`) and the
+/// field manager of every write (at most 128 bytes, all printable). The API server refuses an
+/// Event or a server-side apply that breaks either rule with a 422, which nobody would read:
+/// every event would be lost and no status written. The message names the setting the name
+/// comes from: `--manager`, or `--shard` (and `--cluster-name`) for the default name.
+fn check_manager(
+    manager: &str,
+    given: bool,
+    shard: Option<&str>,
+    cluster: Option<&str>,
+) -> Result<(), ConfigError> {
+    use nauthera_shared::kube_names::{
+        FIELD_MANAGER_MAX, QUALIFIED_NAME_MAX, field_manager, qualified_name,
+    };
+    let as_controller = qualified_name(manager);
+    let as_field_manager = field_manager(manager);
+    if as_controller.is_empty() && as_field_manager.is_empty() {
+        return Ok(());
+    }
+    let mut refused = Vec::new();
+    if !as_controller.is_empty() {
+        refused.push(format!(
+            "the API server would refuse every Event the reconciler records, whose \
+             reportingController it is ({}; a qualified name is at most {QUALIFIED_NAME_MAX} \
+             letters, digits, '-', '_' and '.', beginning and ending with a letter or digit, \
+             after an optional DNS subdomain prefix and '/')",
+            as_controller.join("; ")
+        ));
+    }
+    if !as_field_manager.is_empty() {
+        refused.push(format!(
+            "the API server would refuse every write the reconciler makes, whose field manager \
+             it is ({}; at most {FIELD_MANAGER_MAX} bytes)",
+            as_field_manager.join("; ")
+        ));
+    }
+    let refused = refused.join(", and ");
+    if given {
+        return Err(invalid(
+            setting("manager"),
+            format!("`{manager}` cannot be used: {refused}"),
+        ));
+    }
+    let prefix = DEFAULT_MANAGER.len() + 1;
+    let (blamed, from, shorter) = match (shard, cluster) {
+        // `nauthera-reconciler-<shard>/<cluster>`: a field manager of 128 bytes at most.
+        (Some(_), Some(cluster)) => (
+            format!("{} with {}", setting("shard"), setting("cluster-name")),
+            "them",
+            format!(
+                "use a shard name of at most {} characters",
+                FIELD_MANAGER_MAX.saturating_sub(prefix + 1 + cluster.len())
+            ),
+        ),
+        // `nauthera-reconciler-<shard>`: a qualified name of 63 characters at most.
+        (Some(_), None) => (
+            setting("shard"),
+            "it",
+            format!(
+                "use a shard name of at most {} characters",
+                QUALIFIED_NAME_MAX.saturating_sub(prefix)
+            ),
+        ),
+        (None, _) => (
+            setting("cluster-name"),
+            "it",
+            "use a shorter cluster name".to_owned(),
+        ),
+    };
+    Err(invalid(
+        blamed,
+        format!(
+            "the manager name made from {from}, `{manager}` ({} characters), cannot be used: \
+             {refused}; {shorter}, or give this reconciler a {} of its own",
+            manager.len(),
+            setting("manager")
+        ),
+    ))
+}
+
+/// This replica's identity is the `reportingInstance` of every Event it records: at most 128
+/// characters, or the API server refuses every one of them.
+fn check_identity(identity: &str) -> Result<(), ConfigError> {
+    if identity.len() <= EVENT_REPORTING_INSTANCE_MAX {
+        return Ok(());
+    }
+    Err(invalid(
+        setting("identity"),
+        format!(
+            "`{identity}` has {} characters; it is the reportingInstance of every Event the \
+             reconciler records, and the API server refuses one of more than \
+             {EVENT_REPORTING_INSTANCE_MAX} (the identity is the pod's name when not set): set a \
+             shorter one",
+            identity.len()
+        ),
+    ))
 }
 
 /// The kinds given, in [`ScopeKind::ALL`]'s order; every kind when none is.
@@ -937,12 +1051,111 @@ mod tests {
     }
 
     #[test]
+    fn a_manager_the_api_server_would_refuse_in_events_or_writes_is_named_at_start() {
+        // 43 characters of shard make a manager of 63: the longest an Event takes.
+        let longest = "s".repeat(43);
+        let fits = parse(&["--shard", &longest]).unwrap();
+        assert_eq!(fits.manager.len(), 63);
+        let error = parse(&["--shard", &"s".repeat(44)]).unwrap_err();
+        assert!(
+            error.starts_with(
+                "--shard (NAUTHERA_SHARD): the manager name made from it, `nauthera-reconciler-sss"
+            ),
+            "{error}"
+        );
+        assert!(
+            error.contains("(64 characters)")
+                && error.contains("name part must be no more than 63 characters")
+                && error.contains("use a shard name of at most 43 characters")
+                && error.contains("--manager (NAUTHERA_MANAGER)"),
+            "{error}"
+        );
+        // With a cluster name the shard is a DNS prefix; the field manager's 128 bytes bound it.
+        let cluster = "c".repeat(63);
+        parse(&["--shard", &"s".repeat(43), "--cluster-name", &cluster]).unwrap();
+        parse(&["--shard", &"s".repeat(44), "--cluster-name", &cluster]).unwrap();
+        let error = parse(&["--shard", &"s".repeat(63), "--cluster-name", &cluster]).unwrap_err();
+        assert!(
+            error.starts_with(
+                "--shard (NAUTHERA_SHARD) with --cluster-name (NAUTHERA_CLUSTER_NAME):"
+            ) && error.contains("may not be more than 128 bytes")
+                && error.contains("at most 44 characters")
+                && !error.contains("reportingController"),
+            "{error}"
+        );
+        // A manager given is checked as given.
+        for (manager, said) in [
+            (
+                "nauthera reconciler",
+                "name part must consist of alphanumeric characters",
+            ),
+            (
+                "Team.Example/web",
+                "prefix part a lowercase RFC 1123 subdomain",
+            ),
+            ("a/b/c", "a qualified name must consist of"),
+        ] {
+            let error = parse(&["--manager", manager]).unwrap_err();
+            assert!(
+                error.starts_with(&format!(
+                    "--manager (NAUTHERA_MANAGER): `{manager}` cannot be used"
+                )) && error.contains(said),
+                "{error}"
+            );
+        }
+        parse(&["--manager", &"m".repeat(63)]).unwrap();
+        parse(&["--manager", "security.example.com/nauthera_eu-1"]).unwrap();
+        parse(&["--cluster-name", &cluster]).unwrap();
+    }
+
+    #[test]
+    fn an_identity_longer_than_an_events_reporting_instance_is_named() {
+        parse(&["--identity", &"i".repeat(128)]).unwrap();
+        let error = parse(&["--identity", &"i".repeat(129)]).unwrap_err();
+        assert!(
+            error.starts_with("--identity (NAUTHERA_IDENTITY):")
+                && error.contains("has 129 characters")
+                && error.contains("more than 128"),
+            "{error}"
+        );
+        // The action every Event carries fits too.
+        assert!(crate::events::ACTION.len() <= EVENT_ACTION_MAX);
+    }
+
+    #[test]
     fn messages_name_each_flag_as_it_is_defined() {
         assert_eq!(
             setting("probe-interval"),
             "--probe-interval (NAUTHERA_PROBE_INTERVAL)"
         );
         assert_eq!(setting("namespace"), "--namespace (NAUTHERA_NAMESPACES)");
+    }
+
+    /// Every flag a message names through `setting("...")` is one the command defines, so a
+    /// misspelt name cannot slip into a message unnoticed.
+    #[test]
+    fn every_setting_named_in_a_message_is_a_defined_flag() {
+        use clap::CommandFactory;
+        let command = Args::command();
+        let defined: Vec<&str> = command
+            .get_arguments()
+            .filter_map(clap::Arg::get_long)
+            .collect();
+        let sources = [include_str!("config.rs"), include_str!("run.rs")];
+        let mut named = 0;
+        for source in sources {
+            for (at, call) in source.match_indices("setting(\"") {
+                let rest = &source[at + call.len()..];
+                let long = &rest[..rest.find('"').unwrap_or(0)];
+                // A flag's name, not this test's own prose.
+                if long.is_empty() || !long.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                    continue;
+                }
+                assert!(defined.contains(&long), "setting(\"{long}\") names no flag");
+                named += 1;
+            }
+        }
+        assert!(named > 20, "{named}");
     }
 
     #[test]

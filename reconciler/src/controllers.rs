@@ -31,7 +31,7 @@ use crate::admin::AdminApi;
 use crate::caches::SecretSummaries;
 use crate::changes::{Route, StartGate};
 use crate::context::{Context, ReconcileError};
-use crate::kube_io::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::kube_io::{self, MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
 use crate::policies::{CountedClient, Policies};
@@ -218,11 +218,11 @@ pub fn delivered_secrets(
         // looked at once (they read their Secret, and say so when that is refused too).
         Err(error) if watch_forbidden(error) => {
             for (namespace, owner) in cache.deny() {
-                if let Some(name) = owner.strip_prefix("OIDCClient/") {
+                if *owner.kind == *nauthera_shared::resources::OIDCClient::kind(&()) {
                     let _ = routes.send(Route::Resource {
                         kind: ObjectKind::Client,
                         namespace,
-                        name: name.to_owned(),
+                        name: owner.name.into(),
                     });
                 }
             }
@@ -357,18 +357,25 @@ pub fn spawn<K: Managed, A: AdminApi>(
     )
     .default_backoff()
     .inspect(move |event| {
-        let (guard, present) = match event {
-            Ok(watcher::Event::Apply(guard) | watcher::Event::InitApply(guard)) => (guard, true),
-            Ok(watcher::Event::Delete(guard)) => (guard, false),
+        // `live`: a change as it happens, not the initial listing.
+        let (guard, present, live) = match event {
+            Ok(watcher::Event::Apply(guard)) => (guard, true, true),
+            Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
+            Ok(watcher::Event::Delete(guard)) => (guard, false, true),
             // A new listing: the namespace limit's index takes it from the cache.
             Ok(watcher::Event::InitDone) if K::OBJECT_KIND == ObjectKind::Client => {
                 policies.clients_listed(relisted_scope.as_deref());
                 return;
             }
+            // From now on a Branding this scope does not hold does not exist.
+            Ok(watcher::Event::InitDone) if K::OBJECT_KIND == ObjectKind::Branding => {
+                prerequisites.brandings_listed(relisted_scope.as_deref());
+                return;
+            }
             _ => return,
         };
         if let Ok(resource) = &guard.0 {
-            record_references(&references, &prerequisites, resource, present);
+            record_references(&references, &prerequisites, resource, present, live);
             if K::OBJECT_KIND == ObjectKind::Client {
                 policies.client_seen(
                     &resource.namespace().unwrap_or_default(),
@@ -493,9 +500,14 @@ pub async fn follow_providers<K: Managed>(wiring: Wiring, scope: Option<String>)
     .default_backoff();
     let mut events = std::pin::pin!(events);
     while let Some(event) = events.next().await {
-        let (guard, present) = match event {
-            Ok(watcher::Event::Apply(guard) | watcher::Event::InitApply(guard)) => (guard, true),
-            Ok(watcher::Event::Delete(guard)) => (guard, false),
+        let (guard, present, live) = match event {
+            Ok(watcher::Event::Apply(guard)) => (guard, true, true),
+            Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
+            Ok(watcher::Event::Delete(guard)) => (guard, false, true),
+            Ok(watcher::Event::InitDone) if K::OBJECT_KIND == ObjectKind::Branding => {
+                wiring.prerequisites.brandings_listed(scope.as_deref());
+                continue;
+            }
             Ok(_) => continue,
             Err(error) => {
                 tracing::debug!(kind = K::KIND, error = %error, "watching the manifests other shards reconcile");
@@ -503,7 +515,13 @@ pub async fn follow_providers<K: Managed>(wiring: Wiring, scope: Option<String>)
             }
         };
         if let Ok(resource) = &guard.0 {
-            record_references(&wiring.references, &wiring.prerequisites, resource, present);
+            record_references(
+                &wiring.references,
+                &wiring.prerequisites,
+                resource,
+                present,
+                live,
+            );
         }
     }
 }
@@ -525,6 +543,7 @@ fn record_references<K: Managed>(
     prerequisites: &Prerequisites,
     resource: &K,
     present: bool,
+    live: bool,
 ) {
     let namespace = resource.namespace().unwrap_or_default();
     let name = resource.name_any();
@@ -542,10 +561,11 @@ fn record_references<K: Managed>(
             resource.provides(),
             registered_at(resource.status()),
             resource.slug(),
+            live,
         );
     } else {
         prerequisites.dependent_gone(&resource.needs());
-        prerequisites.record_provider(&manifest, None, None, None);
+        prerequisites.record_provider(&manifest, None, None, None, live);
     }
 }
 
@@ -582,12 +602,19 @@ fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
     )
 }
 
-/// Drops what the reconciler never reads from a cached manifest: its managed fields, labels,
+/// Drops what the reconciler never reads from a cached manifest: its managed fields (but the
+/// entry that owns a pending restore annotation: who asked), labels,
 /// and every annotation but its own (`kubectl apply` keeps a whole copy of the manifest in one).
 /// The creation time stays: a namespace limit keeps the clients created first.
 fn slim_manifest<K: Resource>(object: &mut K) {
     let meta = object.meta_mut();
-    meta.managed_fields = None;
+    meta.managed_fields = meta.managed_fields.take().and_then(|entries| {
+        let requester: Vec<_> = entries
+            .into_iter()
+            .filter(kube_io::owns_restore_annotation)
+            .collect();
+        Some(requester).filter(|kept| !kept.is_empty())
+    });
     meta.labels = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.retain(|key, _| key.starts_with("nauthera.io/"));

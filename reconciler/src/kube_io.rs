@@ -7,7 +7,9 @@ use std::fmt::Debug;
 use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    ManagedFieldsEntry, ObjectMeta, OwnerReference,
+};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
 use nauthera_shared::resources::ResourceStatus;
@@ -117,6 +119,27 @@ pub fn restore_request<K: Resource>(resource: &K) -> Option<String> {
         .cloned()
 }
 
+/// Who set the restore annotation: the field manager whose managedFields entry owns it (the
+/// newest, should several). The API server keeps it; nothing the requester writes can change it.
+pub fn restore_requester(meta: &ObjectMeta) -> Option<String> {
+    meta.managed_fields
+        .as_deref()?
+        .iter()
+        .filter(|entry| owns_restore_annotation(entry))
+        .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
+        .and_then(|entry| entry.manager.clone())
+}
+
+/// Whether a managedFields entry owns the restore annotation.
+pub fn owns_restore_annotation(entry: &ManagedFieldsEntry) -> bool {
+    entry
+        .fields_v1
+        .as_ref()
+        .and_then(|fields| fields.0.get("f:metadata"))
+        .and_then(|metadata| metadata.get("f:annotations"))
+        .is_some_and(|annotations| annotations.get(format!("f:{RESTORE_ANNOTATION}")).is_some())
+}
+
 /// The manager `nauthera.io/take-over-from` names, if set.
 pub fn take_over_from<K: Resource>(resource: &K) -> Option<String> {
     resource
@@ -200,18 +223,83 @@ fn owned_by(secret: &SecretSummary, uid: &str) -> bool {
     secret.owner_uids.iter().any(|owner| **owner == *uid)
 }
 
-/// What the Secret a generated secret goes into holds, read from the API server.
-pub async fn secret_state(
+/// A Secret released from an earlier manifest of this kind and name (deleted with `Orphan`),
+/// owned by nothing: the client id it holds, for a re-declared orphan to take it back.
+fn released_for<K: Kind>(secret: &Secret, resource: &K) -> Option<String> {
+    let labels = secret.metadata.labels.as_ref()?;
+    let from = secret
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(RELEASED_FROM_ANNOTATION)?;
+    let owned = secret
+        .metadata
+        .owner_references
+        .as_ref()
+        .is_some_and(|owners| !owners.is_empty());
+    let expected = format!("{}/{}", K::kind(&()), resource.name_any());
+    if owned || labels.get(RELEASED_LABEL).map(String::as_str) != Some("true") || *from != expected
+    {
+        return None;
+    }
+    let data = secret.data.as_ref()?;
+    let has_value = data.get(CLIENT_SECRET_KEY).is_some_and(|v| !v.0.is_empty());
+    let client_id = String::from_utf8(data.get(CLIENT_ID_KEY)?.0.clone()).ok()?;
+    (has_value && !client_id.is_empty()).then_some(client_id)
+}
+
+/// What the Secret a generated secret goes into holds for `resource`, read from the API
+/// server; a Secret released from an earlier manifest of its name is told apart.
+pub async fn secret_state_for<K: Kind>(
     secrets: &Api<Secret>,
     name: &str,
-    owner_uid: &str,
+    resource: &K,
 ) -> Result<SecretState, kube::Error> {
+    let owner_uid = resource.uid().unwrap_or_default();
     Ok(match secrets.get_opt(name).await {
-        Ok(Some(secret)) => state_of(&SecretSummary::from(&secret), owner_uid),
+        Ok(Some(secret)) => match released_for(&secret, resource) {
+            Some(client_id) => SecretState::Released { client_id },
+            None => state_of(&SecretSummary::from(&secret), &owner_uid),
+        },
         Ok(None) => SecretState::Absent,
         Err(kube::Error::Api(status)) if status.code == 403 => SecretState::Forbidden,
         Err(error) => return Err(error),
     })
+}
+
+/// Takes back a Secret released from an earlier manifest of this name: owned by `owner` (its
+/// controller) and labelled as delivered again, only while it is still released and holds
+/// `client_id`. `false` when it is not (any more).
+pub async fn reclaim_secret<K: Kind>(
+    secrets: &Api<Secret>,
+    owner: &K,
+    name: &str,
+    client_id: &str,
+) -> Result<bool, kube::Error> {
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(false);
+    };
+    if released_for(&secret, owner).as_deref() != Some(client_id) {
+        return Ok(false);
+    }
+    let Some(owner_reference) = owner.controller_owner_ref(&()) else {
+        return Ok(false);
+    };
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": secret.metadata.resource_version,
+            "ownerReferences": [OwnerReference {
+                block_owner_deletion: Some(true),
+                ..owner_reference
+            }],
+            "labels": { MANAGED_BY_LABEL: MANAGED_BY, RELEASED_LABEL: null },
+            "annotations": { RELEASED_FROM_ANNOTATION: null },
+        },
+    });
+    secrets
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(true)
 }
 
 /// What an existing Secret holds for the resource with `owner_uid`.
@@ -222,7 +310,7 @@ pub fn state_of(secret: &SecretSummary, owner_uid: &str) -> SecretState {
         }
     } else {
         SecretState::Foreign {
-            owner: secret.first_owner.as_deref().map(String::from),
+            owner: secret.first_owner.as_ref().map(ToString::to_string),
         }
     }
 }
@@ -350,7 +438,7 @@ pub async fn deliver_secret<K: Kind>(
     };
     if !owned_by(&existing, &owner_uid) {
         return Err(SecretWriteFailure::Foreign {
-            owner: existing.first_owner.as_deref().map(String::from),
+            owner: existing.first_owner.as_ref().map(ToString::to_string),
         });
     }
     // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not

@@ -101,6 +101,8 @@ pub trait Managed: Kind {
 
     /// The field that names that Secret, as messages name it.
     const SECRET_REF_FIELD: &'static str = "spec.secretRef";
+    /// What the value in that Secret is, as messages name it.
+    const PROVIDED_SECRET: &'static str = "client secret";
 
     /// Where the server holds the object, as its change events name it: issuer, namespace and
     /// name.

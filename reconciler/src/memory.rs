@@ -9,7 +9,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use nauthera_shared::resources::ResourceStatus;
 
-use crate::decide::Backoff;
+use crate::decide::{Backoff, SentValue};
 
 /// A client secret. Its `Debug` never shows the value.
 #[derive(Clone, PartialEq, Eq)]
@@ -23,6 +23,13 @@ impl SecretValue {
     /// The value, for the one place that writes it into a Secret or a request.
     pub fn expose(&self) -> &str {
         &self.0
+    }
+
+    /// A digest of the value, to tell a changed value from the same one read again; kept in
+    /// memory only, never written or shown anywhere.
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::Digest;
+        sha2::Sha256::digest(self.0.as_bytes()).into()
     }
 }
 
@@ -64,6 +71,14 @@ pub struct Memory {
     /// The resources whose deletion this leader finished, and when: a reconcile from a watch
     /// cache that still shows one with its finalizer must not delete it on the server again.
     deletions_finished: Mutex<HashMap<String, Timestamp>>,
+    /// The value of the team's Secret the server holds (sent, or read at the version sent),
+    /// by its digest, and the Secret's latest version known to hold it: a new version whose
+    /// value is the same (a label or an annotation changed) sends nothing.
+    sent_values: Mutex<HashMap<String, SentValue>>,
+    /// The objects this process left on the server with `deletionPolicy: Orphan`, by kind and
+    /// server key: a manifest that declares one again re-adopts an orphan (its creation time,
+    /// kept to the second, cannot always tell that apart from its own lost answer).
+    orphaned: Mutex<std::collections::HashSet<(i32, crate::changes::RefKey)>>,
 }
 
 /// How long a finished deletion is remembered: far longer than any watch cache lags behind.
@@ -198,9 +213,49 @@ impl Memory {
             .is_ok_and(|map| map.contains_key(uid))
     }
 
+    /// What is known of the value of the team's Secret the server holds.
+    pub fn sent_value(&self, uid: &str) -> Option<SentValue> {
+        self.sent_values.lock().ok()?.get(uid).cloned()
+    }
+
+    pub fn remember_sent_value(&self, uid: &str, value: SentValue) {
+        if let Ok(mut map) = self.sent_values.lock() {
+            map.insert(uid.to_owned(), value);
+        }
+    }
+
+    /// An object left on the server by `Orphan`.
+    pub fn orphaned(&self, kind: nauthera_proto::v1::ObjectKind, key: crate::changes::RefKey) {
+        if let Ok(mut set) = self.orphaned.lock() {
+            set.insert((kind as i32, key));
+        }
+    }
+
+    /// Whether this process left the object on the server by `Orphan`; forgotten once asked
+    /// with `take`.
+    pub fn was_orphaned(
+        &self,
+        kind: nauthera_proto::v1::ObjectKind,
+        key: &crate::changes::RefKey,
+        take: bool,
+    ) -> bool {
+        let Ok(mut set) = self.orphaned.lock() else {
+            return false;
+        };
+        let entry = (kind as i32, key.clone());
+        if take {
+            set.remove(&entry)
+        } else {
+            set.contains(&entry)
+        }
+    }
+
     /// Forgets everything about a resource that is gone.
     pub fn forget(&self, uid: &str) {
         self.forget_minted(uid);
+        if let Ok(mut map) = self.sent_values.lock() {
+            map.remove(uid);
+        }
         if let Ok(mut map) = self.waiting.lock() {
             map.remove(uid);
         }

@@ -17,20 +17,23 @@ use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, R
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, PolicyGate, Readers, Rotation, SecretMode, SecretRelease, SecretState,
-    StaleRemoval, StatusClaim, Step, Verdict, after_apply, after_secret_failure,
-    awaiting_prerequisite, held_by_policy, naming_dependents, released, released_elsewhere,
-    released_with_secret, restore_not_needed, rotated, secret_delivered, secret_name_taken,
-    secret_ref_unavailable, secret_unreadable, stale_secret, stale_secret_removed, status_claim,
-    superseding_drift, take_over_refused, taken_over, unencodable_branding, with_removal_told,
-    with_stale_removal,
+    DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
+    SecretRelease, SecretState, SentValue, StaleRemoval, StatusClaim, Step, Verdict, after_apply,
+    after_secret_failure, awaiting_missing, awaiting_prerequisite, held_by_policy,
+    naming_dependents, provided_value_changed, reference_missing, released, released_elsewhere,
+    released_with_secret, restore_not_needed, restore_told, rotated, secret_delivered,
+    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_unreadable,
+    secret_value_sent, stale_secret, stale_secret_removed, status_claim, superseding_drift,
+    take_over_refused, taken_over, unencodable_branding, with_removal_told, with_stale_removal,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
 use crate::memory::Minted;
 use crate::policies::Judged;
 use crate::prerequisites::Standing;
-use crate::server_calls::{DriftFacts, WriteResult, check_drift, delete, write};
+use crate::server_calls::{
+    DriftFacts, WriteResult, check_drift, delete, look_before_create, write,
+};
 
 /// The edges one reconcile works with.
 struct Edges<'a, K: Managed, A> {
@@ -103,13 +106,10 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
     let verdict = match step {
         Step::AddFinalizer | Step::ReadSecret => unreachable!("taken in the loop above"),
         Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest),
+        Step::AwaitMissing { missing } => awaiting_missing(&missing),
         Step::HoldByPolicy => {
-            let approve = format!(
-                "kubectl nauthera approve {}/{} -n {}",
-                K::KIND.to_lowercase(),
-                resource.name_any(),
-                edges.namespace
-            );
+            let approve =
+                nauthera_shared::policy::approve_command(&resource.name_any(), &edges.namespace);
             match held_by_policy(&observed.policy, observed.generation, status, &approve) {
                 Some(verdict) => verdict,
                 None => return Ok(Action::await_change()),
@@ -163,9 +163,10 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
         }
         Step::ClearRestoreAnnotation => {
             let request = kube_io::restore_request(edges.resource);
+            let requested_by = kube_io::restore_requester(edges.resource.meta());
             kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
             // The request is answered in the status, so whoever waits for it knows.
-            let answered = restore_not_needed(status, request, (ctx.clock)());
+            let answered = restore_not_needed(status, request, requested_by, (ctx.clock)());
             kube_io::write_status(&edges.api, &resource.name_any(), &answered, &ctx.manager)
                 .await?;
             ctx.memory.remember_status(&edges.uid, answered);
@@ -194,6 +195,45 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
                 verdict.fields.approval = observed.policy.approval_record().cloned();
             }
             verdict
+        }
+        Step::LookBeforeCreate => {
+            let facts = drift_facts(&edges, status);
+            match look_before_create(edges.resource, ctx.admin.as_ref(), &facts).await {
+                Ok(Some(verdict)) => {
+                    if verdict.fields.revision.is_some() {
+                        ctx.memory
+                            .was_orphaned(K::OBJECT_KIND, &edges.resource.server_key(), true);
+                    }
+                    note_server_view(&edges, &verdict);
+                    verdict
+                }
+                // Nothing there: created now (the step was gated like a write).
+                Ok(None) => apply(&edges, status, provided, None, None, Purpose::Declared).await?,
+                Err(ConvertError::Branding(error)) => unencodable_branding(&error),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Step::ReclaimSecret { name } => {
+            if !ctx.leadership.is_leader() {
+                return Ok(Action::await_change());
+            }
+            let (Some(revision), Some(client_id)) = (
+                status.and_then(|s| s.revision.as_deref()),
+                status.and_then(|s| s.client_id.as_deref()),
+            ) else {
+                return Ok(Action::await_change());
+            };
+            if !kube_io::reclaim_secret(&edges.secrets, edges.resource, &name, client_id).await? {
+                return Ok(Action::await_change());
+            }
+            secret_reclaimed(
+                status
+                    .and_then(|s| s.generation_in_force)
+                    .unwrap_or_default(),
+                revision,
+                &name,
+                client_id,
+            )
         }
         Step::TakeOver { from, rotate } => {
             let verdict = apply(
@@ -276,6 +316,11 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             };
             return finish_deletion(&edges, status, &verdict).await;
         }
+    };
+    // In force, but a manifest it names is gone: said at once.
+    let verdict = match &observed.prerequisites.missing {
+        Some(missing) => reference_missing(verdict, missing),
+        None => verdict,
     };
     record_hold(&edges, &verdict);
     ctx.record(K::KIND, &edges.api, edges.resource, status, &verdict, true)
@@ -394,9 +439,10 @@ fn standing<K: Managed, A>(
 ) -> Standing {
     let ctx = edges.ctx;
     let mut standing = ctx.prerequisites.standing(&edges.resource.needs());
-    standing.waiting_since =
-        ctx.memory
-            .waiting_since(&edges.uid, generation, standing.waiting_for.is_some(), now);
+    let waiting = standing.waiting_for.is_some() || standing.missing.is_some();
+    standing.waiting_since = ctx
+        .memory
+        .waiting_since(&edges.uid, generation, waiting, now);
     standing
 }
 
@@ -419,20 +465,38 @@ async fn provided_secret_changed<K: Managed, A>(
         return Ok((false, None));
     }
     let sent = status.and_then(|s| s.secret_version.as_deref());
+    let known = edges.ctx.memory.sent_value(&edges.uid);
     let cached = edges
         .ctx
         .references
         .version(&edges.namespace, &reference.name);
-    if cached.is_some() && cached.as_deref() == sent {
+    let held_at = |version: Option<&str>| {
+        version.is_some()
+            && (version == sent || version == known.as_ref().map(|k| k.version.as_str()))
+    };
+    if known.is_some() && held_at(cached.as_deref()) {
         return Ok((false, None));
     }
-    // Not in the watch cache, or it says the Secret moved: read it, since the cache may only lag
-    // behind the version the last write read itself (which would send the same value again).
+    // Not in the watch cache, or it says the Secret moved, or this process does not know the
+    // value yet: read it, since the cache may only lag behind the version the last write read
+    // itself (which would send the same value again), and a new version may change only the
+    // Secret's labels or annotations (which sends nothing).
+    let moved = cached.is_some() && !held_at(cached.as_deref());
     Ok(
         match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
-            Ok(read) => (sent != Some(read.version.as_str()), Some(read)),
+            Ok(read) => {
+                let value = SentValue {
+                    version: read.version.clone(),
+                    digest: read.value.digest(),
+                };
+                let changed = provided_value_changed(sent, known.as_ref(), &value);
+                if !changed {
+                    edges.ctx.memory.remember_sent_value(&edges.uid, value);
+                }
+                (changed, Some(read))
+            }
             // Unreadable now: a change the cache saw is reported when the value is sent.
-            Err(_) => (cached.is_some(), None),
+            Err(_) => (moved, None),
         },
     )
 }
@@ -452,7 +516,7 @@ async fn generated_secret_state<K: Managed, A>(
         .map(|secret| kube_io::state_of(&secret, &edges.uid));
     Ok(match cached {
         Some(owned @ SecretState::Owned { .. }) => owned,
-        _ => kube_io::secret_state(&edges.secrets, &secret_name, &edges.uid).await?,
+        _ => kube_io::secret_state_for(&edges.secrets, &secret_name, edges.resource).await?,
     })
 }
 
@@ -470,6 +534,17 @@ fn drift_facts<'a, K: Managed, A>(
         namespace_mapped: edges.ctx.namespace_mapped,
         managed_elsewhere: status.and_then(|s| s.managed_elsewhere.as_deref()),
         history_restarted: edges.ctx.revisions.history_restarted(),
+        manifest_created: edges
+            .resource
+            .meta()
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0),
+        orphaned_here: status.and_then(|s| s.revision.as_ref()).is_none()
+            && edges
+                .ctx
+                .memory
+                .was_orphaned(K::OBJECT_KIND, &edges.resource.server_key(), false),
     }
 }
 
@@ -518,6 +593,27 @@ async fn apply<K: Managed, A: AdminApi>(
         return Ok(crate::decide::not_leader());
     }
     let sent = status.and_then(|s| s.secret_version.as_deref());
+    // The value sent, and whether it is new to the server (the first one, or a changed one).
+    let sending = provided.as_ref().map(|read| SentValue {
+        version: read.version.clone(),
+        digest: read.value.digest(),
+    });
+    let known = ctx.memory.sent_value(&edges.uid);
+    let value_changed = sending
+        .as_ref()
+        .is_some_and(|value| provided_value_changed(sent, known.as_ref(), value));
+    let registered_before = status.is_some_and(|s| s.revision.is_some());
+    // Over a drift: which of its fields the new generation declares as the server holds them
+    // (those are kept, not discarded), read before they are written over.
+    let still_differs = match status.and_then(|s| s.drift.as_ref()) {
+        Some(drift) if purpose == Purpose::Declared && !drift.removed => {
+            match resource.get(ctx.admin.as_ref()).await {
+                Ok(Ok(Some(held))) if held.revision == drift.server_revision => Some(held.differs),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
     let mut if_revision = if_revision.map(str::to_owned);
     let mut resent = false;
     loop {
@@ -568,16 +664,25 @@ async fn apply<K: Managed, A: AdminApi>(
                 if settled {
                     verdict = after_settled(edges, status, verdict, rotate.as_ref()).await;
                 }
-                // A new generation over a drift (not a restore): the person's change is discarded.
+                // A new generation over a drift (not a restore): what it declares as the server
+                // held it is kept, the rest of the person's change is discarded.
                 if let Some(drift) = status
                     .and_then(|s| s.drift.as_ref())
                     .filter(|_| purpose == Purpose::Declared)
                 {
-                    verdict = superseding_drift(verdict, drift);
+                    verdict = superseding_drift(verdict, drift, still_differs.as_deref());
                 }
                 if restore {
+                    let requested_by = kube_io::restore_requester(resource.meta());
+                    verdict = restore_told(
+                        verdict,
+                        requested_by.as_deref(),
+                        status.and_then(|s| s.client_id.as_deref()),
+                        &applied,
+                    );
                     verdict.fields.last_restore = Some(RestoreRecord {
                         request,
+                        requested_by,
                         outcome: RestoreOutcome::Restored,
                         revision: Some(applied.revision.clone()),
                         overwritten_revision: Some(if_revision.clone().unwrap_or_default()),
@@ -585,10 +690,25 @@ async fn apply<K: Managed, A: AdminApi>(
                     });
                 }
                 verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
-                // The team's value counts as set when its version is new to the server.
-                verdict.fields.secret_set |= provided
-                    .as_ref()
-                    .is_some_and(|read| sent != Some(read.version.as_str()));
+                // The team's value counts as set when it is new to the server, and a changed one
+                // is told (never the value).
+                verdict.fields.secret_set |= value_changed;
+                if let (true, true, Some(reference)) =
+                    (value_changed, registered_before, resource.provided_secret())
+                {
+                    verdict = secret_value_sent(
+                        verdict,
+                        &ProvidedSecret {
+                            field: K::SECRET_REF_FIELD,
+                            secret: &reference.name,
+                            key: &reference.key,
+                            what: K::PROVIDED_SECRET,
+                        },
+                    );
+                }
+                if let Some(value) = sending {
+                    ctx.memory.remember_sent_value(&edges.uid, value);
+                }
                 verdict.fields.secret_version = provided.map(|read| read.version);
                 note_server_view(edges, &verdict);
                 Ok(verdict)
@@ -818,6 +938,14 @@ async fn finish_deletion<K: Managed, A>(
         return ctx
             .record(K::KIND, &edges.api, edges.resource, status, verdict, true)
             .await;
+    }
+    if verdict.reason == nauthera_shared::catalog::Reason::Orphaned {
+        ctx.memory
+            .orphaned(K::OBJECT_KIND, edges.resource.server_key());
+    }
+    // The manifests that name this one say how it went.
+    if let Some(provided) = edges.resource.provides() {
+        ctx.prerequisites.record_gone(provided, verdict.reason);
     }
     let action = ctx
         .record(K::KIND, &edges.api, edges.resource, status, verdict, false)

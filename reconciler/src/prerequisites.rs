@@ -5,11 +5,12 @@
 //! registering, a deletion naming what still depends on it): nothing is kept per dependent, so
 //! ten thousand clients cost no memory here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
 
 use jiff::Timestamp;
 use nauthera_proto::v1::ObjectKind;
+use nauthera_shared::catalog::Reason;
 use tokio::sync::broadcast;
 
 use crate::changes::Route;
@@ -74,16 +75,36 @@ struct Provider {
     registered_at: Option<Timestamp>,
 }
 
+/// A manifest a resource names that does not exist (a Branding its `spec.brandingRef` names),
+/// and how the last one of that name went, when this reconciler saw it go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Missing {
+    pub manifest: Manifest,
+    /// The deletion outcome of the manifest that declared it (`Deleted`, `Orphaned`,
+    /// `DeletionSkippedDrifted`); `None` when it never existed, or went unseen.
+    pub went: Option<Reason>,
+}
+
 /// Where a resource stands with its prerequisites.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Standing {
     /// A prerequisite declared by a manifest that is not registered yet: wait for it.
     pub waiting_for: Option<Manifest>,
+    /// A manifest the resource names that does not exist: wait for it to be applied (and say
+    /// so at once when the resource is registered already).
+    pub missing: Option<Missing>,
     /// Since when this generation waits (filled in by the reconcile, which remembers it).
     pub waiting_since: Option<Timestamp>,
     /// The latest time one of its prerequisites' manifests registered: a refusal older than that
     /// (a missing reference, say) is sent again.
     pub ready_at: Option<Timestamp>,
+}
+
+impl Index {
+    fn brandings_listed(&self, namespace: &str) -> bool {
+        self.brandings_listed.contains(&None)
+            || self.brandings_listed.contains(&Some(namespace.to_owned()))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -93,6 +114,11 @@ struct Index {
     /// Organization slug → its manifest, since the server's changes name an organization by
     /// slug.
     slugs: HashMap<String, Manifest>,
+    /// How the last manifest providing a prerequisite went, while none provides it again.
+    gone: HashMap<Prerequisite, Reason>,
+    /// The scopes (`None`: every namespace) whose Brandings were listed: a Branding not seen
+    /// there does not exist. Before that, nothing is called missing.
+    brandings_listed: HashSet<Option<String>>,
 }
 
 /// Finds, in one kind's watch cache, the manifests that need a prerequisite.
@@ -138,6 +164,7 @@ impl Prerequisites {
         provides: Option<Prerequisite>,
         registered_at: Option<Timestamp>,
         slug: Option<&str>,
+        live: bool,
     ) {
         let mut moved = Vec::new();
         {
@@ -167,8 +194,16 @@ impl Prerequisites {
                     registered_at,
                 };
                 let before = index.providers.insert(prerequisite.clone(), provider);
-                // First sight routes nothing: every manifest is reconciled at the start anyway.
-                if before.is_some_and(|b| b.registered_at != registered_at) {
+                // A manifest that provides it anew; the echoes of one that is being deleted
+                // keep how it went.
+                if before.is_none() {
+                    index.gone.remove(&prerequisite);
+                }
+                // First sight in the initial listing routes nothing: every manifest is reconciled
+                // at the start anyway. A provider created later is news to the manifests that
+                // were judged without it (applied together, their watch events came first).
+                let first_seen_live = before.is_none() && live;
+                if first_seen_live || before.is_some_and(|b| b.registered_at != registered_at) {
                     moved.push(prerequisite.clone());
                 }
                 index.provided_by.insert(manifest.clone(), prerequisite);
@@ -176,6 +211,22 @@ impl Prerequisites {
         }
         for prerequisite in moved {
             self.route(self.dependents(&prerequisite));
+        }
+    }
+
+    /// The manifest providing `prerequisite` finished its deletion with this outcome: the
+    /// manifests that name it say how it went.
+    pub fn record_gone(&self, prerequisite: Prerequisite, outcome: Reason) {
+        if let Ok(mut index) = self.index.write() {
+            index.gone.insert(prerequisite, outcome);
+        }
+    }
+
+    /// A scope's Brandings were listed (`None`: every namespace): from now on a Branding not
+    /// seen in it does not exist.
+    pub fn brandings_listed(&self, scope: Option<&str>) {
+        if let Ok(mut index) = self.index.write() {
+            index.brandings_listed.insert(scope.map(str::to_owned));
         }
     }
 
@@ -203,6 +254,17 @@ impl Prerequisites {
         let mut standing = Standing::default();
         for prerequisite in needs {
             let Some(provider) = index.providers.get(prerequisite) else {
+                // An issuer no manifest declares is the server's own organization; a Branding
+                // is only ever declared by a manifest, so one not there is missing.
+                if let Prerequisite::Branding { namespace, name } = prerequisite
+                    && standing.missing.is_none()
+                    && index.brandings_listed(namespace)
+                {
+                    standing.missing = Some(Missing {
+                        manifest: Manifest::new(ObjectKind::Branding, namespace, name),
+                        went: index.gone.get(prerequisite).copied(),
+                    });
+                }
                 continue;
             };
             match provider.registered_at {
@@ -266,13 +328,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_provider_that_registers_routes_exactly_the_manifests_waiting_on_it() {
-        let (sender, mut receiver) = broadcast::channel(16);
-        let index = Prerequisites::new(sender);
+    /// An Organization `acme`, and one kind's cache in which `web` needs its issuer and nothing
+    /// else needs anything.
+    fn needing_the_issuer(index: &Prerequisites) -> (Manifest, Manifest) {
         let organization = Manifest::new(ObjectKind::Organization, "platform", "acme");
         let web = Manifest::new(ObjectKind::Client, "team-a", "web");
-        // One kind's cache: `web` needs the organization, nothing else needs anything.
         let cached = web.clone();
         index.find_dependents_with(Box::new(move |p| {
             if *p == issuer() {
@@ -281,10 +341,18 @@ mod tests {
                 Vec::new()
             }
         }));
-        index.record_provider(&organization, Some(issuer()), None, Some("acme"));
+        (organization, web)
+    }
+
+    #[test]
+    fn a_provider_that_registers_routes_exactly_the_manifests_waiting_on_it() {
+        let (sender, mut receiver) = broadcast::channel(16);
+        let index = Prerequisites::new(sender);
+        let (organization, web) = needing_the_issuer(&index);
+        index.record_provider(&organization, Some(issuer()), None, Some("acme"), false);
         assert!(
             routed(&mut receiver).is_empty(),
-            "first sight routes nothing"
+            "first sight in the initial listing routes nothing"
         );
         assert_eq!(
             index.standing(&[issuer()]).waiting_for,
@@ -293,18 +361,19 @@ mod tests {
         assert_eq!(index.organization("acme"), Some(organization.clone()));
 
         let at = Timestamp::from_second(1_000).unwrap();
-        index.record_provider(&organization, Some(issuer()), Some(at), Some("acme"));
+        index.record_provider(&organization, Some(issuer()), Some(at), Some("acme"), false);
         assert_eq!(routed(&mut receiver), vec![route(&web)]);
         assert_eq!(
             index.standing(&[issuer()]),
             Standing {
                 waiting_for: None,
+                missing: None,
                 waiting_since: None,
                 ready_at: Some(at),
             }
         );
         // The same again routes nothing.
-        index.record_provider(&organization, Some(issuer()), Some(at), Some("acme"));
+        index.record_provider(&organization, Some(issuer()), Some(at), Some("acme"), false);
         assert!(routed(&mut receiver).is_empty());
         assert_eq!(index.dependents(&issuer()), vec![web.clone()]);
 
@@ -313,10 +382,68 @@ mod tests {
         assert_eq!(routed(&mut receiver), vec![route(&organization)]);
 
         // A provider that goes routes what waited on it: nothing to wait for any more.
-        index.record_provider(&organization, None, None, None);
+        index.record_provider(&organization, None, None, None, false);
         assert_eq!(routed(&mut receiver), vec![route(&web)]);
         assert_eq!(index.standing(&[issuer()]), Standing::default());
         assert_eq!(index.organization("acme"), None);
+    }
+
+    #[test]
+    fn a_provider_created_after_the_start_is_news_to_the_manifests_that_need_it() {
+        let (routes, mut receiver) = broadcast::channel(16);
+        let index = Prerequisites::new(routes);
+        let (organization, web) = needing_the_issuer(&index);
+        // Applied together with `web`, whose watch event came first: `web` looks again.
+        index.record_provider(&organization, Some(issuer()), None, Some("acme"), true);
+        assert_eq!(routed(&mut receiver), vec![route(&web)]);
+        // The same again: no news.
+        index.record_provider(&organization, Some(issuer()), None, Some("acme"), true);
+        assert!(routed(&mut receiver).is_empty());
+    }
+
+    #[test]
+    fn a_branding_no_manifest_declares_is_missing_once_the_brandings_are_listed() {
+        let (sender, _receiver) = broadcast::channel(16);
+        let index = Prerequisites::new(sender);
+        let needs = [Prerequisite::Branding {
+            namespace: "team-a".to_owned(),
+            name: "sign-in".to_owned(),
+        }];
+        let branding = Manifest::new(ObjectKind::Branding, "team-a", "sign-in");
+        assert_eq!(
+            index.standing(&needs),
+            Standing::default(),
+            "not listed yet: nothing is called missing"
+        );
+        index.brandings_listed(Some("team-b"));
+        assert_eq!(index.standing(&needs).missing, None, "another scope");
+        index.brandings_listed(Some("team-a"));
+        assert_eq!(
+            index.standing(&needs).missing,
+            Some(Missing {
+                manifest: branding.clone(),
+                went: None
+            })
+        );
+        index.record_provider(&branding, Some(needs[0].clone()), None, None, false);
+        let standing = index.standing(&needs);
+        assert_eq!(standing.missing, None);
+        assert_eq!(standing.waiting_for, Some(branding.clone()));
+
+        // Deleted: the referrers say how it went.
+        index.record_gone(needs[0].clone(), Reason::Deleted);
+        index.record_provider(&branding, None, None, None, false);
+        assert_eq!(
+            index.standing(&needs).missing,
+            Some(Missing {
+                manifest: branding.clone(),
+                went: Some(Reason::Deleted)
+            })
+        );
+        // Declared again: what went before is forgotten.
+        index.record_provider(&branding, Some(needs[0].clone()), None, None, false);
+        index.record_provider(&branding, None, None, None, false);
+        assert_eq!(index.standing(&needs).missing.unwrap().went, None);
     }
 
     #[test]

@@ -225,6 +225,10 @@ fn lead(
         },
     );
     let events = EventQueue::start(recorder, &mut tasks, EVENT_WRITERS, EVENT_QUEUE);
+    let policy_reporting = crate::policies::PolicyReporting {
+        events: events.clone(),
+        metrics: metrics.clone(),
+    };
     // One controller per kind and scope: every namespace, or each configured one.
     let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
         vec![None]
@@ -290,6 +294,7 @@ fn lead(
         config.manager.clone(),
         config.scope.shard.clone(),
         leadership,
+        policy_reporting,
     ));
     for scope in scopes {
         if runs(ObjectKind::Client) {

@@ -9,9 +9,9 @@ use nauthera_shared::resources::ManagedElsewhere;
 
 use crate::admin::AdminApi;
 use crate::decide::{
-    Applied, DeleteOutcome, DriftReport, LastWrite, Verdict, Writer, adopted, after_apply_failure,
-    after_delete, after_delete_failure, after_drift_check_failure, drifted, elsewhere_gone,
-    elsewhere_record, is_conflict, managed_elsewhere, no_drift, writer,
+    Applied, DeleteOutcome, DriftReport, LastWrite, Verdict, Writer, adopted, adopted_from,
+    after_apply_failure, after_delete, after_delete_failure, after_drift_check_failure, drifted,
+    elsewhere_gone, elsewhere_record, is_conflict, managed_elsewhere, no_drift, writer,
 };
 use crate::managed::{Held, Managed, WriteRequest};
 use crate::memory::SecretValue;
@@ -116,6 +116,29 @@ pub struct DriftFacts<'a> {
     pub managed_elsewhere: Option<&'a ManagedElsewhere>,
     /// The server's history restarted since the previous listing.
     pub history_restarted: bool,
+    /// When the manifest was created: a write of this reconciler's made before is an earlier
+    /// manifest's (an orphan declared again), not this one's.
+    pub manifest_created: Option<jiff::Timestamp>,
+    /// This process left the object on the server with `deletionPolicy: Orphan`.
+    pub orphaned_here: bool,
+}
+
+/// Reads the object before the first write of a manifest that has recorded nothing: `None`
+/// when the server holds nothing of that name (create it), else what [`check_drift`] makes of
+/// what it holds (an earlier own write adopted, another's reported).
+pub async fn look_before_create<K: Managed, A: AdminApi>(
+    resource: &K,
+    admin: &A,
+    facts: &DriftFacts<'_>,
+) -> Result<Option<Verdict>, ConvertError> {
+    let held = match resource.get(admin).await? {
+        Ok(held) => held,
+        Err(error) => return Ok(Some(after_drift_check_failure(&error, K::GET_METHOD))),
+    };
+    Ok(match held {
+        None => None,
+        Some(held) => Some(describe_held(resource, admin, facts, held).await),
+    })
 }
 
 /// Reads the object to confirm a suspected drift, and describes it: the revision the server
@@ -152,11 +175,22 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
         }
         return Ok(drifted(&report, facts.written_revision));
     };
+    Ok(describe_held(resource, admin, facts, held).await)
+}
+
+/// What the server holding `held` means for the resource: no drift, an own write adopted,
+/// another reconciler's object, or a drift with who changed what.
+async fn describe_held<K: Managed, A: AdminApi>(
+    resource: &K,
+    admin: &A,
+    facts: &DriftFacts<'_>,
+    held: Held,
+) -> Verdict {
     if facts.written_revision == Some(held.revision.as_str()) {
-        return Ok(no_drift(
+        return no_drift(
             facts.generation_in_force.unwrap_or(facts.generation),
             &held.revision,
-        ));
+        );
     }
     let last_write = &held.last_write;
     let last = LastWrite {
@@ -170,11 +204,7 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
     if writer == Writer::OtherReconciler && !facts.history_restarted {
         let elsewhere =
             elsewhere_record(&last, &held.revision, last_write.time.and_then(timestamp));
-        return Ok(managed_elsewhere(
-            &elsewhere,
-            facts.written_revision,
-            facts.namespace_mapped,
-        ));
+        return managed_elsewhere(&elsewhere, facts.written_revision, facts.namespace_mapped);
     }
     // Our own older write back in force means the server went back in time (a restore).
     let own_write = writer == Writer::Own;
@@ -183,13 +213,20 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
             .generation_in_force
             .is_some_and(|g| held.generation_in_force < g);
     if own_write && !went_back && !facts.history_restarted {
+        let from = adopted_from(
+            facts.written_revision,
+            last_write.time.and_then(timestamp),
+            facts.manifest_created,
+            facts.orphaned_here,
+        );
         let mut verdict = adopted(
             &applied(&held, false),
             facts.generation,
             held.differs.is_empty(),
+            from,
         );
         verdict.fields.slug = Some(held.organization.clone()).filter(|s| !s.is_empty());
-        return Ok(verdict);
+        return verdict;
     }
     let mut report = DriftReport {
         server_revision: held.revision.clone(),
@@ -218,7 +255,7 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
             report.backup_restore = true;
         }
     }
-    Ok(drifted(&report, facts.written_revision))
+    drifted(&report, facts.written_revision)
 }
 
 /// The cause the server's audit log gives a write that a restore from a backup made (the

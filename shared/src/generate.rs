@@ -1,8 +1,10 @@
-//! The files generated from this crate: the CRDs under `deploy/crds/` (from the resource types)
-//! and the runbook pages under `docs/runbooks/` (from the reason catalog).
+//! The files generated from this crate: the CRDs under `deploy/crds/` (from the resource types),
+//! the same CRD files under the Helm chart's `charts/nauthera-reconciler/crds/`, and the runbook
+//! pages under `docs/runbooks/` (from the reason catalog).
 //!
-//! `cargo run -p nauthera-shared --bin nauthera-generate` writes them; a test fails when the
-//! committed files differ from what the code generates. Everything in the two folders is
+//! `cargo run -p nauthera-tests --bin nauthera-generate` writes them (with the GitOps files the
+//! tests crate generates); a test fails when the
+//! committed files differ from what the code generates. Everything in the three folders is
 //! generated: a file there that the code does not generate is reported as extra, and removed by
 //! [`write_all`].
 
@@ -21,8 +23,12 @@ pub const COMMAND: &str = GENERATE_COMMAND;
 /// The folder of the generated CRDs, relative to the repository root.
 pub const CRD_DIR: &str = "deploy/crds";
 
+/// The Helm chart's CRDs, relative to the repository root: the files of [`CRD_DIR`] byte for
+/// byte, without the kustomization (Helm installs every file of a chart's `crds/` as it is).
+pub const CHART_CRD_DIR: &str = "charts/nauthera-reconciler/crds";
+
 /// The folders whose every file is generated, relative to the repository root.
-pub const GENERATED_DIRS: [&str; 2] = [CRD_DIR, catalog::RUNBOOK_DIR];
+pub const GENERATED_DIRS: [&str; 3] = [CRD_DIR, CHART_CRD_DIR, catalog::RUNBOOK_DIR];
 
 /// One generated file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,11 +102,29 @@ pub enum GenerateError {
     },
 }
 
-/// Every generated file: the CRDs and their kustomization, the runbook pages and their index.
+/// Every generated file: the CRDs and their kustomization, the chart's copies of the CRDs, the
+/// runbook pages and their index.
 pub fn generated_files() -> Result<Vec<GeneratedFile>, GenerateError> {
     let mut files = crd_files(&crate::resources::crds())?;
+    let chart = chart_crd_files(&files);
+    files.extend(chart);
     files.extend(runbook_files());
     Ok(files)
+}
+
+/// The chart's CRD files: each CRD file of `crd_files` under [`CHART_CRD_DIR`], unchanged.
+pub fn chart_crd_files(crd_files: &[GeneratedFile]) -> Vec<GeneratedFile> {
+    crd_files
+        .iter()
+        .filter(|file| file.path.starts_with(CRD_DIR))
+        .filter(|file| !file.path.ends_with("kustomization.yaml"))
+        .filter_map(|file| {
+            Some(GeneratedFile {
+                path: Path::new(CHART_CRD_DIR).join(file.path.file_name()?),
+                contents: file.contents.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The CRD files for a set of CRDs: one `<plural>.<group>.yaml` each, and a
@@ -277,6 +301,25 @@ mod tests {
                 .contents
                 .ends_with("kind: Kustomization\nresources: []\n")
         );
+    }
+
+    #[test]
+    fn the_chart_holds_every_crd_file_unchanged_and_no_kustomization() {
+        let files = generated_files().unwrap();
+        let deploy: Vec<&GeneratedFile> = files
+            .iter()
+            .filter(|f| f.path.starts_with(CRD_DIR) && !f.path.ends_with("kustomization.yaml"))
+            .collect();
+        let chart: Vec<&GeneratedFile> = files
+            .iter()
+            .filter(|f| f.path.starts_with(CHART_CRD_DIR))
+            .collect();
+        assert!(!chart.is_empty());
+        assert_eq!(deploy.len(), chart.len());
+        for (deploy, chart) in deploy.iter().zip(&chart) {
+            assert_eq!(deploy.path.file_name(), chart.path.file_name());
+            assert_eq!(deploy.contents, chart.contents, "{}", chart.path.display());
+        }
     }
 
     #[test]

@@ -22,7 +22,12 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The object's text as it came (the API server's answers are always JSON).
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        let text = without_managed_fields(raw.get());
+        // A manifest that asks for a restore keeps them: who asked is read from them.
+        let text = if asks_for_restore(raw.get()) {
+            Cow::Borrowed(raw.get())
+        } else {
+            without_managed_fields(raw.get())
+        };
         match serde_json::from_str::<K>(&text) {
             Ok(object) => Ok(Guarded(Ok(object))),
             Err(error) => {
@@ -36,6 +41,14 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
             }
         }
     }
+}
+
+/// Whether the object's text carries the restore annotation (a key of its own, not the text
+/// of another annotation, where the quotes are escaped).
+fn asks_for_restore(text: &str) -> bool {
+    static KEY: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("\"{}\"", crate::RESTORE_ANNOTATION));
+    text.contains(KEY.as_str())
 }
 
 /// The object's text without `metadata.managedFields`, which nothing here reads and which
@@ -227,6 +240,33 @@ mod tests {
     use kube::core::WatchEvent;
 
     use super::*;
+
+    #[test]
+    fn managed_fields_stay_only_on_a_manifest_that_asks_for_a_restore() {
+        let object = |annotations: &str| {
+            format!(
+                r#"{{"apiVersion":"nauthera.io/v1alpha1","kind":"OIDCClient","metadata":{{
+                "name":"web","annotations":{annotations},"managedFields":[{{"manager":"desk",
+                "operation":"Update","fieldsType":"FieldsV1","fieldsV1":{{}}}}]}},
+                "spec":{{"issuer":"https://login.example.test/acme"}}}}"#
+            )
+        };
+        let managers = |text: &str| {
+            let Guarded(decoded) = serde_json::from_str::<Guarded<OIDCClient>>(text).unwrap();
+            decoded.unwrap().metadata.managed_fields.map(|m| m.len())
+        };
+        assert_eq!(
+            managers(&object(r#"{"nauthera.io/restore":"true"}"#)),
+            Some(1)
+        );
+        assert_eq!(
+            managers(&object(r#"{"nauthera.io/restore-request":"r1"}"#)),
+            None
+        );
+        // The key quoted inside another annotation's text is not the annotation.
+        let applied = r#"{"kubectl.kubernetes.io/last-applied-configuration":"{\"nauthera.io/restore\":\"true\"}"}"#;
+        assert_eq!(managers(&object(applied)), None);
+    }
 
     #[test]
     fn a_watch_event_decodes_a_manifest_or_keeps_the_metadata_of_a_malformed_one() {

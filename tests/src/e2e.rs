@@ -27,7 +27,7 @@ use sha2::Digest;
 use tokio::io::AsyncWriteExt;
 
 use crate::binaries::{Binary, workspace_root};
-use crate::cluster::TestCluster;
+use crate::cluster::{Sharing, TestCluster};
 use crate::manifests;
 use crate::process::{ChildProcess, http_get};
 
@@ -70,6 +70,8 @@ pub struct StackOptions {
     pub start_reconciler: bool,
     /// Environment that every replica gets on top of (or instead of) the tests' short intervals.
     pub reconciler_env: Vec<(String, String)>,
+    /// Whether the test may share a real cluster with others running at the same time.
+    pub sharing: Sharing,
 }
 
 /// The replicas' environment for a Lease of `duration` seconds, a renew deadline of
@@ -98,6 +100,7 @@ impl Default for StackOptions {
             unimplemented: Vec::new(),
             start_reconciler: true,
             reconciler_env: Vec::new(),
+            sharing: Sharing::Together,
         }
     }
 }
@@ -181,6 +184,16 @@ impl Stack {
         Stack::start_with(StackOptions::default()).await
     }
 
+    /// A stack with the default server that runs alone on a shared real cluster: for tests that
+    /// make ClientPolicies, which every reconciler there sees and every namespace is judged by.
+    pub async fn start_alone() -> Stack {
+        Stack::start_with(StackOptions {
+            sharing: Sharing::Alone,
+            ..StackOptions::default()
+        })
+        .await
+    }
+
     /// A stack with chosen server settings.
     pub async fn start_with(options: StackOptions) -> Stack {
         match Stack::try_start(options).await {
@@ -193,10 +206,10 @@ impl Stack {
     pub async fn try_start(options: StackOptions) -> anyhow::Result<Stack> {
         // Build the binaries before anything listens, so no timeout runs while cargo works.
         Binary::Reconciler.path()?;
-        let cluster = TestCluster::start().await?;
+        let cluster = TestCluster::start_sharing(options.sharing).await?;
         let client = cluster.client();
         manifests::install_crds(&client).await?;
-        manifests::apply_all(&client, &shipped_rbac()?, None).await?;
+        manifests::apply_all(&client, &cluster.relocate(shipped_rbac()?), None).await?;
         let reconciler_kubeconfig = cluster.dir().join("reconciler.kubeconfig");
         write_service_account_kubeconfig(&cluster, &reconciler_kubeconfig).await?;
 
@@ -232,7 +245,7 @@ impl Stack {
         Ok(stack)
     }
 
-    /// A second cluster calling this stack's server: its own emulator with the CRDs and the
+    /// A second cluster calling this stack's server: its own cluster (an emulator, or the second real control plane) with the CRDs and the
     /// shipped RBAC, a namespace of the same name as this one's, and a ready reconciler with its
     /// own client certificate (`client_identity`) and `env` (its manager, cluster name). The
     /// server's grants are the caller's to set.
@@ -241,14 +254,10 @@ impl Stack {
         client_identity: &str,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Stack> {
-        anyhow::ensure!(
-            self.cluster.emulator().is_some(),
-            "a second cluster needs the emulator"
-        );
-        let cluster = TestCluster::start_in(self.namespace()).await?;
+        let cluster = TestCluster::start_second_in(self.namespace()).await?;
         let client = cluster.client();
         manifests::install_crds(&client).await?;
-        manifests::apply_all(&client, &shipped_rbac()?, None).await?;
+        manifests::apply_all(&client, &cluster.relocate(shipped_rbac()?), None).await?;
         let reconciler_kubeconfig = cluster.dir().join("reconciler.kubeconfig");
         write_service_account_kubeconfig(&cluster, &reconciler_kubeconfig).await?;
         let tls_dir = cluster.dir().join("reconciler-tls");
@@ -330,8 +339,8 @@ impl Stack {
             }
         }
         let path = self.cluster.dir().join(format!("{identity}.kubeconfig"));
-        std::fs::write(&path, serde_json::to_string(&kubeconfig)?)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        // It holds the ServiceAccount's token: readable by its owner only.
+        crate::control_plane::real::write_private(&path, &serde_json::to_string(&kubeconfig)?)?;
         Ok(path)
     }
 
@@ -356,7 +365,10 @@ impl Stack {
             ("NAUTHERA_TLS_SERVER_NAME", self.pki.server_name.clone()),
             ("NAUTHERA_TLS_DIR", self.tls_dir.display().to_string()),
             ("NAUTHERA_TLS_SECRET", RECONCILER_TLS_SECRET.to_owned()),
-            ("NAUTHERA_LEASE_NAMESPACE", RECONCILER_NAMESPACE.to_owned()),
+            (
+                "NAUTHERA_LEASE_NAMESPACE",
+                self.reconciler_namespace().to_owned(),
+            ),
             ("NAUTHERA_IDENTITY", identity.to_owned()),
             // Port 0, then the addresses it logs: no port is picked here for another to take.
             ("NAUTHERA_PROBE_ADDRESS", "127.0.0.1:0".to_owned()),
@@ -379,7 +391,10 @@ impl Stack {
             env.retain(|(existing, _)| existing != name);
             env.push((name.clone(), value.clone()));
         }
-        if self.cluster.emulator().is_none() {
+        let scoped = env
+            .iter()
+            .any(|(k, _)| k == "NAUTHERA_NAMESPACES" || k == "NAUTHERA_NAMESPACE_SELECTOR");
+        if self.cluster.emulator().is_none() && !scoped {
             // A real cluster holds other namespaces the test must not touch.
             env.push((
                 "NAUTHERA_NAMESPACES".to_owned(),
@@ -410,14 +425,57 @@ impl Stack {
         })
     }
 
-    /// On the emulator, stores the shipped Deployment with `replicas` ready, as the kubelet would
-    /// report the pods these processes stand for (the plugin reads it). Nothing on a real cluster:
-    /// the processes run outside it.
+    /// Stores the shipped Deployment with `replicas` ready, as the kubelet would report the pods
+    /// these processes stand for (the plugin reads it), where nothing else runs workloads (the
+    /// emulator, the control plane built from source). Nothing on an existing cluster.
     pub async fn show_deployment_ready(&self, replicas: i32) -> anyhow::Result<()> {
-        if self.cluster.emulator().is_none() {
+        if !self.cluster.harness_runs_workloads() {
             return Ok(());
         }
-        show_deployment_ready(&self.client(), replicas).await
+        show_deployment_ready(&self.client(), self.reconciler_namespace(), replicas).await
+    }
+
+    /// Where the reconciler's ServiceAccount, Role, Lease and state are (see
+    /// [`TestCluster::reconciler_namespace`]).
+    pub fn reconciler_namespace(&self) -> &str {
+        self.cluster.reconciler_namespace()
+    }
+
+    /// The reconciler's ClusterRole as shipped, under the name it has in this test's cluster.
+    pub fn shipped_cluster_role(&self) -> serde_json::Value {
+        self.shipped_cluster_role_named(RECONCILER_ACCOUNT)
+    }
+
+    /// A ClusterRole of `deploy/base` by its shipped name, under the name it has in this test's
+    /// cluster.
+    pub fn shipped_cluster_role_named(&self, name: &str) -> serde_json::Value {
+        let rbac = self
+            .cluster
+            .relocate(shipped_rbac().expect("deploy/base renders"));
+        let wanted = self.cluster.cluster_name(name);
+        let role = rbac
+            .into_iter()
+            .find(|o| {
+                o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole")
+                    && o.metadata.name.as_deref() == Some(wanted.as_str())
+            })
+            .unwrap_or_else(|| panic!("deploy/base has the ClusterRole {name}"));
+        serde_json::to_value(role).expect("serializes")
+    }
+
+    /// Replaces a ClusterRole of the install (as the administrator), e.g. with fewer permissions.
+    pub async fn apply_cluster_role(&self, role: &serde_json::Value) {
+        let object: DynamicObject = serde_json::from_value(role.clone()).expect("a ClusterRole");
+        manifests::apply_all(&self.client(), &[object], None)
+            .await
+            .expect("the ClusterRole is applied");
+    }
+
+    /// A kubeconfig for the person `user` in `groups` (see [`TestCluster::user_kubeconfig`]).
+    pub fn user_kubeconfig(&self, user: &str, groups: &[&str]) -> PathBuf {
+        self.cluster
+            .user_kubeconfig(user, groups)
+            .expect("a user's kubeconfig is written")
     }
 
     /// The first replica.
@@ -585,11 +643,21 @@ impl Stack {
 
     /// Sets `nauthera.io/restore=true` on a manifest of any kind.
     pub async fn annotate_restore_of<K: Declared>(&self, name: &str) {
+        self.annotate_restore_as::<K>(name, "e2e-restore").await;
+    }
+
+    /// Sets `nauthera.io/restore=true` as the field manager `manager` (who asked, as the API
+    /// server's managedFields record it).
+    pub async fn annotate_restore_as<K: Declared>(&self, name: &str, manager: &str) {
         let patch = serde_json::json!({
             "metadata": { "annotations": { nauthera_shared::RESTORE_ANNOTATION: "true" } }
         });
+        let params = PatchParams {
+            field_manager: Some(manager.to_owned()),
+            ..PatchParams::default()
+        };
         Api::<K>::namespaced(self.client(), self.namespace())
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(name, &params, &Patch::Merge(&patch))
             .await
             .expect("the annotation is set");
     }
@@ -696,7 +764,28 @@ impl Stack {
 
     /// The plugin through real kubectl, the plugin's folder first on PATH, as the
     /// administrator, in the test's namespace unless the arguments say otherwise.
+    /// Runs `kubectl ARGS` as the plugin runs (the stack's kubeconfig, the test's own HOME).
+    pub async fn kubectl(&self, args: &[&str]) -> PluginRun {
+        let output = self
+            .kubectl_command(args)
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("kubectl runs");
+        PluginRun {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     fn plugin_command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut with_verb = vec!["nauthera"];
+        with_verb.extend_from_slice(args);
+        self.kubectl_command(&with_verb)
+    }
+
+    fn kubectl_command(&self, args: &[&str]) -> tokio::process::Command {
         let plugin_dir = Binary::Plugin
             .path()
             .expect("the plugin builds")
@@ -710,13 +799,13 @@ impl Stack {
         );
         let mut command = tokio::process::Command::new(kubectl());
         command
-            .arg("nauthera")
             .args(args)
             .arg("--kubeconfig")
             .arg(self.cluster.kubeconfig())
             .env("PATH", path)
             .env("HOME", self.home.path())
             .env("NO_COLOR", "1")
+            .env("NAUTHERA_RECONCILER_NAMESPACE", self.reconciler_namespace())
             .env_remove("KUBECONFIG")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -972,19 +1061,6 @@ pub fn shipped_rbac() -> anyhow::Result<Vec<DynamicObject>> {
         .collect()
 }
 
-/// The reconciler's ClusterRole in `deploy/base`, as rendered.
-pub fn shipped_cluster_role() -> serde_json::Value {
-    let rbac = shipped_rbac().expect("deploy/base renders");
-    let role = rbac
-        .into_iter()
-        .find(|o| {
-            o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole")
-                && o.metadata.name.as_deref() == Some(RECONCILER_ACCOUNT)
-        })
-        .expect("deploy/base has the reconciler's ClusterRole");
-    serde_json::to_value(role).expect("serializes")
-}
-
 /// `deploy/base` as `kubectl kustomize` renders it, once per process.
 fn rendered() -> anyhow::Result<&'static [serde_json::Value]> {
     static RENDERED: OnceLock<Result<Vec<serde_json::Value>, String>> = OnceLock::new();
@@ -1011,23 +1087,20 @@ fn render_base() -> anyhow::Result<Vec<serde_json::Value>> {
     Ok(serde_saphyr::from_multiple(&text)?)
 }
 
-/// Replaces the rendered ClusterRole (as the administrator), e.g. with fewer permissions.
-pub async fn apply_cluster_role(client: &kube::Client, role: &serde_json::Value) {
-    let object: DynamicObject = serde_json::from_value(role.clone()).expect("a ClusterRole");
-    manifests::apply_all(client, &[object], None)
-        .await
-        .expect("the ClusterRole is applied");
-}
-
-/// Stores the shipped Deployment with `replicas` and a status of `replicas` ready, as the
-/// Deployment controller would report the pods these processes stand for: only for a cluster
-/// where nothing runs the Deployment (the emulator).
-pub async fn show_deployment_ready(client: &kube::Client, replicas: i32) -> anyhow::Result<()> {
+/// Stores the shipped Deployment in `namespace` with `replicas` and a status of `replicas` ready,
+/// as the Deployment controller would report the pods these processes stand for: only for a
+/// cluster where nothing runs the Deployment (the emulator, the control plane built from source).
+pub async fn show_deployment_ready(
+    client: &kube::Client,
+    namespace: &str,
+    replicas: i32,
+) -> anyhow::Result<()> {
     let mut object = shipped_deployment()?;
     object.data["spec"]["replicas"] = replicas.into();
+    object.metadata.namespace = Some(namespace.to_owned());
     manifests::apply_all(client, &[object], None).await?;
     let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
-        Api::namespaced(client.clone(), RECONCILER_NAMESPACE);
+        Api::namespaced(client.clone(), namespace);
     let status = serde_json::json!({ "status": {
         "observedGeneration": 1,
         "replicas": replicas,
@@ -1076,19 +1149,27 @@ async fn write_service_account_kubeconfig(
         emulator.write_kubeconfig(path, &token, RECONCILER_NAMESPACE)?;
         return Ok(());
     }
-    write_token_kubeconfig(&cluster.client(), cluster.kubeconfig(), path, 3600).await
+    write_token_kubeconfig(
+        &cluster.client(),
+        cluster.kubeconfig(),
+        cluster.reconciler_namespace(),
+        path,
+        3600,
+    )
+    .await
 }
 
-/// Asks the TokenRequest API for a token of the reconciler's ServiceAccount that lasts
-/// `expiration_seconds`, and writes `admin_kubeconfig` with that token as its current user (and
-/// the reconciler's namespace) to `path`.
+/// Asks the TokenRequest API for a token of the reconciler's ServiceAccount in `namespace` that
+/// lasts `expiration_seconds`, and writes `admin_kubeconfig` with that token as its current user
+/// (and that namespace) to `path`.
 pub async fn write_token_kubeconfig(
     client: &kube::Client,
     admin_kubeconfig: &Path,
+    namespace: &str,
     path: &Path,
     expiration_seconds: i64,
 ) -> anyhow::Result<()> {
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), RECONCILER_NAMESPACE);
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
     let request = TokenRequest {
         spec: TokenRequestSpec {
             audiences: Vec::new(),
@@ -1115,7 +1196,7 @@ pub async fn write_token_kubeconfig(
             && let Some(context) = named.context.as_mut()
         {
             context.user = Some("nauthera-reconciler".to_owned());
-            context.namespace = Some(RECONCILER_NAMESPACE.to_owned());
+            context.namespace = Some(namespace.to_owned());
         }
     }
     kubeconfig.auth_infos.push(kube::config::NamedAuthInfo {
@@ -1126,7 +1207,6 @@ pub async fn write_token_kubeconfig(
         }),
         other: Default::default(),
     });
-    std::fs::write(path, serde_json::to_string(&kubeconfig)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    // It holds the token: readable by its owner only (mode 0600).
+    crate::control_plane::real::write_private(path, &serde_json::to_string(&kubeconfig)?)
 }

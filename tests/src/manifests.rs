@@ -71,7 +71,13 @@ pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
     wait_for_group(client, nauthera_shared::GROUP, 4).await
 }
 
-async fn wait_for_group(client: &kube::Client, group: &str, kinds: usize) -> anyhow::Result<()> {
+/// Waits until discovery serves at least `kinds` kinds of `group` (a CRD is served a moment after
+/// it is applied).
+pub async fn wait_for_group(
+    client: &kube::Client,
+    group: &str,
+    kinds: usize,
+) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let discovery = Discovery::new(client.clone()).filter(&[group]).run().await;
@@ -151,7 +157,7 @@ pub async fn apply_all(
             .context("a manifest without a name")?;
         let api = api_for(client, &resource, &capabilities, object, namespace);
         let mut object = object.clone();
-        if capabilities.scope == Scope::Namespaced && namespace.is_some() {
+        if capabilities.scope == Scope::Namespaced && object.metadata.namespace.is_none() {
             object.metadata.namespace = namespace.map(str::to_string);
         }
         api.patch(
@@ -175,8 +181,11 @@ fn api_for(
     match capabilities.scope {
         Scope::Cluster => Api::all_with(client.clone(), resource),
         Scope::Namespaced => {
-            let ns = namespace
-                .or(object.metadata.namespace.as_deref())
+            let ns = object
+                .metadata
+                .namespace
+                .as_deref()
+                .or(namespace)
                 .unwrap_or("default");
             Api::namespaced_with(client.clone(), ns, resource)
         }

@@ -188,6 +188,18 @@ impl ChildProcess {
         &self.log
     }
 
+    /// The child's exit code once it has ended (128 + the signal for one killed by a signal,
+    /// as a container runtime reports it); `None` while it runs.
+    pub fn exit_code(&mut self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        let status = self.child.try_wait().ok()??;
+        Some(
+            status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+        )
+    }
+
     /// Kills the child (SIGKILL) and waits for it.
     pub async fn kill(mut self) {
         let _ = self.child.kill().await;

@@ -859,6 +859,11 @@ fn every_component_is_rendered_by_an_overlay() {
         }
     }
     for component in kustomizations_under("components") {
+        // Argo CD's component patches Argo CD's own installation, not the reconciler's:
+        // tests/tests/gitops.rs renders it onto an argocd-cm.
+        if component.ends_with("argocd") {
+            continue;
+        }
         assert!(
             used.contains(&component.canonicalize().unwrap()),
             "no overlay uses {}, so nothing checks where its objects land",

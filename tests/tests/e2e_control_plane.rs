@@ -13,8 +13,7 @@ use nauthera_fake_server::{ClientCertOptions, Method, grant_everything, pki};
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY};
 use nauthera_tests::e2e::{
-    PROBE_INTERVAL_SECONDS, RECONCILER_IDENTITY, RECONCILER_NAMESPACE, Stack, StackOptions,
-    generated_client, status_of,
+    PROBE_INTERVAL_SECONDS, RECONCILER_IDENTITY, Stack, StackOptions, generated_client, status_of,
 };
 use nauthera_tests::proxy::CuttableProxy;
 use serde_json::Value;
@@ -26,7 +25,6 @@ async fn control_plane_up(stack: &Stack) -> f64 {
         .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_server_fails_readiness_until_it_is_back() {
     let stack = Stack::start().await;
     let reconciler = stack.reconciler();
@@ -44,8 +42,8 @@ async fn an_unreachable_server_fails_readiness_until_it_is_back() {
     reconciler.wait_readyz(200, "control plane: ok").await;
     assert_eq!(control_plane_up(&stack).await, 1.0);
 }
+nauthera_tests::e2e_test!(an_unreachable_server_fails_readiness_until_it_is_back);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_identity_the_server_refuses_fails_readiness_with_refused() {
     let stack = Stack::start().await;
     stack
@@ -61,8 +59,8 @@ async fn an_identity_the_server_refuses_fails_readiness_with_refused() {
         .set_allowed_clients(vec![grant_everything(RECONCILER_IDENTITY)]);
     stack.reconciler().wait_readyz(200, "ok").await;
 }
+nauthera_tests::e2e_test!(an_identity_the_server_refuses_fails_readiness_with_refused);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_key_is_credential_unavailable_and_a_missing_ca_trust_anchor_unavailable() {
     let stack = Stack::start().await;
     let reconciler = stack.reconciler();
@@ -82,8 +80,10 @@ async fn an_unreadable_key_is_credential_unavailable_and_a_missing_ca_trust_anch
     std::fs::write(&ca, &saved_ca).unwrap();
     reconciler.wait_readyz(200, "ok").await;
 }
+nauthera_tests::e2e_test!(
+    an_unreadable_key_is_credential_unavailable_and_a_missing_ca_trust_anchor_unavailable
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_client_certificate_is_used_without_a_restart() {
     let stack = Stack::start().await;
     let reconciler = stack.reconciler();
@@ -108,10 +108,11 @@ async fn a_rotated_client_certificate_is_used_without_a_restart() {
         .count();
     assert_eq!(starts, 1, "the reconciler was not restarted");
 }
+nauthera_tests::e2e_test!(a_rotated_client_certificate_is_used_without_a_restart);
 
 /// The state ConfigMap's resourceVersion and the document in it.
 async fn published(stack: &Stack) -> Option<(String, ControlPlaneState)> {
-    let config_maps: Api<ConfigMap> = Api::namespaced(stack.client(), RECONCILER_NAMESPACE);
+    let config_maps: Api<ConfigMap> = Api::namespaced(stack.client(), stack.reconciler_namespace());
     let config_map = config_maps.get_opt(STATE_CONFIGMAP).await.ok()??;
     let version = config_map.metadata.resource_version.clone()?;
     let text = config_map.data?.remove(STATE_KEY)?;
@@ -142,7 +143,6 @@ async fn plugin_control_plane(stack: &Stack) -> (i32, Value) {
     (run.code, report["controlPlane"].clone())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_state_is_written_when_the_probe_outcome_changes_and_not_at_every_probe() {
     let stack = Stack::start().await;
     let (version, state) = wait_published(&stack, "the state says the server answers", |state| {
@@ -173,6 +173,10 @@ async fn the_state_is_written_when_the_probe_outcome_changes_and_not_at_every_pr
     assert_eq!(control["freshness"]["status"], "current", "{control}");
     assert_eq!(control["findings"], serde_json::json!([]), "{control}");
     assert_eq!(control["probe"]["reason"], "Registered");
+    assert_eq!(
+        control["probe"]["outcome"], "ok",
+        "the word status shows: {control}"
+    );
     assert!(
         control["probe"]["ageSeconds"].as_i64().unwrap() <= 15,
         "as of a recent Lease renewal: {control}"
@@ -237,12 +241,14 @@ async fn the_state_is_written_when_the_probe_outcome_changes_and_not_at_every_pr
     assert!(up.probe_since > down.probe_since, "{up:?}");
     assert_eq!(up.last_success_time, None);
 }
+nauthera_tests::e2e_test!(
+    the_state_is_written_when_the_probe_outcome_changes_and_not_at_every_probe
+);
 
 /// The server's TLS alerts about the client certificate are named: an expired certificate is
 /// CredentialUnavailable (`expired`), one from a CA the server does not trust
 /// TrustAnchorUnavailable (`untrusted`), each naming the certificate and its issuer, in /readyz
 /// and in the condition of a resource written meanwhile.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_client_certificate_is_named_not_unreachable() {
     let stack = Stack::start().await;
     let reconciler = stack.reconciler();
@@ -287,12 +293,12 @@ async fn a_rejected_client_certificate_is_named_not_unreachable() {
     reconciler.wait_readyz(200, "ok").await;
     stack.wait_reason("web", Reason::Registered).await;
 }
+nauthera_tests::e2e_test!(a_rejected_client_certificate_is_named_not_unreachable);
 
 /// A connection to the server that silently stops answering (a partition: nothing is refused,
 /// nothing arrives) is found by HTTP/2 keepalive, and the failed change stream brings the probe
 /// forward: /readyz turns within seconds although the probe interval is a minute. After the
 /// partition heals, it turns back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_partition_from_the_server_shows_in_readiness_within_seconds() {
     let stack = Stack::start_with(StackOptions {
         start_reconciler: false,
@@ -334,3 +340,4 @@ async fn a_silent_partition_from_the_server_shows_in_readiness_within_seconds() 
     proxy.heal();
     replica.wait_readyz(200, "control plane: ok").await;
 }
+nauthera_tests::e2e_test!(a_silent_partition_from_the_server_shows_in_readiness_within_seconds);

@@ -3,14 +3,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use nauthera_fake_server::{Actor, Method};
-use nauthera_proto::v1::AuditOutcome;
+use nauthera_proto::v1::{AuditOutcome, ObjectRef};
 use nauthera_shared::catalog::Reason;
+use nauthera_shared::resources::OIDCClient;
+use nauthera_tests::cluster::{Sharing, TEST_LABEL};
 use nauthera_tests::e2e::{
-    Stack, generated_client, generated_client_with, secret_value, sha256_hex,
+    Stack, StackOptions, generated_client, generated_client_with, is_registered, secret_value,
+    sha256_hex,
 };
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_policy_removes_the_client_from_the_server() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -57,8 +61,8 @@ async fn delete_policy_removes_the_client_from_the_server() {
         "one DeleteClient call for one deletion"
     );
 }
+nauthera_tests::e2e_test!(delete_policy_removes_the_client_from_the_server);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_policy_leaves_the_client_registered() {
     let stack = Stack::start().await;
     stack
@@ -113,8 +117,8 @@ async fn orphan_policy_leaves_the_client_registered() {
         "the kept Secret holds the secret the server accepts"
     );
 }
+nauthera_tests::e2e_test!(orphan_policy_leaves_the_client_registered);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drifted_client_is_left_in_place_when_its_manifest_is_deleted() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -147,10 +151,10 @@ async fn a_drifted_client_is_left_in_place_when_its_manifest_is_deleted() {
             .is_empty()
     );
 }
+nauthera_tests::e2e_test!(a_drifted_client_is_left_in_place_when_its_manifest_is_deleted);
 
 /// One deletion, one outcome: a client the reconciler removed itself is never reported as a
 /// drifted one left in place. Several deletions in a row make the race likely.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_client_is_not_reported_as_left_in_place() {
     let stack = Stack::start().await;
     let names = ["one", "two", "three", "four", "five"];
@@ -182,12 +186,12 @@ async fn a_deleted_client_is_not_reported_as_left_in_place() {
         "one DeleteClient call per deletion"
     );
 }
+nauthera_tests::e2e_test!(a_deleted_client_is_not_reported_as_left_in_place);
 
 /// A change that arrives while the delete is in flight (here the client's Secret deleted by
 /// hand) reconciles the manifest again as soon as the first reconcile lets it go, from a watch
 /// cache that may still hold it with its finalizer: the deletion is finished, and the server
 /// gets no second delete.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_during_the_delete_sends_no_second_delete() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -213,3 +217,82 @@ async fn a_change_during_the_delete_sends_no_second_delete() {
         stack.server.audit_events()
     );
 }
+nauthera_tests::e2e_test!(a_change_during_the_delete_sends_no_second_delete);
+
+/// A namespace deleted with manifests in it finishes deleting: the reconciler (running from
+/// another namespace, as installed) honours each deletion policy and releases its finalizers, and
+/// the namespace controller removes the rest.
+async fn a_namespace_deleted_with_manifests_in_it_finishes_deleting() {
+    let mut stack = Stack::start_with(StackOptions {
+        start_reconciler: false,
+        // The reconciler follows namespaces by a selector, which sees every namespace.
+        sharing: Sharing::Alone,
+        ..StackOptions::default()
+    })
+    .await;
+    let apps = format!("{}-apps", stack.namespace());
+    let namespaces: Api<Namespace> = Api::all(stack.client());
+    let labelled = serde_json::json!({
+        "metadata": { "name": apps, "labels": { TEST_LABEL: stack.namespace() } }
+    });
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(labelled).unwrap(),
+        )
+        .await
+        .unwrap();
+    let selector = format!("{TEST_LABEL}={}", stack.namespace());
+    let reconciler = stack
+        .start_replica_configured(
+            "replica-a",
+            &stack.reconciler_kubeconfig,
+            &[("NAUTHERA_NAMESPACE_SELECTOR".to_owned(), selector)],
+        )
+        .await
+        .unwrap();
+    reconciler.wait_ready().await.unwrap();
+    stack.reconciler = Some(reconciler);
+
+    let in_apps = |yaml: String| {
+        yaml.replacen(
+            "metadata:\n",
+            &format!("metadata:\n  namespace: {apps}\n"),
+            1,
+        )
+    };
+    stack.apply(&in_apps(generated_client("web"))).await;
+    stack
+        .apply(&in_apps(generated_client_with("kept", "Orphan", "")))
+        .await;
+    let clients: Api<OIDCClient> = Api::namespaced(stack.client(), &apps);
+    stack
+        .eventually("both clients registered", async || {
+            let listed = clients.list(&ListParams::default()).await.unwrap().items;
+            listed.len() == 2 && listed.iter().all(is_registered)
+        })
+        .await;
+
+    namespaces
+        .delete(&apps, &DeleteParams::default())
+        .await
+        .unwrap();
+    stack
+        .eventually("the namespace deleted", async || {
+            namespaces.get_opt(&apps).await.unwrap().is_none()
+        })
+        .await;
+    let in_apps_ref = |name: &str| ObjectRef {
+        namespace: apps.clone(),
+        ..stack.object_ref(name)
+    };
+    assert!(
+        stack.server.client(&in_apps_ref("web")).is_none(),
+        "deletionPolicy Delete removed the client from the server"
+    );
+    assert!(
+        stack.server.client(&in_apps_ref("kept")).is_some(),
+        "deletionPolicy Orphan left the client on the server"
+    );
+}
+nauthera_tests::e2e_test!(a_namespace_deleted_with_manifests_in_it_finishes_deleting);

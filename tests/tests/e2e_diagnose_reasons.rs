@@ -49,6 +49,50 @@ async fn diagnose(stack: &Stack, name: &str, reason: Reason) -> PluginRun {
 }
 
 /// Changes the declared display name, so the reconciler calls the server again.
+/// The log step's command, run over the reconciler's own log in place of `kubectl logs`, selects
+/// the reconciler's lines about the resource (its attempts with their reason) and no other.
+fn assert_log_step_selects_the_resource(stack: &Stack, run: &PluginRun, name: &str, reason: &str) {
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let step = report["diagnoses"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["check"] == "ReconcilerLogs")
+        .unwrap_or_else(|| panic!("no log step: {report}"));
+    let command = step["command"].as_str().unwrap();
+    let (read, filter) = command
+        .split_once(" | ")
+        .unwrap_or_else(|| panic!("a log read and its filter: {command}"));
+    assert!(
+        read.contains(" logs deploy/nauthera-reconciler"),
+        "{command}"
+    );
+    let log = stack.reconciler().log_path();
+    let output = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("{filter} < '{}'", log.display()))
+        .output()
+        .unwrap();
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|line| line["message"] == "reconciled" && line["reason"] == reason),
+        "{command} selects no {reason} attempt:\n{}",
+        stack.reconciler().log_tail()
+    );
+    for line in &lines {
+        assert_eq!(
+            line["name"], name,
+            "{command} selects another resource's line"
+        );
+        assert_eq!(line["namespace"], stack.namespace(), "{command}");
+    }
+}
+
 async fn edit_manifest(stack: &Stack, name: &str, display_name: &str) {
     let patch = serde_json::json!({ "spec": { "displayName": display_name } });
     stack
@@ -78,9 +122,12 @@ const NOT_ON_A_LIVE_RESOURCE: [Reason; 3] = [
     Reason::DeletionSkippedDrifted,
 ];
 
-/// Reasons that need a second reconciler, diagnosed where one runs.
-const DIAGNOSED_ELSEWHERE: [(Reason, &str); 1] =
-    [(Reason::ManagedElsewhere, "tests/tests/e2e_multi_cluster.rs")];
+/// Reasons that need a second reconciler, diagnosed where one runs; and a ClientPolicy's own
+/// reason, which no OIDCClient shows, checked against `diagnose -f` where policies are refused.
+const DIAGNOSED_ELSEWHERE: [(Reason, &str); 2] = [
+    (Reason::ManagedElsewhere, "tests/tests/e2e_multi_cluster.rs"),
+    (Reason::PolicyRefused, "tests/tests/e2e_refused_inputs.rs"),
+];
 
 /// The resources whose secret the server generates; none of these secrets may be printed.
 const GENERATED: [&str; 7] = [
@@ -93,9 +140,8 @@ const GENERATED: [&str; 7] = [
     "trust-anchor",
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn diagnose_reports_every_reason_a_live_resource_shows() {
-    let stack = Stack::start().await;
+    let stack = Stack::start_alone().await;
     stack
         .apply(
             "apiVersion: v1
@@ -114,8 +160,21 @@ stringData:
     stack
         .apply(&generated_client("refused").replace(ISSUER, "https://login.example.com/nobody"))
         .await;
+    // A Secret without the key the manifest names (a Secret that is not there at all is waited
+    // for as Pending).
     stack
-        .apply(&secret_ref_client("missing-ref", "no-such-secret"))
+        .apply(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: keyless-secret
+stringData:
+  other: not the key the manifest names
+",
+        )
+        .await;
+    stack
+        .apply(&secret_ref_client("missing-ref", "keyless-secret"))
         .await;
     for name in GENERATED {
         stack.wait_reason(name, Reason::Registered).await;
@@ -205,7 +264,9 @@ spec:
     );
     stack.delete_oidc_client("deleting").await;
     stack.wait_reason("deleting", Reason::Deleting).await;
-    runs.push(diagnose(&stack, "deleting", Reason::Deleting).await);
+    let deleting = diagnose(&stack, "deleting", Reason::Deleting).await;
+    assert_log_step_selects_the_resource(&stack, &deleting, "deleting", "Deleting");
+    runs.push(deleting);
 
     // Pending: a retried code keeps the write waiting with backoff.
     stack.server.inject_fault(
@@ -214,7 +275,22 @@ spec:
     );
     stack.apply(&generated_client("pending")).await;
     stack.wait_reason("pending", Reason::Pending).await;
-    runs.push(diagnose(&stack, "pending", Reason::Pending).await);
+    let pending = diagnose(&stack, "pending", Reason::Pending).await;
+    // The probe still answers: the same word as in `status`'s header.
+    let report: Value = serde_json::from_str(&pending.stdout).unwrap();
+    let probe = report["diagnoses"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["check"] == "ProbeState")
+        .unwrap_or_else(|| panic!("no probe step: {report}"));
+    assert!(
+        probe["findings"][0]
+            .as_str()
+            .is_some_and(|finding| finding.starts_with("probe: ok")),
+        "{probe}"
+    );
+    runs.push(pending);
 
     // The control-plane reasons reach a resource when it is edited while the connection cannot
     // be made.
@@ -311,3 +387,4 @@ spec:
         }
     }
 }
+nauthera_tests::e2e_test!(diagnose_reports_every_reason_a_live_resource_shows);

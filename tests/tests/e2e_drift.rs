@@ -10,6 +10,7 @@ use nauthera_fake_server::Actor;
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::RESTORE_ANNOTATION;
 use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::resources::OIDCClient;
 use nauthera_tests::e2e::{
     MANAGER, POLL_INTERVAL_SECONDS, Stack, generated_client, secret_value, sha256_hex, status_of,
 };
@@ -18,7 +19,6 @@ fn alice() -> Actor {
     Actor::dashboard("alice@example.com").because("emergency redirect")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_on_the_server_is_reported_not_written_over_and_restored_on_request() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -108,12 +108,15 @@ async fn an_edit_on_the_server_is_reported_not_written_over_and_restored_on_requ
         Some(server.revision.as_str())
     );
 }
+nauthera_tests::e2e_test!(
+    an_edit_on_the_server_is_reported_not_written_over_and_restored_on_request
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_client_is_reported_and_a_restore_delivers_a_new_secret() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
-    stack.wait_reason("web", Reason::Registered).await;
+    let registered = stack.wait_reason("web", Reason::Registered).await;
+    let old_id = status_of(&registered).client_id.clone().unwrap();
     let old_secret = secret_value(&stack.secret("web").await.unwrap(), "clientSecret").unwrap();
 
     stack
@@ -130,13 +133,44 @@ async fn a_removed_client_is_reported_and_a_restore_delivers_a_new_secret() {
         "not recreated on its own"
     );
 
-    stack.annotate_restore("web").await;
-    stack.wait_event("web", "Restored").await;
     stack
+        .annotate_restore_as::<OIDCClient>("web", "restore-desk")
+        .await;
+    stack.wait_event("web", "Restored").await;
+    let restored = stack
         .wait_for("web", "registered again", |c| {
             c.status.as_ref().and_then(|s| s.phase) == Some(Phase::Registered)
         })
         .await;
+    // Who asked is recorded, and the new client id is told as loudly as the new secret.
+    let record = status_of(&restored).last_restore.clone().unwrap();
+    assert_eq!(
+        record.requested_by.as_deref(),
+        Some("restore-desk"),
+        "{record:?}"
+    );
+    let new_id = status_of(&restored).client_id.clone().unwrap();
+    assert_ne!(
+        new_id, old_id,
+        "the server gave the recreated client a new id"
+    );
+    let events = stack.events_for("OIDCClient", "web").await;
+    let changed = events
+        .iter()
+        .find(|e| e.reason == "ClientIdChanged")
+        .unwrap_or_else(|| panic!("no ClientIdChanged event: {events:#?}"));
+    assert!(
+        changed.type_ == "Warning"
+            && changed.message.contains(&new_id)
+            && changed.message.contains(&old_id),
+        "{changed:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason == "Restored" && e.message.contains("requested by restore-desk")),
+        "{events:#?}"
+    );
     let secret = stack.secret("web").await.unwrap();
     let new_secret = secret_value(&secret, "clientSecret").unwrap();
     assert_ne!(
@@ -154,8 +188,8 @@ async fn a_removed_client_is_reported_and_a_restore_delivers_a_new_secret() {
         Some(held.client_id.as_str())
     );
 }
+nauthera_tests::e2e_test!(a_removed_client_is_reported_and_a_restore_delivers_a_new_secret);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backup_restore_on_the_server_drifts_many_at_once() {
     let stack = Stack::start().await;
     for name in ["one", "two", "three"] {
@@ -240,6 +274,7 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
         report["summary"]
     );
 }
+nauthera_tests::e2e_test!(a_backup_restore_on_the_server_drifts_many_at_once);
 
 /// The reconciler's reconcile count once it has stopped moving (no reconcile for half a second).
 async fn settled_reconciles(stack: &Stack) -> f64 {
@@ -255,7 +290,6 @@ async fn settled_reconciles(stack: &Stack) -> f64 {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_on_the_server_reconciles_only_the_client_it_names() {
     let stack = Stack::start().await;
     let names = ["web", "api", "admin-ui", "billing", "reports", "mobile"];
@@ -296,8 +330,8 @@ async fn an_edit_on_the_server_reconciles_only_the_client_it_names() {
         );
     }
 }
+nauthera_tests::e2e_test!(an_edit_on_the_server_reconciles_only_the_client_it_names);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_drift_by_another_person_is_a_new_event_with_its_own_note() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -353,11 +387,11 @@ async fn a_second_drift_by_another_person_is_a_new_event_with_its_own_note() {
     assert_eq!(by("user:bob@example.com", &bobs), 1, "{drifts:#?}");
     assert!(drifts.iter().all(|e| e.type_ == "Warning"), "{drifts:#?}");
 }
+nauthera_tests::e2e_test!(a_second_drift_by_another_person_is_a_new_event_with_its_own_note);
 
 /// Three people change three clients within seconds of each other: three separate changes by
 /// the people named, never "a restore", which only a new server history or the audit log's
 /// restore cause means.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_by_several_people_at_once_are_not_called_a_restore() {
     let stack = Stack::start().await;
     let names = ["one", "two", "three"];
@@ -408,11 +442,11 @@ async fn edits_by_several_people_at_once_are_not_called_a_restore() {
         table.stdout
     );
 }
+nauthera_tests::e2e_test!(edits_by_several_people_at_once_are_not_called_a_restore);
 
 /// A manifest edit while drifted is written over the person's change, as the Drifted runbook
 /// says, and never silently: a Warning event and `status.lastDrift` name who made the discarded
 /// change, its fields and both revisions; `status` and `diagnose` show it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_generation_over_a_drift_says_what_it_discards() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -478,3 +512,4 @@ async fn a_new_generation_over_a_drift_says_what_it_discards() {
         diagnosed.all()
     );
 }
+nauthera_tests::e2e_test!(a_new_generation_over_a_drift_says_what_it_discards);

@@ -37,7 +37,6 @@ fn primary_color(stack: &Stack, name: &str) -> Option<String> {
         .and_then(|d| d.colors.get("primary").cloned())
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_on_request() {
     let stack = Stack::start().await;
     stack.apply(&branding("sign-in", "Welcome to Acme")).await;
@@ -83,6 +82,16 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
     );
     // Not written over.
     assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#ff0000"));
+    // The runbook's audit query selects the Branding's records, not a client's.
+    let diagnosis = stack.plugin(&["diagnose", "branding/sign-in"]).await;
+    assert!(
+        diagnosis
+            .stdout
+            .contains(r#""kind": "OBJECT_KIND_BRANDING", "name": "sign-in""#)
+            && !diagnosis.stdout.contains("clientId"),
+        "{}",
+        diagnosis.stdout
+    );
 
     stack.annotate_restore_of::<Branding>("sign-in").await;
     stack
@@ -101,6 +110,25 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
     assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#112233"));
     let events = stack.events_for("Branding", "sign-in").await;
     assert!(events.iter().any(|e| e.reason == "Restored"), "{events:#?}");
+    // `kubectl get events` shows when each was last seen (the events carry `eventTime`).
+    let table = stack.kubectl(&["get", "events"]).await;
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    let mut lines = table.stdout.lines();
+    assert!(
+        lines
+            .next()
+            .is_some_and(|header| header.starts_with("LAST SEEN")),
+        "{}",
+        table.stdout
+    );
+    for line in lines {
+        let last_seen = line.split_whitespace().next().unwrap_or_default();
+        assert!(
+            last_seen.starts_with(|c: char| c.is_ascii_digit()) && !line.starts_with(' '),
+            "no LAST SEEN in {line:?}:\n{}",
+            table.stdout
+        );
+    }
 
     // The plugin diagnoses a Branding with its live facts, each event once (a real API server
     // serves every event through two APIs).
@@ -113,8 +141,10 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
         .count();
     assert_eq!(registered, 1, "{}", diagnosis.stdout);
 }
+nauthera_tests::e2e_test!(
+    a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_on_request
+);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_unencodable_branding_is_refused_here_and_a_client_waiting_for_it_proceeds_once_it_registers()
  {
     let stack = Stack::start().await;
@@ -189,8 +219,10 @@ spec:
     );
     assert!(stack.server.client(&stack.object_ref("web")).is_some());
 }
+nauthera_tests::e2e_test!(
+    an_unencodable_branding_is_refused_here_and_a_client_waiting_for_it_proceeds_once_it_registers
+);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_organization_goes_first_and_is_not_deleted_while_it_holds_objects() {
     let stack = Stack::start().await;
     // The first writes of the organization fail and are retried, so what depends on it waits.
@@ -270,8 +302,8 @@ spec:
     stack.wait_gone_of::<Organization>("globex").await;
     assert!(stack.server.organization("globex").is_none());
 }
+nauthera_tests::e2e_test!(an_organization_goes_first_and_is_not_deleted_while_it_holds_objects);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_identity_provider_sends_its_upstream_secret_again_when_it_changes_also_while_the_reconciler_is_down()
  {
     let mut stack = Stack::start().await;
@@ -341,8 +373,8 @@ spec:
     assert!(!status.contains("upstream-value"), "{status}");
     assert!(!stack.logs().contains("upstream-value"));
 }
+nauthera_tests::e2e_test!(an_identity_provider_sends_its_upstream_secret_again_when_it_changes_also_while_the_reconciler_is_down);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn brandings_changed_on_the_server_while_the_reconciler_was_down_are_drifted_not_written_over()
  {
     let mut stack = Stack::start().await;
@@ -396,8 +428,10 @@ async fn brandings_changed_on_the_server_while_the_reconciler_was_down_are_drift
         stack.server.counters().refusals
     );
 }
+nauthera_tests::e2e_test!(
+    brandings_changed_on_the_server_while_the_reconciler_was_down_are_drifted_not_written_over
+);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn deleting_a_branding_that_clients_reference_says_which() {
     let stack = Stack::start().await;
     stack.apply(&branding("shared", "Shared")).await;
@@ -430,8 +464,8 @@ async fn deleting_a_branding_that_clients_reference_says_which() {
         deleted.message
     );
 }
+nauthera_tests::e2e_test!(deleting_a_branding_that_clients_reference_says_which);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_upstream_secret_whose_answer_was_lost_is_sent_once_more_and_then_rests() {
     let stack = Stack::start().await;
     let upstream_secret = |value: &str| {
@@ -521,3 +555,6 @@ spec:
         .count();
     assert_eq!(registered, 1, "{after_fault:#?}");
 }
+nauthera_tests::e2e_test!(
+    a_changed_upstream_secret_whose_answer_was_lost_is_sent_once_more_and_then_rests
+);

@@ -101,7 +101,6 @@ async fn lifecycle<K: Declared>(case: Case) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn a_branding_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies() {
     lifecycle::<Branding>(Case {
         operation: Operation::Brandings,
@@ -139,8 +138,10 @@ spec:
     })
     .await;
 }
+nauthera_tests::e2e_test!(
+    a_branding_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies
+);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_identity_provider_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies()
  {
     lifecycle::<IdentityProvider>(Case {
@@ -188,8 +189,10 @@ spec:
     })
     .await;
 }
+nauthera_tests::e2e_test!(
+    an_identity_provider_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies
+);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_organization_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies() {
     lifecycle::<Organization>(Case {
         operation: Operation::Organizations,
@@ -224,8 +227,10 @@ spec:
     })
     .await;
 }
+nauthera_tests::e2e_test!(
+    an_organization_lives_through_drift_restore_a_missing_grant_and_both_deletion_policies
+);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_organization_whose_issuer_another_serves_is_refused_naming_the_field() {
     let stack = Stack::start().await;
     stack
@@ -250,8 +255,8 @@ spec:
     );
     assert!(stack.server.organization("twin").is_none());
 }
+nauthera_tests::e2e_test!(an_organization_whose_issuer_another_serves_is_refused_naming_the_field);
 
-#[tokio::test(flavor = "multi_thread")]
 async fn an_identity_provider_mapping_a_claim_the_server_does_not_issue_is_refused_naming_the_field()
  {
     let stack = Stack::start().await;
@@ -286,3 +291,6 @@ spec:
             .is_none()
     );
 }
+nauthera_tests::e2e_test!(
+    an_identity_provider_mapping_a_claim_the_server_does_not_issue_is_refused_naming_the_field
+);

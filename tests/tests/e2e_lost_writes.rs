@@ -59,7 +59,6 @@ async fn registered_with_its_secret_and_never_drifted(stack: &Stack, name: &str)
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_whose_answer_is_lost_is_adopted_and_its_secret_minted_again() {
     let stack = Stack::start().await;
     stack.server.inject_fault(
@@ -78,8 +77,8 @@ async fn a_write_whose_answer_is_lost_is_adopted_and_its_secret_minted_again() {
     // The creation, then the new secret: nothing written twice for nothing.
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
 }
+nauthera_tests::e2e_test!(a_write_whose_answer_is_lost_is_adopted_and_its_secret_minted_again);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciler_killed_right_after_a_write_is_followed_without_drift() {
     let mut stack = Stack::start_with(StackOptions {
         // A killed leader releases nothing: a short lease lets the next one take over soon.
@@ -105,6 +104,7 @@ async fn a_reconciler_killed_right_after_a_write_is_followed_without_drift() {
     stack.reconciler = Some(next);
     registered_with_its_secret_and_never_drifted(&stack, "web").await;
 }
+nauthera_tests::e2e_test!(a_reconciler_killed_right_after_a_write_is_followed_without_drift);
 
 /// Waits until the server holds client `web` as `written` says (watched closely: the reconciler
 /// retries within a second), then answers every call of `methods` with Unavailable, so that the
@@ -134,7 +134,6 @@ async fn once_written_fail(
 /// A create whose answer was lost, then the manifest deleted (Delete policy) before the
 /// reconciler could adopt the write: the object the server holds is looked at, adopted and
 /// deleted, not left behind as if nothing had been registered.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manifest_deleted_after_a_lost_create_answer_deletes_the_object() {
     let stack = Stack::start().await;
     let reference = stack.object_ref("web");
@@ -183,11 +182,11 @@ async fn a_manifest_deleted_after_a_lost_create_answer_deletes_the_object() {
         .any(|e| e.action == "client.deleted" && e.manager == MANAGER);
     assert!(deleted, "the reconciler deleted it");
 }
+nauthera_tests::e2e_test!(a_manifest_deleted_after_a_lost_create_answer_deletes_the_object);
 
 /// An update whose answer was lost, then the manifest deleted before the reconciler learned of
 /// it: the delete meets a revision it did not record, looks, adopts its own write and deletes it,
 /// instead of leaving it in place as drift.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manifest_deleted_after_a_lost_update_answer_deletes_the_object() {
     let stack = Stack::start().await;
     let reference = stack.object_ref("web");
@@ -227,3 +226,4 @@ async fn a_manifest_deleted_after_a_lost_update_answer_deletes_the_object() {
         "the reconciler's own write was taken for drift: {events:?}"
     );
 }
+nauthera_tests::e2e_test!(a_manifest_deleted_after_a_lost_update_answer_deletes_the_object);

@@ -88,7 +88,6 @@ fn writers(stack: &Stack, name: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_cluster_names_the_same_namespace_and_name_are_two_server_objects() {
     let Some((west, east)) = two_clusters(
         &[("NAUTHERA_CLUSTER_NAME", "prod-eu")],
@@ -151,6 +150,7 @@ async fn with_cluster_names_the_same_namespace_and_name_are_two_server_objects()
     let row = &report["resources"][0];
     assert_eq!(row["grant"]["status"], "covered", "{row}");
 }
+nauthera_tests::e2e_test!(with_cluster_names_the_same_namespace_and_name_are_two_server_objects);
 
 /// The managers of the two clusters without cluster names.
 const WEST: &str = "nauthera-reconciler/west";
@@ -166,7 +166,6 @@ async fn unmapped_clusters() -> Option<(Stack, Stack)> {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_cluster_names_a_collision_is_named_and_a_handover_moves_the_object() {
     let Some((west, east)) = unmapped_clusters().await else {
         return;
@@ -179,6 +178,18 @@ async fn without_cluster_names_a_collision_is_named_and_a_handover_moves_the_obj
     // The same namespace and name in the second cluster: named, never written over.
     east.apply(&generated_client("web")).await;
     let claimed = east.wait_reason("web", Reason::ManagedElsewhere).await;
+    // Only a person can move it on: kstatus reads it Failed (Stalled), and it is the captured
+    // ManagedElsewhere case of the Argo CD health checks.
+    let mut object = serde_json::to_value(&claimed).unwrap();
+    object["apiVersion"] = "nauthera.io/v1alpha1".into();
+    object["kind"] = "OIDCClient".into();
+    let kstatus = nauthera_tests::gitops::kstatus(&object).unwrap();
+    assert_eq!(kstatus.status, "Failed", "{kstatus:?}");
+    nauthera_tests::gitops::capture(
+        "ManagedElsewhere-claimed",
+        &nauthera_tests::gitops::fixture(&object, east.namespace()),
+    )
+    .unwrap();
     let status = status_of(&claimed);
     assert_eq!(status.cause, Some(Cause::Claimed));
     let elsewhere = status.managed_elsewhere.as_deref().unwrap();
@@ -272,8 +283,10 @@ async fn without_cluster_names_a_collision_is_named_and_a_handover_moves_the_obj
     assert!(west.server.client(&reference(&namespace, "web")).is_some());
     assert_eq!(writers(&west, "web"), [WEST, EAST]);
 }
+nauthera_tests::e2e_test!(
+    without_cluster_names_a_collision_is_named_and_a_handover_moves_the_object
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overlapping_reconcilers_never_write_over_each_others_objects() {
     let Some((west, east)) = unmapped_clusters().await else {
         return;
@@ -307,6 +320,7 @@ async fn overlapping_reconcilers_never_write_over_each_others_objects() {
         );
     }
 }
+nauthera_tests::e2e_test!(overlapping_reconcilers_never_write_over_each_others_objects);
 
 /// Waits until the client is Registered or ManagedElsewhere, and says which.
 async fn settled(stack: &Stack, name: &str) -> Reason {

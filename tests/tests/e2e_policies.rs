@@ -14,6 +14,9 @@ use nauthera_shared::resources::{ClientPolicy, OIDCClient};
 use nauthera_tests::e2e::{ISSUER, Stack, kubectl, status_of};
 
 /// A ClientPolicy named `name` with these `spec.rules` (YAML, indented by four).
+/// The security team's ClusterRole as deploy/base ships it.
+const POLICY_ADMIN_ROLE: &str = "nauthera-client-policy-admin";
+
 fn policy(name: &str, rules: &str) -> String {
     format!(
         "apiVersion: nauthera.io/v1alpha1
@@ -50,9 +53,20 @@ struct Applied {
 }
 
 async fn kubectl_apply(stack: &Stack, kubeconfig: &Path, yaml: &str) -> Applied {
+    kubectl_with_manifest(stack, kubeconfig, &["apply"], yaml).await
+}
+
+/// `kubectl <verb...> -f -` of a manifest in the test's namespace.
+async fn kubectl_with_manifest(
+    stack: &Stack,
+    kubeconfig: &Path,
+    verb: &[&str],
+    yaml: &str,
+) -> Applied {
     use tokio::io::AsyncWriteExt;
     let mut child = tokio::process::Command::new(kubectl())
-        .args(["apply", "-f", "-", "-n", stack.namespace(), "--kubeconfig"])
+        .args(verb)
+        .args(["-f", "-", "-n", stack.namespace(), "--kubeconfig"])
         .arg(kubeconfig)
         .env_remove("KUBECONFIG")
         .stdin(Stdio::piped())
@@ -79,6 +93,24 @@ fn policies(stack: &Stack) -> Api<ClientPolicy> {
     Api::all(stack.client())
 }
 
+/// Waits until the API server enforces the admission policies in place: it loads a new policy
+/// and its binding a moment after they are written (about a second), so a server-side dry-run
+/// create of `violating` is tried until it is refused.
+async fn wait_enforced(stack: &Stack, kubeconfig: &Path, violating: &str) {
+    stack
+        .eventually("the admission policy enforced", async || {
+            let tried = kubectl_with_manifest(
+                stack,
+                kubeconfig,
+                &["create", "--dry-run=server"],
+                violating,
+            )
+            .await;
+            !tried.ok && tried.output.contains("denied request")
+        })
+        .await;
+}
+
 /// Waits until the reconciler reports the policy compiled and its admission policy in place.
 async fn wait_policy_in_place(stack: &Stack, name: &str) -> ClientPolicy {
     let api = policies(stack);
@@ -103,9 +135,8 @@ async fn wait_policy_in_place(stack: &Stack, name: &str) -> ClientPolicy {
     found.unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_refuses_what_a_policy_forbids_with_its_message() {
-    let stack = Stack::start().await;
+    let stack = Stack::start_alone().await;
     stack
         .apply(&policy(
             "web-rules",
@@ -122,8 +153,10 @@ async fn kubectl_apply_refuses_what_a_policy_forbids_with_its_message() {
     );
     let admin = stack.cluster.kubeconfig().to_path_buf();
 
-    // A loopback http redirect: the schema allows it, the policy does not.
+    // A loopback http redirect: the schema allows it, the policy does not (once the API server
+    // has loaded it).
     let loopback = web_client("native", "http://127.0.0.1:8400/cb", "openid");
+    wait_enforced(&stack, &admin, &loopback).await;
     let refused = kubectl_apply(&stack, &admin, &loopback).await;
     assert!(!refused.ok, "{}", refused.output);
     assert!(
@@ -172,26 +205,24 @@ spec:
     assert!(accepted.ok, "{}", accepted.output);
     stack.wait_reason("web", Reason::Registered).await;
 
-    // The policy gone, so is its admission policy (owned by it): the same manifest goes through.
+    // The policy gone, so is its admission policy (owned by it): the same manifest goes through
+    // once the garbage collector has deleted it and the API server has unloaded it, which on a
+    // real control plane takes seconds.
     policies(&stack)
         .delete("web-rules", &DeleteParams::default())
         .await
         .unwrap();
-    let mut accepted = kubectl_apply(&stack, &admin, &loopback).await;
-    for _ in 0..50 {
-        if accepted.ok {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        accepted = kubectl_apply(&stack, &admin, &loopback).await;
-    }
-    assert!(accepted.ok, "{}", accepted.output);
+    stack
+        .eventually("the manifest accepted without the policy", async || {
+            kubectl_apply(&stack, &admin, &loopback).await.ok
+        })
+        .await;
     stack.wait_reason("native", Reason::Registered).await;
 }
+nauthera_tests::e2e_test!(kubectl_apply_refuses_what_a_policy_forbids_with_its_message);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_complies() {
-    let mut stack = Stack::start().await;
+    let mut stack = Stack::start_alone().await;
     stack
         .apply(&web_client(
             "web",
@@ -313,6 +344,12 @@ async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_co
         checked.all()
     );
     let admin = stack.cluster.kubeconfig().to_path_buf();
+    wait_enforced(
+        &stack,
+        &admin,
+        &web_client("probe", "https://app.example.com/other", "openid, admin"),
+    )
+    .await;
     let still = web_client("web", "https://app.example.com/other", "openid, admin");
     let refused = kubectl_apply(&stack, &admin, &still).await;
     assert!(!refused.ok, "{}", refused.output);
@@ -335,10 +372,12 @@ async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_co
         })
         .await;
 }
+nauthera_tests::e2e_test!(
+    a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_complies
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_made_later_marks_a_registered_client_and_leaves_it_working() {
-    let stack = Stack::start().await;
+    let stack = Stack::start_alone().await;
     stack
         .apply(&web_client(
             "legacy",
@@ -369,10 +408,10 @@ async fn a_policy_made_later_marks_a_registered_client_and_leaves_it_working() {
     let back = stack.wait_reason("legacy", Reason::Registered).await;
     assert_eq!(status_of(&back).revision, status_of(&registered).revision);
 }
+nauthera_tests::e2e_test!(a_policy_made_later_marks_a_registered_client_and_leaves_it_working);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_limit_keeps_the_first_clients_and_lets_the_next_in_when_one_goes() {
-    let stack = Stack::start().await;
+    let stack = Stack::start_alone().await;
     stack
         .apply(&policy("two-per-team", "    maxClientsPerNamespace: 2\n"))
         .await;
@@ -413,33 +452,9 @@ async fn a_namespace_limit_keeps_the_first_clients_and_lets_the_next_in_when_one
     let beta = clients.get("beta").await.unwrap();
     assert_eq!(status_of(&beta).reason, Some(Reason::Registered));
 }
-
-/// The security team's ClusterRole as deploy/base ships it.
-fn security_role() -> serde_json::Value {
-    let role = nauthera_tests::e2e::shipped_rbac()
-        .unwrap()
-        .into_iter()
-        .find(|o| {
-            o.types.as_ref().is_some_and(|t| t.kind == "ClusterRole")
-                && o.metadata.name.as_deref() == Some("nauthera-client-policy-admin")
-        })
-        .expect("deploy/base ships the ClusterRole nauthera-client-policy-admin");
-    serde_json::to_value(role).unwrap()
-}
-
-/// A kubeconfig for a user of the emulator, in the test's namespace.
-fn user_kubeconfig(stack: &Stack, user: &str, groups: &[&str]) -> std::path::PathBuf {
-    let emulator = stack
-        .cluster
-        .emulator()
-        .expect("the tests run on the emulator");
-    let token = emulator.token_for_user(user, groups);
-    let path = stack.cluster.dir().join(format!("{user}.kubeconfig"));
-    emulator
-        .write_kubeconfig(&path, &token, stack.namespace())
-        .unwrap();
-    path
-}
+nauthera_tests::e2e_test!(
+    a_namespace_limit_keeps_the_first_clients_and_lets_the_next_in_when_one_goes
+);
 
 /// `kubectl nauthera ARGS` as the user of `kubeconfig`.
 async fn plugin_as(stack: &Stack, kubeconfig: &Path, args: &[&str]) -> (bool, String) {
@@ -471,13 +486,15 @@ async fn plugin_as(stack: &Stack, kubeconfig: &Path, args: &[&str]) -> (bool, St
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_policy_holds_a_client_until_the_security_role_approves_it() {
-    let stack = Stack::start().await;
+    let stack = Stack::start_alone().await;
     let namespace = stack.namespace().to_owned();
+    let admin_role = stack.cluster.cluster_name(POLICY_ADMIN_ROLE);
+    let test_label = nauthera_tests::cluster::TEST_LABEL;
     // The team may do anything with its OIDCClients; the security group has the shipped role.
-    stack.apply(&format!(
-        "apiVersion: rbac.authorization.k8s.io/v1
+    stack
+        .apply(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: team
@@ -501,24 +518,27 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
   name: security-{namespace}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nauthera-client-policy-admin}}
+  labels: {{{test_label}: {namespace}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {admin_role}}}
 subjects:
 - {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: security}}
 "
-    ))
-    .await;
+        ))
+        .await;
     // Shipped with the base, applied with the rest of its RBAC; applied again all the same so
     // that this test names what it relies on.
-    nauthera_tests::e2e::apply_cluster_role(&stack.client(), &security_role()).await;
+    stack
+        .apply_cluster_role(&stack.shipped_cluster_role_named(POLICY_ADMIN_ROLE))
+        .await;
     stack
         .apply(&policy(
             "reviewed",
-            "    approval:\n      fields: [redirectUris]\n",
+            "    approval:\n      fields: [redirectUris, scopes]\n",
         ))
         .await;
     wait_policy_in_place(&stack, "reviewed").await;
-    let developer = user_kubeconfig(&stack, "dev@example.com", &["team-a-developers"]);
-    let security = user_kubeconfig(&stack, "sec@example.com", &["security"]);
+    let developer = stack.user_kubeconfig("dev@example.com", &["team-a-developers"]);
+    let security = stack.user_kubeconfig("sec@example.com", &["security"]);
 
     // A new client waits.
     let applied = kubectl_apply(
@@ -560,7 +580,7 @@ subjects:
     let registered = stack.wait_reason("web", Reason::Registered).await;
     assert!(stack.secret("web").await.is_some());
     let record = status_of(&registered).approval.as_deref().unwrap();
-    assert_eq!(record.fields, vec!["redirectUris".to_owned()]);
+    assert_eq!(record.fields, vec!["redirectUris", "scopes"]);
 
     // A change elsewhere needs no new approval.
     let renamed = format!(
@@ -571,7 +591,8 @@ subjects:
     let again = stack.wait_reason("web", Reason::Registered).await;
     assert_eq!(status_of(&again).generation_in_force, Some(2));
 
-    // A change to a listed field does; the server keeps generation 2 until it is approved.
+    // A change to a listed field does, and only the field that changed is named; the server
+    // keeps generation 2 until it is approved.
     let moved = format!(
         "{}  displayName: Web\n",
         web_client("web", "https://other.example.com/cb", "openid")
@@ -591,4 +612,13 @@ subjects:
     assert!(approved, "{output}");
     let registered = stack.wait_reason("web", Reason::Registered).await;
     assert_eq!(status_of(&registered).generation_in_force, Some(3));
+
+    // Approving the generation in force again is refused: such an approval could never be used.
+    let (approved, output) = plugin_as(&stack, &security, &["approve", "oidcclient/web"]).await;
+    assert!(!approved, "{output}");
+    assert!(
+        output.contains("generation 3 of oidcclient/web is already in force"),
+        "{output}"
+    );
 }
+nauthera_tests::e2e_test!(an_approval_policy_holds_a_client_until_the_security_role_approves_it);

@@ -41,7 +41,6 @@ fn assert_mentions(message: &str, parts: &[&str]) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_field_violation_names_the_field_and_is_sent_again_after_an_edit() {
     let stack = Stack::start().await;
     // refresh_token without authorization_code: the schema allows it, the server does not.
@@ -92,8 +91,8 @@ spec:
     stack.wait_reason("batch", Reason::Registered).await;
     assert!(stack.server.client(&stack.object_ref("batch")).is_some());
 }
+nauthera_tests::e2e_test!(a_field_violation_names_the_field_and_is_sent_again_after_an_edit);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_edit_names_the_generation_the_server_keeps_in_force() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -118,8 +117,8 @@ async fn a_refused_edit_names_the_generation_the_server_keeps_in_force() {
     assert_eq!(status_of(&web).generation_in_force, Some(1));
     assert_eq!(web.metadata.generation, Some(2));
 }
+nauthera_tests::e2e_test!(a_refused_edit_names_the_generation_the_server_keeps_in_force);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_issuer_is_refused_with_its_stable_reason() {
     let stack = Stack::start().await;
     stack
@@ -141,8 +140,8 @@ async fn an_unknown_issuer_is_refused_with_its_stable_reason() {
     stack.apply(&generated_client("web")).await;
     stack.wait_reason("web", Reason::Registered).await;
 }
+nauthera_tests::e2e_test!(an_unknown_issuer_is_refused_with_its_stable_reason);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_identity_the_server_does_not_allow_is_refused_and_resent_after_an_edit() {
     let stack = Stack::start().await;
     stack
@@ -172,8 +171,10 @@ async fn an_identity_the_server_does_not_allow_is_refused_and_resent_after_an_ed
     stack.wait_reason("web", Reason::Registered).await;
     stack.reconciler().wait_readyz(200, "ok").await;
 }
+nauthera_tests::e2e_test!(
+    an_identity_the_server_does_not_allow_is_refused_and_resent_after_an_edit
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_without_the_clients_operation_is_refused() {
     let stack = Stack::start_with(StackOptions {
         grants: Some(vec![GrantEntry {
@@ -190,8 +191,8 @@ async fn a_grant_without_the_clients_operation_is_refused() {
     assert_mentions(&message, &["PermissionDenied", "(OPERATION_NOT_GRANTED)"]);
     assert_eq!(stack.server.counters().writes_by(MANAGER), 0);
 }
+nauthera_tests::e2e_test!(a_grant_without_the_clients_operation_is_refused);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_organization_outside_the_grant_is_refused() {
     let mut organizations = StackOptions::default().organizations;
     organizations.push(OrganizationConfig {
@@ -220,8 +221,8 @@ async fn an_organization_outside_the_grant_is_refused() {
     stack.apply(&generated_client("api")).await;
     stack.wait_reason("api", Reason::Registered).await;
 }
+nauthera_tests::e2e_test!(an_organization_outside_the_grant_is_refused);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_server_answers_unimplemented_and_the_message_says_so() {
     let stack = Stack::start().await;
     stack.server.set_unimplemented(Method::ApplyClient, true);
@@ -232,3 +233,4 @@ async fn an_older_server_answers_unimplemented_and_the_message_says_so() {
         &["Unimplemented", "the server is older than this call"],
     );
 }
+nauthera_tests::e2e_test!(an_older_server_answers_unimplemented_and_the_message_says_so);

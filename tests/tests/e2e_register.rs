@@ -14,7 +14,6 @@ use nauthera_tests::e2e::{
     secret_value, sha256_hex, status_of,
 };
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registers_with_a_generated_secret_then_writes_nothing_in_a_steady_state() {
     let stack = Stack::start().await;
     let reconciler = stack.reconciler();
@@ -23,7 +22,11 @@ async fn registers_with_a_generated_secret_then_writes_nothing_in_a_steady_state
         (code, body.as_str()),
         (
             200,
-            "control plane: ok\nleader election: leading (Lease nauthera-system/nauthera-reconciler)\n"
+            format!(
+                "control plane: ok\nleader election: leading (Lease {}/nauthera-reconciler)\n",
+                stack.reconciler_namespace()
+            )
+            .as_str()
         )
     );
 
@@ -155,8 +158,8 @@ async fn registers_with_a_generated_secret_then_writes_nothing_in_a_steady_state
     // One write in all: the creation (the secret came with it).
     assert_eq!(counters.writes_by(MANAGER), 1, "{counters:?}");
 }
+nauthera_tests::e2e_test!(registers_with_a_generated_secret_then_writes_nothing_in_a_steady_state);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edit_is_written_as_a_new_generation() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -190,10 +193,10 @@ async fn an_edit_is_written_as_a_new_generation() {
     );
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
 }
+nauthera_tests::e2e_test!(an_edit_is_written_as_a_new_generation);
 
 /// The issue asks for the Secret to carry the issuer and the discovery URL besides the client id
 /// and secret, so that a workload needs nothing else.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_delivered_secret_names_the_issuer_and_the_discovery_url() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("web")).await;
@@ -217,10 +220,10 @@ async fn the_delivered_secret_names_the_issuer_and_the_discovery_url() {
         "no key holds the discovery URL {discovery}; keys: {keys:?}"
     );
 }
+nauthera_tests::e2e_test!(the_delivered_secret_names_the_issuer_and_the_discovery_url);
 
 /// In JSON, every line has one `message` (the text of the line; a verdict's own text is
 /// `detail`), and fields are JSON values rather than Rust debug strings.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_log_lines_carry_one_message_and_plain_values() {
     let stack = Stack::start_with(e2e::StackOptions {
         reconciler_env: vec![("NAUTHERA_LOG_FORMAT".into(), "json".into())],
@@ -255,3 +258,4 @@ async fn json_log_lines_carry_one_message_and_plain_values() {
     }
     assert!(reconciled > 0, "no reconciled line for web in:\n{log}");
 }
+nauthera_tests::e2e_test!(json_log_lines_carry_one_message_and_plain_values);

@@ -10,14 +10,13 @@ use kube::api::Api;
 use nauthera_fake_server::{Fault, FaultCode, Method};
 use nauthera_shared::catalog::Reason;
 use nauthera_tests::e2e::{
-    MANAGER, RECONCILER_NAMESPACE, Stack, StackOptions, generated_client, secret_value, sha256_hex,
-    short_lease, status_of,
+    MANAGER, Stack, StackOptions, generated_client, secret_value, sha256_hex, short_lease,
+    status_of,
 };
 use nauthera_tests::proxy::CuttableProxy;
 
 const NAMES: [&str; 3] = ["alpha", "beta", "gamma"];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transient_faults_on_every_method_converge_without_duplicates_or_lost_secrets() {
     let stack = Stack::start().await;
     let codes = [
@@ -82,9 +81,12 @@ async fn transient_faults_on_every_method_converge_without_duplicates_or_lost_se
     assert!(retried >= 3.0);
     stack.reconciler().wait_readyz(200, "ok").await;
 }
+nauthera_tests::e2e_test!(
+    transient_faults_on_every_method_converge_without_duplicates_or_lost_secrets
+);
 
 async fn lease_holder(stack: &Stack) -> Option<String> {
-    let leases: Api<Lease> = Api::namespaced(stack.client(), RECONCILER_NAMESPACE);
+    let leases: Api<Lease> = Api::namespaced(stack.client(), stack.reconciler_namespace());
     leases
         .get_opt("nauthera-reconciler")
         .await
@@ -93,7 +95,6 @@ async fn lease_holder(stack: &Stack) -> Option<String> {
         .and_then(|s| s.holder_identity)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() {
     let mut stack = Stack::start().await;
     let second = stack.start_replica("replica-b").await.unwrap();
@@ -147,12 +148,12 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
     assert!(reconciles(&second.metrics().await) >= 1.0);
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
 }
+nauthera_tests::e2e_test!(two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops);
 
 /// The leader loses the Kubernetes API but still reaches the server, while its writes to the
 /// server fail and are retried: it stops writing once it cannot renew within the renew deadline,
 /// which is before the other replica may take the Lease, and says so in `/readyz`. The other
 /// replica then registers every client once; the old leader never calls the server again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_cut_off_from_the_kubernetes_api_stops_writing_before_another_takes_over() {
     const CLIENTS: [&str; 4] = ["one", "two", "three", "four"];
     let mut stack = Stack::start_with(StackOptions {
@@ -162,11 +163,9 @@ async fn a_leader_cut_off_from_the_kubernetes_api_stops_writing_before_another_t
         ..StackOptions::default()
     })
     .await;
-    let Some(emulator) = stack.cluster.emulator() else {
-        eprintln!("skipped: a real cluster's API cannot be cut off by the test");
-        return;
-    };
-    let proxy = CuttableProxy::start(emulator.address()).await.unwrap();
+    let proxy = CuttableProxy::start(stack.cluster.api_address().unwrap())
+        .await
+        .unwrap();
     let first = stack
         .start_replica_through("replica-a", &proxy)
         .await
@@ -255,10 +254,12 @@ async fn a_leader_cut_off_from_the_kubernetes_api_stops_writing_before_another_t
     );
     stack.reconciler = Some(second);
 }
+nauthera_tests::e2e_test!(
+    a_leader_cut_off_from_the_kubernetes_api_stops_writing_before_another_takes_over
+);
 
 /// A secret minted but not yet delivered lives only in memory; a reconciler that restarts meanwhile
 /// mints a new one, as the SecretUndeliverable runbook says, and the Secret gets the one in force.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_before_delivery_mints_a_new_secret_and_delivers_it() {
     let mut stack = Stack::start().await;
     stack
@@ -305,3 +306,4 @@ stringData:
         "the Secret holds the secret in force"
     );
 }
+nauthera_tests::e2e_test!(a_restart_before_delivery_mints_a_new_secret_and_delivers_it);

@@ -76,7 +76,6 @@ fn delivered_into(client: &OIDCClient) -> Option<String> {
         .map(|r| r.name.clone())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_secret_is_minted_again_and_the_event_names_who_must_restart() {
     let stack = Stack::start().await;
     stack.apply(&deployment_reading("shop", "web")).await;
@@ -155,8 +154,8 @@ async fn a_deleted_secret_is_minted_again_and_the_event_names_who_must_restart()
         "no secret in the output"
     );
 }
+nauthera_tests::e2e_test!(a_deleted_secret_is_minted_again_and_the_event_names_who_must_restart);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_secret_name_rotates_into_it_and_removes_the_old_secret() {
     let stack = Stack::start().await;
     stack.apply(&deployment_reading("shop", "web-v1")).await;
@@ -198,8 +197,8 @@ async fn a_new_secret_name_rotates_into_it_and_removes_the_old_secret() {
         );
     }
 }
+nauthera_tests::e2e_test!(a_new_secret_name_rotates_into_it_and_removes_the_old_secret);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_secret_name_somebody_else_holds_keeps_the_secret_in_force() {
     let stack = Stack::start().await;
     stack.apply(&client_into("web", "web-v1")).await;
@@ -256,8 +255,8 @@ stringData:
         })
         .await;
 }
+nauthera_tests::e2e_test!(a_new_secret_name_somebody_else_holds_keeps_the_secret_in_force);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manifest_that_stops_generating_a_secret_removes_the_one_it_had() {
     let stack = Stack::start().await;
     stack.apply(&client_into("web", "web")).await;
@@ -325,3 +324,4 @@ spec:
         "the team's Secret stays"
     );
 }
+nauthera_tests::e2e_test!(a_manifest_that_stops_generating_a_secret_removes_the_one_it_had);

@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::catalog::{Cause, Phase, Reason};
 use nauthera_tests::e2e::{
-    Stack, apply_cluster_role, generated_client, secret_ref_client, secret_value, sha256_hex,
-    shipped_cluster_role, status_of,
+    Stack, generated_client, secret_ref_client, secret_value, sha256_hex, status_of,
 };
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_secret_is_never_written_and_the_client_recovers_once_it_is_removed() {
     let stack = Stack::start().await;
     stack
@@ -80,11 +78,13 @@ stringData:
     );
     stack.wait_event("web", "SecretDelivered").await;
 }
+nauthera_tests::e2e_test!(
+    a_foreign_secret_is_never_written_and_the_client_recovers_once_it_is_removed
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_write_denied_by_rbac_is_pending_then_delivered_once_the_permission_is_granted() {
     let stack = Stack::start().await;
-    let shipped = shipped_cluster_role();
+    let shipped = stack.shipped_cluster_role();
     let mut reduced = shipped.clone();
     for rule in reduced["rules"].as_array_mut().unwrap() {
         if rule["resources"]
@@ -99,7 +99,7 @@ async fn a_secret_write_denied_by_rbac_is_pending_then_delivered_once_the_permis
                 .retain(|v| v != "create");
         }
     }
-    apply_cluster_role(&stack.client(), &reduced).await;
+    stack.apply_cluster_role(&reduced).await;
     stack.apply(&generated_client("web")).await;
     let web = stack.wait_reason("web", Reason::SecretUndeliverable).await;
     let status = status_of(&web);
@@ -119,7 +119,7 @@ async fn a_secret_write_denied_by_rbac_is_pending_then_delivered_once_the_permis
     let writes = stack.server.counters().writes_by("nauthera-reconciler");
 
     // The platform team grants the permission again: the minted secret is delivered, no new one.
-    apply_cluster_role(&stack.client(), &shipped).await;
+    stack.apply_cluster_role(&shipped).await;
     stack.wait_reason("web", Reason::Registered).await;
     let secret = stack.secret("web").await.unwrap();
     let value = secret_value(&secret, "clientSecret").unwrap();
@@ -134,6 +134,9 @@ async fn a_secret_write_denied_by_rbac_is_pending_then_delivered_once_the_permis
         "no new secret was minted"
     );
 }
+nauthera_tests::e2e_test!(
+    a_secret_write_denied_by_rbac_is_pending_then_delivered_once_the_permission_is_granted
+);
 
 fn team_secret(name: &str, value: &str) -> String {
     format!(
@@ -148,7 +151,6 @@ stringData:
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_ref_registers_the_teams_value_and_never_writes_it() {
     let stack = Stack::start().await;
     stack
@@ -179,8 +181,8 @@ async fn a_secret_ref_registers_the_teams_value_and_never_writes_it() {
         "the team's Secret is never written"
     );
 }
+nauthera_tests::e2e_test!(a_secret_ref_registers_the_teams_value_and_never_writes_it);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_secret_ref_value_is_sent_again() {
     let stack = Stack::start().await;
     stack
@@ -202,27 +204,29 @@ async fn a_changed_secret_ref_value_is_sent_again() {
         .await;
     stack.wait_reason("worker", Reason::Registered).await;
 }
+nauthera_tests::e2e_test!(a_changed_secret_ref_value_is_sent_again);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_secret_ref_is_its_reason_until_the_secret_appears() {
+async fn a_missing_secret_ref_is_waited_for_until_the_secret_appears() {
     let stack = Stack::start().await;
     stack
         .apply(&secret_ref_client("worker", "worker-credentials"))
         .await;
     let worker = stack
-        .wait_reason("worker", Reason::SecretRefUnavailable)
+        .wait_for("worker", "waiting for its Secret", |c| {
+            c.status.as_ref().and_then(|s| s.cause) == Some(Cause::ReferenceNotReady)
+        })
         .await;
+    assert_eq!(status_of(&worker).reason, Some(Reason::Pending));
     let message = status_of(&worker).message.clone().unwrap();
     assert!(
-        message.contains("worker-credentials") && message.contains("not found"),
+        message.contains("Secret worker-credentials") && message.contains("does not exist"),
         "{message}"
     );
+    assert_eq!(status_of(&worker).cause, Some(Cause::ReferenceNotReady));
     assert!(
         stack.server.client(&stack.object_ref("worker")).is_none(),
         "nothing is sent without the secret"
     );
-    let event = stack.wait_event("worker", "SecretRefUnavailable").await;
-    assert_eq!(event.type_, "Warning");
 
     stack
         .apply(&team_secret("worker-credentials", "team-held-value-1"))
@@ -233,16 +237,16 @@ async fn a_missing_secret_ref_is_its_reason_until_the_secret_appears() {
         Some(sha256_hex(b"team-held-value-1"))
     );
 }
+nauthera_tests::e2e_test!(a_missing_secret_ref_is_waited_for_until_the_secret_appears);
 
 /// Every Secret permission revoked: a new client and a registered one whose Secret is deleted
 /// meanwhile both say SecretUndeliverable (cause forbidden) while it lasts, and recover once the
 /// permission is back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_the_secret_permission_shows_in_status() {
     let stack = Stack::start().await;
     stack.apply(&generated_client("old")).await;
     stack.wait_reason("old", Reason::Registered).await;
-    let shipped = shipped_cluster_role();
+    let shipped = stack.shipped_cluster_role();
     let mut reduced = shipped.clone();
     reduced["rules"].as_array_mut().unwrap().retain(|rule| {
         !rule["resources"]
@@ -251,7 +255,7 @@ async fn losing_the_secret_permission_shows_in_status() {
             .iter()
             .any(|r| r == "secrets")
     });
-    apply_cluster_role(&stack.client(), &reduced).await;
+    stack.apply_cluster_role(&reduced).await;
 
     stack.apply(&generated_client("new")).await;
     stack
@@ -269,9 +273,10 @@ async fn losing_the_secret_permission_shows_in_status() {
         );
     }
 
-    apply_cluster_role(&stack.client(), &shipped).await;
+    stack.apply_cluster_role(&shipped).await;
     for name in ["new", "old"] {
         stack.wait_reason(name, Reason::Registered).await;
         assert!(stack.secret(name).await.is_some(), "{name}: delivered");
     }
 }
+nauthera_tests::e2e_test!(losing_the_secret_permission_shows_in_status);

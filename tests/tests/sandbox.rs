@@ -30,6 +30,7 @@ fn sandbox_starts_everything_and_stops_cleanly() {
         .expect("the summary says where the kubeconfig is");
     let shell = Shell::new(&kubeconfig, &plugin_dir);
     let live = LiveChecks::run(&shell);
+    let restarted = restart_after_kill(&shell, &sandbox.summary);
 
     let (status, stdout, stderr) = sandbox.stop();
     assert!(
@@ -37,6 +38,15 @@ fn sandbox_starts_everything_and_stops_cleanly() {
         "the sandbox did not stop cleanly ({status:?}):\n{stdout}\n{stderr}"
     );
     live.assert_passed(&stdout, &stderr);
+    assert!(
+        restarted.is_ok(),
+        "{}\n{stdout}\n{stderr}",
+        restarted.unwrap_err()
+    );
+    assert!(
+        stderr.contains("exited with code 137; restarting it (restart 1)"),
+        "{stderr}"
+    );
 
     for expected in [
         "kubectl get oidcclients -A",
@@ -50,23 +60,101 @@ fn sandbox_starts_everything_and_stops_cleanly() {
         );
     }
     assert!(dir.path().join("sandbox/kubeconfig").exists());
-    // Every example of every kind registers: what depends on the Organization and the Branding
-    // waited for them instead of being refused.
-    for (kind, name) in [
-        ("Organization", "acme"),
-        ("Branding", "acme-sign-in"),
-        ("IdentityProvider", "github"),
-        ("OIDCClient", "billing-web"),
-    ] {
-        assert!(
-            stdout
-                .lines()
-                .any(|l| l.contains(kind) && l.contains(name) && l.ends_with("Registered")),
-            "{kind} {name} is not shown Registered:\n{stdout}"
-        );
-    }
+    assert_secret_files_private(&dir.path().join("sandbox"));
+    assert_examples_registered(&stdout);
 
     assert_listeners_closed(&stdout, 4);
+}
+
+/// Kills the reconciler the summary names (SIGKILL): its Pod shows the exit and a restart, as
+/// a kubelet would, and the restarted reconciler is shown ready again.
+fn restart_after_kill(shell: &Shell, summary: &str) -> Result<(), String> {
+    let pid = summary
+        .split(", pid ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .ok_or_else(|| format!("the summary names no pid:\n{summary}"))?;
+    let killed = Command::new("kill").args(["-9", pid]).status().unwrap();
+    assert!(killed.success(), "kill -9 {pid}");
+    let container = "{.items[0].status.containerStatuses[0]}";
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    loop {
+        let pod = shell.kubectl(&[
+            "get",
+            "pods",
+            "-n",
+            "nauthera-system",
+            "-o",
+            &format!("jsonpath={container}"),
+        ]);
+        let state: serde_json::Value = serde_json::from_slice(&pod.stdout).unwrap_or_default();
+        if state["restartCount"] == 1
+            && state["ready"] == true
+            && state["lastState"]["terminated"]["exitCode"] == 137
+        {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("the Pod shows no restart: {state}\n{}", text(&pod)));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let status = shell.kubectl(&["nauthera", "status", "-A"]);
+    let status = text(&status);
+    if !status.contains("1/1 ready") {
+        return Err(format!(
+            "the restarted reconciler is not shown ready:\n{status}"
+        ));
+    }
+    Ok(())
+}
+
+/// Every file in the sandbox folder that holds a token (the kubeconfigs) or a private key is
+/// readable by its owner only (mode 0600), and the ones the sandbox always writes are there.
+fn assert_secret_files_private(sandbox: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fn files(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, found);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(sandbox, &mut all);
+    let secret: Vec<&PathBuf> = all
+        .iter()
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            name == "kubeconfig"
+                || name.ends_with(".kubeconfig")
+                || name.ends_with(".key")
+                || std::fs::read_to_string(path).is_ok_and(|text| text.contains("PRIVATE KEY-----"))
+        })
+        .collect();
+    for expected in [
+        "kubeconfig",
+        "reconciler.kubeconfig",
+        "certs/server.key",
+        "certs/client/tls.key",
+    ] {
+        assert!(
+            secret.contains(&&sandbox.join(expected)),
+            "the sandbox folder lacks {expected}: {all:#?}"
+        );
+    }
+    for path in secret {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode,
+            0o600,
+            "{} holds a token or a key but has mode {mode:o}",
+            path.display()
+        );
+    }
 }
 
 /// `--clusters 2`: two emulators and two reconcilers with cluster names, their own managers and
@@ -220,6 +308,24 @@ fn sandbox_with_two_clusters_maps_each_clusters_namespaces_on_one_server() {
 }
 
 /// Every address the summary announced is closed again: no process was left behind.
+/// Every example of every kind is shown Registered in the sandbox's summary: what depends on the
+/// Organization and the Branding waited for them instead of being refused.
+fn assert_examples_registered(stdout: &str) {
+    for (kind, name) in [
+        ("Organization", "acme"),
+        ("Branding", "acme-sign-in"),
+        ("IdentityProvider", "github"),
+        ("OIDCClient", "billing-web"),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(kind) && l.contains(name) && l.ends_with("Registered")),
+            "{kind} {name} is not shown Registered:\n{stdout}"
+        );
+    }
+}
+
 fn assert_listeners_closed(stdout: &str, at_least: usize) {
     let addresses: Vec<&str> = stdout
         .split_whitespace()
@@ -557,4 +663,45 @@ fn wait_with_timeout(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `--control-plane real`: the same sandbox on a real kube-apiserver, etcd and
+/// kube-controller-manager (built on first use): the install and the examples are accepted there,
+/// every example registers, the plugin shows the reconciler ready, and it stops cleanly.
+#[test]
+fn sandbox_on_the_real_control_plane_registers_the_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin_dir = plugin_dir();
+    let sandbox = Running::start(&dir.path().join("sandbox"), &["--control-plane", "real"]);
+    let kubeconfig = sandbox
+        .summary
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("export KUBECONFIG="))
+        .map(PathBuf::from)
+        .expect("the summary says where the kubeconfig is");
+    let shell = Shell::new(&kubeconfig, &plugin_dir);
+    let status = shell.kubectl(&["nauthera", "status", "-A"]);
+    let version = shell.kubectl(&["version", "-o", "json"]);
+
+    let (stopped, stdout, stderr) = sandbox.stop();
+    assert!(
+        stopped.is_some_and(|s| s.success()),
+        "the sandbox did not stop cleanly ({stopped:?}):\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("kube-apiserver (real)"),
+        "the summary names the real API server:\n{stdout}"
+    );
+    let version: serde_json::Value =
+        serde_json::from_slice(&version.stdout).expect("kubectl version -o json");
+    assert_eq!(
+        version["serverVersion"]["gitVersion"], "v1.34.4",
+        "/version tells the release built"
+    );
+    let status_text = text(&status);
+    assert!(
+        status.status.success() && status_text.contains("1/1 ready"),
+        "kubectl nauthera status -A:\n{status_text}"
+    );
+    assert_examples_registered(&stdout);
 }

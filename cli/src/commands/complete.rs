@@ -59,7 +59,13 @@ fn long_flags(command: &clap::Command) -> Vec<String> {
 /// Whether `flag` (`-n`, `--namespace`) takes its value in the next word, in the root command
 /// or any subcommand.
 fn takes_value(command: &clap::Command, flag: &str) -> bool {
-    let matches = |arg: &clap::Arg| {
+    value_name(command, flag).is_some()
+}
+
+/// The value name of `flag` (`-n`, `--namespace`) when it takes a value, in the root command or
+/// any subcommand, as its definition gives it (`NAMESPACE`, `FILE`, ...).
+fn value_name(command: &clap::Command, flag: &str) -> Option<String> {
+    let matches = |arg: &&clap::Arg| {
         let long = flag
             .strip_prefix("--")
             .is_some_and(|long| arg.get_long() == Some(long));
@@ -69,10 +75,17 @@ fn takes_value(command: &clap::Command, flag: &str) -> bool {
             .is_some_and(|short| arg.get_short().map(String::from).as_deref() == Some(short));
         (long || short) && arg.get_action().takes_values()
     };
-    command.get_arguments().any(matches)
-        || command
+    let arg = command.get_arguments().find(matches).or_else(|| {
+        command
             .get_subcommands()
-            .any(|sub| sub.get_arguments().any(matches))
+            .find_map(|sub| sub.get_arguments().find(matches))
+    })?;
+    Some(
+        arg.get_value_names()
+            .and_then(|names| names.first())
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+    )
 }
 
 /// What the words call for.
@@ -154,10 +167,13 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                 NO_FILE_COMPLETION,
             )
         }
-        Some("-n" | "--namespace" | "--reconciler-namespace") => Wanted::Namespaces,
-        Some("-f" | "--filename" | "--kubeconfig") => Wanted::Files,
+        // What a flag takes, from its definition's value name.
         Some(flag) if flag.starts_with('-') && takes_value(&command, flag) => {
-            Wanted::Words(Vec::new(), NO_FILE_COMPLETION)
+            match value_name(&command, flag).as_deref() {
+                Some("NAMESPACE") => Wanted::Namespaces,
+                Some("FILE") => Wanted::Files,
+                _ => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
+            }
         }
         _ if typed.starts_with('-') => {
             let flags = match subcommand.and_then(|name| command.find_subcommand(name)) {
@@ -383,6 +399,18 @@ mod tests {
         assert_eq!(connection.namespace.as_deref(), Some("team-a"));
         assert_eq!(wanted_of("status --namespace "), Wanted::Namespaces);
         assert_eq!(wanted_of("diagnose -f "), Wanted::Files);
+        // From the flags' definitions: every namespace flag, every file flag.
+        assert_eq!(
+            wanted_of("status --reconciler-namespace "),
+            Wanted::Namespaces
+        );
+        assert_eq!(wanted_of("status -n "), Wanted::Namespaces);
+        assert_eq!(wanted_of("status --kubeconfig "), Wanted::Files);
+        assert_eq!(wanted_of("diagnose --filename "), Wanted::Files);
+        assert_eq!(
+            wanted_of("status --context "),
+            Wanted::Words(Vec::new(), NO_FILE_COMPLETION)
+        );
         let (_, connection) = wanted(&words("--context=prod --kubeconfig /k status "));
         assert_eq!(connection.context.as_deref(), Some("prod"));
         assert_eq!(connection.kubeconfig.as_deref(), Some("/k"));

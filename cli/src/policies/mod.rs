@@ -45,12 +45,30 @@ pub struct PolicySet {
     pub broken: Vec<BrokenPolicy>,
 }
 
-/// A policy that does not compile, and why.
+/// A policy the reconciler refuses (`PolicyRefused`), and why: the same verdict, cause and words.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokenPolicy {
     pub policy: String,
+    /// `PolicyRefused`.
+    pub reason: String,
+    /// `invalid_selector`, `cost_limit` or `uncompilable_rule`.
+    pub cause: String,
+    /// The ClientPolicy's field at fault and what is wrong with it.
     pub problem: String,
+}
+
+impl BrokenPolicy {
+    pub fn of(error: &nauthera_shared::policy::PolicyError) -> BrokenPolicy {
+        BrokenPolicy {
+            policy: error.policy.clone(),
+            reason: nauthera_shared::catalog::Reason::PolicyRefused
+                .as_str()
+                .to_owned(),
+            cause: error.cause.as_str().to_owned(),
+            problem: error.describe(),
+        }
+    }
 }
 
 impl PolicySet {
@@ -59,10 +77,7 @@ impl PolicySet {
         for policy in policies {
             match CompiledPolicy::compile(policy) {
                 Ok(compiled) => set.compiled.push(Arc::new(compiled)),
-                Err(error) => set.broken.push(BrokenPolicy {
-                    policy: error.policy,
-                    problem: error.problem,
-                }),
+                Err(error) => set.broken.push(BrokenPolicy::of(&error)),
             }
         }
         set.compiled.sort_by(|a, b| a.name.cmp(&b.name));

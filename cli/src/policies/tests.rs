@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::*;
 
-const ISSUER: &str = "https://id.example.com/acme";
+pub const ISSUER: &str = "https://id.example.com/acme";
 
 pub fn policy(name: &str, spec: Value) -> ClientPolicy {
     serde_json::from_value(json!({
@@ -34,7 +34,7 @@ pub fn client(name: &str, spec: Value) -> Value {
     serde_json::to_value(client).unwrap()
 }
 
-fn counted(name: &str, created: Option<i64>) -> CountedClient {
+pub fn counted(name: &str, created: Option<i64>) -> CountedClient {
     CountedClient {
         name: name.into(),
         issuer: ISSUER.into(),
@@ -208,6 +208,7 @@ fn approvals_are_required_for_new_clients_and_listed_changes() {
         generation: 1,
         fields: vec!["redirectUris".into()],
         digest: nauthera_shared::policy::digest_of(&object["spec"], &["redirectUris".into()]),
+        field_digests: Default::default(),
     };
     let judged = |recorded: Option<&ApprovalRecord>, approved: &[i64]| {
         evaluate(

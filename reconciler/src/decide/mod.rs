@@ -7,6 +7,7 @@ mod backoff;
 mod elsewhere;
 mod outcome;
 mod policy;
+mod provided;
 mod rotation;
 mod step;
 
@@ -17,13 +18,15 @@ pub use elsewhere::{
 };
 pub use outcome::{
     Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretRelease, SecretWriteFailure,
-    Verdict, adopted, after_apply, after_apply_failure, after_delete, after_delete_failure,
-    after_drift_check_failure, after_secret_failure, awaiting_prerequisite, drifted, is_conflict,
-    naming_dependents, no_drift, not_leader, refusal_message, released, released_with_secret,
-    secret_delivered, secret_ref_unavailable, secret_unreadable, superseding_drift,
-    unencodable_branding,
+    Verdict, adopted, adopted_from, after_apply, after_apply_failure, after_delete,
+    after_delete_failure, after_drift_check_failure, after_secret_failure, awaiting_missing,
+    awaiting_prerequisite, drifted, is_conflict, naming_dependents, no_drift, not_leader,
+    reference_missing, refusal_message, released, released_with_secret, restore_told,
+    secret_delivered, secret_reclaimed, secret_ref_unavailable, secret_unreadable,
+    superseding_drift, unencodable_branding,
 };
 pub use policy::{PolicyGate, held_by_policy};
+pub use provided::{ProvidedSecret, SentValue, provided_value_changed, secret_value_sent};
 pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
@@ -37,7 +40,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::resources::{
     ApprovalRecord, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord,
-    SupersededDrift, TakeOverRecord, ready_condition, set_condition,
+    SupersededDrift, TakeOverRecord, reason_conditions, set_conditions,
 };
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
@@ -125,16 +128,15 @@ pub fn status_after(
     new.reason = Some(verdict.reason);
     new.message = Some(verdict.message.clone());
     new.cause = Some(verdict.cause).filter(|cause| *cause != Cause::None);
-    new.server_reason = verdict
-        .server_reason
-        .map(|reason| reason.as_str_name().to_owned());
-    let condition = ready_condition(
+    new.server_reason = verdict.server_reason;
+    let conditions = reason_conditions(
         verdict.reason,
+        verdict.cause,
         verdict.message.clone(),
         Some(generation),
         Time(now),
     );
-    set_condition(&mut new.conditions, condition);
+    set_conditions(&mut new.conditions, conditions);
     (new != old).then_some(new)
 }
 
@@ -171,11 +173,13 @@ pub struct FieldUpdates {
 pub fn restore_not_needed(
     old: Option<&ResourceStatus>,
     request: Option<String>,
+    requested_by: Option<String>,
     now: Timestamp,
 ) -> ResourceStatus {
     let mut status = old.cloned().unwrap_or_default();
     status.last_restore = Some(Box::new(RestoreRecord {
         request,
+        requested_by,
         outcome: RestoreOutcome::NotDrifted,
         revision: None,
         overwritten_revision: None,

@@ -11,7 +11,7 @@ use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::client::{CallError, ConnectError, ServerError};
 use nauthera_shared::resources::{Drift, LocalRef, SupersededDrift};
 
-use crate::prerequisites::Manifest;
+use crate::prerequisites::{Manifest, Missing};
 
 use super::{DriftUpdate, EventNote, FieldUpdates, Rotation, Update};
 
@@ -183,6 +183,14 @@ pub fn after_apply(
 }
 
 impl Verdict {
+    /// The generated secret in force is in this Secret (delivered earlier).
+    fn with_secret_ref_kept(mut self, name: &str) -> Verdict {
+        self.fields.secret_ref = Update::Set(LocalRef {
+            name: name.to_owned(),
+        });
+        self
+    }
+
     /// The generated secret was delivered into this Secret, now.
     fn with_secret_ref(mut self, name: &str) -> Verdict {
         self.fields.secret_ref = Update::Set(LocalRef {
@@ -212,6 +220,32 @@ pub fn in_force(generation: i64, revision: &str, restore: bool) -> Verdict {
             format!("generation {generation} is in force as revision {revision}"),
         )
     }
+}
+
+/// A restore's verdict says who asked for it; and when the restore had to create the client
+/// again and the server gave it a new id, a Warning says so, with both ids (never a secret), as
+/// the applications configured with the old id stop working.
+pub fn restore_told(
+    mut verdict: Verdict,
+    requested_by: Option<&str>,
+    previous_client_id: Option<&str>,
+    applied: &Applied,
+) -> Verdict {
+    if let Some(requester) = requested_by {
+        verdict.message = format!("{} (requested by {requester})", verdict.message);
+    }
+    let new_id = applied.client_id.as_str();
+    if let Some(old_id) = previous_client_id.filter(|old| applied.created && *old != new_id) {
+        verdict = verdict.event(
+            EventReason::ClientIdChanged,
+            format!(
+                "the restore created the client again and the server gave it client id \
+                 {new_id} (it was {old_id}): give the new id to every application configured \
+                 with the old one"
+            ),
+        );
+    }
+    verdict
 }
 
 /// The minted secret held in memory was written into its Secret.
@@ -287,7 +321,19 @@ pub fn secret_ref_unavailable(
     problem: SecretRefProblem,
 ) -> Verdict {
     let (cause, detail) = match problem {
-        SecretRefProblem::Missing => (Cause::SecretRefMissing, format!("Secret {name} not found")),
+        // A reference to a Secret not made yet waits for it, as one to a manifest does.
+        SecretRefProblem::Missing => {
+            let mut verdict = Verdict::new(
+                Reason::Pending,
+                Cause::ReferenceNotReady,
+                format!(
+                    "waiting for Secret {name}, which {field} names and which does not exist; \
+                     nothing is sent to the server until it is created with the key {key}"
+                ),
+            );
+            verdict.keep_trying = true;
+            return verdict;
+        }
         SecretRefProblem::NoKey => (
             Cause::SecretRefMissing,
             format!("Secret {name} has no key {key}"),
@@ -385,17 +431,23 @@ pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
             verdict.retried = true;
             verdict
         }
-        CallError::Server(server) => Verdict::new(
-            Reason::Refused,
-            Cause::from_error(
+        CallError::Server(server) => {
+            let cause = Cause::from_error(
                 server.reason.unwrap_or(ErrorReason::Unspecified),
                 server.code,
-            ),
-            format!(
-                "{}; sent again on the next edit or after five minutes",
-                refusal_message(server, method)
-            ),
-        ),
+            );
+            let when = if cause == Cause::ReferenceNotFound {
+                "sent again as soon as a manifest it depends on registers, on the next edit, or \
+                 after five minutes"
+            } else {
+                "sent again on the next edit or after five minutes"
+            };
+            Verdict::new(
+                Reason::Refused,
+                cause,
+                format!("{}; {when}", refusal_message(server, method)),
+            )
+        }
     };
     if let Some(generation) = error.server().and_then(|s| s.generation_in_force) {
         verdict.fields.generation_in_force = Some(generation);
@@ -518,7 +570,12 @@ pub fn drifted(report: &DriftReport, written_revision: Option<&str>) -> Verdict 
 /// manifest was deleted with `Orphan` and declared again. Never drift: it is taken as this
 /// resource's own write, in force when it holds the declared generation and state, and written
 /// over on the next apply otherwise.
-pub fn adopted(held: &Applied, generation: i64, matches_declared: bool) -> Verdict {
+pub fn adopted(
+    held: &Applied,
+    generation: i64,
+    matches_declared: bool,
+    from: AdoptedFrom,
+) -> Verdict {
     let mut verdict = if matches_declared && held.generation_in_force == generation {
         let mut verdict = in_force(generation, &held.revision, false);
         verdict.fields.generation_in_force = Some(generation);
@@ -527,11 +584,19 @@ pub fn adopted(held: &Applied, generation: i64, matches_declared: bool) -> Verdi
         } else {
             format!(", client id {}", held.client_id)
         };
+        let how = match from {
+            AdoptedFrom::LostAnswer => {
+                "this reconciler wrote it, but its answer never arrived".to_owned()
+            }
+            AdoptedFrom::Orphan => "an orphan re-adopted: a manifest of this name deleted with \
+                 deletionPolicy Orphan left it on the server, and this manifest declares it \
+                 again; nothing was written"
+                .to_owned(),
+        };
         verdict.event(
             EventReason::Applied,
             format!(
-                "adopted revision {} (generation {generation}{client_id}): this reconciler wrote \
-                 it, but its answer never arrived",
+                "adopted revision {} (generation {generation}{client_id}): {how}",
                 held.revision
             ),
         )
@@ -552,6 +617,59 @@ pub fn adopted(held: &Applied, generation: i64, matches_declared: bool) -> Verdi
     verdict.fields.revision = Some(held.revision.clone());
     verdict.fields.drift = DriftUpdate::Clear;
     verdict
+}
+
+/// Where a write of this reconciler's own manager that the status does not record comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdoptedFrom {
+    /// This manifest's own write, whose answer was lost (or not recorded before a restart).
+    LostAnswer,
+    /// A write made before this manifest existed: an earlier manifest of the same name, deleted
+    /// with `deletionPolicy: Orphan`.
+    Orphan,
+}
+
+/// Which of the two a write is, for a manifest that recorded no revision: an object this
+/// process orphaned, or a write made before the manifest was created (a second earlier at
+/// least, as a creation time is kept to the second), is an earlier manifest's.
+pub fn adopted_from(
+    recorded_revision: Option<&str>,
+    written_at: Option<Timestamp>,
+    manifest_created: Option<Timestamp>,
+    orphaned_here: bool,
+) -> AdoptedFrom {
+    if recorded_revision.is_some() {
+        return AdoptedFrom::LostAnswer;
+    }
+    let before = match (written_at, manifest_created) {
+        (Some(written), Some(created)) => written.as_second() < created.as_second(),
+        _ => false,
+    };
+    if orphaned_here || before {
+        AdoptedFrom::Orphan
+    } else {
+        AdoptedFrom::LostAnswer
+    }
+}
+
+/// A released Secret (left by `Orphan` with the client secret the server still accepts) taken
+/// back by the manifest that declares its client again: owned by it again, and in its status.
+pub fn secret_reclaimed(
+    generation: i64,
+    revision: &str,
+    secret_name: &str,
+    client_id: &str,
+) -> Verdict {
+    in_force(generation, revision, false)
+        .event(
+            EventReason::SecretDelivered,
+            format!(
+                "took back Secret {secret_name}, released when the earlier manifest of this name \
+                 was deleted with deletionPolicy Orphan: it holds the client secret of client id \
+                 {client_id}, which the server still accepts, and is owned by this manifest again"
+            ),
+        )
+        .with_secret_ref_kept(secret_name)
 }
 
 /// A drift check found the server holds the revision last written: nothing drifted.
@@ -649,10 +767,18 @@ pub fn released(reason: Reason) -> Verdict {
     Verdict::new(reason, cause, message.to_owned())
 }
 
-/// A new generation written over a drift, not on a restore request: the Drifted runbook's rule,
-/// and the change made on the server is discarded. Said in a Warning event and kept in
-/// `status.lastDrift`, naming who made the change, what it changed and both revisions.
-pub fn superseding_drift(mut verdict: Verdict, drift: &Drift) -> Verdict {
+/// A new generation written over a drift, not on a restore request: the Drifted runbook's rule.
+/// Each field the drift changed is compared with what the new generation declares
+/// (`still_differs`: the fields in which the server's drifted state differs from it, read before
+/// the write; `None` when that could not be read): a field it declares as the server held it is
+/// kept, adopted as the declared state (a Normal `DriftAdopted` event); any other is discarded (a
+/// Warning `DriftSuperseded` event naming them). Both name who made the change and both
+/// revisions, and `status.lastDrift` keeps them.
+pub fn superseding_drift(
+    mut verdict: Verdict,
+    drift: &Drift,
+    still_differs: Option<&[String]>,
+) -> Verdict {
     let Some(revision) = verdict.fields.revision.clone() else {
         return verdict;
     };
@@ -663,28 +789,62 @@ pub fn superseding_drift(mut verdict: Verdict, drift: &Drift) -> Verdict {
         .as_ref()
         .map(|time| format!(" at {}", time.0))
         .unwrap_or_default();
+    let kept: Vec<String> = match still_differs {
+        Some(differs) if !drift.removed => drift
+            .fields
+            .iter()
+            .filter(|field| !differs.contains(field))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
+    let discarded: Vec<&String> = drift.fields.iter().filter(|f| !kept.contains(f)).collect();
+    if !kept.is_empty() {
+        verdict.events.push(EventNote {
+            reason: EventReason::DriftAdopted,
+            note: format!(
+                "generation {generation} declares what {who} changed on the server{when} \
+                 (revision {}): kept and adopted as the declared state: {}; written as revision \
+                 {revision}",
+                drift.server_revision,
+                kept.join(", ")
+            ),
+        });
+    }
     let what = if drift.removed {
-        "it had removed the object".to_owned()
+        Some("it had removed the object".to_owned())
     } else if drift.fields.is_empty() {
-        format!("revision {}", drift.server_revision)
+        Some(format!("revision {}", drift.server_revision))
+    } else if discarded.is_empty() {
+        None
     } else {
-        format!(
+        Some(format!(
             "revision {}; discarded: {}",
             drift.server_revision,
-            drift.fields.join(", ")
-        )
+            discarded
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     };
-    verdict.events.push(EventNote {
-        reason: EventReason::DriftSuperseded,
-        note: format!(
-            "generation {generation} was written as revision {revision} over the change \
-             {who} made on the server{when} ({what}); put a change in the manifest to keep it"
-        ),
-    });
+    match what {
+        Some(what) => verdict.events.push(EventNote {
+            reason: EventReason::DriftSuperseded,
+            note: format!(
+                "generation {generation} was written as revision {revision} over the change \
+                 {who} made on the server{when} ({what}); put a change in the manifest to keep it"
+            ),
+        }),
+        // Every change kept: the write is told as such.
+        None if verdict.reason == Reason::Registered => verdict.cause = Cause::DriftKept,
+        None => {}
+    }
     verdict.fields.last_drift = Some(SupersededDrift {
         drift: drift.clone(),
         generation,
         revision,
+        kept,
         superseded_at: None,
     });
     verdict
@@ -755,6 +915,80 @@ pub fn awaiting_prerequisite(manifest: &Manifest) -> Verdict {
             manifest.describe()
         ),
     )
+}
+
+/// The field that names a manifest of this kind, for messages about a missing one.
+fn naming_field(manifest: &Manifest) -> &'static str {
+    match manifest.kind {
+        nauthera_proto::v1::ObjectKind::Branding => "spec.brandingRef",
+        _ => "spec.issuer",
+    }
+}
+
+/// How a missing manifest went, in words: `which does not exist`, or how its deletion ended.
+fn how_it_went(missing: &Missing) -> &'static str {
+    match missing.went {
+        Some(Reason::Deleted) => {
+            "which was deleted (deletionPolicy Delete removed it from the server)"
+        }
+        Some(Reason::Orphaned) => {
+            "which was deleted with deletionPolicy Orphan (the server still holds it)"
+        }
+        Some(Reason::DeletionSkippedDrifted) => {
+            "which was deleted (the server kept its drifted object)"
+        }
+        _ => "which does not exist",
+    }
+}
+
+/// A manifest this one names does not exist (never applied, or deleted): nothing is sent until
+/// it is applied and registered.
+pub fn awaiting_missing(missing: &Missing) -> Verdict {
+    Verdict::new(
+        Reason::Pending,
+        Cause::ReferenceNotReady,
+        format!(
+            "waiting for {}, which {} names and {}; nothing is sent to the server until it is \
+             applied and Registered",
+            missing.manifest.describe(),
+            naming_field(&missing.manifest),
+            how_it_went(missing).trim_start_matches("which "),
+        ),
+    )
+}
+
+/// The declared generation is in force, but a manifest it names is gone: said at once, with
+/// what the server does with the reference now. Only a `Registered` verdict changes: a failure
+/// or a drift says what it says.
+pub fn reference_missing(mut verdict: Verdict, missing: &Missing) -> Verdict {
+    if verdict.reason != Reason::Registered {
+        return verdict;
+    }
+    let server = match missing.went {
+        Some(Reason::Orphaned) | Some(Reason::DeletionSkippedDrifted) => {
+            "the server still shows that branding on this client's sign-in pages, but no \
+             manifest declares it any more"
+        }
+        Some(Reason::Deleted) => {
+            "the server keeps this client's reference to a branding it no longer holds and \
+             shows the organization's default sign-in pages"
+        }
+        _ => {
+            "the server shows the branding of that name if it holds one, else the \
+             organization's default sign-in pages"
+        }
+    };
+    verdict.reason = Reason::Pending;
+    verdict.cause = Cause::ReferenceNotReady;
+    verdict.message = format!(
+        "{}; but {} names {}, {}: {server}; apply it again, or remove {}",
+        verdict.message,
+        naming_field(&missing.manifest),
+        missing.manifest.describe(),
+        how_it_went(missing),
+        naming_field(&missing.manifest),
+    );
+    verdict
 }
 
 /// The branding cannot be encoded into the server's format: refused here, nothing was sent.

@@ -7,7 +7,7 @@ use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
 use nauthera_shared::resources::{DeletionPolicy, ManagedElsewhere, ResourceStatus};
 
 use super::PolicyGate;
-use crate::prerequisites::{Manifest, Standing};
+use crate::prerequisites::{Manifest, Missing, Standing};
 
 /// How the manifest wants the client secret made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +50,10 @@ pub enum SecretState {
     Owned { has_value: bool },
     /// A Secret someone else owns (or nobody), which the reconciler never writes over.
     Foreign { owner: Option<String> },
+    /// A Secret released from an earlier manifest of this name (deleted with `Orphan`), owned by
+    /// nobody, holding the client secret of `client_id`: taken back when that is the client in
+    /// force.
+    Released { client_id: String },
     /// The reconciler may not read it (its role lost `get` on secrets): whether the client
     /// secret is delivered cannot be told.
     Forbidden,
@@ -167,8 +171,17 @@ pub enum Step {
     Release { reason: Reason },
     /// A manifest this one depends on is not registered yet: say so, and write nothing.
     AwaitPrerequisite { manifest: Manifest },
+    /// A manifest this one names does not exist: say so, and write nothing.
+    AwaitMissing { missing: Missing },
     /// A ClientPolicy holds the declared generation back: say so, and write nothing.
     HoldByPolicy,
+    /// Nothing recorded, and the server holds an object of this name (or has not been asked):
+    /// read it before creating anything, so that an earlier write is adopted rather than
+    /// refused by the server.
+    LookBeforeCreate,
+    /// The Secret a re-declared orphan's secret was released into holds the client secret in
+    /// force: own it again.
+    ReclaimSecret { name: String },
     /// Write the declared state over another reconciler's revision, on request.
     TakeOver {
         from: Box<ManagedElsewhere>,
@@ -199,6 +212,9 @@ impl Step {
             Step::Delete { .. } => "delete",
             Step::Release { .. } => "release",
             Step::AwaitPrerequisite { .. } => "await_prerequisite",
+            Step::AwaitMissing { .. } => "await_missing",
+            Step::LookBeforeCreate => "look_before_create",
+            Step::ReclaimSecret { .. } => "reclaim_secret",
             Step::HoldByPolicy => "hold_by_policy",
             Step::TakeOver { .. } => "take_over",
             Step::RefuseTakeOver { .. } => "refuse_take_over",
@@ -221,10 +237,25 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
         .filter(|s| s.revision.is_some())
         .and_then(|s| s.generation_in_force)
         == Some(observed.generation);
+    let prerequisites = &observed.prerequisites;
+    let waits = prerequisites.waiting_for.is_some() || prerequisites.missing.is_some();
     match step_ignoring_prerequisites(observed) {
-        Step::Apply { .. } if !in_force && observed.policy.holds() => Step::HoldByPolicy,
+        Step::Apply { .. } | Step::LookBeforeCreate if !in_force && observed.policy.holds() => {
+            Step::HoldByPolicy
+        }
         Step::TakeOver { .. } if observed.policy.holds() => Step::HoldByPolicy,
-        Step::Apply { .. } if let Some(manifest) = &observed.prerequisites.waiting_for => {
+        // Registered, and what it names went away: look at the server and say so at once.
+        Step::Wait { after: None }
+            if in_force
+                && !observed.deleting
+                && prerequisites.missing.is_some()
+                && observed
+                    .status
+                    .is_some_and(|s| s.drift.is_none() && s.managed_elsewhere.is_none()) =>
+        {
+            Step::CheckDrift
+        }
+        Step::Apply { .. } | Step::LookBeforeCreate if waits => {
             let quiet_left = observed
                 .prerequisites
                 .waiting_since
@@ -233,11 +264,19 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
                     QUIET_WAIT.checked_sub(waited)
                 })
                 .filter(|left| !left.is_zero());
-            match quiet_left {
-                Some(left) => Step::Wait { after: Some(left) },
-                None => Step::AwaitPrerequisite {
+            match (
+                quiet_left,
+                &prerequisites.waiting_for,
+                &prerequisites.missing,
+            ) {
+                (Some(left), _, _) => Step::Wait { after: Some(left) },
+                (None, Some(manifest), _) => Step::AwaitPrerequisite {
                     manifest: manifest.clone(),
                 },
+                (None, None, Some(missing)) => Step::AwaitMissing {
+                    missing: missing.clone(),
+                },
+                (None, None, None) => Step::Wait { after: None },
             }
         }
         step => step,
@@ -339,6 +378,16 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
         if let Some(wait) = refusal_stands(observed, generation_seen) {
             return wait;
         }
+        // Nothing recorded yet, and the server may hold the object (an orphan declared again, a
+        // create whose answer was lost): look first, and write nothing it would refuse.
+        if written.is_none()
+            && matches!(
+                observed.server,
+                ServerView::Holds { .. } | ServerView::Unchecked
+            )
+        {
+            return Step::LookBeforeCreate;
+        }
         // A new Secret name rotates the secret with the same write, once the name is free.
         let rotate = match (
             &observed.secret_mode,
@@ -351,6 +400,9 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
                     return Step::ReportSecretNameTaken {
                         owner: owner.clone(),
                     };
+                }
+                SecretState::Released { .. } => {
+                    return Step::ReportSecretNameTaken { owner: None };
                 }
                 _ => Some(Rotation::Renamed {
                     from: from.to_owned(),
@@ -383,6 +435,21 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
                 };
             }
             SecretState::Forbidden => return Step::ReportSecretForbidden,
+            SecretState::Released { client_id }
+                if status.and_then(|s| s.client_id.as_deref()) == Some(client_id.as_str())
+                    && stale_secret(observed.status, &observed.secret_mode).is_none() =>
+            {
+                if let SecretMode::Generate { secret_name } = &observed.secret_mode {
+                    return Step::ReclaimSecret {
+                        name: secret_name.clone(),
+                    };
+                }
+            }
+            SecretState::Released { .. }
+                if stale_secret(observed.status, &observed.secret_mode).is_some() =>
+            {
+                return Step::ReportSecretNameTaken { owner: None };
+            }
             SecretState::Foreign { owner }
                 if stale_secret(observed.status, &observed.secret_mode).is_some() =>
             {
@@ -390,6 +457,7 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
                     owner: owner.clone(),
                 };
             }
+            SecretState::Released { .. } => {}
             SecretState::Foreign { .. } | SecretState::Owned { has_value: true } => {}
             SecretState::NotApplicable => {}
         }
@@ -476,11 +544,18 @@ fn still_backing_off(observed: &Observed<'_>) -> Option<Step> {
     (!left.is_zero()).then_some(Step::Wait { after: Some(left) })
 }
 
-/// A refusal of this generation waits for the next edit, or five minutes after the attempt.
+/// A refusal of this generation waits for the next edit, for a manifest it depends on to
+/// register, or five minutes after the attempt.
 fn refusal_stands(observed: &Observed<'_>, generation_seen: bool) -> Option<Step> {
     let status = observed.status?;
     let refused = status.reason == Some(Reason::Refused) && status.phase == Some(Phase::Error);
     if !refused || !generation_seen {
+        return None;
+    }
+    // A manifest it depends on is declared and not registered yet (its watch event came after
+    // this resource's, when both were applied together): wait for it rather than stand by a
+    // refusal its absence likely caused.
+    if observed.prerequisites.waiting_for.is_some() {
         return None;
     }
     let attempted = status.last_attempt_time.as_ref()?.0;

@@ -12,7 +12,7 @@ use nauthera_shared::client::{CallError, ConnectError, ConnectProblem, ServerErr
 use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
 use tonic::Code;
 
-use super::outcome::{failure_verdict, in_force, printable};
+use super::outcome::{AdoptedFrom, failure_verdict, in_force, printable};
 use super::*;
 use crate::prerequisites::Manifest;
 
@@ -739,6 +739,13 @@ fn a_missing_reference_is_sent_again_once_a_manifest_it_depends_on_registers() {
     ));
     let verdict = after_apply_failure(&error, "ApplyClient");
     assert_eq!(verdict.cause, Cause::ReferenceNotFound);
+    assert!(
+        verdict
+            .message
+            .contains("sent again as soon as a manifest it depends on registers"),
+        "{}",
+        verdict.message
+    );
     let refused = status_after(None, &verdict, 1, at(0)).unwrap();
     let mut o = observed(Some(&refused));
     o.now = at(60);
@@ -748,6 +755,31 @@ fn a_missing_reference_is_sent_again_once_a_manifest_it_depends_on_registers() {
     // Registered since: sent again now.
     o.prerequisites.ready_at = Some(at(30));
     assert_eq!(next_step(&o), apply(None));
+}
+
+#[test]
+fn a_refusal_gives_way_to_a_manifest_it_depends_on_seen_after_it() {
+    // Applied together, the client's watch event came first: written, refused for the issuer
+    // no organization serves yet; then the Organization manifest is seen, not registered.
+    let error = CallError::Server(server_error(
+        Code::FailedPrecondition,
+        Some("UNKNOWN_ISSUER"),
+        &[],
+    ));
+    let refused =
+        status_after(None, &after_apply_failure(&error, "ApplyClient"), 1, at(0)).unwrap();
+    let organization = Manifest::new(ObjectKind::Organization, "platform", "globex");
+    let mut o = observed(Some(&refused));
+    o.now = at(60);
+    assert!(matches!(next_step(&o), Step::Wait { after: Some(_) }));
+    o.prerequisites.waiting_for = Some(organization.clone());
+    o.prerequisites.waiting_since = Some(at(50));
+    assert_eq!(
+        next_step(&o),
+        Step::AwaitPrerequisite {
+            manifest: organization
+        }
+    );
 }
 
 #[test]
@@ -1379,7 +1411,7 @@ fn a_generation_written_over_a_drift_names_what_it_discards() {
     let mut written = written;
     written.fields.revision = Some("r6".into());
     written.fields.generation_in_force = Some(2);
-    let verdict = superseding_drift(written, &drift);
+    let verdict = superseding_drift(written.clone(), &drift, None);
     let event = verdict
         .events
         .iter()
@@ -1403,9 +1435,62 @@ fn a_generation_written_over_a_drift_names_what_it_discards() {
     let unwritten = superseding_drift(
         awaiting_prerequisite(&Manifest::new(ObjectKind::Organization, "ops", "acme")),
         &drift,
+        None,
     );
     assert!(unwritten.fields.last_drift.is_none());
     assert!(unwritten.events.is_empty());
+
+    // The new generation declares one changed field as the server held it, not the other.
+    let drift = Drift {
+        fields: vec![
+            "spec.branding.colors.primary".into(),
+            "spec.branding.texts.title".into(),
+        ],
+        ..drift
+    };
+    let still_differs = vec!["spec.branding.texts.title".to_owned()];
+    let verdict = superseding_drift(written.clone(), &drift, Some(&still_differs));
+    let adopted = verdict
+        .events
+        .iter()
+        .find(|e| e.reason == EventReason::DriftAdopted)
+        .expect("a DriftAdopted event");
+    assert!(
+        adopted.note.contains("kept") && adopted.note.contains("spec.branding.colors.primary"),
+        "{}",
+        adopted.note
+    );
+    assert!(!adopted.note.contains("texts.title"), "{}", adopted.note);
+    let superseded = verdict
+        .events
+        .iter()
+        .find(|e| e.reason == EventReason::DriftSuperseded)
+        .expect("a DriftSuperseded event");
+    assert!(
+        superseded
+            .note
+            .contains("discarded: spec.branding.texts.title")
+            && !superseded.note.contains("colors.primary"),
+        "{}",
+        superseded.note
+    );
+    let last = verdict.fields.last_drift.clone().unwrap();
+    assert_eq!(last.kept, vec!["spec.branding.colors.primary".to_owned()]);
+    assert_eq!(last.discarded(), vec!["spec.branding.texts.title"]);
+    assert_eq!(verdict.cause, Cause::None);
+
+    // Every changed field kept: no Warning, and the write is told as keeping the drift.
+    let verdict = superseding_drift(written, &drift, Some(&[]));
+    assert!(
+        !verdict
+            .events
+            .iter()
+            .any(|e| e.reason == EventReason::DriftSuperseded),
+        "{:?}",
+        verdict.events
+    );
+    assert_eq!(verdict.cause, Cause::DriftKept);
+    assert_eq!(EventReason::DriftAdopted.event_type().as_str(), "Normal");
 }
 
 #[test]
@@ -1643,4 +1728,318 @@ fn an_object_managed_elsewhere_is_left_alone_until_a_person_hands_it_over() {
     // Any other verdict clears the record.
     let registered = status_after(Some(&claimed), &in_force(1, "r9", false), 1, at(1)).unwrap();
     assert_eq!(registered.managed_elsewhere, None);
+}
+
+#[test]
+fn a_reference_to_a_manifest_or_secret_that_does_not_exist_waits_and_names_it() {
+    use crate::prerequisites::Missing;
+    let branding = Manifest::new(ObjectKind::Branding, "team-a", "sign-in");
+    let missing = Missing {
+        manifest: branding.clone(),
+        went: None,
+    };
+    let mut o = observed(None);
+    o.prerequisites.missing = Some(missing.clone());
+    o.prerequisites.waiting_since = Some(at(99));
+    assert!(matches!(next_step(&o), Step::Wait { after: Some(_) }));
+    o.prerequisites.waiting_since = Some(at(90));
+    assert_eq!(
+        next_step(&o),
+        Step::AwaitMissing {
+            missing: missing.clone()
+        }
+    );
+    let verdict = awaiting_missing(&missing);
+    assert_eq!(
+        (verdict.reason, verdict.cause),
+        (Reason::Pending, Cause::ReferenceNotReady)
+    );
+    for part in [
+        "Branding team-a/sign-in",
+        "spec.brandingRef",
+        "does not exist",
+    ] {
+        assert!(verdict.message.contains(part), "{}", verdict.message);
+    }
+
+    let secret = secret_ref_unavailable(
+        "spec.secretRef",
+        "github-oauth-app",
+        "clientSecret",
+        SecretRefProblem::Missing,
+    );
+    assert_eq!(
+        (secret.reason, secret.cause),
+        (Reason::Pending, Cause::ReferenceNotReady)
+    );
+    assert!(
+        secret.message.contains("Secret github-oauth-app")
+            && secret.message.contains("nothing is sent"),
+        "{}",
+        secret.message
+    );
+}
+
+#[test]
+fn a_registered_resource_says_at_once_that_what_it_names_is_gone() {
+    use crate::prerequisites::Missing;
+    let registered = registered(1, "r1");
+    let gone = Missing {
+        manifest: Manifest::new(ObjectKind::Branding, "team-a", "sign-in"),
+        went: Some(Reason::Deleted),
+    };
+    let mut o = observed(Some(&registered));
+    o.server = ServerView::Holds {
+        revision: "r1".into(),
+    };
+    assert_eq!(next_step(&o), Step::Wait { after: None });
+    o.prerequisites.missing = Some(gone.clone());
+    assert_eq!(next_step(&o), Step::CheckDrift, "looked at, not left alone");
+
+    let verdict = reference_missing(no_drift(1, "r1"), &gone);
+    assert_eq!(
+        (verdict.reason, verdict.cause),
+        (Reason::Pending, Cause::ReferenceNotReady)
+    );
+    for part in [
+        "generation 1 is in force as revision r1",
+        "Branding team-a/sign-in",
+        "deletionPolicy Delete removed it from the server",
+        "organization's default sign-in pages",
+    ] {
+        assert!(
+            verdict.message.contains(part),
+            "{part}: {}",
+            verdict.message
+        );
+    }
+    let orphaned = reference_missing(
+        no_drift(1, "r1"),
+        &Missing {
+            went: Some(Reason::Orphaned),
+            ..gone.clone()
+        },
+    );
+    assert!(
+        orphaned
+            .message
+            .contains("the server still shows that branding"),
+        "{}",
+        orphaned.message
+    );
+    // The Pending it leaves is looked at again (not settled), and stays Pending while it lasts.
+    let pending = status_after(Some(&registered), &verdict, 1, at(1)).unwrap();
+    let mut o = observed(Some(&pending));
+    o.server = ServerView::Holds {
+        revision: "r1".into(),
+    };
+    o.prerequisites.missing = Some(gone);
+    assert_eq!(next_step(&o), Step::CheckDrift);
+    // A drift or a failure says what it says.
+    let drift = drifted(&DriftReport::default(), Some("r1"));
+    assert_eq!(
+        reference_missing(drift.clone(), o.prerequisites.missing.as_ref().unwrap()),
+        drift
+    );
+}
+
+#[test]
+fn only_a_changed_value_of_the_teams_secret_counts_not_its_labels() {
+    let value = |version: &str, byte: u8| SentValue {
+        version: version.into(),
+        digest: [byte; 32],
+    };
+    // The version sent, read again: the same value, whatever this process knows.
+    assert!(!provided_value_changed(Some("7"), None, &value("7", 1)));
+    // A new version with the value the server holds: a label or an annotation changed.
+    let known = value("7", 1);
+    assert!(!provided_value_changed(
+        Some("7"),
+        Some(&known),
+        &value("8", 1)
+    ));
+    assert!(!provided_value_changed(
+        Some("7"),
+        Some(&value("8", 1)),
+        &value("8", 1)
+    ));
+    // A new value.
+    assert!(provided_value_changed(
+        Some("7"),
+        Some(&known),
+        &value("9", 2)
+    ));
+    // Nothing known of the value (a new process) and another version: counted as a change.
+    assert!(provided_value_changed(Some("7"), None, &value("9", 1)));
+    // Never sent.
+    assert!(provided_value_changed(None, None, &value("1", 1)));
+    // The digest never shows.
+    assert!(!format!("{known:?}").contains("digest"));
+}
+
+#[test]
+fn a_changed_team_secret_is_told_by_name_never_by_value() {
+    let applied = Applied {
+        client_id: String::new(),
+        revision: "r3".into(),
+        generation_in_force: 1,
+        created: false,
+    };
+    let verdict = after_apply(&applied, None, None, false, None);
+    let told = secret_value_sent(
+        verdict,
+        &ProvidedSecret {
+            field: "spec.secretRef",
+            secret: "github-oauth-app",
+            key: "clientSecret",
+            what: "upstream client secret",
+        },
+    );
+    assert_eq!(told.reason, Reason::Registered);
+    assert_eq!(told.cause, Cause::SecretChanged);
+    let event = told
+        .events
+        .iter()
+        .find(|e| e.reason == EventReason::SecretChanged)
+        .unwrap();
+    for part in [
+        "upstream client secret",
+        "Secret github-oauth-app",
+        "key clientSecret",
+        "spec.secretRef",
+        "revision r3",
+    ] {
+        assert!(event.note.contains(part), "{part}: {}", event.note);
+    }
+    assert_eq!(EventReason::SecretChanged.event_type().as_str(), "Normal");
+}
+
+#[test]
+fn an_own_write_older_than_the_manifest_is_an_orphan_re_adopted_and_its_secret_taken_back() {
+    assert_eq!(
+        adopted_from(None, Some(at(1)), Some(at(5)), false),
+        AdoptedFrom::Orphan
+    );
+    assert_eq!(
+        adopted_from(None, Some(at(6)), Some(at(5)), false),
+        AdoptedFrom::LostAnswer
+    );
+    // Within the second the creation time is kept to: only what this process orphaned counts.
+    let within = at(5)
+        .checked_add(jiff::SignedDuration::from_millis(300))
+        .unwrap();
+    assert_eq!(
+        adopted_from(None, Some(within), Some(at(5)), false),
+        AdoptedFrom::LostAnswer
+    );
+    assert_eq!(
+        adopted_from(None, Some(within), Some(at(5)), true),
+        AdoptedFrom::Orphan
+    );
+    assert_eq!(
+        adopted_from(Some("r1"), Some(at(1)), Some(at(5)), true),
+        AdoptedFrom::LostAnswer
+    );
+    let held = Applied {
+        client_id: "cid".into(),
+        revision: "r4".into(),
+        generation_in_force: 1,
+        created: false,
+    };
+    let orphan = adopted(&held, 1, true, AdoptedFrom::Orphan);
+    assert_eq!(orphan.reason, Reason::Registered);
+    let note = &orphan.events[0].note;
+    assert!(
+        note.contains("orphan re-adopted") && !note.contains("never arrived"),
+        "{note}"
+    );
+    let lost = adopted(&held, 1, true, AdoptedFrom::LostAnswer);
+    assert!(lost.events[0].note.contains("never arrived"));
+
+    // Nothing recorded and the server may hold it: look before creating.
+    let mut o = observed(None);
+    o.server = ServerView::Holds {
+        revision: "r4".into(),
+    };
+    assert_eq!(next_step(&o), Step::LookBeforeCreate);
+    o.server = ServerView::Unchecked;
+    assert_eq!(next_step(&o), Step::LookBeforeCreate);
+    o.server = ServerView::Absent;
+    assert_eq!(next_step(&o), apply(None));
+
+    // In force, with the Secret released by the orphan holding its client: taken back.
+    let mut status = status_after(None, &orphan, 1, at(0)).unwrap();
+    status.client_id = Some("cid".into());
+    let mut o = observed(Some(&status));
+    o.secret_mode = SecretMode::Generate {
+        secret_name: "web-oidc".into(),
+    };
+    o.server = ServerView::Holds {
+        revision: "r4".into(),
+    };
+    o.secret_state = SecretState::Released {
+        client_id: "cid".into(),
+    };
+    assert_eq!(
+        next_step(&o),
+        Step::ReclaimSecret {
+            name: "web-oidc".into()
+        }
+    );
+    // A released Secret of another client is not taken.
+    o.secret_state = SecretState::Released {
+        client_id: "other".into(),
+    };
+    assert_eq!(next_step(&o), Step::Wait { after: None });
+    let reclaimed = secret_reclaimed(1, "r4", "web-oidc", "cid");
+    assert_eq!(
+        reclaimed.fields.secret_ref,
+        Update::Set(nauthera_shared::resources::LocalRef {
+            name: "web-oidc".into()
+        })
+    );
+    assert!(
+        !reclaimed.fields.secret_set,
+        "the secret itself did not change"
+    );
+}
+
+#[test]
+fn a_restore_names_who_asked_and_a_recreated_client_its_new_id() {
+    let applied = Applied {
+        client_id: "cid-new".into(),
+        revision: "r9".into(),
+        generation_in_force: 2,
+        created: true,
+    };
+    let restored = after_apply(&applied, None, None, true, None);
+    let told = restore_told(
+        restored.clone(),
+        Some("kubectl-nauthera"),
+        Some("cid-old"),
+        &applied,
+    );
+    assert!(
+        told.message.ends_with("(requested by kubectl-nauthera)"),
+        "{}",
+        told.message
+    );
+    let changed = told
+        .events
+        .iter()
+        .find(|e| e.reason == EventReason::ClientIdChanged)
+        .expect("the new client id is told");
+    assert!(changed.note.contains("cid-new") && changed.note.contains("cid-old"));
+    // The same id, or an update of a client that was still there: nothing to tell.
+    let kept = Applied {
+        created: false,
+        ..applied.clone()
+    };
+    let told = restore_told(restored, None, Some("cid-old"), &kept);
+    assert!(
+        told.events
+            .iter()
+            .all(|e| e.reason != EventReason::ClientIdChanged)
+    );
+    assert!(!told.message.contains("requested by"));
 }

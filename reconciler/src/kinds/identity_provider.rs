@@ -21,6 +21,7 @@ impl Managed for IdentityProvider {
     const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::IdentityProvider;
     const POLICY_KIND: Option<nauthera_shared::resources::PolicyKind> =
         Some(nauthera_shared::resources::PolicyKind::IdentityProvider);
+    const PROVIDED_SECRET: &'static str = "upstream client secret";
 
     fn status(&self) -> Option<&ResourceStatus> {
         self.status.as_ref()

@@ -105,18 +105,17 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     let api: Api<OIDCClient> = Api::namespaced(client.clone(), NAMESPACE);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
     let web = create_client(&api, "web").await;
-    let uid = web.uid().unwrap();
     let value = SecretValue::new("first-secret-value".into());
 
     assert_eq!(
-        secret_state(&secrets, "web", &uid).await.unwrap(),
+        secret_state_for(&secrets, "web", &web).await.unwrap(),
         SecretState::Absent
     );
     deliver_secret(&secrets, &web, delivery("web", &value), None)
         .await
         .unwrap();
     assert_eq!(
-        secret_state(&secrets, "web", &uid).await.unwrap(),
+        secret_state_for(&secrets, "web", &web).await.unwrap(),
         SecretState::Owned { has_value: true }
     );
     let written = secrets.get("web").await.unwrap();
@@ -181,7 +180,7 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         Err(SecretWriteFailure::Foreign { owner: None })
     );
     assert_eq!(
-        secret_state(&secrets, "taken", &uid).await.unwrap(),
+        secret_state_for(&secrets, "taken", &web).await.unwrap(),
         SecretState::Foreign { owner: None }
     );
     assert_eq!(
@@ -224,4 +223,35 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         .metadata
         .resource_version;
     assert_eq!(Some(read.version), cluster_version);
+}
+
+#[test]
+fn the_restore_requester_is_the_manager_that_set_the_annotation() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+    let entry = |manager: &str, fields: serde_json::Value, second: i64| ManagedFieldsEntry {
+        manager: Some(manager.to_owned()),
+        fields_v1: Some(FieldsV1(fields)),
+        time: Some(Time(jiff::Timestamp::from_second(second).unwrap())),
+        ..ManagedFieldsEntry::default()
+    };
+    let annotation = serde_json::json!({
+        "f:metadata": { "f:annotations": { "f:nauthera.io/restore": {} } }
+    });
+    let meta = ObjectMeta {
+        managed_fields: Some(vec![
+            entry(
+                "kubectl-client-side-apply",
+                serde_json::json!({"f:spec": {}}),
+                30,
+            ),
+            entry("kubectl-annotate", annotation.clone(), 10),
+            entry("kubectl-nauthera", annotation, 20),
+        ]),
+        ..ObjectMeta::default()
+    };
+    assert_eq!(
+        restore_requester(&meta).as_deref(),
+        Some("kubectl-nauthera")
+    );
+    assert_eq!(restore_requester(&ObjectMeta::default()), None);
 }

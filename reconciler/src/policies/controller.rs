@@ -17,12 +17,13 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use nauthera_shared::policy::CompiledPolicy;
+use nauthera_shared::catalog::{Cause, ConditionType, Progress, Reason, runbook_url};
 use nauthera_shared::policy::admission::{
     GENERATED_BY, GENERATED_LABEL, admission_name, admission_objects,
 };
+use nauthera_shared::policy::{CompiledPolicy, PolicyError};
 use nauthera_shared::resources::{
-    ClientPolicy, ClientPolicyStatus, HELD_LISTED, ShardHolds, set_condition,
+    ClientPolicy, ClientPolicyStatus, HELD_LISTED, ShardHolds, progress_conditions, set_conditions,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -30,7 +31,9 @@ use sha2::{Digest, Sha256};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::Policies;
+use crate::events::EventQueue;
 use crate::leader::Leadership;
+use crate::metrics::Metrics;
 
 /// Holds that change together (a policy edited, a namespace relabelled) are told in one status
 /// write.
@@ -44,8 +47,9 @@ enum PolicyState {
     /// Compiled; none of its rules is a check of one object (only a namespace limit or
     /// approvals), so there is no admission policy: the reconciler enforces it alone.
     EnforcedByReconciler,
-    /// It does not compile: it enforces nothing until fixed.
-    Invalid,
+    /// Refused (the catalog's `PolicyRefused`): the API server would not enforce what it
+    /// generates. It enforces nothing until fixed.
+    Refused,
 }
 
 impl PolicyState {
@@ -53,7 +57,7 @@ impl PolicyState {
         match self {
             PolicyState::AdmissionPolicyInPlace => "AdmissionPolicyInPlace",
             PolicyState::EnforcedByReconciler => "EnforcedByReconciler",
-            PolicyState::Invalid => "Invalid",
+            PolicyState::Refused => Reason::PolicyRefused.as_str(),
         }
     }
 }
@@ -67,6 +71,8 @@ enum PolicyControllerError {
 struct PolicyContext {
     policies: Arc<Policies>,
     client: Client,
+    events: EventQueue,
+    metrics: Metrics,
     manager: String,
     /// This reconciler's shard: its counts go in its own entry of `status.shards`.
     shard: Option<String>,
@@ -85,6 +91,13 @@ impl fmt::Debug for PolicyContext {
     }
 }
 
+/// How the policy controller reports: its events and counters.
+#[derive(Clone, Debug)]
+pub struct PolicyReporting {
+    pub events: EventQueue,
+    pub metrics: Metrics,
+}
+
 /// Runs the controller until the leader steps down.
 pub async fn run_policy_controller(
     policies: Arc<Policies>,
@@ -92,6 +105,7 @@ pub async fn run_policy_controller(
     manager: String,
     shard: Option<String>,
     leadership: Leadership,
+    reporting: PolicyReporting,
 ) {
     let generated = watcher::Config::default().labels(&format!("{GENERATED_LABEL}={GENERATED_BY}"));
     let (admission, admission_writer) = reflector::store();
@@ -126,6 +140,8 @@ pub async fn run_policy_controller(
     let context = Arc::new(PolicyContext {
         policies,
         client: client.clone(),
+        events: reporting.events,
+        metrics: reporting.metrics,
         manager,
         shard,
         leadership,
@@ -157,11 +173,14 @@ async fn reconcile(
     }
     let name = policy.name_any();
     let generated = admission_name(&name);
+    let mut refused = None;
     let (state, message, admission_policy) = match CompiledPolicy::compile(&policy) {
         Err(problem) => {
             // What it generated before would enforce rules its owner has since changed.
             remove_generated(&ctx, &generated).await?;
-            (PolicyState::Invalid, problem.to_string(), None)
+            let message = refusal_message(&problem);
+            refused = Some(problem.cause);
+            (PolicyState::Refused, message, None)
         }
         Ok(compiled) => match admission_objects(&policy, &compiled) {
             Some((admission, binding)) => {
@@ -193,22 +212,34 @@ async fn reconcile(
         held: held.iter().take(HELD_LISTED).cloned().collect(),
     };
     let live = policy.status.clone().unwrap_or_default();
-    let mut conditions = live.conditions.clone();
-    set_condition(
-        &mut conditions,
-        Condition {
-            type_: "Ready".to_owned(),
-            status: if state == PolicyState::Invalid {
-                "False"
-            } else {
-                "True"
-            }
-            .to_owned(),
-            reason: state.as_str().to_owned(),
-            message,
-            observed_generation: policy.metadata.generation,
-            last_transition_time: Time(jiff::Timestamp::now()),
-        },
+    if let Some(cause) = refused {
+        ctx.metrics
+            .reconciled("ClientPolicy", Reason::PolicyRefused, cause);
+        // An event on the transition into the refusal, and on each new refusal.
+        let told = live.conditions.iter().any(|c| {
+            c.type_ == "Ready"
+                && c.reason == Reason::PolicyRefused.as_str()
+                && c.message == message
+                && c.observed_generation == policy.metadata.generation
+        });
+        if !told {
+            ctx.events
+                .send(
+                    policy.object_ref(&()),
+                    Reason::PolicyRefused.event(),
+                    &message,
+                    jiff::Timestamp::now(),
+                )
+                .await;
+        }
+    }
+    let conditions = policy_conditions(
+        &live.conditions,
+        state,
+        refused,
+        message,
+        policy.metadata.generation,
+        jiff::Timestamp::now(),
     );
     let own = OwnStatus {
         observed_generation: policy.metadata.generation,
@@ -231,6 +262,43 @@ async fn reconcile(
             .await?;
     }
     Ok(Action::await_change())
+}
+
+/// A policy's conditions in `state`, from the live ones: `Ready` (True unless refused, the state
+/// as its reason) and the two kstatus reads: `Stalled` while refused (only its owner's fix moves
+/// it on; the catalog's progress of `PolicyRefused` with `cause`), never `Reconciling` (a policy
+/// is judged in one pass). `lastTransitionTime` moves only where a status changed.
+fn policy_conditions(
+    live: &[Condition],
+    state: PolicyState,
+    cause: Option<Cause>,
+    message: String,
+    generation: Option<i64>,
+    now: jiff::Timestamp,
+) -> Vec<Condition> {
+    let progress = match (state, cause) {
+        (PolicyState::Refused, cause) => {
+            Reason::PolicyRefused.progress(cause.unwrap_or(Cause::None))
+        }
+        _ => Progress::Settled,
+    };
+    let ready = Condition {
+        type_: ConditionType::Ready.as_str().to_owned(),
+        status: if state == PolicyState::Refused {
+            "False"
+        } else {
+            "True"
+        }
+        .to_owned(),
+        reason: state.as_str().to_owned(),
+        message,
+        observed_generation: generation,
+        last_transition_time: Time(now),
+    };
+    let [reconciling, stalled] = progress_conditions(progress, &ready);
+    let mut conditions = live.to_vec();
+    set_conditions(&mut conditions, [ready, reconciling, stalled]);
+    conditions
 }
 
 /// The part of a policy's status this reconciler writes: what every reconciler of the cluster
@@ -360,6 +428,17 @@ async fn remove_generated(ctx: &PolicyContext, name: &str) -> Result<(), PolicyC
     Ok(())
 }
 
+/// The `Ready` message of a refused policy: the cause, the field at fault and what is wrong,
+/// and what it means.
+fn refusal_message(problem: &PolicyError) -> String {
+    format!(
+        "refused (cause {}): {}; the policy enforces nothing until it is fixed (see {})",
+        problem.cause,
+        problem.describe(),
+        runbook_url(Reason::PolicyRefused)
+    )
+}
+
 fn error_policy(
     policy: Arc<ClientPolicy>,
     error: &PolicyControllerError,
@@ -374,6 +453,70 @@ mod tests {
     use nauthera_shared::resources::HeldResource;
 
     use super::*;
+
+    fn at(second: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(second).unwrap()
+    }
+
+    fn statuses(conditions: &[Condition]) -> Vec<(&str, &str, &str)> {
+        conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_policy_in_force_is_ready_and_a_refused_one_stalled() {
+        let in_force = policy_conditions(
+            &[],
+            PolicyState::AdmissionPolicyInPlace,
+            None,
+            "in place".into(),
+            Some(3),
+            at(10),
+        );
+        assert_eq!(
+            statuses(&in_force),
+            [
+                ("Ready", "True", "AdmissionPolicyInPlace"),
+                ("Reconciling", "False", "AdmissionPolicyInPlace"),
+                ("Stalled", "False", "AdmissionPolicyInPlace"),
+            ]
+        );
+        assert!(in_force.iter().all(|c| c.observed_generation == Some(3)));
+        let refused = policy_conditions(
+            &in_force,
+            PolicyState::Refused,
+            Some(Cause::CostLimit),
+            "refused (cause cost_limit)".into(),
+            Some(4),
+            at(20),
+        );
+        assert_eq!(
+            statuses(&refused),
+            [
+                ("Ready", "False", "PolicyRefused"),
+                ("Reconciling", "False", "PolicyRefused"),
+                ("Stalled", "True", "PolicyRefused"),
+            ]
+        );
+        assert_eq!(refused[2].message, "refused (cause cost_limit)");
+        let times: Vec<i64> = refused
+            .iter()
+            .map(|c| c.last_transition_time.0.as_second())
+            .collect();
+        assert_eq!(times, [20, 10, 20]);
+        // The same verdict again changes nothing, not even a time.
+        let again = policy_conditions(
+            &refused,
+            PolicyState::Refused,
+            Some(Cause::CostLimit),
+            "refused (cause cost_limit)".into(),
+            Some(4),
+            at(30),
+        );
+        assert_eq!(again, refused);
+    }
 
     fn held(namespace: &str) -> HeldResource {
         HeldResource {

@@ -25,7 +25,7 @@ use crate::decide::PolicyGate;
 use clients::ClientIndex;
 
 pub use clients::CountedClient;
-pub use controller::run_policy_controller;
+pub use controller::{PolicyReporting, run_policy_controller};
 pub use watch::follow_policy_inputs;
 
 /// The parts of the policy caches that must be listed before the first decision.

@@ -155,6 +155,8 @@ fn facts() -> DriftFacts<'static> {
         namespace_mapped: false,
         managed_elsewhere: None,
         history_restarted: false,
+        manifest_created: None,
+        orphaned_here: false,
     }
 }
 

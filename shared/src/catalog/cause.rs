@@ -36,10 +36,11 @@ pub enum Cause {
     ManagerConflict,
     /// A referenced object does not exist on the server (`REFERENCE_NOT_FOUND`).
     ReferenceNotFound,
-    /// A manifest this one depends on (the Organization manifest that serves its issuer, or the
-    /// Branding its `spec.brandingRef` names) exists in the cluster but is not Registered yet, so
-    /// this resource waits as Pending instead of being sent to the server; it proceeds by itself
-    /// as soon as that manifest registers.
+    /// Something this resource names is not there yet: a manifest it depends on (the
+    /// Organization manifest that serves its issuer, or the Branding its `spec.brandingRef`
+    /// names) is not Registered, or the Branding or Secret it names does not exist. It waits as
+    /// Pending instead of being sent to the server, and proceeds by itself as soon as that is
+    /// there; a registered resource whose Branding goes away says so with it.
     ReferenceNotReady,
     /// The server keeps an organization while it still holds clients, brandings or identity
     /// providers (`ORGANIZATION_NOT_EMPTY`); its deletion is retried until they are gone.
@@ -92,10 +93,25 @@ pub enum Cause {
     Claimed,
     /// Another reconciler's manager wrote over this resource's last write (a handover).
     TakenOver,
+    /// A ClientPolicy's namespace selector holds a label key, value or operator the API server
+    /// refuses (it would refuse the generated ValidatingAdmissionPolicy).
+    InvalidSelector,
+    /// A check generated from a ClientPolicy could cost more than the API server lets one CEL
+    /// expression cost, on a resource within its CRD's bounds.
+    CostLimit,
+    /// A check generated from a ClientPolicy does not compile, or its pattern would not mean
+    /// the same to the API server and the reconciler.
+    UncompilableRule,
+    /// The value in the Secret the manifest references (`spec.secret.secretRef`, an identity
+    /// provider's `secretRef`) changed, and the write sent the new value.
+    SecretChanged,
+    /// A new generation declares what a drift had changed on the server: the change is kept,
+    /// and adopted as the declared state.
+    DriftKept,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 35] = [
+    pub const ALL: [Cause; 40] = [
         Cause::None,
         Cause::FieldViolation,
         Cause::IdentityNotAllowed,
@@ -131,6 +147,11 @@ impl Cause {
         Cause::ApprovalRequired,
         Cause::Claimed,
         Cause::TakenOver,
+        Cause::InvalidSelector,
+        Cause::CostLimit,
+        Cause::UncompilableRule,
+        Cause::SecretChanged,
+        Cause::DriftKept,
     ];
 
     /// The metric label value, snake_case.
@@ -171,6 +192,11 @@ impl Cause {
             Cause::ApprovalRequired => "approval_required",
             Cause::Claimed => "claimed",
             Cause::TakenOver => "taken_over",
+            Cause::InvalidSelector => "invalid_selector",
+            Cause::CostLimit => "cost_limit",
+            Cause::UncompilableRule => "uncompilable_rule",
+            Cause::SecretChanged => "secret_changed",
+            Cause::DriftKept => "drift_kept",
         }
     }
 

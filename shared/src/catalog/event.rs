@@ -28,8 +28,8 @@ impl fmt::Display for EventType {
 }
 
 /// The `reason` of a Kubernetes event. Most follow a condition reason (the transition into it);
-/// `Applied`, `SecretDelivered`, `SecretRotated`, `SecretRemoved` and `DriftSuperseded` are
-/// events only.
+/// `Applied`, `SecretDelivered`, `SecretRotated`, `SecretRemoved`, `SecretChanged`,
+/// `ClientIdChanged`, `DriftSuperseded` and `DriftAdopted` are events only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum EventReason {
     /// A new generation of the manifest was written to the server.
@@ -50,6 +50,14 @@ pub enum EventReason {
     /// A new generation of the manifest was written over a drift: the change made on the
     /// server is discarded.
     DriftSuperseded,
+    /// A new generation of the manifest declares what a drift changed on the server: the
+    /// change is kept, adopted as the declared state.
+    DriftAdopted,
+    /// The value in the Secret the manifest references changed and was sent to the server.
+    SecretChanged,
+    /// A restore created a client the server no longer had, and the server gave it a new client
+    /// id: the applications configured with the old one must be given the new one.
+    ClientIdChanged,
     /// A minted client secret could not be written into its Secret.
     SecretUndeliverable,
     /// The Secret named by `spec.secret.secretRef` (or an identity provider's `secretRef`) is
@@ -81,12 +89,17 @@ pub enum EventReason {
     ManagedElsewhere,
     /// The object was taken over from another reconciler on request.
     TakenOver,
+    /// The reconciler refuses a ClientPolicy the API server would not enforce as generated.
+    PolicyRefused,
 }
 
 impl EventReason {
-    pub const ALL: [EventReason; 23] = [
+    pub const ALL: [EventReason; 27] = [
         EventReason::Applied,
         EventReason::DriftSuperseded,
+        EventReason::DriftAdopted,
+        EventReason::SecretChanged,
+        EventReason::ClientIdChanged,
         EventReason::Registered,
         EventReason::Pending,
         EventReason::Refused,
@@ -108,6 +121,7 @@ impl EventReason {
         EventReason::WaitingForApproval,
         EventReason::ManagedElsewhere,
         EventReason::TakenOver,
+        EventReason::PolicyRefused,
     ];
 
     /// The event's `reason`, CamelCase.
@@ -121,6 +135,9 @@ impl EventReason {
             EventReason::SecretRotated => "SecretRotated",
             EventReason::SecretRemoved => "SecretRemoved",
             EventReason::DriftSuperseded => "DriftSuperseded",
+            EventReason::DriftAdopted => "DriftAdopted",
+            EventReason::SecretChanged => "SecretChanged",
+            EventReason::ClientIdChanged => "ClientIdChanged",
             EventReason::SecretUndeliverable => "SecretUndeliverable",
             EventReason::SecretRefUnavailable => "SecretRefUnavailable",
             EventReason::Drifted => "Drifted",
@@ -136,6 +153,7 @@ impl EventReason {
             EventReason::WaitingForApproval => "WaitingForApproval",
             EventReason::ManagedElsewhere => "ManagedElsewhere",
             EventReason::TakenOver => "TakenOver",
+            EventReason::PolicyRefused => "PolicyRefused",
         }
     }
 
@@ -151,7 +169,9 @@ impl EventReason {
             | EventReason::Deleting
             | EventReason::Deleted
             | EventReason::Orphaned
-            | EventReason::TakenOver => EventType::Normal,
+            | EventReason::TakenOver
+            | EventReason::DriftAdopted
+            | EventReason::SecretChanged => EventType::Normal,
             EventReason::Refused
             | EventReason::SecretUndeliverable
             | EventReason::SecretRefUnavailable
@@ -164,7 +184,9 @@ impl EventReason {
             | EventReason::WaitingForApproval
             | EventReason::ManagedElsewhere
             | EventReason::DriftSuperseded
-            | EventReason::SecretRotated => EventType::Warning,
+            | EventReason::SecretRotated
+            | EventReason::ClientIdChanged
+            | EventReason::PolicyRefused => EventType::Warning,
         }
     }
 }

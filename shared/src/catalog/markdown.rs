@@ -2,10 +2,10 @@
 
 use std::fmt::Write as _;
 
-use super::{EventReason, Facts, Reason, ReasonEntry, placeholders_in, render};
+use super::{EventReason, Facts, Progress, Reason, ReasonEntry, placeholders_in, render};
 
 /// The command that regenerates the pages, named in their footers.
-pub const GENERATE_COMMAND: &str = "cargo run -p nauthera-shared --bin nauthera-generate";
+pub const GENERATE_COMMAND: &str = "cargo run -p nauthera-tests --bin nauthera-generate";
 
 /// The runbook page of one reason, with the placeholders `facts` know filled in.
 pub fn runbook_page(entry: &ReasonEntry, facts: &Facts) -> String {
@@ -14,29 +14,41 @@ pub fn runbook_page(entry: &ReasonEntry, facts: &Facts) -> String {
     // `write!` into a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(body, "# {}: {}\n", entry.reason, runbook.title);
     let _ = writeln!(body, "{}\n", runbook.summary);
-    let _ = writeln!(body, "| Ready | Phase | Event | Metric labels |");
-    let _ = writeln!(body, "|---|---|---|---|");
+    let _ = writeln!(
+        body,
+        "| Ready | Phase | Event | Metric labels | GitOps tools |"
+    );
+    let _ = writeln!(body, "|---|---|---|---|---|");
     let causes: Vec<String> = entry.causes.iter().map(|c| format!("`{c}`")).collect();
     let _ = writeln!(
         body,
-        "| {} | {} | `{}` ({}) | `reason=\"{}\"`, `cause`: {} |\n",
+        "| {} | {} | `{}` ({}) | `reason=\"{}\"`, `cause`: {} | {} |\n",
         entry.ready,
         entry.phase_text(),
         entry.event,
         entry.event.event_type(),
         entry.metric_label,
         causes.join(", "),
+        gitops_text(entry),
     );
 
     section(&mut body, "Meaning", runbook.meaning);
     section(&mut body, "Impact", runbook.impact);
 
     let _ = writeln!(body, "## Diagnosis\n");
-    let _ = writeln!(
-        body,
-        "`kubectl nauthera diagnose <kind>/<name> -n <ns>` runs the steps marked *checked* with \
-         the live facts filled in.\n"
-    );
+    if entry.reason.is_policy_own() {
+        let _ = writeln!(
+            body,
+            "`kubectl nauthera diagnose -f FILE` compiles a ClientPolicy of the file as the \
+             reconciler does and gives the same verdict, cause and message.\n"
+        );
+    } else {
+        let _ = writeln!(
+            body,
+            "`kubectl nauthera diagnose <kind>/<name> -n <ns>` runs the steps marked *checked* \
+             with the live facts filled in.\n"
+        );
+    }
     for (number, step) in runbook.diagnosis.iter().enumerate() {
         let _ = writeln!(body, "{}. {}\n", number + 1, step.text);
         let _ = writeln!(body, "   ```sh\n   {}\n   ```\n", step.command);
@@ -77,15 +89,29 @@ pub fn runbook_index() -> String {
          a resource enters it. `kubectl nauthera diagnose <kind>/<name> -n <ns>` shows the page of \
          a resource's reason with its live facts filled in.\n"
     );
-    let _ = writeln!(page, "| Reason | Ready | Phase | Summary | Page |");
-    let _ = writeln!(page, "|---|---|---|---|---|");
+    let _ = writeln!(
+        page,
+        "Every resource also carries the conditions GitOps tools read (kstatus, as Flux, \
+         `kubectl wait` and kustomize judge a custom resource): `Reconciling=True` while the \
+         reconciler works on it or waits for something that comes by itself, `Stalled=True` when \
+         only a person can move it on, neither when the generation is in force; each with the \
+         reason and message of `Ready`, and `observedGeneration` saying which generation was \
+         judged. The GitOps column says which, with the result kstatus and Argo CD's health \
+         checks (`deploy/argocd/`) give; [GitOps](../gitops.md) shows how to use them.\n"
+    );
+    let _ = writeln!(
+        page,
+        "| Reason | Ready | Phase | GitOps tools | Summary | Page |"
+    );
+    let _ = writeln!(page, "|---|---|---|---|---|---|");
     for reason in Reason::ALL {
         let entry = reason.entry();
         let _ = writeln!(
             page,
-            "| `{reason}` | {} | {} | {} | [{reason}.md]({reason}.md) |",
+            "| `{reason}` | {} | {} | {} | {} | [{reason}.md]({reason}.md) |",
             entry.ready,
             entry.phase_text(),
+            gitops_text(entry),
             entry.runbook.summary,
         );
     }
@@ -110,6 +136,39 @@ fn footer(prefix: &str) -> String {
         "{prefix}Generated from `shared/src/catalog` by `{GENERATE_COMMAND}`; edit the catalog, \
          not this page."
     )
+}
+
+/// What GitOps tools read from a reason: the condition that is True, with kstatus's result and
+/// Argo CD's health, and the causes that read otherwise.
+pub fn gitops_text(entry: &ReasonEntry) -> String {
+    let mut text = progress_words(entry.progress).to_owned();
+    let mut others: Vec<(Progress, Vec<String>)> = Vec::new();
+    for (cause, progress) in entry.progress_by_cause {
+        match others.iter_mut().find(|(p, _)| p == progress) {
+            Some((_, causes)) => causes.push(format!("`{cause}`")),
+            None => others.push((*progress, vec![format!("`{cause}`")])),
+        }
+    }
+    for (progress, causes) in others {
+        let _ = write!(
+            text,
+            "; with {}: {}",
+            causes.join(", "),
+            progress_words(progress)
+        );
+    }
+    text
+}
+
+fn progress_words(progress: Progress) -> &'static str {
+    match progress {
+        Progress::Settled => {
+            "neither `Reconciling` nor `Stalled` (kstatus Current, Argo CD Healthy)"
+        }
+        Progress::Reconciling => "`Reconciling=True` (kstatus InProgress, Argo CD Progressing)",
+        Progress::Stalled => "`Stalled=True` (kstatus Failed, Argo CD Degraded)",
+        Progress::AwaitsDecision => "`Stalled=True` (kstatus Failed, Argo CD Suspended)",
+    }
 }
 
 fn section(out: &mut String, heading: &str, paragraphs: &[&str]) {
@@ -143,8 +202,24 @@ fn event_meaning(event: EventReason) -> &'static str {
              removed (the manifest names another Secret, or generates none)"
         }
         EventReason::DriftSuperseded => {
-            "a new generation was written over a drift, discarding the change made on the server \
-             (`status.lastDrift` keeps who made it and what it changed)"
+            "a new generation was written over a drift, discarding the changes made on the \
+             server that it does not declare; the note names those fields (`status.lastDrift` \
+             keeps who made the change and what it changed)"
+        }
+        EventReason::DriftAdopted => {
+            "a new generation declares what a drift changed on the server: those changes are \
+             kept and adopted; the note names the fields and who made the change"
+        }
+        EventReason::SecretChanged => {
+            "the value in the Secret a manifest references (`spec.secret.secretRef`, an \
+             IdentityProvider's `secretRef`) changed and was sent to the server; the note names \
+             the Secret and key, never the value (a change of its labels or annotations alone \
+             sends nothing)"
+        }
+        EventReason::ClientIdChanged => {
+            "a restore created a client the server no longer had, and the server gave it a new \
+             client id; the note names both ids: every application configured with the old one \
+             must be given the new one"
         }
         EventReason::Registered => {
             "the resource enters `Registered`; when a write brought it there, the note tells the \
@@ -180,6 +255,11 @@ fn event_meaning(event: EventReason) -> &'static str {
         EventReason::TakenOver => {
             "the object was taken over from the manager `nauthera.io/take-over-from` named; \
              the note names it and the revision written over"
+        }
+        EventReason::PolicyRefused => {
+            "a ClientPolicy enters `PolicyRefused` (recorded on the ClientPolicy, in the \
+             `default` namespace), or is refused for another reason; the note names the cause, \
+             the field and the limit"
         }
     }
 }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cause::{Cause, RETRIED_CODES, code_label, is_retried};
 pub use event::{EventReason, EventType};
-pub use markdown::{GENERATE_COMMAND, runbook_index, runbook_page};
+pub use markdown::{GENERATE_COMMAND, gitops_text, runbook_index, runbook_page};
 pub use placeholder::{Facts, Placeholder, placeholders_in, render, unknown_placeholders};
 pub use runbook::{DiagnoseCheck, DiagnosisStep, Runbook};
 
@@ -84,11 +84,15 @@ pub enum Reason {
     WaitingForApproval,
     /// The object on the server is another reconciler's: it is never written over.
     ManagedElsewhere,
+    /// A ClientPolicy the API server would not enforce as generated (a namespace selector it
+    /// refuses, a check over its CEL cost limit): the reconciler refuses it, and it enforces
+    /// nothing until fixed. A reason of ClientPolicies, not of the resources they cover.
+    PolicyRefused,
 }
 
 impl Reason {
     /// Every reason, in catalog order (the order of the runbook index).
-    pub const ALL: [Reason; 17] = [
+    pub const ALL: [Reason; 18] = [
         Reason::Registered,
         Reason::Pending,
         Reason::Refused,
@@ -106,6 +110,7 @@ impl Reason {
         Reason::PolicyViolation,
         Reason::WaitingForApproval,
         Reason::ManagedElsewhere,
+        Reason::PolicyRefused,
     ];
 
     /// The condition reason, CamelCase.
@@ -128,6 +133,7 @@ impl Reason {
             Reason::PolicyViolation => "PolicyViolation",
             Reason::WaitingForApproval => "WaitingForApproval",
             Reason::ManagedElsewhere => "ManagedElsewhere",
+            Reason::PolicyRefused => "PolicyRefused",
         }
     }
 
@@ -151,6 +157,7 @@ impl Reason {
             Reason::PolicyViolation => &entries::POLICY_VIOLATION,
             Reason::WaitingForApproval => &entries::WAITING_FOR_APPROVAL,
             Reason::ManagedElsewhere => &entries::MANAGED_ELSEWHERE,
+            Reason::PolicyRefused => &entries::POLICY_REFUSED,
         }
     }
 
@@ -174,6 +181,11 @@ impl Reason {
         )
     }
 
+    /// Whether the reason is a ClientPolicy's rather than a resource's.
+    pub const fn is_policy_own(self) -> bool {
+        matches!(self, Reason::PolicyRefused)
+    }
+
     /// Whether the reason is one of the outcomes of deleting a manifest (recorded as events; the
     /// resource is gone soon after).
     pub const fn is_deletion_outcome(self) -> bool {
@@ -192,6 +204,11 @@ impl Reason {
     /// its own (for reasons that have one), see [`ReasonEntry::phase_for`].
     pub fn phase(self, retried: bool) -> Phase {
         self.entry().phase_for(retried)
+    }
+
+    /// What GitOps tools read from this reason with `cause`: see [`ReasonEntry::progress_for`].
+    pub fn progress(self, cause: Cause) -> Progress {
+        self.entry().progress_for(cause)
     }
 }
 
@@ -243,18 +260,107 @@ impl fmt::Display for Phase {
     }
 }
 
-/// The condition types the reconciler sets.
+/// The condition types the reconciler sets. `Reconciling` and `Stalled` are the two that kstatus
+/// (`sigs.k8s.io/cli-utils/pkg/kstatus/status`, which Flux, `kubectl` waiters and kustomize read)
+/// judges a custom resource by; `Ready` is the one people and `kubectl wait` read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ConditionType {
     /// The declared state is in force on the server and delivered.
     Ready,
+    /// The reconciler works on the generation, or waits for something that comes by itself.
+    Reconciling,
+    /// Only a person can move the resource on.
+    Stalled,
 }
 
 impl ConditionType {
+    /// Every type, in the order the status lists them.
+    pub const ALL: [ConditionType; 3] = [
+        ConditionType::Ready,
+        ConditionType::Reconciling,
+        ConditionType::Stalled,
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             ConditionType::Ready => "Ready",
+            ConditionType::Reconciling => "Reconciling",
+            ConditionType::Stalled => "Stalled",
         }
+    }
+}
+
+/// What a reason tells GitOps tools: which of the kstatus conditions is True. kstatus reads
+/// `Reconciling=True` as InProgress and `Stalled=True` as Failed; with neither, and
+/// `status.observedGeneration` equal to `metadata.generation`, the resource is Current.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Progress {
+    /// Nothing left to do: the generation is in force (`Ready=True`); kstatus says Current,
+    /// Argo CD Healthy.
+    Settled,
+    /// The reconciler works on it, or waits for something that comes by itself (a prerequisite,
+    /// the server, a retried failure, a deletion finishing): `Reconciling=True`, InProgress;
+    /// Argo CD Progressing.
+    Reconciling,
+    /// Only a person can move it on by fixing something (the manifest, the grant, RBAC, a
+    /// foreign Secret, another manager's claim): `Stalled=True`, Failed; Argo CD Degraded.
+    Stalled,
+    /// Only a person's decision moves it on, and the resource waits for it as it is (approve
+    /// the generation, restore or keep a drift; Argo CD offers the action): `Stalled=True`,
+    /// Failed; Argo CD Suspended.
+    AwaitsDecision,
+}
+
+impl Progress {
+    pub const ALL: [Progress; 4] = [
+        Progress::Settled,
+        Progress::Reconciling,
+        Progress::Stalled,
+        Progress::AwaitsDecision,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Progress::Settled => "Settled",
+            Progress::Reconciling => "Reconciling",
+            Progress::Stalled => "Stalled",
+            Progress::AwaitsDecision => "AwaitsDecision",
+        }
+    }
+
+    /// Whether the `Reconciling` condition is True.
+    pub const fn reconciling(self) -> bool {
+        matches!(self, Progress::Reconciling)
+    }
+
+    /// Whether the `Stalled` condition is True.
+    pub const fn stalled(self) -> bool {
+        matches!(self, Progress::Stalled | Progress::AwaitsDecision)
+    }
+
+    /// The kstatus result of a resource whose status judged its current generation.
+    pub const fn kstatus(self) -> &'static str {
+        match self {
+            Progress::Settled => "Current",
+            Progress::Reconciling => "InProgress",
+            Progress::Stalled | Progress::AwaitsDecision => "Failed",
+        }
+    }
+
+    /// The health Argo CD shows with the health checks under `deploy/argocd/`.
+    pub const fn argocd_health(self) -> &'static str {
+        match self {
+            Progress::Settled => "Healthy",
+            Progress::Reconciling => "Progressing",
+            Progress::Stalled => "Degraded",
+            Progress::AwaitsDecision => "Suspended",
+        }
+    }
+}
+
+impl fmt::Display for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -305,6 +411,11 @@ pub struct ReasonEntry {
     pub metric_label: &'static str,
     /// The causes reported with this reason (the `cause` label).
     pub causes: &'static [Cause],
+    /// What GitOps tools read from this reason (the `Reconciling` and `Stalled` conditions), for
+    /// every cause `progress_by_cause` does not list.
+    pub progress: Progress,
+    /// The causes (of `causes`) whose progress differs from `progress`.
+    pub progress_by_cause: &'static [(Cause, Progress)],
     pub runbook: Runbook,
 }
 
@@ -317,11 +428,124 @@ impl ReasonEntry {
         }
     }
 
+    /// What GitOps tools read from this reason with `cause`: Settled (Current), Reconciling
+    /// (InProgress) or Stalled (Failed).
+    pub fn progress_for(&self, cause: Cause) -> Progress {
+        self.progress_by_cause
+            .iter()
+            .find(|(listed, _)| *listed == cause)
+            .map_or(self.progress, |(_, progress)| *progress)
+    }
+
     /// "Error" or "Error (Pending while retried)", as the runbook pages say it.
     pub fn phase_text(&self) -> String {
         match self.phase_while_retried {
             Some(retried) => format!("{} ({} while retried)", self.phase, retried),
             None => self.phase.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settled_is_exactly_ready_true() {
+        for reason in Reason::ALL {
+            let entry = reason.entry();
+            for &cause in entry.causes {
+                let settled = entry.progress_for(cause) == Progress::Settled;
+                assert_eq!(
+                    settled,
+                    entry.ready == ReadyStatus::True,
+                    "{reason} with {cause}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn causes_with_their_own_progress_are_causes_of_the_reason() {
+        for reason in Reason::ALL {
+            let entry = reason.entry();
+            for (cause, progress) in entry.progress_by_cause {
+                assert!(entry.causes.contains(cause), "{reason}: {cause}");
+                assert_ne!(
+                    *progress, entry.progress,
+                    "{reason}: {cause} says nothing new"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn what_needs_a_person_stalls_and_what_comes_by_itself_reconciles() {
+        let cases = [
+            (Reason::Registered, Cause::None, Progress::Settled),
+            (Reason::Restored, Cause::Edited, Progress::Settled),
+            (Reason::Pending, Cause::None, Progress::Reconciling),
+            (Reason::Pending, Cause::Transient, Progress::Reconciling),
+            (
+                Reason::Pending,
+                Cause::ReferenceNotReady,
+                Progress::Reconciling,
+            ),
+            (Reason::Unreachable, Cause::Transient, Progress::Reconciling),
+            (
+                Reason::SecretUndeliverable,
+                Cause::Transient,
+                Progress::Reconciling,
+            ),
+            (
+                Reason::SecretUndeliverable,
+                Cause::ForeignSecret,
+                Progress::Stalled,
+            ),
+            (Reason::Refused, Cause::FieldViolation, Progress::Stalled),
+            (Reason::Refused, Cause::OutsideGrant, Progress::Stalled),
+            (Reason::Drifted, Cause::Edited, Progress::AwaitsDecision),
+            (
+                Reason::PolicyViolation,
+                Cause::PolicyRule,
+                Progress::Stalled,
+            ),
+            (
+                Reason::WaitingForApproval,
+                Cause::ApprovalRequired,
+                Progress::AwaitsDecision,
+            ),
+            (Reason::ManagedElsewhere, Cause::Claimed, Progress::Stalled),
+            (Reason::PolicyRefused, Cause::CostLimit, Progress::Stalled),
+            (
+                Reason::CredentialUnavailable,
+                Cause::Unreadable,
+                Progress::Reconciling,
+            ),
+            (
+                Reason::CredentialUnavailable,
+                Cause::Expired,
+                Progress::Stalled,
+            ),
+            (
+                Reason::Deleting,
+                Cause::OrganizationNotEmpty,
+                Progress::Reconciling,
+            ),
+            (Reason::Deleting, Cause::Forbidden, Progress::Stalled),
+        ];
+        for (reason, cause, progress) in cases {
+            assert_eq!(reason.progress(cause), progress, "{reason} with {cause}");
+        }
+    }
+
+    #[test]
+    fn the_gitops_text_names_the_causes_that_differ() {
+        let text = gitops_text(Reason::SecretUndeliverable.entry());
+        assert_eq!(
+            text,
+            "`Stalled=True` (kstatus Failed, Argo CD Degraded); with `transient`: \
+             `Reconciling=True` (kstatus InProgress, Argo CD Progressing)"
+        );
     }
 }

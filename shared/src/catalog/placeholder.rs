@@ -24,8 +24,8 @@ pub enum Placeholder {
     ReconcilerNamespace,
     /// `<reconciler-sa>`: the reconciler's ServiceAccount.
     ReconcilerServiceAccount,
-    /// `<client-id>`: the client id the server assigned.
-    ClientId,
+    /// `<audit-filter>`: the fields that select the object's audit records.
+    AuditFilter,
     /// `<slug>`: the organization's slug.
     Slug,
     /// `<policy>`: the ClientPolicy that holds the resource back.
@@ -45,7 +45,7 @@ impl Placeholder {
         Placeholder::ReconcilerTlsSecret,
         Placeholder::ReconcilerNamespace,
         Placeholder::ReconcilerServiceAccount,
-        Placeholder::ClientId,
+        Placeholder::AuditFilter,
         Placeholder::Slug,
         Placeholder::Policy,
         Placeholder::Generation,
@@ -62,7 +62,7 @@ impl Placeholder {
             Placeholder::ReconcilerTlsSecret => "<reconciler-tls-secret>",
             Placeholder::ReconcilerNamespace => "<reconciler-ns>",
             Placeholder::ReconcilerServiceAccount => "<reconciler-sa>",
-            Placeholder::ClientId => "<client-id>",
+            Placeholder::AuditFilter => "<audit-filter>",
             Placeholder::Slug => "<slug>",
             Placeholder::Policy => "<policy>",
             Placeholder::Generation => "<generation>",
@@ -88,10 +88,16 @@ impl Placeholder {
             }
             Placeholder::ReconcilerNamespace => "the reconciler's namespace",
             Placeholder::ReconcilerServiceAccount => "the reconciler's ServiceAccount",
-            Placeholder::ClientId => "the client id the server assigned (`status.clientId`)",
+            Placeholder::AuditFilter => {
+                "the fields that select the object's audit records: `\"clientId\": \"<id>\"` \
+                 with the client id the server assigned (`status.clientId`) for an OIDCClient, \
+                 `\"kind\": \"OBJECT_KIND_BRANDING\", \"name\": \"<name>\"` (or \
+                 `OBJECT_KIND_IDENTITY_PROVIDER`, `OBJECT_KIND_ORGANIZATION`) for the other kinds"
+            }
             Placeholder::Slug => "the organization's slug",
             Placeholder::Policy => {
-                "the ClientPolicy that holds the resource back (`status.policy.policy`)"
+                "the ClientPolicy that holds the resource back (`status.policy.policy`), or the \
+                 one refused"
             }
             Placeholder::Generation => "the resource's `metadata.generation`",
             Placeholder::Manager => {
@@ -255,7 +261,7 @@ mod tests {
             unknown_placeholders("<ns> <release-ns> <name> <b>x</b> a<b <Bad> <x-y>"),
             vec!["<release-ns>", "<b>", "<x-y>"]
         );
-        assert!(unknown_placeholders("<ns>/<client-id> <slug>").is_empty());
+        assert!(unknown_placeholders("<ns>/<audit-filter> <slug>").is_empty());
     }
 
     #[test]

@@ -11,8 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::Resource;
 use sha2::{Digest, Sha256};
 
-use super::CompiledPolicy;
 use super::cel_text::{string, string_list};
+use super::{Check, CompiledPolicy};
 use crate::resources::{ClientPolicy, PolicyKind};
 
 /// The label that marks the admission objects this reconciler generates.
@@ -81,11 +81,7 @@ pub fn admission_objects(
         .iter()
         .filter(|check| kinds.contains(&check.kind))
         .map(|check| Validation {
-            expression: format!(
-                "object.kind != {} || ({})",
-                string(check.kind.as_str()),
-                check.expression
-            ),
+            expression: validation_expression(check),
             message: Some(check.message.clone()),
             reason: Some("Invalid".to_owned()),
             ..Validation::default()
@@ -134,6 +130,16 @@ pub fn admission_objects(
         }),
     };
     Some((admission, binding))
+}
+
+/// The expression of a check as the admission policy holds it: every validation of a binding
+/// runs on every object it matches, so each one passes objects of the other kinds.
+pub fn validation_expression(check: &Check) -> String {
+    format!(
+        "object.kind != {} || ({})",
+        string(check.kind.as_str()),
+        check.expression
+    )
 }
 
 /// The ClientPolicy as the owner of what is generated from it.

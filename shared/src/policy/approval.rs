@@ -76,6 +76,10 @@ pub fn approval_standing(
     let record = ApprovalRecord {
         generation,
         digest: digest_of(spec, &fields),
+        field_digests: fields
+            .iter()
+            .map(|field| (field.clone(), digest_of(spec, std::slice::from_ref(field))))
+            .collect(),
         fields: fields.clone(),
     };
     if approvals.generations.contains(&generation) {
@@ -90,9 +94,28 @@ pub fn approval_standing(
     }
     ApprovalStanding::Waiting {
         policies: requiring.iter().map(|p| p.name.clone()).collect(),
-        fields,
+        fields: changed_fields(&record, recorded.filter(|_| written)),
         new_client: !written,
     }
+}
+
+/// The listed fields whose value differs from the last write: each one's digest compared with
+/// the recorded one; every listed field when nothing, or no digest per field, was recorded.
+fn changed_fields(record: &ApprovalRecord, recorded: Option<&ApprovalRecord>) -> Vec<String> {
+    let Some(recorded) = recorded.filter(|r| !r.field_digests.is_empty()) else {
+        return record.fields.clone();
+    };
+    let changed: Vec<String> = record
+        .fields
+        .iter()
+        .filter(|field| recorded.field_digests.get(*field) != record.field_digests.get(*field))
+        .cloned()
+        .collect();
+    // Same values under a different list of fields (a policy changed its list): name the list.
+    if changed.is_empty() {
+        return record.fields.clone();
+    }
+    changed
 }
 
 /// What waits for an approval, as the reconciler's condition and the plugin both say it:
@@ -103,6 +126,12 @@ pub fn waiting_for(new_client: bool, fields: &[String]) -> String {
     } else {
         format!("a change to {}", fields.join(", "))
     }
+}
+
+/// The plugin's command that approves the current generation of an OIDCClient, as the
+/// reconciler's condition, diagnose and the plugin's own refusals print it.
+pub fn approve_command(client: &str, namespace: &str) -> String {
+    format!("kubectl nauthera approve oidcclient/{client} -n {namespace}")
 }
 
 /// SHA-256 (hex) of the listed fields of `spec`, each as JSON under its name (absent: null).

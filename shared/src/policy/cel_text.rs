@@ -26,10 +26,23 @@ pub fn string_list<'a>(values: impl IntoIterator<Item = &'a str>) -> String {
     format!("[{}]", items.join(", "))
 }
 
+/// Whether `object.spec.<path>` is set: present and not `null`. The API server hands an
+/// admission policy the object as stored, where a nullable field may hold an explicit `null`
+/// that `has()` counts as present (and that no selection or macro may be applied to); the typed
+/// manifest the reconciler reads has no such field. Every read of a field goes through this, so
+/// that an explicit `null` means what leaving the field out means, in both places. The field is
+/// compared as `dyn`: the API server type-checks a policy's expressions against the resource's
+/// schema, where a list, string or boolean is never `null` (`_!=_` on `(list(string), null)` has
+/// no overload), and would report every such comparison in the policy's status.
+pub fn is_set(path: &str) -> String {
+    format!("(has(object.spec.{path}) && dyn(object.spec.{path}) != null)")
+}
+
 /// A field of `object.spec` with the default the schema gives it when the manifest leaves it out
-/// (the API server fills defaults in before admission, a local file has none).
+/// (the API server fills defaults in before admission, a local file has none) or sets it to
+/// `null`.
 pub fn spec_field_or(field: &str, default: &str) -> String {
-    format!("(has(object.spec.{field}) ? object.spec.{field} : {default})")
+    format!("({} ? object.spec.{field} : {default})", is_set(field))
 }
 
 /// Text matched literally by an RE2 (and Rust `regex`) pattern.

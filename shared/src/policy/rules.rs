@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::cel_text::{regex_literal, spec_field_or, string, string_list};
+use super::cel_text::{is_set, regex_literal, spec_field_or, string, string_list};
 use crate::resources::{
     ClientPolicy, PolicyKind, SecretSource, TokenEndpointAuthMethod, UriRule, UriScheme,
 };
@@ -153,7 +153,10 @@ pub fn checks(policy: &ClientPolicy) -> Vec<Check> {
                 Rule::Scopes,
                 kind,
                 "spec.scopes",
-                format!("!has(object.spec.scopes) || object.spec.scopes.all(s, s in {allowed})"),
+                format!(
+                    "!{} || object.spec.scopes.all(s, s in {allowed})",
+                    is_set("scopes")
+                ),
                 allows.clone(),
             );
         }
@@ -163,7 +166,10 @@ pub fn checks(policy: &ClientPolicy) -> Vec<Check> {
             Rule::RequirePkce,
             OidcClient,
             "spec.requirePkce",
-            "!has(object.spec.requirePkce) || object.spec.requirePkce == true".to_owned(),
+            format!(
+                "!{} || object.spec.requirePkce == true",
+                is_set("requirePkce")
+            ),
             "must be true (PKCE required)".to_owned(),
         );
     }
@@ -185,8 +191,11 @@ pub fn checks(policy: &ClientPolicy) -> Vec<Check> {
             Rule::AllowCustomCss,
             Branding,
             "spec.branding.customCss",
-            "!has(object.spec.branding) || !has(object.spec.branding.customCss) || object.spec.branding.customCss == ''"
-                .to_owned(),
+            format!(
+                "!{} || !{} || object.spec.branding.customCss == ''",
+                is_set("branding"),
+                is_set("branding.customCss")
+            ),
             "is not allowed: remove it".to_owned(),
         );
     }
@@ -194,11 +203,15 @@ pub fn checks(policy: &ClientPolicy) -> Vec<Check> {
         let public = format!("{} in ['none', 'private_key_jwt']", auth_method());
         let (held, allows) = match source {
             SecretSource::Generated => (
-                "has(object.spec.secret) && has(object.spec.secret.generate) && object.spec.secret.generate == true",
+                format!(
+                    "{} && {} && object.spec.secret.generate == true",
+                    is_set("secret"),
+                    is_set("secret.generate")
+                ),
                 "must be generate: true for a confidential client (no team-held secretRef)",
             ),
             SecretSource::SecretRef => (
-                "has(object.spec.secret) && has(object.spec.secret.secretRef)",
+                format!("{} && {}", is_set("secret"), is_set("secret.secretRef")),
                 "must name a team-held secretRef for a confidential client (not generate)",
             ),
         };
@@ -227,11 +240,60 @@ fn uri_check(field: &str, rule: &UriRule) -> (String, String) {
     let loopback = string(LOOPBACK_PATTERN);
     let each = if rule.allow_loopback {
         format!("u.matches({loopback}) || u.matches({general})")
+    } else if hosts_exclude_loopback(&rule.hosts) {
+        // No listed host can be a loopback host, so the general pattern refuses loopback by
+        // itself: matching every URI against the loopback pattern too would only cost (about a
+        // fifth of what the API server lets the check cost, with 50 long URIs).
+        format!("u.matches({general})")
     } else {
         format!("!u.matches({loopback}) && u.matches({general})")
     };
-    let expression = format!("!has(object.spec.{field}) || object.spec.{field}.all(u, {each})");
+    let expression = format!("!{} || object.spec.{field}.all(u, {each})", is_set(field));
     (expression, describe_uris(rule))
+}
+
+/// The patterns the URI rules generate that would not mean the same to the API server (Go's
+/// RE2) and to the reconciler, by the rule's field: none, as they are built from escaped
+/// literals and classes both dialects read alike; checked all the same, so that a change here
+/// cannot make the two disagree unseen.
+pub(super) fn pattern_problems(policy: &ClientPolicy) -> Vec<(String, String)> {
+    let rules = &policy.spec.rules;
+    let mut problems = Vec::new();
+    for (field, rule) in [
+        ("redirectUris", &rules.redirect_uris),
+        ("postLogoutRedirectUris", &rules.post_logout_redirect_uris),
+    ] {
+        let Some(rule) = rule else { continue };
+        for pattern in [LOOPBACK_PATTERN.to_owned(), uri_pattern(rule)] {
+            let problem = match crate::re2::translate(&pattern) {
+                Err(error) => Some(error),
+                Ok(found) if !found.differs.is_empty() => {
+                    Some(format!("it uses {}", found.differs.join(", ")))
+                }
+                Ok(_) => None,
+            };
+            if let Some(problem) = problem {
+                problems.push((format!("spec.rules.{field}"), problem));
+            }
+        }
+    }
+    problems
+}
+
+/// Whether no URI the general pattern allows on these hosts can have a loopback host: the list
+/// is not empty (any host, loopback included, when it is) and no host is `localhost` or
+/// `127.0.0.1` or a `*.` domain below which `127.0.0.1` is a name (`*.0.0.1`, `*.0.1`, `*.1`).
+/// A host is matched whole, between `://` and a port, a path or the end, and `[::1]` is no host
+/// a rule can list.
+fn hosts_exclude_loopback(hosts: &[String]) -> bool {
+    !hosts.is_empty()
+        && hosts.iter().all(|host| {
+            let host = host.to_ascii_lowercase();
+            match host.strip_prefix("*.") {
+                Some(domain) => !"127.0.0.1".ends_with(&format!(".{domain}")),
+                None => host != "localhost" && host != "127.0.0.1",
+            }
+        })
 }
 
 /// A loopback redirect URI (RFC 8252, section 7.3).

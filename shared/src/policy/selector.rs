@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
+use crate::kube_names;
+
 /// Whether the labels satisfy the selector: every `matchLabels` pair and every
 /// `matchExpressions` requirement. An empty selector matches everything.
 pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
@@ -27,26 +29,79 @@ pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> b
     by_labels && by_expressions
 }
 
-/// The problems the API server reports for a selector, by field path under `field`.
-pub fn problems(selector: &LabelSelector, field: &str) -> Vec<String> {
+/// One thing the API server refuses in a selector: the field (`<at>.matchLabels.env`,
+/// `<at>.matchExpressions[0].values[1]`) and apimachinery's message for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectorProblem {
+    pub field: String,
+    pub message: String,
+}
+
+/// What the API server refuses of a selector (`ValidateLabelSelector` without options, as it
+/// checks a ValidatingAdmissionPolicy's `namespaceSelector`), each under its field path below
+/// `at`: label keys are qualified names, label values at most 63 characters of
+/// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`, an operator one of In, NotIn, Exists and
+/// DoesNotExist, with values exactly for In and NotIn.
+pub fn problems(selector: &LabelSelector, at: &str) -> Vec<SelectorProblem> {
     let mut problems = Vec::new();
+    let mut add = |field: String, message: String| {
+        problems.push(SelectorProblem { field, message });
+    };
+    for (key, value) in selector.match_labels.iter().flatten() {
+        let field = format!("{at}.matchLabels{}", member(key));
+        for message in kube_names::qualified_name(key) {
+            add(field.clone(), format!("key {key:?}: {message}"));
+        }
+        for message in kube_names::label_value(value) {
+            add(field.clone(), format!("value {value:?}: {message}"));
+        }
+    }
     for (index, e) in selector.match_expressions.iter().flatten().enumerate() {
         let values = e.values.as_deref().unwrap_or_default();
-        let at = format!("{field}.matchExpressions[{index}]");
+        let field = format!("{at}.matchExpressions[{index}]");
         match e.operator.as_str() {
-            "In" | "NotIn" if values.is_empty() => problems.push(format!(
-                "{at}.values: must be specified when `operator` is 'In' or 'NotIn'"
-            )),
-            "Exists" | "DoesNotExist" if !values.is_empty() => problems.push(format!(
-                "{at}.values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            )),
+            "In" | "NotIn" if values.is_empty() => add(
+                format!("{field}.values"),
+                "must be specified when `operator` is 'In' or 'NotIn'".to_owned(),
+            ),
+            "Exists" | "DoesNotExist" if !values.is_empty() => add(
+                format!("{field}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'".to_owned(),
+            ),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => problems.push(format!(
-                "{at}.operator: \"{other}\" is not a valid label selector operator (In, NotIn, Exists, DoesNotExist)"
-            )),
+            other => add(
+                format!("{field}.operator"),
+                format!(
+                    "{other:?}: not a valid selector operator (In, NotIn, Exists, DoesNotExist)"
+                ),
+            ),
+        }
+        for message in kube_names::qualified_name(&e.key) {
+            add(format!("{field}.key"), format!("{:?}: {message}", e.key));
+        }
+        for (n, value) in values.iter().enumerate() {
+            for message in kube_names::label_value(value) {
+                add(
+                    format!("{field}.values[{n}]"),
+                    format!("{value:?}: {message}"),
+                );
+            }
         }
     }
     problems
+}
+
+/// A map key as a path shows it: `.env`, or `["app.kubernetes.io/name"]` when it is empty or
+/// holds anything but letters, digits, `-` and `_`.
+fn member(key: &str) -> String {
+    let plain = key
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if key.is_empty() || !plain {
+        format!("[{key:?}]")
+    } else {
+        format!(".{key}")
+    }
 }
 
 /// Reads a selector in the text form the API server's `labelSelector` parameter and `kubectl
@@ -214,60 +269,35 @@ impl Reader<'_> {
     }
 }
 
-/// A label key: an optional DNS subdomain prefix and `/`, then a name of up to 63 letters,
-/// digits, `-`, `_` and `.`, beginning and ending with a letter or digit.
+/// A label key: a qualified name (an optional DNS subdomain prefix and `/`, then a name of up
+/// to 63 letters, digits, `-`, `_` and `.`, beginning and ending with a letter or digit).
 fn check_key(key: &str) -> Result<(), String> {
     if key.is_empty() {
         return Err("a requirement lacks its label key".to_owned());
     }
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        let subdomain = !prefix.is_empty()
-            && prefix.len() <= 253
-            && prefix.split('.').all(|label| {
-                !label.is_empty()
-                    && label
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !label.starts_with('-')
-                    && !label.ends_with('-')
-            });
-        if !subdomain {
-            return Err(format!(
-                "{key:?} is not a label key: its prefix {prefix:?} is not a DNS subdomain"
-            ));
-        }
-    }
-    if name.is_empty() || !label_text(name) {
-        return Err(format!(
-            "{key:?} is not a label key: the name must be 1 to 63 letters, digits, '-', '_' or \
-             '.', beginning and ending with a letter or digit"
-        ));
-    }
-    Ok(())
-}
-
-/// A label value: empty, or like a key's name.
-fn check_value(value: &str) -> Result<(), String> {
-    if value.is_empty() || label_text(value) {
+    let problems = kube_names::qualified_name(key);
+    if problems.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "{value:?} is not a label value: up to 63 letters, digits, '-', '_' or '.', \
-             beginning and ending with a letter or digit"
+            "{key:?} is not a label key: {}",
+            problems.join("; ")
         ))
     }
 }
 
-fn label_text(text: &str) -> bool {
-    let alnum = |c: char| c.is_ascii_alphanumeric();
-    text.len() <= 63
-        && text.chars().all(|c| alnum(c) || "-_.".contains(c))
-        && text.starts_with(alnum)
-        && text.ends_with(alnum)
+/// A label value: empty, or up to 63 letters, digits, '-', '_' or '.', beginning and ending
+/// with a letter or digit.
+fn check_value(value: &str) -> Result<(), String> {
+    let problems = kube_names::label_value(value);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?} is not a label value: {}",
+            problems.join("; ")
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -333,6 +363,66 @@ mod tests {
         };
         assert!(!matches(&odd, &labels(&[("team", "a")])));
         assert_eq!(problems(&odd, "spec.match.namespaceSelector").len(), 1);
+    }
+
+    #[test]
+    fn selector_text_the_api_server_refuses_is_named_by_its_field() {
+        let at = "spec.match.namespaceSelector";
+        let selector = LabelSelector {
+            match_labels: Some(labels(&[
+                ("env", "prod eu"),
+                ("app.kubernetes.io/part-of", "shop"),
+                ("tier", &"x".repeat(64)),
+                ("bad key", "ok"),
+            ])),
+            match_expressions: Some(vec![
+                requirement("team", "In", &["a", "-b"]),
+                requirement("example.com/zone", "Exists", &[]),
+                requirement("Example.com/zone", "DoesNotExist", &[]),
+            ]),
+        };
+        let found: Vec<(String, String)> = problems(&selector, at)
+            .into_iter()
+            .map(|p| (p.field, p.message))
+            .collect();
+        let fields: Vec<&str> = found.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "spec.match.namespaceSelector.matchLabels[\"bad key\"]",
+                "spec.match.namespaceSelector.matchLabels.env",
+                "spec.match.namespaceSelector.matchLabels.tier",
+                "spec.match.namespaceSelector.matchExpressions[0].values[1]",
+                "spec.match.namespaceSelector.matchExpressions[2].key",
+            ],
+            "{found:#?}"
+        );
+        let env = &found[1].1;
+        assert!(
+            env.starts_with("value \"prod eu\": a valid label must be an empty string"),
+            "{env}"
+        );
+        assert!(
+            env.contains(
+                "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'"
+            ),
+            "{env}"
+        );
+        assert!(
+            found[2].1.contains("must be no more than 63 characters"),
+            "{found:#?}"
+        );
+        assert!(found[4].1.contains("prefix part"), "{found:#?}");
+
+        // What a real namespace can carry is accepted.
+        let fine = LabelSelector {
+            match_labels: Some(labels(&[
+                ("kubernetes.io/metadata.name", "team-a"),
+                ("env", ""),
+            ])),
+            match_expressions: Some(vec![requirement("env", "NotIn", &["dev", "test_1"])]),
+        };
+        assert_eq!(problems(&fine, at), Vec::new());
     }
 
     #[test]

@@ -115,8 +115,19 @@ pub fn admission_violations(document: &Value, old: Option<&Value>) -> Vec<Violat
             .into_iter()
             .filter(|o| !o.holds)
         {
-            let message = rule_message(&schema, outcome).unwrap_or(outcome.rule);
-            violations.push(Violation::new(outcome.at, message));
+            let (field, message) = match rule_declaration(&schema, outcome) {
+                // The field the rule names (`fieldPath`), as the API server reports it.
+                Some(declared) => (
+                    format!(
+                        "{}{}",
+                        outcome.at,
+                        declared["fieldPath"].as_str().unwrap_or_default()
+                    ),
+                    declared["message"].as_str().unwrap_or(outcome.rule),
+                ),
+                None => (outcome.at.to_owned(), outcome.rule),
+            };
+            violations.push(Violation::new(field, message));
         }
     }
     violations
@@ -168,8 +179,8 @@ pub(crate) fn rule_outcomes(kind: &str, document: &Value, old: Option<&Value>) -
     }
 }
 
-/// The message the schema gives a rule at its place.
-fn rule_message(schema: &Value, outcome: RuleOutcome) -> Option<&str> {
+/// The rule as the schema declares it at its place (its message and field path).
+fn rule_declaration(schema: &Value, outcome: RuleOutcome) -> Option<&Value> {
     let node = outcome
         .at
         .split('.')
@@ -177,8 +188,7 @@ fn rule_message(schema: &Value, outcome: RuleOutcome) -> Option<&str> {
     node.get("x-kubernetes-validations")?
         .as_array()?
         .iter()
-        .find(|rule| rule["rule"] == outcome.rule)?["message"]
-        .as_str()
+        .find(|rule| rule["rule"] == outcome.rule)
 }
 
 /// The OpenAPI checks the generated schemas use, as the API server applies them.
@@ -220,8 +230,9 @@ fn schema_violations(schema: &Value, value: &Value, path: &str, out: &mut Vec<Vi
                     format!("{chars} characters, at least {min} required"),
                 ));
             }
+            // The API server reads a pattern as Go's RE2 does (ASCII `\s`, `\d`, `\w`).
             if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
-                && regex::Regex::new(pattern).is_ok_and(|re| !re.is_match(text))
+                && compiled_pattern(pattern).is_some_and(|re| !re.is_match(text))
             {
                 let shown: String = text.chars().take(80).collect();
                 out.push(Violation::new(
@@ -288,4 +299,20 @@ fn schema_violations(schema: &Value, value: &Value, path: &str, out: &mut Vec<Vi
         )),
         (None, _) => {}
     }
+}
+
+/// A schema pattern compiled as the API server reads it, once per pattern (the schemas' patterns
+/// are few and fixed).
+fn compiled_pattern(pattern: &str) -> Option<regex::Regex> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static COMPILED: OnceLock<Mutex<HashMap<String, Option<regex::Regex>>>> = OnceLock::new();
+    let mut compiled = COMPILED
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    compiled
+        .entry(pattern.to_owned())
+        .or_insert_with(|| crate::re2::compile(pattern).ok())
+        .clone()
 }

@@ -30,6 +30,17 @@ use crate::branding::limits;
     doc = "A sign-in branding of an organization of nauthera-server, declared by this manifest.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason"),
+    printcolumn(
+        name = "Stalled",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Stalled\")].status"
+    ),
+    printcolumn(
+        name = "Reconciling",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Reconciling\")].status",
+        priority = 1
+    ),
     printcolumn(name = "Issuer", type_ = "string", json_path = ".spec.issuer"),
     printcolumn(name = "Revision", type_ = "string", json_path = ".status.revision"),
     printcolumn(

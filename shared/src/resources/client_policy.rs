@@ -39,6 +39,16 @@ const ISSUER_PATTERN: &str = super::common::ISSUER_PATTERN;
     derive = "PartialEq",
     doc = "Rules of the security team on what teams may register with nauthera-server.",
     printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Stalled",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Stalled\")].status"
+    ),
+    printcolumn(
         name = "Violations",
         type_ = "integer",
         json_path = ".status.violations"

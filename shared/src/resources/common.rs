@@ -3,8 +3,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// An `https://` URL without query or fragment, the form of every issuer URL.
-pub(crate) const ISSUER_PATTERN: &str = r"^https://[^\s/?#]+(/[^\s?#]*)?$";
+/// An `https://` URL without query or fragment, the form of every issuer URL. No whitespace as
+/// the API server reads `\s` (Go's RE2: `[\t\n\f\r ]`, ASCII only), written out so that the
+/// pattern means the same to every reader: Rust's `\s` would also refuse `\v` and Unicode spaces
+/// the API server admits.
+pub(crate) const ISSUER_PATTERN: &str = r"^https://[^\t\n\f\r /?#]+(/[^\t\n\f\r ?#]*)?$";
 
 /// A redirect URI: `https://`, or `http://` on a loopback address for native applications (the
 /// rule the server applies, checked here so that a typo is refused at `kubectl apply`). Printable

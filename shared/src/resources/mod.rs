@@ -30,19 +30,48 @@ pub use oidc_client::{
 pub use organization::{FapiMode, Organization, OrganizationSpec};
 pub use status::{
     ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
-    RestoreRecord, SupersededDrift, TakeOverRecord, ready_condition, set_condition,
+    RestoreRecord, SupersededDrift, TakeOverRecord, progress_conditions, ready_condition,
+    reason_conditions, set_condition, set_conditions,
 };
 
 /// The CustomResourceDefinitions of every kind, in a stable order.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
+    let mut crds = vec![
         OIDCClient::crd(),
         Branding::crd(),
         IdentityProvider::crd(),
         Organization::crd(),
         ClientPolicy::crd(),
         ClientApproval::crd(),
-    ]
+    ];
+    crds.iter_mut().for_each(default_unjudged_status);
+    crds
+}
+
+/// `status.observedGeneration` of an object the reconciler has not judged yet: no generation
+/// (they start at 1).
+pub const UNJUDGED_GENERATION: i64 = 0;
+
+/// Gives a kind with a status a default one, `{observedGeneration: 0}`, which the API server
+/// fills in on every read of an object whose status nobody wrote yet. A fresh object then reads
+/// as InProgress to kstatus (`observedGeneration` differs from `metadata.generation`) instead of
+/// Current, until the reconciler has judged it and written its conditions.
+fn default_unjudged_status(crd: &mut CustomResourceDefinition) {
+    for version in &mut crd.spec.versions {
+        let status = version
+            .schema
+            .as_mut()
+            .and_then(|schema| schema.open_api_v3_schema.as_mut())
+            .and_then(|schema| schema.properties.as_mut())
+            .and_then(|properties| properties.get_mut("status"));
+        if let Some(status) = status {
+            status.default = Some(
+                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON(
+                    serde_json::json!({ "observedGeneration": UNJUDGED_GENERATION }),
+                ),
+            );
+        }
+    }
 }
 
 /// The kinds that live in an organization named by `spec.issuer`.

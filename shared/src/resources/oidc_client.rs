@@ -20,6 +20,31 @@ pub(crate) mod rules {
         "!('authorization_code' in self.grantTypes) || size(self.redirectUris) > 0";
     pub const SECRET_SOURCES_EXCLUSIVE: &str = "!(self.generate && has(self.secretRef))";
     pub const SECRET_NAME_NEEDS_GENERATE: &str = "!has(self.secretName) || self.generate";
+    // `REDIRECT_URI_PATTERN` as a CEL string (each backslash doubled): a rule, not the schema's
+    // `pattern`, so that a refusal says what is allowed instead of printing the expression.
+    pub const REDIRECT_URIS_ALLOWED: &str = r"self.redirectUris.all(u, u.matches('^(https://[\\x21\\x22\\x24-\\x2e\\x30-\\x3e\\x40-\\x7e]+[\\x21\\x22\\x24-\\x7e]*|http://(127\\.0\\.0\\.1|\\[::1\\]|localhost)(:[0-9]{1,5})?([/?][\\x21\\x22\\x24-\\x7e]*)?)$'))";
+    pub const POST_LOGOUT_REDIRECT_URIS_ALLOWED: &str = r"self.postLogoutRedirectUris.all(u, u.matches('^(https://[\\x21\\x22\\x24-\\x2e\\x30-\\x3e\\x40-\\x7e]+[\\x21\\x22\\x24-\\x7e]*|http://(127\\.0\\.0\\.1|\\[::1\\]|localhost)(:[0-9]{1,5})?([/?][\\x21\\x22\\x24-\\x7e]*)?)$'))";
+}
+
+/// What a redirect URI may be, in the words of the refusal (a macro so that `concat!` can join
+/// it to each field's name).
+macro_rules! redirect_uri_rule {
+    () => {
+        "must be https://, or http:// on a loopback address (127.0.0.1, [::1] or localhost) for \
+         a native application, in printable ASCII without spaces or a fragment (#); a host with \
+         letters beyond ASCII in its punycode form (xn--...)"
+    };
+}
+
+/// Whether a redirect URI is one the rules allow: `REDIRECT_URI_PATTERN`, read as the API
+/// server reads it.
+fn redirect_uri_allowed(uri: &str) -> bool {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    PATTERN
+        .get_or_init(|| {
+            crate::re2::compile(REDIRECT_URI_PATTERN).expect("the redirect URI pattern compiles")
+        })
+        .is_match(uri)
 }
 
 /// The declared state of an OAuth client.
@@ -40,6 +65,17 @@ pub(crate) mod rules {
     doc = "An OAuth client of nauthera-server, declared by this manifest.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason"),
+    printcolumn(
+        name = "Stalled",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Stalled\")].status"
+    ),
+    printcolumn(
+        name = "Reconciling",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Reconciling\")].status",
+        priority = 1
+    ),
     printcolumn(name = "Client ID", type_ = "string", json_path = ".status.clientId"),
     printcolumn(name = "Revision", type_ = "string", json_path = ".status.revision"),
     printcolumn(
@@ -67,6 +103,16 @@ pub(crate) mod rules {
     {
         "rule": rules::AUTHORIZATION_CODE_NEEDS_REDIRECT,
         "message": "the authorization_code grant needs at least one entry in spec.redirectUris"
+    },
+    {
+        "rule": rules::REDIRECT_URIS_ALLOWED,
+        "fieldPath": ".redirectUris",
+        "message": concat!("every redirect URI ", redirect_uri_rule!())
+    },
+    {
+        "rule": rules::POST_LOGOUT_REDIRECT_URIS_ALLOWED,
+        "fieldPath": ".postLogoutRedirectUris",
+        "message": concat!("every post-logout redirect URI ", redirect_uri_rule!())
     }
 ]))]
 pub struct OIDCClientSpec {
@@ -82,11 +128,11 @@ pub struct OIDCClientSpec {
     /// Allowed redirect URIs: `https://`, or `http://` on a loopback address (127.0.0.1, [::1],
     /// localhost) for native applications.
     #[serde(default)]
-    #[schemars(length(max = 50), inner(length(max = 2048), regex(pattern = REDIRECT_URI_PATTERN)))]
+    #[schemars(length(max = 50), inner(length(max = 2048)))]
     pub redirect_uris: Vec<String>,
     /// Allowed post-logout redirect URIs; same rules as `redirectUris`.
     #[serde(default)]
-    #[schemars(length(max = 50), inner(length(max = 2048), regex(pattern = REDIRECT_URI_PATTERN)))]
+    #[schemars(length(max = 50), inner(length(max = 2048)))]
     pub post_logout_redirect_uris: Vec<String>,
     /// OAuth grant types.
     #[serde(default = "OIDCClientSpec::default_grant_types")]
@@ -142,6 +188,20 @@ impl OIDCClientSpec {
                 rules::AUTHORIZATION_CODE_NEEDS_REDIRECT,
                 !self.grant_types.contains(&GrantType::AuthorizationCode)
                     || !self.redirect_uris.is_empty(),
+            ),
+            RuleOutcome::new(
+                "spec",
+                rules::REDIRECT_URIS_ALLOWED,
+                self.redirect_uris
+                    .iter()
+                    .all(|uri| redirect_uri_allowed(uri)),
+            ),
+            RuleOutcome::new(
+                "spec",
+                rules::POST_LOGOUT_REDIRECT_URIS_ALLOWED,
+                self.post_logout_redirect_uris
+                    .iter()
+                    .all(|uri| redirect_uri_allowed(uri)),
             ),
         ];
         // Rules of an object apply only when the object is there.

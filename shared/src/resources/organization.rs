@@ -35,6 +35,17 @@ const SLUG_PATTERN: &str = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
     doc = "An organization (tenant) of nauthera-server, declared by this manifest.",
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason"),
+    printcolumn(
+        name = "Stalled",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Stalled\")].status"
+    ),
+    printcolumn(
+        name = "Reconciling",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Reconciling\")].status",
+        priority = 1
+    ),
     printcolumn(name = "Slug", type_ = "string", json_path = ".spec.slug"),
     printcolumn(
         name = "Issuer",

@@ -1,22 +1,26 @@
 //! The status every kind shares. `spec` belongs to the manifest; `status` to the reconciler.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Cause, ConditionType, Phase, Reason};
+use crate::catalog::{Cause, ConditionType, Phase, Progress, Reason};
 
 use super::common::LocalRef;
 
 /// What the reconciler last found and did. Every field is optional: a resource the reconciler has
-/// not seen yet has no status, and each kind fills in the fields that apply to it.
+/// not judged yet has only the CRD's default, `observedGeneration: 0` (so GitOps tools read it as
+/// in progress), and each kind fills in the fields that apply to it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Kubernetes conditions, one per type (`Ready`).
+    /// Kubernetes conditions, one per type: `Ready`, and `Reconciling` and `Stalled` for GitOps
+    /// tools (kstatus), each with the reason, the message and the generation judged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
@@ -46,8 +50,13 @@ pub struct ResourceStatus {
     pub cause: Option<Cause>,
     /// The stable reason the server gave with its answer (an `ErrorReason` name such as
     /// `OUTSIDE_GRANT`), when the reason comes from one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_reason: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "server_reason_field"
+    )]
+    #[schemars(schema_with = "server_reason_schema")]
+    pub server_reason: Option<nauthera_proto::v1::ErrorReason>,
     /// The OAuth client id the server assigned (OIDCClient).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
@@ -175,6 +184,9 @@ pub struct ApprovalRecord {
     pub fields: Vec<String>,
     /// SHA-256 of those fields' values, hex.
     pub digest: String,
+    /// SHA-256 of each field's value, hex, by field: which of them a later generation changes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub field_digests: BTreeMap<String, String>,
 }
 
 /// A drift that a new generation of the manifest was written over, as the Drifted runbook says
@@ -188,9 +200,27 @@ pub struct SupersededDrift {
     pub generation: i64,
     /// The revision that generation was written as.
     pub revision: String,
+    /// The fields of the drift that generation declares as the server held them: the change
+    /// to them was kept (adopted as the declared state), not discarded. The other fields of
+    /// `drift.fields` were discarded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub kept: Vec<String>,
     /// When it was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_at: Option<Time>,
+}
+
+impl SupersededDrift {
+    /// The fields of the drift the generation wrote over (not kept).
+    pub fn discarded(&self) -> Vec<&str> {
+        self.drift
+            .fields
+            .iter()
+            .filter(|field| !self.kept.contains(field))
+            .map(String::as_str)
+            .collect()
+    }
 }
 
 /// A restore request (the annotation `nauthera.io/restore=true`) as the reconciler carried it out.
@@ -202,6 +232,10 @@ pub struct RestoreRecord {
     /// request had none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
+    /// Who asked: the field manager that set the restore annotation, as the API server's
+    /// managedFields record it (`kubectl-nauthera`, `kubectl-annotate`, a GitOps controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
     /// `Restored`: the declared state was written back over the drift; `NotDrifted`: nothing
     /// had drifted when the request was carried out, so nothing was written.
     pub outcome: RestoreOutcome,
@@ -322,6 +356,40 @@ mod cause_field {
     }
 }
 
+fn server_reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": "The stable reason the server gave with its answer (an `ErrorReason` name such as `OUTSIDE_GRANT`), when the reason comes from one."
+    })
+}
+
+/// A server reason as its `ErrorReason` name; one this version does not know, or the
+/// unspecified one, reads as absent.
+mod server_reason_field {
+    use nauthera_proto::v1::ErrorReason;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        reason: &Option<ErrorReason>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match reason {
+            Some(reason) => serializer.serialize_str(reason.as_str_name()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<ErrorReason>, D::Error> {
+        let word = Option::<String>::deserialize(deserializer)?;
+        Ok(word
+            .as_deref()
+            .and_then(ErrorReason::from_str_name)
+            .filter(|reason| *reason != ErrorReason::Unspecified))
+    }
+}
+
 fn reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "string",
@@ -355,6 +423,57 @@ pub fn ready_condition(
         observed_generation,
         last_transition_time: now,
     }
+}
+
+/// The conditions of a reason with its cause: `Ready` (as [`ready_condition`]), and the two
+/// kstatus reads, `Reconciling` and `Stalled`, True as the catalog says the reason and cause are
+/// ([`Reason::progress`]). Each carries the reason and the generation judged; the True one (or
+/// `Ready`) also the message.
+pub fn reason_conditions(
+    reason: Reason,
+    cause: Cause,
+    message: impl Into<String>,
+    observed_generation: Option<i64>,
+    now: Time,
+) -> [Condition; 3] {
+    let ready = ready_condition(reason, message, observed_generation, now);
+    let [reconciling, stalled] = progress_conditions(reason.progress(cause), &ready);
+    [ready, reconciling, stalled]
+}
+
+/// The `Reconciling` and `Stalled` conditions that go with a `Ready` condition, for a resource
+/// whose progress is `progress`: the one that is True repeats `Ready`'s reason and message, a
+/// False one its reason alone. Also for kinds whose `Ready` reasons are their own (ClientPolicy).
+pub fn progress_conditions(progress: Progress, ready: &Condition) -> [Condition; 2] {
+    let condition = |type_: ConditionType, on: bool| Condition {
+        type_: variant_name(type_),
+        status: if on { "True" } else { "False" }.to_owned(),
+        reason: ready.reason.clone(),
+        message: if on {
+            ready.message.clone()
+        } else {
+            String::new()
+        },
+        observed_generation: ready.observed_generation,
+        last_transition_time: ready.last_transition_time.clone(),
+    };
+    [
+        condition(ConditionType::Reconciling, progress.reconciling()),
+        condition(ConditionType::Stalled, progress.stalled()),
+    ]
+}
+
+/// Puts every condition of `new` into `conditions` with [`set_condition`]; returns whether
+/// anything changed.
+pub fn set_conditions(
+    conditions: &mut Vec<Condition>,
+    new: impl IntoIterator<Item = Condition>,
+) -> bool {
+    let mut changed = false;
+    for condition in new {
+        changed |= set_condition(conditions, condition);
+    }
+    changed
 }
 
 /// Puts `condition` into `conditions`, replacing the one of the same type. `lastTransitionTime`
@@ -443,6 +562,100 @@ mod tests {
             ready(Reason::Registered, "ok", 30)
         ));
         assert_eq!(conditions[0].last_transition_time, at(10));
+    }
+
+    fn conditions(reason: Reason, cause: Cause, now: i64) -> Vec<Condition> {
+        reason_conditions(reason, cause, format!("{reason} message"), Some(2), at(now)).to_vec()
+    }
+
+    fn statuses(conditions: &[Condition]) -> Vec<(&str, &str)> {
+        conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn in_force_is_ready_and_neither_reconciling_nor_stalled() {
+        let all = conditions(Reason::Registered, Cause::None, 1);
+        assert_eq!(
+            statuses(&all),
+            [
+                ("Ready", "True"),
+                ("Reconciling", "False"),
+                ("Stalled", "False")
+            ]
+        );
+        assert!(all.iter().all(|c| c.reason == "Registered"));
+        assert!(all.iter().all(|c| c.observed_generation == Some(2)));
+        assert_eq!(all[0].message, "Registered message");
+        assert_eq!(all[1].message, "");
+    }
+
+    #[test]
+    fn waiting_for_what_comes_by_itself_is_reconciling() {
+        for (reason, cause) in [
+            (Reason::Pending, Cause::ReferenceNotReady),
+            (Reason::Pending, Cause::Transient),
+            (Reason::Unreachable, Cause::Transient),
+            (Reason::SecretUndeliverable, Cause::Transient),
+        ] {
+            let all = conditions(reason, cause, 1);
+            assert_eq!(all[1].status, "True", "{reason} {cause}");
+            assert_eq!(all[2].status, "False", "{reason} {cause}");
+            assert_eq!(all[1].message, format!("{reason} message"));
+        }
+    }
+
+    #[test]
+    fn what_needs_a_person_is_stalled_with_the_reason_and_message() {
+        for (reason, cause) in [
+            (Reason::Refused, Cause::FieldViolation),
+            (Reason::Drifted, Cause::Edited),
+            (Reason::PolicyViolation, Cause::PolicyRule),
+            (Reason::WaitingForApproval, Cause::ApprovalRequired),
+            (Reason::SecretUndeliverable, Cause::ForeignSecret),
+            (Reason::ManagedElsewhere, Cause::Claimed),
+        ] {
+            let all = conditions(reason, cause, 1);
+            assert_eq!(
+                statuses(&all),
+                [
+                    ("Ready", "False"),
+                    ("Reconciling", "False"),
+                    ("Stalled", "True")
+                ],
+                "{reason} {cause}"
+            );
+            assert_eq!(all[2].reason, reason.as_str());
+            assert_eq!(all[2].message, format!("{reason} message"));
+        }
+    }
+
+    #[test]
+    fn transition_times_move_only_for_the_conditions_whose_status_changed() {
+        let mut live = conditions(Reason::Pending, Cause::Transient, 10);
+        assert!(set_conditions(
+            &mut live,
+            conditions(Reason::Refused, Cause::FieldViolation, 20)
+        ));
+        // Ready: Unknown -> False; Reconciling: True -> False; Stalled: False -> True.
+        assert!(live.iter().all(|c| c.last_transition_time == at(20)));
+        assert!(set_conditions(
+            &mut live,
+            conditions(Reason::Drifted, Cause::Edited, 30)
+        ));
+        assert!(live.iter().all(|c| c.last_transition_time == at(20)));
+        assert!(!set_conditions(
+            &mut live,
+            conditions(Reason::Drifted, Cause::Edited, 40)
+        ));
+        assert!(set_conditions(
+            &mut live,
+            conditions(Reason::Registered, Cause::None, 50)
+        ));
+        let times: Vec<&Time> = live.iter().map(|c| &c.last_transition_time).collect();
+        assert_eq!(times, [&at(50), &at(20), &at(50)]);
     }
 
     #[test]

@@ -102,19 +102,54 @@ fn every_crd_has_the_printer_columns() {
     let expected = [
         (
             "OIDCClient",
-            vec!["Phase", "Reason", "Client ID", "Revision", "Issuer", "Age"],
+            vec![
+                "Phase",
+                "Reason",
+                "Stalled",
+                "Reconciling",
+                "Client ID",
+                "Revision",
+                "Issuer",
+                "Age",
+            ],
         ),
         (
             "Branding",
-            vec!["Phase", "Reason", "Issuer", "Revision", "Age"],
+            vec![
+                "Phase",
+                "Reason",
+                "Stalled",
+                "Reconciling",
+                "Issuer",
+                "Revision",
+                "Age",
+            ],
         ),
         (
             "IdentityProvider",
-            vec!["Phase", "Reason", "Kind", "Issuer", "Revision", "Age"],
+            vec![
+                "Phase",
+                "Reason",
+                "Stalled",
+                "Reconciling",
+                "Kind",
+                "Issuer",
+                "Revision",
+                "Age",
+            ],
         ),
         (
             "Organization",
-            vec!["Phase", "Reason", "Slug", "Issuer", "Revision", "Age"],
+            vec![
+                "Phase",
+                "Reason",
+                "Stalled",
+                "Reconciling",
+                "Slug",
+                "Issuer",
+                "Revision",
+                "Age",
+            ],
         ),
     ];
     for (kind, names) in expected {
@@ -137,6 +172,14 @@ fn every_crd_has_the_printer_columns() {
         assert_eq!(path("Reason"), ".status.reason");
         assert_eq!(path("Revision"), ".status.revision");
         assert_eq!(path("Age"), ".metadata.creationTimestamp");
+        assert_eq!(
+            path("Stalled"),
+            ".status.conditions[?(@.type==\"Stalled\")].status"
+        );
+        assert_eq!(
+            path("Reconciling"),
+            ".status.conditions[?(@.type==\"Reconciling\")].status"
+        );
     }
     let client = crd_json("OIDCClient");
     let columns = client["spec"]["versions"][0]["additionalPrinterColumns"]
@@ -277,6 +320,78 @@ fn every_schema_is_structural() {
             }
             assert_structural(&root["properties"][top], &format!("{kind}.{top}"));
         }
+    }
+}
+
+/// Every `pattern` of a schema, with its path.
+fn patterns(schema: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+        out.push((path.to_owned(), pattern.to_owned()));
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            patterns(property, &format!("{path}.{name}"), out);
+        }
+    }
+    for nested in ["items", "additionalProperties"] {
+        if let Some(inner) = schema.get(nested).filter(|inner| inner.is_object()) {
+            patterns(inner, &format!("{path}[*]"), out);
+        }
+    }
+}
+
+#[test]
+fn every_pattern_means_the_same_to_the_api_server_and_to_rust() {
+    // The API server reads patterns as Go's RE2; the reconciler, the plugin and the emulator
+    // with the regex crate. The generated schemas use nothing the two read differently (`\s`,
+    // `\d`, `\w`, `\b`, a `[` or `&&` inside a class, ...), so that every reader agrees without
+    // translating; `crate::re2` translates all the same where this project reads them.
+    let mut found = Vec::new();
+    for crd in crds() {
+        let kind = crd.spec.names.kind.clone();
+        let crd = serde_json::to_value(crd).unwrap();
+        patterns(
+            &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+            &kind,
+            &mut found,
+        );
+    }
+    assert!(found.len() > 10, "{found:?}");
+    for (path, pattern) in &found {
+        let translated = crate::re2::translate(pattern)
+            .unwrap_or_else(|error| panic!("{path}: {pattern}: {error}"));
+        assert!(
+            translated.differs.is_empty(),
+            "{path}: {pattern} is read otherwise by Go and Rust: {:?}",
+            translated.differs
+        );
+        regex::Regex::new(pattern).unwrap_or_else(|error| panic!("{path}: {error}"));
+    }
+}
+
+#[test]
+fn an_issuer_with_a_space_go_does_not_know_is_admitted_as_the_api_server_admits_it() {
+    let client = |issuer: &str| {
+        serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1",
+            "kind": "OIDCClient",
+            "metadata": {"name": "web", "namespace": "team-a"},
+            "spec": {"issuer": issuer, "tokenEndpointAuthMethod": "none", "grantTypes": ["client_credentials"], "responseTypes": []},
+        })
+    };
+    // A no-break space is no space to Go's RE2 `\s`: the API server admits it.
+    assert_eq!(
+        admission_violations(&client("https://login.example.com/acme\u{a0}eu"), None),
+        Vec::new()
+    );
+    // An ASCII space or tab is one: refused, with the pattern.
+    for issuer in [
+        "https://login.example.com/acme eu",
+        "https://login.example.com/acme\teu",
+    ] {
+        let refused = admission_violations(&client(issuer), None);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert_eq!(refused[0].field, "spec.issuer");
     }
 }
 
@@ -613,7 +728,7 @@ fn control_characters_and_look_alike_hosts_are_refused_at_admission() {
         assert!(
             errors
                 .iter()
-                .any(|e| e.starts_with("spec.redirectUris[0]: ")),
+                .any(|e| e.starts_with("spec.redirectUris: every redirect URI must be https://")),
             "{uri:?}: {errors:?}"
         );
     }
@@ -864,4 +979,37 @@ fn the_envelope_is_checked() {
         .map(|v| v.field)
         .collect();
     assert_eq!(fields, ["apiVersion", "metadata.name"]);
+}
+
+#[test]
+fn a_status_nobody_wrote_reads_as_unjudged() {
+    for crd in crds() {
+        let kind = crd.spec.names.kind.clone();
+        let crd = serde_json::to_value(crd).unwrap();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+        match kind.as_str() {
+            // An approval is the security team's input; the reconciler writes nothing into it.
+            "ClientApproval" => assert!(schema.get("status").is_none()),
+            _ => assert_eq!(
+                schema["status"]["default"],
+                serde_json::json!({"observedGeneration": UNJUDGED_GENERATION}),
+                "{kind}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn the_redirect_uri_rules_quote_the_redirect_uri_pattern() {
+    use super::common::REDIRECT_URI_PATTERN;
+    use super::oidc_client::rules;
+    let quoted = crate::policy::cel_text::string(REDIRECT_URI_PATTERN);
+    assert_eq!(
+        rules::REDIRECT_URIS_ALLOWED,
+        format!("self.redirectUris.all(u, u.matches({quoted}))")
+    );
+    assert_eq!(
+        rules::POST_LOGOUT_REDIRECT_URIS_ALLOWED,
+        format!("self.postLogoutRedirectUris.all(u, u.matches({quoted}))")
+    );
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use nauthera_fake_server::pki::{self, ServerTls, TestCa, write_atomically};
+use nauthera_fake_server::pki::{
+    self, ServerTls, TestCa, write_atomically, write_private_atomically,
+};
 use nauthera_fake_server::{ClientCertOptions, FakeServer, FakeServerConfig, IssuedCert};
 
 /// A fake nauthera-server for tests and the sandbox.
@@ -147,7 +149,7 @@ fn generate(dir: &Path, config: &FakeServerConfig) -> anyhow::Result<ServerTls> 
     let server = ca.issue_server(&[config.server_name.as_str(), "localhost", "127.0.0.1"])?;
     let client = ca.issue_client(&ClientCertOptions::identity(&config.client_identity))?;
     write_atomically(&dir.join(CA_CERT), ca.cert_pem())?;
-    write_atomically(&dir.join(SERVER_KEY), &server.key_pem)?;
+    write_private_atomically(&dir.join(SERVER_KEY), &server.key_pem)?;
     write_atomically(&dir.join(SERVER_CERT), &server.cert_pem)?;
     pki::write_tls_dir(&dir.join(CLIENT_DIR), &client, &[ca.cert_pem()])?;
     for more in &config.client_identities {

@@ -216,8 +216,22 @@ impl TestCa {
 }
 
 /// Writes `contents` to `path` by renaming a temporary file over it, so a reader never sees a
-/// half-written file (the kubelet swaps a Secret's files atomically too).
+/// half-written file (the kubelet swaps a Secret's files atomically too). For certificates and
+/// CA bundles; a private key goes through [`write_private_atomically`].
 pub fn write_atomically(path: &Path, contents: &str) -> Result<(), PkiError> {
+    write_atomically_with_mode(path, contents, 0o644)
+}
+
+/// [`write_atomically`] for a file only its owner may read (mode 0600): a private key. The
+/// temporary file is created with that mode, so the key is never readable by others, not even
+/// before the rename.
+pub fn write_private_atomically(path: &Path, contents: &str) -> Result<(), PkiError> {
+    write_atomically_with_mode(path, contents, 0o600)
+}
+
+fn write_atomically_with_mode(path: &Path, contents: &str, mode: u32) -> Result<(), PkiError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let error = |source| PkiError::Write {
         path: path.to_owned(),
         source,
@@ -226,21 +240,33 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), PkiError> {
         std::fs::create_dir_all(parent).map_err(error)?;
     }
     let temporary = path.with_extension("tmp-write");
-    std::fs::write(&temporary, contents).map_err(error)?;
+    // A leftover temporary file would keep its old mode: start from none.
+    match std::fs::remove_file(&temporary) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(error(e)),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&temporary)
+        .map_err(error)?;
+    file.write_all(contents.as_bytes()).map_err(error)?;
+    drop(file);
     std::fs::rename(&temporary, path).map_err(error)
 }
 
 /// Writes `tls.crt`, `tls.key` and `ca.crt` into `dir` (created when missing), like a mounted
 /// cert-manager Secret. `ca_pems` are concatenated into `ca.crt` (several CAs during a rotation).
 pub fn write_tls_dir(dir: &Path, cert: &IssuedCert, ca_pems: &[&str]) -> Result<(), PkiError> {
-    write_atomically(&dir.join("tls.key"), &cert.key_pem)?;
+    write_private_atomically(&dir.join("tls.key"), &cert.key_pem)?;
     write_atomically(&dir.join("tls.crt"), &cert.cert_pem)?;
     write_ca_bundle(dir, ca_pems)
 }
 
 /// Replaces the client certificate and key in a folder written by [`write_tls_dir`].
 pub fn rotate_client_certificate(dir: &Path, cert: &IssuedCert) -> Result<(), PkiError> {
-    write_atomically(&dir.join("tls.key"), &cert.key_pem)?;
+    write_private_atomically(&dir.join("tls.key"), &cert.key_pem)?;
     write_atomically(&dir.join("tls.crt"), &cert.cert_pem)
 }
 

@@ -83,7 +83,6 @@ pub fn admit(
     old: Option<&Value>,
     validation: FieldValidation,
 ) -> ApiResult<Admitted> {
-    let creating = old.is_none();
     let mut admitted = Admitted::default();
     let name = object
         .pointer("/metadata/name")
@@ -96,10 +95,8 @@ pub fn admit(
             check_immutable(info, old, object, &name)?;
         }
         ("", "configmaps") => check_immutable(info, old, object, &name)?,
-        ("", "namespaces") if creating => {
-            object["status"] = json!({"phase": "Active"});
-            object["spec"] = json!({"finalizers": ["kubernetes"]});
-        }
+        ("", "events") => crate::events::canonical(object),
+        ("", "namespaces") => prepare_namespace(object, old, &name),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let defined = resource_from_crd(object)?;
             let causes = crate::validation_rules::check_definition(object);
@@ -160,6 +157,50 @@ pub fn admit(
         }
     }
     Ok(admitted)
+}
+
+/// The label the API server gives every namespace, its name as the value.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// A namespace as the API server prepares it: created `Active` with the `kubernetes` finalizer
+/// (added to any the client sent), its finalizers kept as they were on an update (only the
+/// `finalize` subresource changes them), and the label `kubernetes.io/metadata.name` set to its
+/// name on every write, whatever the client sent in it or whether it removed it.
+fn prepare_namespace(object: &mut Value, old: Option<&Value>, name: &str) {
+    match old {
+        None => {
+            object["status"] = json!({"phase": "Active"});
+            let mut finalizers: Vec<Value> = object
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if !finalizers.iter().any(|f| f == "kubernetes") {
+                finalizers.push(json!("kubernetes"));
+            }
+            if !object["spec"].is_object() {
+                object["spec"] = json!({});
+            }
+            object["spec"]["finalizers"] = Value::Array(finalizers);
+        }
+        Some(old) => match old.pointer("/spec/finalizers") {
+            Some(finalizers) => {
+                if !object["spec"].is_object() {
+                    object["spec"] = json!({});
+                }
+                object["spec"]["finalizers"] = finalizers.clone();
+            }
+            None => {
+                if let Some(spec) = object["spec"].as_object_mut() {
+                    spec.remove("finalizers");
+                }
+            }
+        },
+    }
+    if !object["metadata"]["labels"].is_object() {
+        object["metadata"]["labels"] = json!({});
+    }
+    object["metadata"]["labels"][NAMESPACE_NAME_LABEL] = json!(name);
 }
 
 /// A Secret or ConfigMap marked `immutable: true` keeps its data and the mark.

@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use cel::objects::{Key, Map, OptionalValue};
 use cel::parser::PrattParser;
 use cel::{Context, Env, ExecutionError, Value as CelValue};
@@ -85,7 +85,7 @@ pub fn env() -> Arc<Env> {
 }
 
 /// Whether the environment declares a function (or a namespaced one such as `optional.of`).
-fn declares_function(name: &str) -> bool {
+pub fn declares_function(name: &str) -> bool {
     static KNOWN: OnceLock<std::sync::Mutex<HashMap<String, bool>>> = OnceLock::new();
     let probe = || {
         // Adding a function the environment already declares is refused: a lookup by name.
@@ -113,7 +113,7 @@ impl Program {
     /// Compiles `source` where only `declared` variables exist; the error is the API server's
     /// `ERROR: <input>:line:column: ...` text with the offending line. Call within [`sandbox`].
     pub fn compile(source: &str, declared: &[&str]) -> Result<Program, String> {
-        let expr = PrattParser::new()
+        let mut expr = PrattParser::new()
             .enable_optional_syntax(true)
             .max_expression_node_count(MAX_NODES)
             .error_reporting_limit(10)
@@ -124,6 +124,7 @@ impl Program {
                 "ERROR: <input>:1:1: expression recursion limit exceeded: {MAX_DEPTH}"
             ));
         }
+        as_re2(&mut expr);
         let mut found = Found::default();
         collect(&expr, &mut Vec::new(), &mut found);
         let Found {
@@ -163,6 +164,88 @@ impl Program {
     /// Evaluates in `context`; the error is CEL's message. Call within [`sandbox`].
     pub fn evaluate(&self, context: &Context) -> Result<CelValue, String> {
         CelValue::resolve(&self.expr, context).map_err(|e| describe(&e))
+    }
+
+    /// What evaluating in `context` costs, as the API server charges it (see `cel_cost`), or
+    /// `Exceeded` once past `limit`. Call within [`sandbox`].
+    pub fn cost(
+        &self,
+        context: &Context,
+        statics: &crate::cel_cost::Statics,
+        limit: u64,
+    ) -> Result<u64, crate::cel_cost::Exceeded> {
+        crate::cel_cost::measure(&self.expr, context, statics, limit)
+    }
+
+    /// The parsed expression.
+    pub fn expr(&self) -> &IdedExpr {
+        &self.expr
+    }
+}
+
+/// Rewrites the literal patterns of `matches` as RE2 reads them (see `re2`): the crate's
+/// `matches` is Rust's `regex`, whose `\s`, `\d` and `\w` are Unicode. A pattern computed at
+/// run time keeps Rust's reading. Recursive: only called on trees no deeper than `MAX_DEPTH`.
+fn as_re2(node: &mut IdedExpr) {
+    if let Expr::Call(call) = &mut node.expr
+        && call.func_name == "matches"
+    {
+        let pattern = if call.target.is_some() {
+            call.args.first_mut()
+        } else {
+            call.args.get_mut(1)
+        };
+        if let Some(IdedExpr {
+            expr: Expr::Literal(LiteralValue::String(text)),
+            ..
+        }) = pattern
+        {
+            *text = crate::re2::translate(text.inner()).into();
+        }
+    }
+    match &mut node.expr {
+        Expr::Call(call) => {
+            if let Some(target) = call.target.as_deref_mut() {
+                as_re2(target);
+            }
+            call.args.iter_mut().for_each(as_re2);
+        }
+        Expr::Comprehension(c) => {
+            for child in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                as_re2(child);
+            }
+        }
+        Expr::List(list) => list.elements.iter_mut().for_each(as_re2),
+        Expr::Map(map) => {
+            for entry in &mut map.entries {
+                match &mut entry.expr {
+                    EntryExpr::MapEntry(e) => {
+                        as_re2(&mut e.key);
+                        as_re2(&mut e.value);
+                    }
+                    EntryExpr::StructField(f) => as_re2(&mut f.value),
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            for entry in &mut s.entries {
+                match &mut entry.expr {
+                    EntryExpr::MapEntry(e) => {
+                        as_re2(&mut e.key);
+                        as_re2(&mut e.value);
+                    }
+                    EntryExpr::StructField(f) => as_re2(&mut f.value),
+                }
+            }
+        }
+        Expr::Select(select) => as_re2(&mut select.operand),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
     }
 }
 
@@ -531,6 +614,23 @@ mod tests {
         assert_eq!(
             eval("self.n == 3 && self.n > 2.5", json!({"n": 3})),
             Ok(true.into())
+        );
+    }
+
+    #[test]
+    fn literal_patterns_read_as_re2() {
+        // A no-break space is not `\s` to the API server, nor `٣` a digit.
+        assert_eq!(
+            eval("self.s.matches('^\\\\s$')", json!({"s": "\u{a0}"})),
+            Ok(false.into())
+        );
+        assert_eq!(
+            eval("self.s.matches('^\\\\s$')", json!({"s": " "})),
+            Ok(true.into())
+        );
+        assert_eq!(
+            eval("matches(self.s, '^\\\\d$')", json!({"s": "٣"})),
+            Ok(false.into())
         );
     }
 

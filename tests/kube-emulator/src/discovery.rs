@@ -8,8 +8,8 @@ use crate::registry::{Registry, ResourceInfo};
 pub fn version() -> Value {
     json!({
         "major": "1",
-        "minor": "33",
-        "gitVersion": "v1.33.0-nauthera-emulator",
+        "minor": "34",
+        "gitVersion": "v1.34.0-nauthera-emulator",
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2025-01-01T00:00:00Z",
@@ -251,7 +251,7 @@ pub fn openapi_document(registry: &Registry, path: &str) -> Option<Value> {
     any.then(|| {
         json!({
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": "v1.33.0"},
+            "info": {"title": "Kubernetes", "version": "v1.34.0"},
             "paths": paths,
             "components": {"schemas": schemas},
         })

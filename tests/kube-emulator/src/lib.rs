@@ -10,14 +10,17 @@ mod admission;
 mod admission_policy;
 mod authz;
 mod cel;
+mod cel_cost;
 mod discovery;
+mod event_validation;
 mod events;
 mod gc;
 mod ids;
-mod kubeconfig;
+pub mod kubeconfig;
 mod managed_fields;
 mod objects;
 mod protobuf;
+mod re2;
 mod registry;
 mod requests;
 mod schema;
@@ -69,6 +72,10 @@ pub struct Options {
     pub bookmark_interval: Duration,
     /// The port on 127.0.0.1; 0 picks a free one.
     pub port: u16,
+    /// How often admission policies and bindings are loaded into force after they change: the
+    /// API server's refresh period (one second), so a new policy is enforced a moment after it
+    /// is written, not at once.
+    pub policy_refresh_interval: Duration,
     /// Log files served as pods' logs (`pods/<name>/log`), by (namespace, pod name). Nothing
     /// runs pods here: whoever starts the emulator says which file stands for which pod.
     pub pod_logs: BTreeMap<(String, String), PathBuf>,
@@ -79,6 +86,7 @@ impl Default for Options {
         Self {
             bookmark_interval: Duration::from_secs(1),
             port: 0,
+            policy_refresh_interval: Duration::from_secs(1),
             pod_logs: BTreeMap::new(),
         }
     }
@@ -96,6 +104,7 @@ pub struct Emulator {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
     collector: JoinHandle<()>,
+    policies: JoinHandle<()>,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -137,6 +146,10 @@ impl Emulator {
             pod_logs: options.pod_logs,
         });
         seed(&state).map_err(StartError::Seed)?;
+        let policies = tokio::spawn(admission_policy::loader::run(
+            store.clone(),
+            options.policy_refresh_interval,
+        ));
         let collector = tokio::spawn(gc::run(store));
         let router = axum::Router::new()
             .fallback(server::handle)
@@ -158,6 +171,7 @@ impl Emulator {
             shutdown: Some(shutdown),
             server: Some(server),
             collector,
+            policies,
         })
     }
 
@@ -252,6 +266,7 @@ impl Emulator {
         // Open watches would hold graceful shutdown; end them.
         self.state.compactions.send_modify(|n| *n += 1);
         self.collector.abort();
+        self.policies.abort();
     }
 }
 
@@ -269,6 +284,7 @@ fn seed(state: &AppState) -> Result<(), ApiError> {
         dry_run: false,
         force: false,
         validation: FieldValidation::Ignore,
+        group: String::new(),
         version: "v1".into(),
         requester: None,
     };

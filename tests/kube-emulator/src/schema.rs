@@ -171,19 +171,58 @@ pub fn apply_defaults(value: &mut Value, schema: &Value) {
     }
 }
 
-/// Validates a whole object (its root fields other than apiVersion, kind and metadata); `old`
-/// is the stored object on an update (for transition rules, and to ratchet what it leaves as
-/// it was).
-pub fn validate_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
-    validate_object_root(object, schema, old)
+/// One walk of validation: the schema's own checks, or the CEL rules, which the API server runs
+/// after them as a pass of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Schema,
+    Rules,
 }
 
-fn validate_object_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
+/// Causes after which the API server runs no rule: a wrong type, a value not in the enum, a
+/// missing required field, a string or list over its limit.
+const BLOCKING: &[&str] = &[
+    "FieldValueTypeInvalid",
+    "FieldValueNotSupported",
+    "FieldValueRequired",
+    "FieldValueTooLong",
+    "FieldValueTooMany",
+];
+
+/// Validates a whole object (its root fields other than apiVersion, kind and metadata); `old`
+/// is the stored object on an update (for transition rules, and to ratchet what it leaves as
+/// it was). The schema's checks come first; the CEL rules run only when none of them found a
+/// blocking problem, as in the API server, which otherwise says so in a cause of its own.
+pub fn validate_root(object: &Value, schema: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
+    validate_object_root(object, schema, old, Pass::Schema, &mut causes);
+    if crate::validation_rules::has_rules(schema) {
+        if causes.iter().any(|c| BLOCKING.contains(&c.kind)) {
+            causes.push(Cause {
+                kind: "FieldValueInvalid",
+                message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+                field: "<nil>".into(),
+            });
+        } else {
+            validate_object_root(object, schema, old, Pass::Rules, &mut causes);
+        }
+    }
+    causes
+}
+
+fn validate_object_root(
+    object: &Value,
+    schema: &Value,
+    old: Option<&Value>,
+    pass: Pass,
+    causes: &mut Vec<Cause>,
+) {
     let Some(map) = object.as_object() else {
-        return causes;
+        return;
     };
-    if let Some(required) = schema["required"].as_array() {
+    if pass == Pass::Schema
+        && let Some(required) = schema["required"].as_array()
+    {
         for field in required.iter().filter_map(Value::as_str) {
             if !matches!(field, "apiVersion" | "kind" | "metadata") && !map.contains_key(field) {
                 causes.push(required_cause(field));
@@ -201,13 +240,15 @@ fn validate_object_root(object: &Value, schema: &Value, old: Option<&Value>) -> 
                     child_schema,
                     key,
                     old.and_then(|o| o.get(key)),
-                    &mut causes,
+                    pass,
+                    causes,
                 );
             }
         }
     }
-    crate::validation_rules::evaluate(object, schema, "", old, &mut causes);
-    causes
+    if pass == Pass::Rules {
+        crate::validation_rules::evaluate(object, schema, "", old, causes);
+    }
 }
 
 fn required_cause(field: &str) -> Cause {
@@ -266,6 +307,7 @@ fn validate(
     schema: &Value,
     path: &str,
     old: Option<&Value>,
+    pass: Pass,
     causes: &mut Vec<Cause>,
 ) {
     // Ratcheting, as the API server does by default since 1.30: a value an update leaves as it
@@ -273,7 +315,28 @@ fn validate(
     // later does not refuse writes that leave an older value alone. Transition rules are the
     // exception: they still run.
     if let Some(old) = old.filter(|old| *old == value) {
-        transition_rules(value, schema, path, old, causes);
+        if pass == Pass::Rules {
+            transition_rules(value, schema, path, old, causes);
+        }
+        return;
+    }
+    if pass == Pass::Rules {
+        // The schema pass found nothing blocking: only the walk and the rules are left.
+        match value {
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+                    for (index, item) in items.iter().enumerate() {
+                        let path = format!("{path}[{index}]");
+                        validate(item, item_schema, &path, None, pass, causes);
+                    }
+                }
+            }
+            Value::Object(map) => validate_object(map, schema, path, old, pass, causes),
+            _ => {}
+        }
+        if !value.is_null() && schema["x-kubernetes-int-or-string"].as_bool() != Some(true) {
+            crate::validation_rules::evaluate(value, schema, path, old, causes);
+        }
         return;
     }
     if value.is_null() {
@@ -393,14 +456,14 @@ fn validate(
             }
             if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
                 for (index, item) in items.iter().enumerate() {
-                    validate(item, item_schema, &format!("{path}[{index}]"), None, causes);
+                    let path = format!("{path}[{index}]");
+                    validate(item, item_schema, &path, None, pass, causes);
                 }
             }
         }
-        Value::Object(map) => validate_object(map, schema, path, old, causes),
+        Value::Object(map) => validate_object(map, schema, path, old, pass, causes),
         _ => {}
     }
-    crate::validation_rules::evaluate(value, schema, path, old, causes);
 }
 
 /// The transition rules of an unchanged value and of everything under it. List items are left
@@ -436,7 +499,7 @@ fn matches_pattern(pattern: &str, text: &str) -> bool {
     };
     compiled
         .entry(pattern.to_owned())
-        .or_insert_with(|| regex::Regex::new(pattern).ok())
+        .or_insert_with(|| regex::Regex::new(&crate::re2::translate(pattern)).ok())
         .as_ref()
         .is_some_and(|re| re.is_match(text))
 }
@@ -446,9 +509,12 @@ fn validate_object(
     schema: &Value,
     path: &str,
     old: Option<&Value>,
+    pass: Pass,
     causes: &mut Vec<Cause>,
 ) {
-    if let Some(required) = schema["required"].as_array() {
+    if pass == Pass::Schema
+        && let Some(required) = schema["required"].as_array()
+    {
         for field in required.iter().filter_map(Value::as_str) {
             if !map.contains_key(field) {
                 causes.push(required_cause(&join(path, field)));
@@ -465,6 +531,7 @@ fn validate_object(
                 child_schema,
                 &join(path, key),
                 old.and_then(|o| o.get(key)),
+                pass,
                 causes,
             );
         }
@@ -575,9 +642,10 @@ mod tests {
             fields(json!({"spec": {"issuer": "http://b", "policy": "Keep"}})),
             ["spec"]
         );
+        // A value outside the enum blocks the rules, as the API server says in a cause.
         assert_eq!(
             fields(json!({"spec": {"issuer": "https://b", "policy": "Drop"}})),
-            ["spec.policy"]
+            ["spec.policy", "<nil>"]
         );
         assert_eq!(validate_root(&status_write, &schema, None).len(), 2);
     }

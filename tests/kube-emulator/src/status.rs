@@ -157,10 +157,14 @@ impl ApiError {
         } else {
             format!("{kind}.{group}")
         };
-        let summary: Vec<String> = causes
-            .iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect();
+        // Each distinct cause once in the message, as the API server's aggregate prints them.
+        let mut summary: Vec<String> = Vec::new();
+        for cause in &causes {
+            let line = format!("{}: {}", cause.field, cause.message);
+            if !summary.contains(&line) {
+                summary.push(line);
+            }
+        }
         let message = match summary.len() {
             1 => format!("{qualified} \"{name}\" is invalid: {}", summary[0]),
             _ => format!(

@@ -83,6 +83,9 @@ pub struct Store {
     /// The changes of each watched resource: a watch wakes for its own resource only, as the
     /// API server's watch cache serves each resource apart.
     watched: HashMap<ResourceKey, broadcast::Sender<Arc<Event>>>,
+    /// The admission policies and bindings in force: loaded from the stored ones a moment after
+    /// they change, as the API server's informers load them (see `admission_policy::loader`).
+    pub admission: Arc<crate::admission_policy::Loaded>,
 }
 
 /// How many changes of one resource a watch may fall behind before it is expired.
@@ -100,6 +103,7 @@ impl Default for Store {
             compacted_at: 1,
             events,
             watched: HashMap::new(),
+            admission: Arc::default(),
         }
     }
 }

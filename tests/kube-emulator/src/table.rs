@@ -58,7 +58,14 @@ pub fn columns(info: &ResourceInfo, version: &str) -> Vec<PrinterColumn> {
         ("", "configmaps") => vec![column("Data", "integer", "#count(.data)", 0), age],
         ("", "namespaces") => vec![column("Status", "string", ".status.phase", 0), age],
         ("", "events") => vec![
-            column("Last Seen", "date", ".lastTimestamp", 0),
+            // As the API server prints it: a series' last observation, else the last time,
+            // else the first, else the time of an event written through events.k8s.io.
+            column(
+                "Last Seen",
+                "date",
+                "#first(.series.lastObservedTime,.lastTimestamp,.firstTimestamp,.eventTime)",
+                0,
+            ),
             column("Type", "string", ".type", 0),
             column("Reason", "string", ".reason", 0),
             column("Object", "string", "#object(.involvedObject)", 0),
@@ -210,7 +217,17 @@ fn cell(object: &Value, column: &PrinterColumn, now: i64) -> Value {
         };
         return json!(format!("{}/{}", number(ready), number(wanted)));
     }
-    let found = json_path(object, path);
+    let found = match path
+        .strip_prefix("#first(")
+        .and_then(|p| p.strip_suffix(')'))
+    {
+        Some(paths) => paths
+            .split(',')
+            .map(|p| json_path(object, p))
+            .find(|found| found.iter().any(|v| !v.is_null()))
+            .unwrap_or_default(),
+        None => json_path(object, path),
+    };
     let value = match found.as_slice() {
         [] => return Value::Null,
         [one] => (*one).clone(),
@@ -416,6 +433,27 @@ mod tests {
         assert_eq!(first(".spec.uris[1]"), Some(json!("b")));
         assert_eq!(json_path(&object, ".status.conditions[*].type").len(), 2);
         assert!(json_path(&object, ".spec.missing").is_empty());
+    }
+
+    #[test]
+    fn an_event_with_only_an_event_time_shows_when_it_was_last_seen() {
+        let info = crate::registry::builtins()
+            .into_iter()
+            .find(|info| info.group.is_empty() && info.plural == "events")
+            .unwrap();
+        let last_seen = columns(&info, "v1").remove(0);
+        let now = jiff::Timestamp::now().as_second();
+        let ago = |seconds: i64| {
+            jiff::Timestamp::from_second(now - seconds)
+                .unwrap()
+                .strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+                .to_string()
+        };
+        let event = json!({"eventTime": ago(190), "lastTimestamp": null});
+        assert_eq!(cell(&event, &last_seen, now), json!("3m10s"));
+        let series =
+            json!({"eventTime": ago(600), "series": {"count": 3, "lastObservedTime": ago(5)}});
+        assert_eq!(cell(&series, &last_seen, now), json!("5s"));
     }
 
     fn widget_info() -> ResourceInfo {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::cel::{self, Program};
 use crate::status::Cause;
@@ -35,7 +35,7 @@ fn compiled(source: &str) -> Compiled {
 }
 
 /// Whether a schema holds any rule.
-fn has_rules(schema: &Value) -> bool {
+pub fn has_rules(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
             map.contains_key("x-kubernetes-validations") || map.values().any(has_rules)
@@ -78,7 +78,7 @@ pub fn check_definition(crd: &Value) -> Vec<Cause> {
     cel::sandbox(|| {
         let mut causes = Vec::new();
         for (path, schema) in roots {
-            check_schema(schema, &path, &mut causes);
+            check_schema(schema, &path, None, &mut causes);
         }
         causes
     })
@@ -91,7 +91,38 @@ pub fn check_definition(crd: &Value) -> Vec<Cause> {
     })
 }
 
-fn check_schema(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+/// `uncorrelatable`: the path of the outermost enclosing list that is not a `map` list, whose
+/// items an update cannot pair with the stored ones, so no rule under it may read `oldSelf`.
+fn check_schema(schema: &Value, path: &str, uncorrelatable: Option<&str>, causes: &mut Vec<Cause>) {
+    // Children first, as the API server reports them.
+    if let Some(properties) = schema["properties"].as_object() {
+        for (key, child) in properties {
+            check_schema(
+                child,
+                &format!("{path}.properties[{key}]"),
+                uncorrelatable,
+                causes,
+            );
+        }
+    }
+    if let Some(child) = schema.get("items").filter(|c| c.is_object()) {
+        // Only the items of a `map` list are paired by key.
+        let unpaired = (schema["x-kubernetes-list-type"].as_str() != Some("map")).then_some(path);
+        check_schema(
+            child,
+            &format!("{path}.items"),
+            uncorrelatable.or(unpaired),
+            causes,
+        );
+    }
+    if let Some(child) = schema.get("additionalProperties").filter(|c| c.is_object()) {
+        check_schema(
+            child,
+            &format!("{path}.additionalProperties"),
+            uncorrelatable,
+            causes,
+        );
+    }
     if let Some(rules) = schema["x-kubernetes-validations"].as_array() {
         for (i, rule) in rules.iter().enumerate() {
             let field = |child: &str| format!("{path}.x-kubernetes-validations[{i}].{child}");
@@ -104,15 +135,41 @@ fn check_schema(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
                 });
                 continue;
             }
-            if let Err(error) = compiled(text).as_ref() {
-                causes.push(Cause {
+            let uses_old_self = match compiled(text).as_ref() {
+                Err(error) => {
+                    causes.push(Cause {
+                        kind: "FieldValueInvalid",
+                        message: format!(
+                            "Invalid value: {}: compilation failed: {error}",
+                            go_rule(rule)
+                        ),
+                        field: field("rule"),
+                    });
+                    false
+                }
+                Ok(program) => program.uses("oldSelf"),
+            };
+            match (uses_old_self, uncorrelatable) {
+                (true, Some(list)) => causes.push(Cause {
                     kind: "FieldValueInvalid",
                     message: format!(
-                        "Invalid value: {}: compilation failed: {error}",
-                        go_rule(rule)
+                        "Invalid value: {}: oldSelf cannot be used on the uncorrelatable portion of the schema within {list}",
+                        crate::schema::quoted(&rule["rule"])
                     ),
                     field: field("rule"),
-                });
+                }),
+                (false, _) => {
+                    if let Some(optional) = rule.get("optionalOldSelf").filter(|v| !v.is_null()) {
+                        causes.push(Cause {
+                            kind: "FieldValueInvalid",
+                            message: format!(
+                                "Invalid value: {optional}: may not be set if oldSelf is not used in rule"
+                            ),
+                            field: field("optionalOldSelf"),
+                        });
+                    }
+                }
+                (true, None) => {}
             }
             if let Some(expression) = rule["messageExpression"]
                 .as_str()
@@ -130,35 +187,34 @@ fn check_schema(schema: &Value, path: &str, causes: &mut Vec<Cause>) {
             }
         }
     }
-    if let Some(properties) = schema["properties"].as_object() {
-        for (key, child) in properties {
-            check_schema(child, &format!("{path}.properties[{key}]"), causes);
-        }
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(child) = schema.get(key).filter(|c| c.is_object()) {
-            check_schema(child, &format!("{path}.{key}"), causes);
-        }
-    }
 }
 
-/// A rule the way the API server prints the Go value in its message (`%#v`).
+/// A rule the way the API server prints it in its message: its Go value as JSON, with the Go
+/// field names (unset strings empty, unset pointers `null`).
 fn go_rule(rule: &Value) -> String {
-    let text = |key: &str| format!("{:?}", rule[key].as_str().unwrap_or_default());
-    // Go prints a pointer's address; any address serves.
-    let pointer = |key: &str, kind: &str| match rule.get(key) {
-        Some(v) if !v.is_null() => format!("(*{kind})(0xc000000000)"),
-        _ => format!("(*{kind})(nil)"),
+    // Go's encoder escapes what HTML would read.
+    let go_json = |value: &Value| {
+        value
+            .to_string()
+            .replace('<', "\\u003c")
+            .replace('>', "\\u003e")
+            .replace('&', "\\u0026")
     };
-    format!(
-        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
-        text("rule"),
-        text("message"),
-        text("messageExpression"),
-        pointer("reason", "apiextensions.FieldValueErrorReason"),
-        text("fieldPath"),
-        pointer("optionalOldSelf", "bool"),
-    )
+    let text = |key: &str| go_json(&json!(rule[key].as_str().unwrap_or_default()));
+    let pointer = |key: &str| go_json(rule.get(key).unwrap_or(&Value::Null));
+    let fields = [
+        ("Rule", text("rule")),
+        ("Message", text("message")),
+        ("MessageExpression", text("messageExpression")),
+        ("Reason", pointer("reason")),
+        ("FieldPath", text("fieldPath")),
+        ("OptionalOldSelf", pointer("optionalOldSelf")),
+    ];
+    let parts: Vec<String> = fields
+        .iter()
+        .map(|(name, value)| format!("\"{name}\":{value}"))
+        .collect();
+    format!("{{{}}}", parts.join(","))
 }
 
 /// Evaluates a schema node's rules against its value (`old` is the stored value on an update),
@@ -173,7 +229,7 @@ pub fn evaluate(
     let Some(rules) = schema["x-kubernetes-validations"].as_array() else {
         return;
     };
-    run_in_sandbox(rules, value, path, old, Rules::All, causes);
+    run_in_sandbox(rules, schema, value, path, old, Rules::All, causes);
 }
 
 /// Evaluates a schema node's transition rules (those reading `oldSelf`) against a value an
@@ -191,7 +247,15 @@ pub fn evaluate_transitions(
     // Most rules do not mention it; those are not worth a trip to the sandbox.
     let mentions_old = |rule: &Value| rule["rule"].as_str().is_some_and(|r| r.contains("oldSelf"));
     if rules.iter().any(mentions_old) {
-        run_in_sandbox(rules, value, path, Some(old), Rules::Transitions, causes);
+        run_in_sandbox(
+            rules,
+            schema,
+            value,
+            path,
+            Some(old),
+            Rules::Transitions,
+            causes,
+        );
     }
 }
 
@@ -204,15 +268,18 @@ enum Rules {
 
 fn run_in_sandbox(
     rules: &[Value],
+    schema: &Value,
     value: &Value,
     path: &str,
     old: Option<&Value>,
     which: Rules,
     causes: &mut Vec<Cause>,
 ) {
+    // The API server names the node's schema type as the invalid value, never the value.
+    let type_name = schema["type"].as_str().unwrap_or_default();
     match cel::sandbox(|| {
         let mut found = Vec::new();
-        evaluate_rules(rules, value, path, old, which, &mut found);
+        evaluate_rules(rules, type_name, value, path, old, which, &mut found);
         found
     }) {
         Ok(found) => causes.extend(found),
@@ -226,6 +293,7 @@ fn run_in_sandbox(
 
 fn evaluate_rules(
     rules: &[Value],
+    type_name: &str,
     value: &Value,
     path: &str,
     old: Option<&Value>,
@@ -281,7 +349,7 @@ fn evaluate_rules(
             }
             _ => (
                 "FieldValueInvalid",
-                format!("Invalid value: {}: {failure}", crate::schema::quoted(value)),
+                format!("Invalid value: {type_name:?}: {failure}"),
             ),
         };
         causes.push(Cause {
@@ -345,7 +413,7 @@ mod tests {
         );
         assert!(
             causes[0].message.starts_with(
-                "Invalid value: apiextensions.ValidationRule{Rule:\"self.a ==\", Message:\"m\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:10: Syntax error"
+                "Invalid value: {\"Rule\":\"self.a ==\",\"Message\":\"m\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:10: Syntax error"
             ),
             "{}",
             causes[0].message
@@ -376,7 +444,7 @@ mod tests {
 
     #[test]
     fn transition_rules_apply_to_updates_only() {
-        let schema = json!({"x-kubernetes-validations": [
+        let schema = json!({"type": "object", "x-kubernetes-validations": [
             {"rule": "self.slug == oldSelf.slug", "message": "slug is immutable"},
             {"rule": "!oldSelf.hasValue() || oldSelf.value().n <= self.n", "optionalOldSelf": true,
              "messageExpression": "'n may only grow, not to ' + string(self.n)"}

@@ -72,18 +72,21 @@ async fn discovery_serves_builtins_and_registered_crds() {
 
     let version = cluster.client.apiserver_version().await.unwrap();
     assert_eq!(version.major, "1");
-    let index: Value = serde_json::from_str(
-        &cluster
-            .client
-            .request_text(http::Request::get("/openapi/v3").body(vec![]).unwrap())
-            .await
-            .unwrap(),
-    )
-    .unwrap();
-    let document_url = index["paths"][format!("apis/{group}/v1")]["serverRelativeURL"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    // The API server publishes a new group's OpenAPI a moment after the CRD is established.
+    let document_url = eventually(|| async {
+        let index: Value = serde_json::from_str(
+            &cluster
+                .client
+                .request_text(http::Request::get("/openapi/v3").body(vec![]).unwrap())
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        index["paths"][format!("apis/{group}/v1")]["serverRelativeURL"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
     let document: Value = serde_json::from_str(
         &cluster
             .client
@@ -178,9 +181,15 @@ async fn structural_schema_validates_defaults_and_prunes() {
         .into_iter()
         .map(|c| c.field)
         .collect();
+    // A wrong type or a value outside the enum blocks the schema's CEL rules, and the API
+    // server says so in a cause of its own.
     assert_eq!(
         fields,
-        BTreeSet::from(["spec.size".to_owned(), "spec.color".to_owned()])
+        BTreeSet::from([
+            "spec.size".to_owned(),
+            "spec.color".to_owned(),
+            "<nil>".to_owned()
+        ])
     );
 
     let created = api
@@ -216,13 +225,26 @@ async fn structural_schema_validates_defaults_and_prunes() {
         )
         .await
         .unwrap_err();
+    // A server-side apply types the configuration before the strict check could run: the API
+    // server fails it as it cannot type the field, whatever the validation asked for.
     let status = status_of(refused);
-    assert_eq!(status.code, 400);
+    assert_eq!(status.code, 500);
     assert!(
-        status.message.contains("unknown field \"spec.bogus\""),
+        status
+            .message
+            .contains(".spec.bogus: field not declared in schema"),
         "{}",
         status.message
     );
+    let warned = api
+        .patch(
+            "d",
+            &PatchParams::apply("conformance"),
+            &Patch::Apply(widget(&group, "d", json!({"size": 1, "bogus": true}))),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(warned).code, 500);
 }
 
 #[tokio::test]
@@ -300,12 +322,105 @@ async fn a_rule_that_does_not_compile_refuses_the_definition() {
     );
     assert!(
         cause.message.starts_with(
-            "Invalid value: apiextensions.ValidationRule{Rule:\"self.size ==\", Message:\"broken\""
+            "Invalid value: {\"Rule\":\"self.size ==\",\"Message\":\"broken\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: "
         ) && cause
             .message
             .contains("compilation failed: ERROR: <input>:1:"),
         "{}",
         cause.message
+    );
+}
+
+/// A rule reading `oldSelf` where an update's items cannot be paired with the stored ones (the
+/// items of a list that is not a `map` list) is refused, and so is `optionalOldSelf` on a rule
+/// that does not read `oldSelf`.
+#[tokio::test]
+async fn rules_that_cannot_see_an_old_value_refuse_the_definition() {
+    let cluster = Cluster::start().await;
+    let group = test_group("oldself");
+    let mut crd = widget_crd(&group);
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    spec["x-kubernetes-validations"] = json!([{"rule": "self.size >= 0", "optionalOldSelf": true}]);
+    spec["properties"]["parts"] = json!({"type": "array", "maxItems": 10, "items": {
+        "type": "object", "properties": {"name": {"type": "string", "maxLength": 10}},
+        "x-kubernetes-validations": [{"rule": "self.name == oldSelf.name"}]}});
+    let crds: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &crd_resource());
+    let refused = crds
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crd).unwrap(),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(refused);
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    let causes: Vec<(String, String)> = status
+        .details
+        .unwrap()
+        .causes
+        .into_iter()
+        .map(|c| (c.field, c.message))
+        .collect();
+    let root = "spec.validation.openAPIV3Schema.properties[spec]";
+    assert_eq!(
+        causes,
+        [
+            (
+                format!("{root}.properties[parts].items.x-kubernetes-validations[0].rule"),
+                format!(
+                    "Invalid value: \"self.name == oldSelf.name\": oldSelf cannot be used on the uncorrelatable portion of the schema within {root}.properties[parts]"
+                )
+            ),
+            (
+                format!("{root}.x-kubernetes-validations[0].optionalOldSelf"),
+                "Invalid value: true: may not be set if oldSelf is not used in rule".to_owned()
+            ),
+        ]
+    );
+}
+
+/// Schema patterns and the patterns of CEL's `matches` are Go's RE2, whose `\s`, `\d` and
+/// `\w` are ASCII: a no-break space is `\S` and not `\w`, `٣` is no digit.
+#[tokio::test]
+async fn patterns_read_perl_classes_as_re2_does() {
+    let cluster = Cluster::start().await;
+    let group = test_group("re2");
+    let mut crd = widget_crd(&group);
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    spec["properties"]["label"] = json!({"type": "string", "maxLength": 20, "pattern": "^\\S+$",
+        "x-kubernetes-validations": [
+            {"rule": "self.matches('^[\\\\w-]+$')", "message": "word characters only"},
+            {"rule": "!self.matches('\\\\d')", "message": "no digits"}]});
+    cluster.install_crd(crd).await;
+    let namespace = cluster.namespace("re2").await;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client.clone(), &namespace, &widget_resource(&group));
+    let create = async |name: &str, label: &str| {
+        let object = widget(&group, name, json!({"size": 1, "label": label}));
+        api.create(&PostParams::default(), &object).await
+    };
+    let messages = |error: kube::Error| -> Vec<String> {
+        status_of(error)
+            .details
+            .unwrap()
+            .causes
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    };
+    // The pattern takes a no-break space (not `\s` to RE2); the rule's `\w` does not.
+    assert_eq!(
+        messages(create("nbsp", "a\u{a0}b").await.unwrap_err()),
+        ["spec.label: Invalid value: \"string\": word characters only"]
+    );
+    // An Arabic-Indic digit is no `\d` (nor `\w`); an ASCII one is.
+    assert_eq!(
+        messages(create("digit", "a٣b").await.unwrap_err()),
+        ["spec.label: Invalid value: \"string\": word characters only"]
+    );
+    assert_eq!(
+        messages(create("ascii", "a3b").await.unwrap_err()),
+        ["spec.label: Invalid value: \"string\": no digits"]
     );
 }
 
@@ -426,6 +541,64 @@ async fn merge_json_and_strategic_patches() {
         .await
         .unwrap_err();
     assert_eq!(status_of(missing).code, 404);
+}
+
+/// Custom resources have no patch strategies: the API server refuses a strategic merge patch of
+/// one (its main resource or a subresource, stored or not) with 415 and the media types it takes.
+#[tokio::test]
+async fn strategic_merge_patches_of_custom_resources_are_unsupported() {
+    let cluster = Cluster::start().await;
+    let (group, _namespace, api) = widgets(&cluster, "smp").await;
+    api.create(
+        &PostParams::default(),
+        &widget(&group, "w", json!({"size": 1})),
+    )
+    .await
+    .unwrap();
+    let expected = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+    let strategic = Patch::Strategic(json!({"spec": {"size": 2}}));
+    for refused in [
+        api.patch("w", &PatchParams::default(), &strategic).await,
+        api.patch_status("w", &PatchParams::default(), &strategic)
+            .await,
+        api.patch("absent", &PatchParams::default(), &strategic)
+            .await,
+    ] {
+        let status = status_of(refused.unwrap_err());
+        assert_eq!(
+            (status.code, status.reason.as_str(), status.message.as_str()),
+            (415, "UnsupportedMediaType", expected)
+        );
+    }
+    assert_eq!(api.get("w").await.unwrap().data["spec"]["size"], 1);
+    // A built-in kind takes it; what it does not take its router refuses tersely.
+    let namespace = cluster.namespace("smp-builtin").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    maps.create(&PostParams::default(), &config_map("m", json!({"a": "1"})))
+        .await
+        .unwrap();
+    maps.patch(
+        "m",
+        &PatchParams::default(),
+        &Patch::Strategic(json!({"data": {"b": "2"}})),
+    )
+    .await
+    .unwrap();
+    let request = http::Request::patch(format!("/api/v1/namespaces/{namespace}/configmaps/m"))
+        .header("Content-Type", "application/xml")
+        .body(b"<x/>".to_vec())
+        .unwrap();
+    let status = status_of(
+        cluster
+            .client
+            .request::<ConfigMap>(request)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (415, "415: Unsupported Media Type")
+    );
 }
 
 #[tokio::test]
@@ -909,8 +1082,9 @@ async fn watch_streams_changes_bookmarks_and_expires_old_versions() {
         }
     }
     assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
-    // Bookmarks arrive while nothing changes.
-    let bookmark = tokio::time::timeout(Duration::from_secs(5), async {
+    // Bookmarks arrive while nothing changes: the emulator sends one every second, the API
+    // server about a minute apart and shortly before a watch's deadline (here 10 s).
+    let bookmark = tokio::time::timeout(Duration::from_secs(9), async {
         loop {
             if let WatchEvent::Bookmark(b) = stream.try_next().await.unwrap().unwrap() {
                 return b;
@@ -1391,6 +1565,232 @@ async fn builtin_kinds_secrets_events_leases_and_workloads() {
     assert_eq!(as_new.regarding.unwrap().name.as_deref(), Some("d"));
 }
 
+/// Events are validated as the API server validates them: the legacy rules for both APIs, the
+/// stricter ones for `events.k8s.io/v1` writes, with the field causes of a 422.
+#[tokio::test]
+async fn events_are_validated_as_the_api_server_validates_them() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("events").await;
+    let events: Api<DynamicObject> = Api::namespaced_with(
+        cluster.client.clone(),
+        &namespace,
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("events.k8s.io", "v1", "Event"),
+            "events",
+        ),
+    );
+    let core: Api<DynamicObject> = Api::namespaced_with(
+        cluster.client.clone(),
+        &namespace,
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("", "v1", "Event"),
+            "events",
+        ),
+    );
+    let new_event = |name: &str, extra: Value| {
+        let mut event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": name}, "eventTime": "2025-01-01T00:00:00.000000Z",
+            "reportingController": "nauthera-reconciler", "reportingInstance": "pod-1",
+            "action": "Reconcile", "reason": "Registered", "type": "Normal", "note": "registered",
+            "regarding": {"kind": "ConfigMap", "name": "c", "namespace": namespace}});
+        if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
+            event.extend(extra.clone());
+        }
+        serde_json::from_value::<DynamicObject>(event).unwrap()
+    };
+    let causes = |status: kube::core::Status| -> Vec<(String, String)> {
+        assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+        status
+            .details
+            .unwrap()
+            .causes
+            .into_iter()
+            .map(|c| (c.field, c.message))
+            .collect()
+    };
+    let qualified = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+    // A reporting controller with a space, or longer than 63 characters; a reporting instance
+    // over 128; a type the API does not know; deprecated fields set.
+    let refused = events
+        .create(
+            &PostParams::default(),
+            &new_event(
+                "bad",
+                json!({"reportingController": "nauthera reconciler", "reportingInstance": "i".repeat(129),
+                    "type": "Info", "deprecatedCount": 2, "series": {"count": 1}}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(refused);
+    assert!(
+        status.message.starts_with("Event \"bad\" is invalid: ["),
+        "{}",
+        status.message
+    );
+    assert_eq!(
+        causes(status),
+        [
+            (
+                "reportingController".into(),
+                format!("Invalid value: \"nauthera reconciler\": name part {qualified}")
+            ),
+            (
+                "reportingInstance".into(),
+                "Invalid value: \"\": can have at most 128 characters".into()
+            ),
+            (
+                "series.count".into(),
+                "Invalid value: \"\": should be at least 2".into()
+            ),
+            ("series.lastObservedTime".into(), "Required value".into()),
+            (
+                "type".into(),
+                "Invalid value: \"\": has invalid value: Info".into()
+            ),
+            (
+                "count".into(),
+                "Invalid value: \"\": needs to be unset".into()
+            ),
+        ]
+    );
+    let long = "c".repeat(64);
+    let refused = events
+        .create(
+            &PostParams::default(),
+            &new_event("long", json!({"reportingController": long})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(status_of(refused)),
+        [(
+            "reportingController".into(),
+            format!("Invalid value: \"{long}\": name part must be no more than 63 characters")
+        )]
+    );
+    // An event about a cluster-scoped object belongs in default (or kube-system).
+    let refused = events
+        .create(
+            &PostParams::default(),
+            &new_event(
+                "cluster",
+                json!({"regarding": {"kind": "Namespace", "name": "x"}}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(status_of(refused)),
+        [(
+            "involvedObject.namespace".into(),
+            "Invalid value: \"\": does not match event.namespace".into()
+        )]
+    );
+
+    // Through the core API a new-style event needs the same, named as core names it; an
+    // old-style one only needs its namespaces to agree.
+    let refused = core
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": "core-new"}, "eventTime": "2025-01-01T00:00:00.000000Z",
+                "reason": "R", "action": "A", "reportingInstance": "i",
+                "involvedObject": {"kind": "ConfigMap", "name": "c", "namespace": namespace}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(status_of(refused)),
+        [
+            ("reportingComponent".into(), "Required value".into()),
+            (
+                "reportingComponent".into(),
+                "Invalid value: \"\": name part must be non-empty".into()
+            ),
+            (
+                "reportingComponent".into(),
+                format!("Invalid value: \"\": name part {qualified}")
+            ),
+        ]
+    );
+    let refused = core
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": "core-old"}, "reason": "R",
+                "involvedObject": {"kind": "ConfigMap", "name": "c", "namespace": "elsewhere"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(status_of(refused)),
+        [(
+            "involvedObject.namespace".into(),
+            "Invalid value: \"elsewhere\": does not match event.namespace".into()
+        )]
+    );
+
+    // A valid event; its series may grow, but through events.k8s.io what it recorded stays
+    // (the core API allows the change).
+    events
+        .create(&PostParams::default(), &new_event("good", json!({})))
+        .await
+        .unwrap();
+    let stored = core.get("good").await.unwrap();
+    assert_eq!(stored.data["reportingComponent"], "nauthera-reconciler");
+    assert_eq!(stored.data["source"], json!({}));
+    assert!(stored.data["firstTimestamp"].is_null());
+    let repeated = events
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"series": {"count": 2, "lastObservedTime": "2025-01-01T00:00:05.000000Z"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(repeated.data["series"]["count"], 2);
+    let refused = events
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"reason": "Other"})),
+        )
+        .await
+        .unwrap_err();
+    let status = status_of(refused);
+    // The API server checks the reason twice: two causes, one line of the message.
+    assert_eq!(
+        status.message,
+        "Event \"good\" is invalid: reason: Invalid value: \"Other\": field is immutable"
+    );
+    assert_eq!(
+        causes(status),
+        [
+            (
+                "reason".into(),
+                "Invalid value: \"Other\": field is immutable".into()
+            ),
+            (
+                "reason".into(),
+                "Invalid value: \"Other\": field is immutable".into()
+            ),
+        ]
+    );
+    core.patch(
+        "good",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"reason": "Other"})),
+    )
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn namespace_deletion_removes_its_contents() {
     let cluster = Cluster::start().await;
@@ -1418,6 +1818,52 @@ async fn namespace_deletion_removes_its_contents() {
         .await
         .unwrap_err();
     assert_eq!(status_of(refused).code, 404);
+}
+
+/// Every namespace carries `kubernetes.io/metadata.name` with its name, set by the API server
+/// on every write: a client can neither change nor remove it.
+#[tokio::test]
+async fn namespaces_carry_their_name_as_a_label_that_stays() {
+    let cluster = Cluster::start().await;
+    let name_label = "kubernetes.io/metadata.name";
+    let namespace = cluster.namespace("nslabel").await;
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    let created = namespaces.get(&namespace).await.unwrap();
+    assert_eq!(created.labels()[name_label], namespace);
+    assert_eq!(
+        created.spec.unwrap().finalizers.unwrap(),
+        ["kubernetes"],
+        "the kubernetes finalizer"
+    );
+    let changed = namespaces
+        .patch(
+            &namespace,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {name_label: "other", "team": "a"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.labels()[name_label], namespace);
+    assert_eq!(changed.labels()["team"], "a");
+    let removed = namespaces
+        .patch(
+            &namespace,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {name_label: null}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(removed.labels()[name_label], namespace);
+    // Selecting a namespace by its name label finds it, and only it.
+    let selected = namespaces
+        .list(&ListParams::default().labels(&format!("{name_label}={namespace}")))
+        .await
+        .unwrap();
+    let names: Vec<String> = selected.items.iter().map(|n| n.name_any()).collect();
+    assert_eq!(names, [namespace.as_str()]);
+    // Seeded namespaces have it too.
+    let default = namespaces.get("default").await.unwrap();
+    assert_eq!(default.labels()[name_label], "default");
 }
 
 #[tokio::test]

@@ -9,8 +9,9 @@
 //! generated tree (so that they compile and reach evaluation); very deep nesting; and random
 //! objects for `self` and `oldSelf`.
 //!
-//! Properties: compiling and evaluating never panic (the sandbox reports a panic as an error,
-//! so its `Ok` is checked) nor overflow the stack; every generated expression compiles;
+//! Properties: compiling, evaluating and measuring the cost of an evaluation (`src/cel_cost.rs`,
+//! which evaluates the expression again step by step) never panic (the sandbox reports a panic
+//! as an error, so its `Ok` is checked) nor overflow the stack; every generated expression compiles;
 //! evaluation yields a bool or an error message; and the laws of CEL hold where they are
 //! defined: `!` negates, `==` is reflexive, `x == y` implies `x in [y]`, `||` and `&&` commute,
 //! De Morgan, `size` of a list literal, `has` of a field.
@@ -22,6 +23,12 @@
 #[allow(dead_code)]
 #[path = "../src/cel.rs"]
 mod cel;
+#[allow(dead_code)]
+#[path = "../src/cel_cost.rs"]
+mod cel_cost;
+#[allow(dead_code)]
+#[path = "../src/re2.rs"]
+mod re2;
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -244,6 +251,9 @@ fn evaluate(text: &str, this: &Value, old: Option<&Value>) -> Option<Result<bool
         if let Some(old) = old {
             cel::bind(&mut context, "oldSelf", cel::to_value(old, true));
         }
+        // Without a limit the measure always ends with a figure.
+        let measured = program.cost(&context, &cel_cost::Statics::new(), u64::MAX);
+        assert!(measured.is_ok(), "{text:?}: {measured:?}");
         Some(match program.evaluate(&context) {
             Ok(::cel::Value::Bool(truth)) => Ok(truth),
             Ok(other) => Err(format!("not a bool: {other:?}")),

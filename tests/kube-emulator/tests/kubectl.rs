@@ -728,6 +728,101 @@ async fn kubectl_creates_and_scales_workloads() {
     );
 }
 
+/// `kubectl set env` and `kubectl set image` send strategic merge patches of a Deployment's
+/// containers, keyed by name; the merged lists come back in the order kubectl asked for
+/// (`$setElementOrder`), as a real API server orders them. Each step was checked against a real
+/// kube-apiserver 1.34.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_set_env_and_set_image_edit_containers_by_name() {
+    if !kubectl_available() {
+        eprintln!("{KUBECTL} is not installed; skipping");
+        return;
+    }
+    let emulator = Emulator::start().await.unwrap();
+    let kubectl = Kubectl::new(&emulator, emulator.superuser_token(), "default");
+    let containers = |name: &str| {
+        let name = name.to_owned();
+        let kubectl = &kubectl;
+        async move {
+            kubectl
+                .ok(&[
+                    "get",
+                    "deployment",
+                    &name,
+                    "-o",
+                    "jsonpath={range .spec.template.spec.containers[*]}{.name}={.image} env={.env[*].name};{end}",
+                ])
+                .await
+        }
+    };
+
+    // `kubectl create deployment` names the container after the image, not the Deployment: on
+    // any API server `set image web=...` then finds no container `web`, `set env` or not.
+    kubectl
+        .ok(&["create", "deployment", "web", "--image=nginx:1"])
+        .await;
+    kubectl
+        .ok(&["set", "env", "deployment/web", "FOO=bar"])
+        .await;
+    let missing = kubectl
+        .fails(&["set", "image", "deployment/web", "web=nginx:2"])
+        .await;
+    assert!(
+        missing.contains("unable to find container named \"web\""),
+        "{missing}"
+    );
+    kubectl
+        .ok(&["set", "image", "deployment/web", "nginx=nginx:2"])
+        .await;
+    assert_eq!(containers("web").await, "nginx=nginx:2 env=FOO;");
+
+    // A Deployment whose container is named `web`: set env, set image, remove a variable, then
+    // apply the manifest again: its variable comes back first, where the manifest puts it.
+    let manifest = kubectl.file(
+        "api.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\nspec:\n  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: api}}\n    spec:\n      initContainers:\n      - {name: init, image: \"busybox:1\"}\n      containers:\n      - name: web\n        image: \"nginx:1\"\n        env: [{name: A, value: \"1\"}]\n      - {name: side, image: \"envoy:1\"}\n",
+    );
+    kubectl.ok(&["apply", "-f", &manifest]).await;
+    kubectl
+        .ok(&["set", "env", "deployment/api", "FOO=bar"])
+        .await;
+    assert_eq!(
+        containers("api").await,
+        "web=nginx:1 env=A FOO;side=envoy:1 env=FOO;"
+    );
+    kubectl
+        .ok(&[
+            "set",
+            "image",
+            "deployment/api",
+            "web=nginx:2",
+            "init=busybox:2",
+        ])
+        .await;
+    kubectl.ok(&["set", "env", "deployment/api", "A-"]).await;
+    assert_eq!(
+        containers("api").await,
+        "web=nginx:2 env=FOO;side=envoy:1 env=FOO;"
+    );
+    kubectl.ok(&["apply", "-f", &manifest]).await;
+    assert_eq!(
+        containers("api").await,
+        "web=nginx:1 env=A FOO;side=envoy:1 env=FOO;"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "get",
+                "deployment",
+                "api",
+                "-o",
+                "jsonpath={.spec.template.spec.initContainers[0].image} {.spec.template.spec.initContainers[0].env[0].name}",
+            ])
+            .await,
+        "busybox:1 FOO"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_token_authenticates_as_the_service_account() {
     if !kubectl_available() {

@@ -17,6 +17,12 @@
 //! the server listing its mapped namespaces (`prod-eu/nauthera-examples`, ...). The first cluster
 //! declares the examples' Organization (one object per slug on the server); the others apply the
 //! rest of the examples once it is registered.
+//!
+//! `--control-plane real` puts each cluster on a real kube-apiserver, etcd and
+//! kube-controller-manager built from source (tests/control-plane; built on first use, then
+//! cached) instead of the emulator. The same install and examples go there; the Pod stands for
+//! the reconciler as on the emulator, but with no kubelet `kubectl logs` has nothing to show (the
+//! reconciler's log is in the sandbox's folder).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,12 +34,16 @@ use nauthera_shared::catalog::Phase;
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use nauthera_tests::binaries::{Binary, workspace_root};
 use nauthera_tests::cluster::client_from;
+use nauthera_tests::control_plane::Plane;
+use nauthera_tests::control_plane::real::{RealPlane, write_private};
 use nauthera_tests::e2e::{self, Declared, RECONCILER_ACCOUNT};
 use nauthera_tests::manifests;
 use nauthera_tests::process::ChildProcess;
 
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How often the sandbox looks whether a reconciler exited.
+const SUPERVISE_INTERVAL: Duration = Duration::from_secs(1);
 /// How long the examples may take to register before the sandbox reports where they stand.
 const EXAMPLES_TIMEOUT: Duration = Duration::from_secs(60);
 /// The identity the fake server admits and the sandbox's reconciler certificate carries.
@@ -63,6 +73,15 @@ struct Args {
     /// (prod-eu, prod-us, prod-ap), each with its own emulator, reconciler, manager and identity.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     clusters: u8,
+    /// The Kubernetes under each cluster: `emulator` (the default, starts at once, nothing to
+    /// build) or `real` (kube-apiserver, etcd and kube-controller-manager built from source on
+    /// first use, about 6 minutes on 2 cores, then cached under target/).
+    #[arg(long, default_value = "emulator", value_parser = parse_plane)]
+    control_plane: Plane,
+}
+
+fn parse_plane(text: &str) -> Result<Plane, String> {
+    Plane::parse(text).ok_or_else(|| format!("{text} is not a control plane: emulator or real"))
 }
 
 #[tokio::main]
@@ -92,7 +111,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut clusters = Vec::new();
     // One after the other: the first declares the Organization the others' examples need.
     for (index, plan) in plans.into_iter().enumerate() {
-        let cluster = Cluster::start(plan, index == 0, &server).await?;
+        let cluster = Cluster::start(plan, index, args.control_plane, &server).await?;
         clusters.push(cluster);
     }
     let all_registered = clusters.iter().all(|c| c.examples.all_registered);
@@ -108,15 +127,68 @@ async fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("not every example registered within {EXAMPLES_TIMEOUT:?}");
     }
     if !args.once {
-        wait_for_signal().await;
+        supervise(&mut clusters, &server).await;
         eprintln!("stopping ...");
     }
     for cluster in clusters {
         cluster.reconciler.stop(STOP_GRACE).await;
-        cluster.emulator.stop(STOP_GRACE).await;
+        cluster.kubernetes.stop().await;
     }
     server.stop(STOP_GRACE).await;
     Ok(())
+}
+
+/// Until Ctrl-C or SIGTERM, restarts a reconciler that exits, as the kubelet restarts the
+/// container of a Pod (`restartPolicy: Always`): its Pod shows it not ready meanwhile, then
+/// running again with one restart more and the last exit code.
+async fn supervise(clusters: &mut [Cluster], server: &ChildProcess) {
+    let signal = wait_for_signal();
+    tokio::pin!(signal);
+    loop {
+        tokio::select! {
+            () = &mut signal => return,
+            () = tokio::time::sleep(SUPERVISE_INTERVAL) => {}
+        }
+        for cluster in clusters.iter_mut() {
+            if let Err(problem) = cluster.restart_if_exited(server).await {
+                eprintln!("warning: cannot restart the reconciler: {problem:#}");
+            }
+        }
+    }
+}
+
+/// The Kubernetes API a cluster of the sandbox runs on.
+enum Kubernetes {
+    /// The emulator, a child process of the sandbox.
+    Emulator(ChildProcess),
+    /// A real control plane, whose processes end with the sandbox.
+    Real(RealPlane),
+}
+
+impl Kubernetes {
+    /// What it is, padded for the summary's column.
+    fn kind(&self) -> &'static str {
+        match self {
+            Kubernetes::Emulator(_) => "Kubernetes API emulator",
+            Kubernetes::Real(_) => "kube-apiserver (real)  ",
+        }
+    }
+
+    /// Where its API listens.
+    fn address(&self) -> anyhow::Result<String> {
+        match self {
+            Kubernetes::Emulator(emulator) => emulator.announced("listening"),
+            Kubernetes::Real(plane) => Ok(plane.server.clone()),
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            Kubernetes::Emulator(emulator) => emulator.stop(STOP_GRACE).await,
+            // Its processes end with this process (a parent-death signal).
+            Kubernetes::Real(_) => {}
+        }
+    }
 }
 
 /// One cluster as the sandbox configures it.
@@ -189,10 +261,15 @@ impl ClusterPlan {
 /// where its examples stand.
 struct Cluster {
     plan: ClusterPlan,
+    first: bool,
     kubeconfig: PathBuf,
-    emulator: ChildProcess,
+    kubernetes: Kubernetes,
+    client: kube::Client,
+    reconciler_kubeconfig: PathBuf,
     reconciler: ChildProcess,
     pod: ReconcilerPod,
+    /// How often the reconciler was restarted after it exited.
+    restarts: u32,
     examples: Examples,
 }
 
@@ -201,9 +278,11 @@ impl Cluster {
     /// the `first` cluster) and the shipped install, and starts its reconciler.
     async fn start(
         plan: ClusterPlan,
-        first: bool,
+        index: usize,
+        plane: Plane,
         server: &ChildProcess,
     ) -> anyhow::Result<Cluster> {
+        let first = index == 0;
         let dir = plan.dir.clone();
         let deployment = e2e::shipped_deployment()?;
         let pod = ReconcilerPod::new(&deployment)?;
@@ -211,27 +290,36 @@ impl Cluster {
         let reconciler_log = dir.join("reconciler.log");
 
         let kubeconfig = dir.join("kubeconfig");
-        let emulator = ChildProcess::start(
-            "kube-emulator",
-            &Binary::KubeEmulator.path()?,
-            &[
-                "--kubeconfig".into(),
-                kubeconfig.display().to_string(),
-                "--namespace".into(),
-                EXAMPLES_NAMESPACE.into(),
-                "--pod-log".into(),
-                format!(
-                    "{RECONCILER_NAMESPACE}/{}={}",
-                    pod.name,
-                    reconciler_log.display()
-                ),
-            ],
-            &[],
-            &dir,
-            START_TIMEOUT,
-        )
-        .await?;
-
+        let kubernetes = match plane {
+            Plane::Emulator => Kubernetes::Emulator(
+                ChildProcess::start(
+                    "kube-emulator",
+                    &Binary::KubeEmulator.path()?,
+                    &[
+                        "--kubeconfig".into(),
+                        kubeconfig.display().to_string(),
+                        "--namespace".into(),
+                        EXAMPLES_NAMESPACE.into(),
+                        "--pod-log".into(),
+                        format!(
+                            "{RECONCILER_NAMESPACE}/{}={}",
+                            pod.name,
+                            reconciler_log.display()
+                        ),
+                    ],
+                    &[],
+                    &dir,
+                    START_TIMEOUT,
+                )
+                .await?,
+            ),
+            Plane::Real => {
+                eprintln!("starting a real control plane (built from source on first use) ...");
+                let plane = RealPlane::instance(index).await?;
+                write_private(&kubeconfig, &plane.kubeconfig(EXAMPLES_NAMESPACE))?;
+                Kubernetes::Real(plane)
+            }
+        };
         let client = client_from(&kubeconfig).await?;
         manifests::install_crds(&client).await?;
         let mut examples = manifests::load_dir(&workspace_root().join("examples"))?;
@@ -251,23 +339,81 @@ impl Cluster {
         manifests::apply_all(&client, &[deployment], None).await?;
         pod.create(&client).await?;
         let reconciler_kubeconfig = dir.join("reconciler.kubeconfig");
-        e2e::write_token_kubeconfig(&client, &kubeconfig, &reconciler_kubeconfig, TOKEN_SECONDS)
-            .await?;
+        e2e::write_token_kubeconfig(
+            &client,
+            &kubeconfig,
+            RECONCILER_NAMESPACE,
+            &reconciler_kubeconfig,
+            TOKEN_SECONDS,
+        )
+        .await?;
 
         let reconciler =
             start_reconciler(&plan, first, &reconciler_kubeconfig, server, &pod).await?;
-        pod.show_running(&client).await?;
-        e2e::show_deployment_ready(&client, 1).await?;
+        pod.show(&client, ContainerState::Running { last_exit: None }, 0)
+            .await?;
+        e2e::show_deployment_ready(&client, RECONCILER_NAMESPACE, 1).await?;
         let examples = wait_for_examples(&client).await?;
         Ok(Cluster {
             plan,
+            first,
             kubeconfig,
-            emulator,
+            kubernetes,
+            client,
+            reconciler_kubeconfig,
             reconciler,
             pod,
+            restarts: 0,
             examples,
         })
     }
+
+    /// When the reconciler has exited: its Pod shows it terminated and not ready, and after a
+    /// back-off that doubles with each restart (1 s to a minute, the kubelet's begins at 10 s)
+    /// it runs again, its previous log kept beside the new one.
+    async fn restart_if_exited(&mut self, server: &ChildProcess) -> anyhow::Result<()> {
+        let Some(code) = self.reconciler.exit_code() else {
+            return Ok(());
+        };
+        self.restarts += 1;
+        eprintln!(
+            "the reconciler (pod {}) exited with code {code}; restarting it (restart {}), as \
+             the kubelet restarts a container; its log so far: reconciler.previous.log",
+            self.pod.name, self.restarts
+        );
+        let exited = ContainerState::Exited { code };
+        self.pod
+            .show(&self.client, exited, self.restarts - 1)
+            .await?;
+        e2e::show_deployment_ready(&self.client, RECONCILER_NAMESPACE, 0).await?;
+        let log = self.reconciler.log_path().to_path_buf();
+        std::fs::copy(&log, log.with_file_name("reconciler.previous.log"))
+            .context("cannot keep the reconciler's log")?;
+        let backoff = Duration::from_secs(1 << (self.restarts - 1).min(6));
+        tokio::time::sleep(backoff).await;
+        self.reconciler = start_reconciler(
+            &self.plan,
+            self.first,
+            &self.reconciler_kubeconfig,
+            server,
+            &self.pod,
+        )
+        .await?;
+        let running = ContainerState::Running {
+            last_exit: Some(code),
+        };
+        self.pod.show(&self.client, running, self.restarts).await?;
+        e2e::show_deployment_ready(&self.client, RECONCILER_NAMESPACE, 1).await
+    }
+}
+
+/// The reconciler container's state as the Pod shows it.
+#[derive(Clone, Copy)]
+enum ContainerState {
+    /// Running and ready; `last_exit` is the code of the run before a restart.
+    Running { last_exit: Option<i32> },
+    /// Ended with `code`, waiting to be restarted.
+    Exited { code: i32 },
 }
 
 fn prepare_dir(dir: &Path) -> anyhow::Result<PathBuf> {
@@ -437,13 +583,14 @@ fn print_summary(
     server: &ChildProcess,
     cluster: &Cluster,
 ) -> anyhow::Result<()> {
-    let (emulator, reconciler, pod) = (&cluster.emulator, &cluster.reconciler, &cluster.pod);
+    let (kubernetes, reconciler, pod) = (&cluster.kubernetes, &cluster.reconciler, &cluster.pod);
     println!(
         "\nThe sandbox runs:\n\
-         \x20 Kubernetes API emulator  {api}\n\
+         \x20 {kubernetes_kind}  {api}\n\
          \x20 fake nauthera-server     {grpc} (control API http://{control})\n\
          \x20 nauthera-reconciler      probes http://{probe}/readyz, metrics http://{metrics}/metrics\n\
-         \x20                          as pod {namespace}/{pod} of deploy/{deployment}\n\
+         \x20                          as pod {namespace}/{pod} of deploy/{deployment}, pid {pid}\n\
+         \x20                          (restarted when it exits, as the kubelet would)\n\
          \x20 logs                     {dir}\n\n\
          In another terminal:\n\n\
          \x20 export KUBECONFIG={kubeconfig}\n\
@@ -452,11 +599,13 @@ fn print_summary(
          \x20 kubectl nauthera status -A\n\
          \x20 kubectl logs -n {namespace} deploy/{deployment}\n\n\
          Ctrl-C stops everything.",
-        api = emulator.announced("listening")?,
+        kubernetes_kind = kubernetes.kind(),
+        api = kubernetes.address()?,
         grpc = server.announced("grpc_address")?,
         control = server.announced("control_address")?,
         probe = reconciler.announced("probes")?,
         metrics = reconciler.announced("metrics")?,
+        pid = reconciler.pid().unwrap_or_default(),
         dir = dir.display(),
         kubeconfig = cluster.kubeconfig.display(),
         plugin = plugin_dir.display(),
@@ -494,12 +643,13 @@ fn print_clusters_summary(
     for cluster in clusters {
         println!(
             "\n\x20 cluster {name}\n\
-             \x20   Kubernetes API emulator  {api}\n\
+             \x20   {kubernetes_kind}  {api}\n\
              \x20   nauthera-reconciler      manager {manager}, identity {identity}\n\
              \x20                            probes http://{probe}/readyz, metrics http://{metrics}/metrics\n\
              \x20                            as pod {namespace}/{pod} of deploy/{deployment}",
             name = cluster.plan.name.unwrap_or_default(),
-            api = cluster.emulator.announced("listening")?,
+            kubernetes_kind = cluster.kubernetes.kind(),
+            api = cluster.kubernetes.address()?,
             manager = cluster.plan.manager(),
             identity = cluster.plan.identity,
             probe = cluster.reconciler.announced("probes")?,
@@ -593,12 +743,34 @@ impl ReconcilerPod {
         manifests::apply_all(client, &[pod], None).await
     }
 
-    /// Reports the Pod running and ready, as the kubelet would once its readiness probe passes.
-    async fn show_running(&self, client: &kube::Client) -> anyhow::Result<()> {
+    /// Reports the Pod's container as the kubelet would: running and ready once its readiness
+    /// probe passes, or terminated and not ready, with its restarts and last exit code.
+    async fn show(
+        &self,
+        client: &kube::Client,
+        state: ContainerState,
+        restarts: u32,
+    ) -> anyhow::Result<()> {
         let now = jiff::Timestamp::now()
             .round(jiff::Unit::Second)?
             .to_string();
-        let condition = |kind: &str| serde_json::json!({"type": kind, "status": "True", "lastTransitionTime": now});
+        let ready = matches!(state, ContainerState::Running { .. });
+        let terminated = |code: i32| {
+            serde_json::json!({"terminated": {
+                "exitCode": code,
+                "reason": if code == 0 { "Completed" } else { "Error" },
+                "finishedAt": now,
+            }})
+        };
+        let (current, last) = match state {
+            ContainerState::Running { last_exit } => (
+                serde_json::json!({"running": {"startedAt": now}}),
+                last_exit.map_or(serde_json::json!({}), terminated),
+            ),
+            ContainerState::Exited { code } => (terminated(code), serde_json::json!({})),
+        };
+        let readiness = if ready { "True" } else { "False" };
+        let condition = |kind: &str, status: &str| serde_json::json!({"type": kind, "status": status, "lastTransitionTime": now});
         let containers = self.template["spec"]["containers"]
             .as_array()
             .into_iter()
@@ -608,10 +780,11 @@ impl ReconcilerPod {
                     "name": c["name"],
                     "image": c["image"],
                     "imageID": "",
-                    "ready": true,
-                    "started": true,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": now}},
+                    "ready": ready,
+                    "started": ready,
+                    "restartCount": restarts,
+                    "state": current,
+                    "lastState": last,
                 })
             })
             .collect::<Vec<_>>();
@@ -621,10 +794,10 @@ impl ReconcilerPod {
             "podIP": "127.0.0.1",
             "startTime": now,
             "conditions": [
-                condition("PodScheduled"),
-                condition("Initialized"),
-                condition("ContainersReady"),
-                condition("Ready"),
+                condition("PodScheduled", "True"),
+                condition("Initialized", "True"),
+                condition("ContainersReady", readiness),
+                condition("Ready", readiness),
             ],
             "containerStatuses": containers,
         }});

@@ -422,7 +422,12 @@ impl<'a> Run<'a> {
         use base64::Engine as _;
         let event: Event = serde_json::from_value(serde_json::json!({
             "metadata": { "generateName": "planted-" },
-            "involvedObject": { "kind": "Namespace", "name": self.stack.namespace() },
+            // The API server requires an event's object to be in the event's namespace.
+            "involvedObject": {
+                "kind": "Namespace",
+                "name": self.stack.namespace(),
+                "namespace": self.stack.namespace(),
+            },
             "reason": "Planted",
             "message": format!("a planted leak: {}", base64::engine::general_purpose::STANDARD.encode(value)),
             "type": "Normal",

@@ -72,6 +72,8 @@ pub async fn run(global: &GlobalArgs, args: &ApproveArgs) -> Result<Outcome, Cli
              exist yet, and only what exists can be reviewed; approve it once it is applied"
         )));
     }
+    let in_force = view.status.as_ref().and_then(|s| s.generation_in_force);
+    refuse_in_force(&name, generation, in_force)?;
     let approval_name = approval_name(&name, generation);
     let spec = ClientApprovalSpec {
         client: name.clone(),
@@ -87,6 +89,25 @@ pub async fn run(global: &GlobalArgs, args: &ApproveArgs) -> Result<Outcome, Cli
     };
     output::print(&text)?;
     Ok(Outcome::AllGood)
+}
+
+/// An approval of a generation the server already has in force, or of an older one, could
+/// never be used (the reconciler only ever sends a newer generation): refused, naming the
+/// generation in force, rather than created to no effect.
+fn refuse_in_force(name: &str, generation: i64, in_force: Option<i64>) -> Result<(), CliError> {
+    match in_force {
+        Some(in_force) if generation == in_force => Err(CliError::Refused(format!(
+            "generation {generation} of oidcclient/{name} is already in force on the server: it \
+             needs no approval, and one would never be used; approve a later generation once it \
+             is applied and waits (WaitingForApproval)"
+        ))),
+        Some(in_force) if generation < in_force => Err(CliError::Refused(format!(
+            "oidcclient/{name} has generation {in_force} in force on the server: generation \
+             {generation} is older and will never be sent, so an approval of it would never be \
+             used; approve a later generation once it is applied and waits (WaitingForApproval)"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Creates the approval; `Ok(false)` when the same approval is already there.
@@ -113,9 +134,9 @@ async fn create(
             Err(CliError::Refused(format!(
                 "you may not approve OIDCClients in namespace {namespace}: creating \
                  {APPROVALS_RESOURCE} needs the security team's role ({APPROVER_ROLE}); ask them \
-                 to review it and run kubectl nauthera approve oidcclient/{} -n {namespace} \
-                 --generation {generation} (the API server said: {detail})",
-                spec.client
+                 to review it and run {} --generation {generation} (the API server said: \
+                 {detail})",
+                nauthera_shared::policy::approve_command(&spec.client, namespace)
             )))
         }
         Some(409) => {

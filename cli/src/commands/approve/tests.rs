@@ -87,3 +87,24 @@ fn what_approve_says_snapshot() {
     assert_eq!(json["waiting"], true);
     assert_eq!(json["clientReason"], "WaitingForApproval");
 }
+
+#[test]
+fn a_generation_in_force_or_older_is_refused_naming_the_generation_in_force() {
+    let Err(CliError::Refused(message)) = refuse_in_force("web", 2, Some(2)) else {
+        panic!("generation 2 is in force");
+    };
+    assert!(
+        message.contains("generation 2 of oidcclient/web is already in force"),
+        "{message}"
+    );
+    let Err(CliError::Refused(message)) = refuse_in_force("web", 1, Some(3)) else {
+        panic!("generation 1 is older than the one in force");
+    };
+    assert!(
+        message.contains("oidcclient/web has generation 3 in force"),
+        "{message}"
+    );
+    // A later generation, or a client with nothing in force yet, may be approved.
+    assert!(refuse_in_force("web", 3, Some(2)).is_ok());
+    assert!(refuse_in_force("web", 1, None).is_ok());
+}

@@ -11,9 +11,10 @@ use super::policy_check::{ApprovalFacts, Moment, approvals_findings, policy_find
 use crate::commands::status::report::{
     CERTIFICATE_WARNING_SECONDS, DriftVerdict, control_plane_report, drift_summary,
 };
-use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME, scope_kind};
 use crate::facts::{AccessVerdict, EventFact, SecretFacts};
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
+use crate::kinds::Kind;
 use crate::policies::{ApprovalVerdict, PolicyOutcome};
 use crate::timefmt::{seconds_between, short_duration};
 use crate::view::{ResourceView, SecretUse};
@@ -132,12 +133,8 @@ pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
     if let Some(secret) = view.secret.name() {
         filled.set(Placeholder::Secret, secret);
     }
-    if let Some(client_id) = view
-        .status
-        .as_ref()
-        .and_then(|status| status.client_id.as_ref())
-    {
-        filled.set(Placeholder::ClientId, client_id);
+    if let Some(filter) = audit_filter(view) {
+        filled.set(Placeholder::AuditFilter, filter);
     }
     if let Some(slug) = &facts.organization {
         filled.set(Placeholder::Slug, slug);
@@ -156,6 +153,20 @@ pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
         filled.set(Placeholder::Manager, elsewhere.manager.clone());
     }
     filled
+}
+
+/// The fields of a ListAuditEvents request that select the resource's records: a client by the
+/// id the server assigned (none yet: nothing to select), every other kind by kind and name.
+fn audit_filter(view: &ResourceView) -> Option<String> {
+    if view.kind == Kind::OIDCClient {
+        let client_id = view.status.as_ref()?.client_id.as_ref()?;
+        return Some(format!(r#""clientId": "{client_id}""#));
+    }
+    let object_kind = scope_kind(view.kind).object_kind().as_str_name();
+    Some(format!(
+        r#""kind": "{object_kind}", "name": "{}""#,
+        view.name
+    ))
 }
 
 /// The ClientPolicy that holds the resource back: as its status names it, else the first the
@@ -823,7 +834,7 @@ fn probe(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     };
     let mut findings = vec![format!(
         "probe: {}{}{}{}",
-        probe.reason.map_or("not run", |reason| reason.as_str()),
+        probe.outcome,
         probe
             .since_seconds
             .map(|since| format!(" since {} ago", short_duration(since)))

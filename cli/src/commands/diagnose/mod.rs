@@ -245,6 +245,7 @@ async fn gather(
             cluster,
             &control_plane.namespace,
             leader,
+            view.kind,
             &namespace,
             &view.name,
         )
@@ -407,19 +408,25 @@ fn render_manifests(reports: &[ManifestReport], painter: Painter) -> String {
         return out;
     }
     for report in reports {
-        let _ = writeln!(
-            out,
-            "{}#{} {} {}/{}",
-            report.file,
-            report.document,
-            report.kind,
-            report.namespace,
-            if report.name.is_empty() {
-                "(no name)"
-            } else {
-                &report.name
-            }
-        );
+        let name = if report.name.is_empty() {
+            "(no name)"
+        } else {
+            &report.name
+        };
+        // A cluster-scoped object (a ClientPolicy) has no namespace.
+        let _ = if report.namespace.is_empty() {
+            writeln!(
+                out,
+                "{}#{} {} {name}",
+                report.file, report.document, report.kind
+            )
+        } else {
+            writeln!(
+                out,
+                "{}#{} {} {}/{name}",
+                report.file, report.document, report.kind, report.namespace
+            )
+        };
         for check in &report.checks {
             let first = check.findings.first().map(String::as_str).unwrap_or("");
             let _ = writeln!(

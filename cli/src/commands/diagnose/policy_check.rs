@@ -52,28 +52,50 @@ pub fn policy_findings(outcome: &PolicyOutcome, moment: Moment) -> (CheckStatus,
         .iter()
         .filter(|v| v.coverage == Coverage::Covers)
         .count();
+    let uncertain: Vec<(&str, &str)> = evaluation
+        .verdicts
+        .iter()
+        .filter_map(|v| match &v.coverage {
+            Coverage::Unknown { why } => Some((v.policy.as_str(), why.as_str())),
+            Coverage::Covers => None,
+        })
+        .collect();
+    // The policies that may cover it once its namespace's labels are known are said once, with
+    // why; "none covers it" counts only the others.
+    if let Some((_, why)) = uncertain.first() {
+        worse(CheckStatus::Warning);
+        let names: Vec<&str> = uncertain.iter().map(|(policy, _)| *policy).collect();
+        findings.push(format!(
+            "{why}: cannot tell whether {} {} it, since {} namespaces by label",
+            plural_policies(names.len()),
+            if names.len() == 1 {
+                format!("{} covers", names[0])
+            } else {
+                format!("{} cover", names.join(", "))
+            },
+            if names.len() == 1 {
+                "it selects"
+            } else {
+                "they select"
+            },
+        ));
+    }
+    let certain = evaluation.policies.saturating_sub(uncertain.len());
     if covering == 0 {
-        findings.push(if evaluation.policies == 0 {
-            "no ClientPolicy in the cluster".to_owned()
-        } else {
-            format!(
-                "none of the {} ClientPolic{} covers it ({})",
-                evaluation.policies,
-                if evaluation.policies == 1 { "y" } else { "ies" },
+        if evaluation.policies == 0 {
+            findings.push("no ClientPolicy in the cluster".to_owned());
+        } else if certain > 0 {
+            findings.push(format!(
+                "none of the {certain} {}{} covers it ({})",
+                if uncertain.is_empty() { "" } else { "other " },
+                plural_policies(certain),
                 judged_as(evaluation)
-            )
-        });
+            ));
+        }
     }
     for verdict in &evaluation.verdicts {
         match &verdict.coverage {
-            Coverage::Unknown { why } => {
-                worse(CheckStatus::Warning);
-                findings.push(format!(
-                    "cannot tell whether ClientPolicy {} covers it: it selects namespaces by \
-                     label and {why}",
-                    verdict.policy
-                ));
-            }
+            Coverage::Unknown { .. } => {}
             Coverage::Covers => {
                 if verdict.violated() {
                     worse(CheckStatus::Failed);
@@ -95,9 +117,9 @@ pub fn policy_findings(outcome: &PolicyOutcome, moment: Moment) -> (CheckStatus,
     for broken in &evaluation.broken {
         worse(CheckStatus::Warning);
         findings.push(format!(
-            "ClientPolicy {} cannot be compiled: {}; it enforces nothing until fixed (kubectl get \
-             clientpolicy {} -o yaml)",
-            broken.policy, broken.problem, broken.policy
+            "ClientPolicy {} is refused ({}, cause {}): {}; it enforces nothing until fixed \
+             (kubectl get clientpolicy {} -o yaml)",
+            broken.policy, broken.reason, broken.cause, broken.problem, broken.policy
         ));
     }
     (status, findings)
@@ -112,6 +134,14 @@ fn rank(status: CheckStatus) -> u8 {
 }
 
 /// `OIDCClient, issuer ..., namespace team-a (labels a=b, ...)`.
+fn plural_policies(count: usize) -> &'static str {
+    if count == 1 {
+        "ClientPolicy"
+    } else {
+        "ClientPolicies"
+    }
+}
+
 fn judged_as(evaluation: &Evaluation) -> String {
     let labels: Vec<String> = evaluation
         .namespace_labels
@@ -207,10 +237,7 @@ fn policy_lines(
 }
 
 fn approval_line(approval: &ApprovalVerdict, evaluation: &Evaluation, moment: Moment) -> String {
-    let command = format!(
-        "kubectl nauthera approve oidcclient/{} -n {}",
-        evaluation.name, evaluation.namespace
-    );
+    let command = nauthera_shared::policy::approve_command(&evaluation.name, &evaluation.namespace);
     match approval {
         ApprovalVerdict::Unchanged => "approval: the fields the policies list are as last \
             approved and written: no new approval needed"

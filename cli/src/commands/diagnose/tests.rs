@@ -153,7 +153,7 @@ fn every_reason_renders_with_its_placeholders_filled() {
             "<ns>",
             "<name>",
             "<kind>",
-            "<client-id>",
+            "<audit-filter>",
             "<slug>",
             "<secret>",
             "<policy>",
@@ -205,7 +205,7 @@ fn the_stable_reason_is_read_from_the_status_never_from_the_message() {
         "{findings:#?}"
     );
     if let Some(status) = client.status.as_mut() {
-        status.server_reason = Some("OUTSIDE_GRANT".into());
+        status.server_reason = Some(nauthera_proto::v1::ErrorReason::OutsideGrant);
     }
     let (_, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(client));
     assert!(
@@ -232,7 +232,7 @@ fn a_deleting_organization_that_is_not_empty_shows_the_cause_and_the_manifests()
     if let Some(status) = organization.status.as_mut() {
         status.message = Some(message.into());
         status.conditions[0].message = message.into();
-        status.server_reason = Some("ORGANIZATION_NOT_EMPTY".into());
+        status.server_reason = Some(nauthera_proto::v1::ErrorReason::OrganizationNotEmpty);
     }
     let (status, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(organization));
     assert_eq!(status, CheckStatus::Warning);
@@ -547,4 +547,61 @@ fn managed_elsewhere_snapshot() {
         "{text}"
     );
     assert_snapshot("diagnose-managed-elsewhere.txt", &text);
+}
+
+#[test]
+fn a_missing_namespace_is_named_once_and_not_counted_as_covered_by_none() {
+    use crate::policies::tests::{client, counted, policy};
+    use crate::policies::{Judged, NamespaceLabels, PolicyOutcome, PolicySet, evaluate};
+    use nauthera_shared::resources::PolicyKind;
+    use serde_json::json;
+
+    let set = PolicySet::compile(&[
+        policy(
+            "by-label",
+            json!({"match": {"namespaceSelector": {"matchLabels": {"tier": "prod"}}}, "rules": {"requirePkce": true}}),
+        ),
+        policy(
+            "other-issuer",
+            json!({"match": {"issuers": ["https://elsewhere.example.test"]}, "rules": {"requirePkce": true}}),
+        ),
+    ]);
+    let object = client("shop", json!({"redirectUris": ["https://a.test/cb"]}));
+    let evaluation = evaluate(
+        &set,
+        &Judged {
+            kind: PolicyKind::OidcClient,
+            namespace: "team-x",
+            issuer: crate::policies::tests::ISSUER,
+            object: &object,
+            place: &counted("shop", None),
+            generation: 1,
+            written: false,
+            recorded: None,
+            approved: &[],
+        },
+        &NamespaceLabels::unknown(
+            "team-x",
+            "namespace team-x does not exist yet, so only its name label is known".into(),
+        ),
+        Ok(&[]),
+    );
+    let (status, findings) = super::policy_check::policy_findings(
+        &PolicyOutcome::Evaluated(Box::new(evaluation)),
+        super::policy_check::Moment::BeforeApply,
+    );
+    assert_eq!(status, CheckStatus::Warning);
+    assert_eq!(
+        findings[..2],
+        [
+            "namespace team-x does not exist yet, so only its name label is known: cannot tell \
+             whether ClientPolicy by-label covers it, since it selects namespaces by label"
+                .to_owned(),
+            "none of the 1 other ClientPolicy covers it (OIDCClient, issuer \
+             https://id.example.com/acme, namespace team-x with labels \
+             kubernetes.io/metadata.name=team-x)"
+                .to_owned(),
+        ],
+        "{findings:#?}"
+    );
 }

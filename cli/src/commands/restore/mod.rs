@@ -606,6 +606,7 @@ mod tests {
         let mut resource = view(Kind::OIDCClient, "team-a", "web", Reason::Restored, 0);
         let record = |request: &str, outcome| RestoreRecord {
             request: Some(request.to_owned()),
+            requested_by: None,
             outcome,
             revision: Some("r3".into()),
             overwritten_revision: Some("r2".into()),

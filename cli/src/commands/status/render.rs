@@ -152,13 +152,12 @@ fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
         let _ = writeln!(out, "  {label:<13} {}", grant_line(grant));
     }
     if let Some(probe) = &cp.probe {
-        // A probe that reached the server carries the healthy reason; people read it as "ok".
-        let (reason, tone) = match probe.reason {
-            Some(nauthera_shared::catalog::Reason::Registered) => ("ok", Tone::Good),
-            Some(reason) => (reason.as_str(), Tone::Bad),
-            None => ("not run", Tone::Bad),
+        let tone = if probe.reason == Some(nauthera_shared::catalog::Reason::Registered) {
+            Tone::Good
+        } else {
+            Tone::Bad
         };
-        let mut line = painter.paint(reason, tone);
+        let mut line = painter.paint(probe.outcome, tone);
         if let Some(since) = probe.since_seconds {
             let _ = write!(line, " since {} ago", short_duration(since));
         }

@@ -80,6 +80,9 @@ pub struct ControlPlaneReport {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeReport {
+    /// What people read: `ok` when the server answered, else the failure's reason (the
+    /// published `reason` of a probe that answered is the healthy `Registered`).
+    pub outcome: &'static str,
     pub reason: Option<Reason>,
     pub message: Option<String>,
     /// Since when the probe finds this outcome.
@@ -91,6 +94,15 @@ pub struct ProbeReport {
     pub age_seconds: Option<i64>,
     /// While the probe fails: when the server last answered.
     pub last_success_time: Option<Timestamp>,
+}
+
+/// The probe's outcome in one word, the same in every view: `ok`, a failure's reason, `not run`.
+pub fn probe_outcome(reason: Option<Reason>) -> &'static str {
+    match reason {
+        Some(Reason::Registered) => "ok",
+        Some(reason) => reason.as_str(),
+        None => "not run",
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -264,6 +276,7 @@ pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> Contro
             .and_then(Freshness::as_of)
             .or(state.changed_at);
         ProbeReport {
+            outcome: probe_outcome(state.probe_reason),
             reason: state.probe_reason,
             message: non_empty(&state.probe_message),
             since: state.probe_since,

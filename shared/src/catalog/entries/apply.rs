@@ -1,9 +1,9 @@
 //! Applying the declared state: Registered, Pending, Refused.
 
-use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, GRPC_CALL_LOGS, STATUS, audit_how};
+use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, RESOURCE_LOGS, STATUS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
-    Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
+    ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
@@ -13,7 +13,9 @@ pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
     phase_while_retried: None,
     event: EventReason::Registered,
     metric_label: "registered",
-    causes: &[Cause::None],
+    causes: &[Cause::None, Cause::SecretChanged, Cause::DriftKept],
+    progress: Progress::Settled,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "The declared state is in force",
         summary: "The server holds the generation the manifest declares and any client secret \
@@ -24,6 +26,13 @@ pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
              `status.generationInForce`, and delivered the client secret where the manifest asks \
              for one. It keeps following the server's change hint, so a change made anywhere \
              else turns the resource `Drifted`.",
+            "The `cause` says what the last write was for, when it was more than a new \
+             generation: `secret_changed` when the value in the Secret the manifest references \
+             (`spec.secret.secretRef`, an IdentityProvider's `secretRef`) changed and was sent \
+             (a `SecretChanged` event names the Secret and key, never the value; a change of the \
+             Secret's labels or annotations alone sends nothing), `drift_kept` when a new \
+             generation declared what a drift had changed on the server (a `DriftAdopted` \
+             event names the fields kept).",
         ],
         impact: &[
             "None: this is the healthy state. End users sign in with the client as declared.",
@@ -37,8 +46,10 @@ pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
             },
             DiagnosisStep {
                 text: "The events say when each generation was written and where its secret was \
-                    delivered (`Registered` for the first, `Applied` for later ones, \
-                    `SecretRotated` when a secret was replaced).",
+                    delivered: `Registered` for a write that brings the resource into \
+                    `Registered` (its first generation, or one that ends a drift or a failure), \
+                    `Applied` for every other write (a later generation while it is registered, \
+                    a restore), `SecretRotated` when a secret was replaced.",
                 command: EVENTS,
                 check: DiagnoseCheck::Events,
             },
@@ -63,6 +74,8 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
     event: EventReason::Pending,
     metric_label: "pending",
     causes: &[Cause::None, Cause::Transient, Cause::ReferenceNotReady],
+    progress: Progress::Reconciling,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "Waiting for the server to confirm",
         summary: "The declared generation is not confirmed yet: the first reconcile is under way, \
@@ -77,14 +90,25 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
              `Aborted`, `Internal`, `Unknown`, `ResourceExhausted` or `Unavailable`. Retries \
              wait with exponential backoff and jitter, so many resources failing together do \
              not hit the server in step.\n\
-             - `reference_not_ready`: a manifest this one depends on (the Organization manifest \
-             that serves its issuer, or the Branding its `spec.brandingRef` names) exists in the \
-             cluster but is not `Registered` yet. The reconciler sends nothing of this resource \
-             to the server until it is, and this resource proceeds by itself within a second of \
-             that manifest registering.",
-            "The condition message names the last failure, if there was one, or the manifest the \
+             - `reference_not_ready`: something this resource names is not there yet: the \
+             Organization manifest that serves its issuer or the Branding its `spec.brandingRef` \
+             names exists but is not `Registered` yet, or the Branding or the Secret it names \
+             (`spec.brandingRef`, `spec.secret.secretRef`, an IdentityProvider's `secretRef`) \
+             does not exist at all. The reconciler sends nothing of this resource to the server \
+             until it is there, and this resource proceeds by itself within a second of that \
+             manifest registering or that Secret being created. An issuer no Organization \
+             manifest declares is the server's own organization and is not waited for.",
+            "A resource already `Registered` whose Branding goes away (its manifest deleted) \
+             turns `Pending` with `reference_not_ready` at once, without a write: the message \
+             says how the Branding went and what the server does now (with `deletionPolicy: \
+             Delete` the server keeps the client's reference to a branding it no longer holds \
+             and shows the organization's default sign-in pages; with `Orphan` it still shows \
+             the branding, which no manifest declares any more). It is `Registered` again as \
+             soon as a Branding of that name registers.",
+            "The condition message names the last failure, if there was one, or what the \
              resource waits for, by kind and namespace/name (for example `waiting for \
-             Organization platform/acme to be Registered`).",
+             Organization platform/acme to be Registered`, or `waiting for Branding \
+             team-a/acme-sign-in, which spec.brandingRef names and does not exist`).",
         ],
         impact: &[
             "The change is not applied yet; the server keeps the last generation in force, or \
@@ -123,8 +147,9 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::ServerCallMetrics,
             },
             DiagnosisStep {
-                text: "The reconciler's line for each server call: method, code, duration.",
-                command: GRPC_CALL_LOGS,
+                text: "The reconciler's lines about the resource: each attempt with its reason, \
+                    cause and the server's answer.",
+                command: RESOURCE_LOGS,
                 check: DiagnoseCheck::ReconcilerLogs,
             },
         ],
@@ -137,6 +162,9 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
              connection problems are covered by [Unreachable](Unreachable.md).",
             "No leader in `kubectl nauthera status`: check the reconciler's pods and its Lease \
              with `kubectl -n <reconciler-ns> get pods,leases`.",
+            "`reference_not_ready` naming something that does not exist: apply the Branding, or \
+             create the Secret, that the message names (or correct the reference); this resource \
+             proceeds by itself once it is there.",
             "`reference_not_ready`: nothing to do on this resource. Look at the manifest the \
              message names, with `kubectl nauthera diagnose KIND/NAME -n NAMESPACE` (its kind, \
              name and namespace from the message). Once it is `Registered`, this resource \
@@ -177,6 +205,8 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
         Cause::ServerObjection,
         Cause::UnencodableBranding,
     ],
+    progress: Progress::Stalled,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "The declared state was refused",
         summary: "The server answered and refused the write, or the reconciler refused an \
@@ -206,7 +236,10 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
             "Calls failing with `Aborted`, `Internal`, `Unknown`, `ResourceExhausted` or \
              `Unavailable` are no refusal: they are retried with exponential backoff and jitter \
              and show as [Pending](Pending.md). A refusal waits: the declared state is sent \
-             again on the next edit of the manifest, or after five minutes.",
+             again on the next edit of the manifest, or after five minutes; a missing reference \
+             (`reference_not_found`) is also sent again as soon as a manifest the resource \
+             depends on registers. A Branding or Secret that does not exist in the cluster is \
+             never sent and refused: the resource waits for it as [Pending](Pending.md).",
         ],
         impact: &[
             "The team's change is not in force. An object registered before stays at the \

@@ -3,8 +3,8 @@
 
 use super::{CLIENT_CERTIFICATE, GRPC_CALL_LOGS, STATUS};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
-    Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
+    ReasonEntry, Runbook,
 };
 
 /// The same for all three: the reconciler writes nothing while it cannot call the server.
@@ -37,6 +37,8 @@ pub(in crate::catalog) static UNREACHABLE: ReasonEntry = ReasonEntry {
     event: EventReason::Unreachable,
     metric_label: "unreachable",
     causes: &[Cause::Transient, Cause::TlsHandshake],
+    progress: Progress::Reconciling,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "The server cannot be reached",
         summary: "The reconciler read its certificate files but could not complete a call to \
@@ -70,9 +72,10 @@ pub(in crate::catalog) static UNREACHABLE: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::ProbeState,
             },
             DiagnosisStep {
-                text: "The code and error of each recent call.",
+                text: "The code and error of each recent server call (the connection is every \
+                    resource's, so these lines name no resource).",
                 command: GRPC_CALL_LOGS,
-                check: DiagnoseCheck::ReconcilerLogs,
+                check: DiagnoseCheck::None,
             },
             DiagnosisStep {
                 text: "Probe calls by code over the last quarter hour.",
@@ -126,6 +129,8 @@ pub(in crate::catalog) static CREDENTIAL_UNAVAILABLE: ReasonEntry = ReasonEntry 
         Cause::Revoked,
         Cause::Rejected,
     ],
+    progress: Progress::Stalled,
+    progress_by_cause: &[(Cause::Unreadable, Progress::Reconciling)],
     runbook: Runbook {
         title: "The client certificate or key cannot be read",
         summary: "The reconciler's `tls.crt` or `tls.key` is missing, unreadable, malformed, \
@@ -194,6 +199,8 @@ pub(in crate::catalog) static TRUST_ANCHOR_UNAVAILABLE: ReasonEntry = ReasonEntr
     event: EventReason::TrustAnchorUnavailable,
     metric_label: "trust_anchor_unavailable",
     causes: &[Cause::Unreadable, Cause::Malformed, Cause::Untrusted],
+    progress: Progress::Stalled,
+    progress_by_cause: &[(Cause::Unreadable, Progress::Reconciling)],
     runbook: Runbook {
         title: "The CA bundle cannot be read",
         summary: "The reconciler's `ca.crt` is missing, unreadable or holds no certificate, so it \

@@ -1,9 +1,9 @@
 //! Deleting a manifest: Deleting, and the outcomes Deleted, Orphaned, DeletionSkippedDrifted.
 
-use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, GRPC_CALL_LOGS, STATUS, audit_how};
+use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, RESOURCE_LOGS, STATUS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
-    Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
+    ReasonEntry, Runbook,
 };
 
 /// The server's audit records of a deletion, for the outcome pages.
@@ -30,6 +30,8 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
         Cause::OrganizationNotEmpty,
         Cause::Forbidden,
     ],
+    progress: Progress::Reconciling,
+    progress_by_cause: &[(Cause::Forbidden, Progress::Stalled)],
     runbook: Runbook {
         title: "The manifest is being deleted",
         summary: "The manifest is marked for deletion and the reconciler is carrying out its \
@@ -80,8 +82,9 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::ProbeState,
             },
             DiagnosisStep {
-                text: "The reconciler's server calls, for the failing delete.",
-                command: GRPC_CALL_LOGS,
+                text: "The reconciler's lines about the resource: each delete attempt with the \
+                    server's answer.",
+                command: RESOURCE_LOGS,
                 check: DiagnoseCheck::ReconcilerLogs,
             },
             DiagnosisStep {
@@ -134,6 +137,8 @@ pub(in crate::catalog) static DELETED: ReasonEntry = ReasonEntry {
     event: EventReason::Deleted,
     metric_label: "deleted",
     causes: &[Cause::None],
+    progress: Progress::Reconciling,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "Removed from the server",
         summary: "`deletionPolicy: Delete` removed the object from the server before the manifest \
@@ -177,6 +182,8 @@ pub(in crate::catalog) static ORPHANED: ReasonEntry = ReasonEntry {
     event: EventReason::Orphaned,
     metric_label: "orphaned",
     causes: &[Cause::None],
+    progress: Progress::Reconciling,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "Left registered on the server",
         summary: "`deletionPolicy: Orphan` left the object registered on the server when the \
@@ -206,6 +213,12 @@ pub(in crate::catalog) static ORPHANED: ReasonEntry = ReasonEntry {
         mitigation: &[
             "Nothing, if orphaning was intended. To remove the object after all, delete it on the \
              server through the admin API or the dashboard.",
+            "To manage it again, apply the manifest again under the same name. The reconciler \
+             re-adopts the orphan without writing to the server (an `Applied` event says \
+             \"an orphan re-adopted\"), and an OIDCClient takes its released Secret back: owned \
+             by the manifest again, the `nauthera.io/released` label removed, the client secret \
+             the server accepts kept (a `SecretDelivered` event says \"took back Secret\"). A \
+             later deletion then follows the manifest's deletion policy as usual.",
         ],
         escalation: &["None: orphaning is a choice made in the manifest."],
     },
@@ -219,6 +232,8 @@ pub(in crate::catalog) static DELETION_SKIPPED_DRIFTED: ReasonEntry = ReasonEntr
     event: EventReason::DeletionSkippedDrifted,
     metric_label: "deletion_skipped_drifted",
     causes: &[Cause::Edited, Cause::BackupRestore, Cause::RevisionMismatch],
+    progress: Progress::Reconciling,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "The deletion left a drifted object in place",
         summary: "`deletionPolicy: Delete` did not remove the object because the server holds a \

@@ -1,9 +1,9 @@
 //! Changes made behind the manifests' back: Drifted, Restored.
 
-use super::{AUDIT_CLIENT, DESCRIBE, SECRET_CONSUMERS, audit_how};
+use super::{AUDIT_OBJECT, DESCRIBE, SECRET_CONSUMERS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
-    Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
+    ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
@@ -20,6 +20,8 @@ pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
         Cause::RevisionMismatch,
         Cause::ManagerConflict,
     ],
+    progress: Progress::AwaitsDecision,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "Changed on the server behind the manifest's back",
         summary: "The object was changed or removed on the server by something other than the \
@@ -65,7 +67,7 @@ pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
                      and cause, newest first.",
                     audit_how!()
                 ),
-                command: AUDIT_CLIENT,
+                command: AUDIT_OBJECT,
                 check: DiagnoseCheck::AuditLog,
             },
             DiagnosisStep {
@@ -77,11 +79,14 @@ pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
         ],
         mitigation: &[
             "Keep the change: put it into the manifest. Its next generation is written to the \
-             server and the resource returns to `Registered`. Any new generation is written \
-             over the drifted object, so what the manifest does not carry of the change is \
-             discarded: a `DriftSuperseded` Warning event and `status.lastDrift` record who made \
-             the change, the fields it had changed and both revisions (`kubectl nauthera status` \
-             and `diagnose` show it).",
+             server and the resource returns to `Registered`. The reconciler compares each field \
+             the drift changed with what the new generation declares: a field it declares as the \
+             server held it is kept (a Normal `DriftAdopted` event names it, and the write's \
+             cause is `drift_kept` when every changed field is kept); any other field is written \
+             over and its change discarded (a Warning `DriftSuperseded` event names those \
+             fields). `status.lastDrift` records who made the change, the fields it had changed, \
+             which were kept (`kept`) and both revisions (`kubectl nauthera status` and \
+             `diagnose` show it).",
             "Undo the change: `kubectl nauthera restore <kind>/<name> -n <ns>`, or \
              `kubectl -n <ns> annotate <kind> <name> nauthera.io/restore=true`. The reconciler \
              writes the declared state, records a `Restored` event and removes the annotation. \
@@ -106,6 +111,8 @@ pub(in crate::catalog) static RESTORED: ReasonEntry = ReasonEntry {
     event: EventReason::Restored,
     metric_label: "restored",
     causes: &[Cause::Edited, Cause::Removed, Cause::BackupRestore],
+    progress: Progress::Settled,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "Written back over a drift on request",
         summary: "The reconciler wrote the declared state over a drifted object because the \

@@ -1,9 +1,9 @@
 //! Another reconciler's object: ManagedElsewhere.
 
-use super::{AUDIT_CLIENT, DESCRIBE, EVENTS, STATUS, audit_how};
+use super::{AUDIT_OBJECT, DESCRIBE, EVENTS, STATUS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
-    Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
+    ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static MANAGED_ELSEWHERE: ReasonEntry = ReasonEntry {
@@ -14,6 +14,8 @@ pub(in crate::catalog) static MANAGED_ELSEWHERE: ReasonEntry = ReasonEntry {
     event: EventReason::ManagedElsewhere,
     metric_label: "managed_elsewhere",
     causes: &[Cause::Claimed, Cause::TakenOver],
+    progress: Progress::Stalled,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "Another reconciler manages the object on the server",
         summary: "The object this resource declares is written on the server by another \
@@ -66,7 +68,7 @@ pub(in crate::catalog) static MANAGED_ELSEWHERE: ReasonEntry = ReasonEntry {
                      identity.",
                     audit_how!()
                 ),
-                command: AUDIT_CLIENT,
+                command: AUDIT_OBJECT,
                 check: DiagnoseCheck::AuditLog,
             },
             DiagnosisStep {

@@ -1,9 +1,9 @@
 //! Client secrets: SecretUndeliverable, SecretRefUnavailable.
 
-use super::{DESCRIBE, SECRET_CONSUMERS};
+use super::{DESCRIBE, RESOURCE_LOGS, SECRET_CONSUMERS};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, ReadyStatus, Reason, ReasonEntry,
-    Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
+    ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
@@ -14,6 +14,8 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
     event: EventReason::SecretUndeliverable,
     metric_label: "secret_undeliverable",
     causes: &[Cause::ForeignSecret, Cause::Forbidden, Cause::Transient],
+    progress: Progress::Stalled,
+    progress_by_cause: &[(Cause::Transient, Progress::Reconciling)],
     runbook: Runbook {
         title: "The client secret could not be written into its Secret",
         summary: "The server minted an OIDCClient's secret and the reconciler could not write it \
@@ -60,8 +62,9 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
                 check: DiagnoseCheck::ReconcilerCanI,
             },
             DiagnosisStep {
-                text: "The reconciler's lines about the Secret, with the error of each write.",
-                command: "kubectl -n <reconciler-ns> logs deploy/nauthera-reconciler --since=1h | grep -w '<secret>'",
+                text: "The reconciler's lines about the resource, with the error of each write \
+                    of its Secret.",
+                command: RESOURCE_LOGS,
                 check: DiagnoseCheck::ReconcilerLogs,
             },
             DiagnosisStep {
@@ -105,17 +108,22 @@ pub(in crate::catalog) static SECRET_REF_UNAVAILABLE: ReasonEntry = ReasonEntry 
     event: EventReason::SecretRefUnavailable,
     metric_label: "secret_ref_unavailable",
     causes: &[Cause::SecretRefMissing, Cause::Forbidden],
+    progress: Progress::Stalled,
+    progress_by_cause: &[],
     runbook: Runbook {
         title: "The referenced Secret cannot be read",
         summary: "The Secret the manifest references (an OIDCClient's `spec.secret.secretRef`, an \
-            IdentityProvider's `secretRef`) is missing, lacks the key, or may not be read; \
-            Ready=False, phase Pending until it can be read.",
+            IdentityProvider's `secretRef`) lacks the key, holds no usable value, or may not be \
+            read; Ready=False, phase Pending until it can be read.",
         meaning: &[
             "The manifest says the team holds the secret itself, in a Secret the reconciler \
              reads and never writes: an OIDCClient with `spec.secret.secretRef`, or an \
              IdentityProvider whose `secretRef` holds its upstream client secret. That Secret \
-             does not exist (`secret_ref_missing`), lacks the key the manifest names (also \
-             `secret_ref_missing`), or the reconciler may not read it (`forbidden`).",
+             lacks the key the manifest names, or holds an empty or non-text value \
+             (`secret_ref_missing`), or the reconciler may not read it (`forbidden`). A Secret \
+             that does not exist at all is not this reason: the resource waits for it as \
+             [Pending](Pending.md) (`reference_not_ready`), naming it, and nothing is sent until \
+             it is created.",
             "Nothing is sent to the server until the Secret can be read. The reconciler watches \
              Secrets, so one that appears later is picked up without an edit of the manifest. A \
              Secret another controller produces (a SealedSecret, an external secrets operator) \

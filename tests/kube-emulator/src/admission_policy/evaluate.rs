@@ -1,6 +1,7 @@
 //! A policy's CEL: compiled once per policy revision, then evaluated for each binding and
 //! parameter object in force, with the API server's messages for what fails (`failed
-//! expression: ...`, `expression '...' resulted in error: ...`, `compilation error: ...`).
+//! expression: ...`, `expression '...' resulted in error: ...`, `compilation error: ...`), within
+//! the API server's runtime cost limits (see `cel_cost`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -10,6 +11,7 @@ use cel::objects::{Key, Map};
 use serde_json::Value;
 
 use crate::cel::{self as expressions, Program};
+use crate::cel_cost::{self, Statics};
 use crate::status::StatusReason;
 use crate::store::Stored;
 
@@ -113,11 +115,13 @@ impl Compiled {
         }
     }
 
+    /// Evaluates within the per-call cost limit: the value and what it cost.
     fn run(
         &self,
         context: &Context,
         failed: &HashMap<String, String>,
-    ) -> Result<cel::Value, Error> {
+        statics: &Statics,
+    ) -> Result<(cel::Value, u64), Error> {
         let program = self
             .program
             .as_ref()
@@ -128,7 +132,13 @@ impl Compiled {
         {
             return Err(Error::Runtime(error.clone()));
         }
-        program.evaluate(context).map_err(Error::Runtime)
+        let cost = program
+            .cost(context, statics, cel_cost::PER_CALL_LIMIT)
+            .map_err(|_| Error::Runtime(cel_cost::LIMIT_EXCEEDED.to_owned()))?;
+        program
+            .evaluate(context)
+            .map(|value| (value, cost))
+            .map_err(Error::Runtime)
     }
 
     /// As a validation or match condition reports it.
@@ -153,6 +163,8 @@ struct Validation {
 pub struct CompiledPolicy {
     ignore_errors: bool,
     variables: Vec<(String, Compiled)>,
+    /// What the checker knows of each variable's type (see `cel_cost`).
+    statics: Statics,
     conditions: Vec<Compiled>,
     validations: Vec<Validation>,
 }
@@ -204,9 +216,18 @@ impl CompiledPolicy {
                 reason: reason(text(v, "reason")),
             })
             .collect();
+        let statics =
+            cel_cost::variable_statics(variables.iter().filter_map(|(name, compiled)| {
+                compiled
+                    .program
+                    .as_ref()
+                    .ok()
+                    .map(|program| (name.as_str(), program.expr()))
+            }));
         Self {
             ignore_errors: text(spec, "failurePolicy") == "Ignore",
             variables,
+            statics,
             conditions,
             validations,
         }
@@ -224,13 +245,17 @@ impl CompiledPolicy {
         let params = params.map_or(cel::Value::Null, |p| expressions::to_value(p, false));
         expressions::bind(&mut scope, "params", params);
         // Variables in order, each seeing those before; one that fails only fails what reads it.
+        // What each cost counts against the budget once a validation reads it (the API server
+        // evaluates them lazily).
         let mut values = HashMap::new();
         let mut failed = HashMap::new();
+        let mut variable_costs = HashMap::new();
         for (name, compiled) in &self.variables {
             bind_variables(&mut scope, &values);
-            match compiled.run(&scope, &failed) {
-                Ok(value) => {
+            match compiled.run(&scope, &failed, &self.statics) {
+                Ok((value, cost)) => {
                     values.insert(Key::String(Arc::new(name.clone())), value);
+                    variable_costs.insert(name.as_str(), cost);
                 }
                 Err(Error::Compile(e)) => {
                     failed.insert(
@@ -250,7 +275,10 @@ impl CompiledPolicy {
         // Any false condition skips the policy; otherwise an error is a failure.
         let mut errors = Vec::new();
         for condition in &self.conditions {
-            match condition.run(&scope, &failed) {
+            match condition
+                .run(&scope, &failed, &self.statics)
+                .map(|(v, _)| v)
+            {
                 Ok(cel::Value::Bool(false)) => return Vec::new(),
                 Ok(_) => {}
                 Err(e) => errors.push(condition.error(e)),
@@ -264,8 +292,29 @@ impl CompiledPolicy {
             return error(message).into_iter().collect();
         }
         let mut failures = Vec::new();
+        let mut budget = cel_cost::RUNTIME_BUDGET;
         for validation in &self.validations {
-            match validation.expression.run(&scope, &failed) {
+            let outcome = validation.expression.run(&scope, &failed, &self.statics);
+            // The budget pays for the expression and, the first time, for the variables it reads.
+            let cost = outcome.as_ref().map_or(0, |(_, cost)| *cost)
+                + validation
+                    .expression
+                    .program
+                    .as_ref()
+                    .map(|p| {
+                        p.fields_of("variables")
+                            .filter_map(|v| variable_costs.remove(v))
+                            .sum::<u64>()
+                    })
+                    .unwrap_or(0);
+            // Over budget, the binding's evaluation as a whole is an error, whatever came before.
+            if cost > budget {
+                return error(cel_cost::BUDGET_EXCEEDED.to_owned())
+                    .into_iter()
+                    .collect();
+            }
+            budget -= cost;
+            match outcome.map(|(value, _)| value) {
                 Ok(cel::Value::Bool(true)) => {}
                 Ok(_) => failures.push(Failure {
                     message: self.message(validation, &scope, &failed),
@@ -288,8 +337,8 @@ impl CompiledPolicy {
         let evaluated = validation
             .message_expression
             .as_ref()
-            .and_then(|m| m.run(scope, failed).ok())
-            .and_then(|value| match value {
+            .and_then(|m| m.run(scope, failed, &self.statics).ok())
+            .and_then(|(value, _)| match value {
                 cel::Value::String(s) => Some(s.trim().to_owned()),
                 _ => None,
             })

@@ -6,10 +6,13 @@
 //! binding's parameter objects.
 
 mod evaluate;
+pub mod loader;
 mod matching;
 mod params;
+mod type_check;
 mod validation;
 
+pub use loader::Loaded;
 pub use validation::{validate_binding, validate_policy};
 
 use std::sync::Arc;
@@ -155,11 +158,12 @@ pub fn admit(store: &mut dyn Access, request: &Request<'_>) -> ApiResult<Vec<Str
     if exempt(request.info) {
         return Ok(Vec::new());
     }
-    let bindings = store.list_all(&key(BINDINGS));
+    // What is in force, not what is stored: see `loader`.
+    let loaded = store.loaded_policies();
+    let (policies, bindings) = (&loaded.policies, &loaded.bindings);
     if bindings.is_empty() {
         return Ok(Vec::new());
     }
-    let policies = store.list_all(&key(POLICIES));
     let namespace = (!request.namespace.is_empty())
         .then(|| {
             let namespaces = ResourceKey {
@@ -178,7 +182,7 @@ pub fn admit(store: &mut dyn Access, request: &Request<'_>) -> ApiResult<Vec<Str
         })
     };
     let mut pending = Vec::new();
-    for policy in &policies {
+    for policy in policies {
         let spec = &policy.value["spec"];
         let ignore = spec["failurePolicy"].as_str() == Some("Ignore");
         let misconfigured = |binding: Option<&Arc<Stored>>, message: String| {
@@ -373,14 +377,6 @@ fn refusal(request: &Request<'_>, denial: Denial) -> ApiError {
         field: String::new(),
     });
     error
-}
-
-/// A policy's status: the generation its type checking (not done here) would have seen.
-pub fn set_status(info: &ResourceInfo, object: &mut Value) {
-    if info.group == GROUP && info.plural == POLICIES {
-        let generation = object["metadata"]["generation"].clone();
-        object["status"] = json!({"observedGeneration": generation});
-    }
 }
 
 /// Refuses a malformed policy or binding the way the API server's validation does (and fills

@@ -1,6 +1,7 @@
 //! What the API server refuses in a ValidatingAdmissionPolicy or binding, and the defaults it
 //! fills in (`failurePolicy: Fail`, `matchPolicy: Equivalent`, empty selectors, rule scope `*`).
-//! Expressions must compile, with `authorizer` declared as the server declares it.
+//! Expressions must compile, with `authorizer` declared as the server declares it and the fields
+//! of `request`, `namespaceObject` and `variables` checked against their types (`type_check`).
 
 use serde_json::{Value, json};
 
@@ -144,13 +145,15 @@ fn check_match_resources(causes: &mut Vec<Cause>, resources: &Value, path: &str)
     }
 }
 
-/// An expression that must be there and compile.
+/// An expression that must be there and compile: parse, declared names and then the types of
+/// `request`, `namespaceObject` and `variables` (`typed`, the checker's errors by field).
 fn check_expression(
     causes: &mut Vec<Cause>,
     value: &Value,
     field: String,
     declared: &[&str],
     detail: &str,
+    typed: &[(String, String)],
 ) {
     let Some(source) = value.as_str().filter(|s| !s.trim().is_empty()) else {
         causes.push(required(field, detail));
@@ -158,7 +161,15 @@ fn check_expression(
     };
     let compiled = cel::sandbox(|| Program::compile(source, declared).map(|_| ()));
     match compiled {
-        Ok(Ok(())) => {}
+        Ok(Ok(())) => {
+            if let Some((_, errors)) = typed.iter().find(|(f, _)| *f == field) {
+                causes.push(invalid(
+                    field,
+                    value,
+                    &format!("compilation failed: {errors}"),
+                ));
+            }
+        }
         Ok(Err(error)) => causes.push(invalid(
             field,
             value,
@@ -204,6 +215,7 @@ pub fn validate_policy(policy: &mut Value) -> Vec<Cause> {
             }
         }
     }
+    let typed = cel::sandbox(|| super::type_check::creation_errors(spec)).unwrap_or_default();
     let constraints = &spec["matchConstraints"];
     if constraints.is_null() {
         causes.push(required("spec.matchConstraints".into(), ""));
@@ -224,6 +236,7 @@ pub fn validate_policy(policy: &mut Value) -> Vec<Cause> {
             format!("{path}.expression"),
             &declared,
             "",
+            &typed,
         );
     }
     for (i, variable) in items(&spec["variables"]).iter().enumerate() {
@@ -243,6 +256,7 @@ pub fn validate_policy(policy: &mut Value) -> Vec<Cause> {
             format!("{path}.expression"),
             &declared,
             "expression is not specified",
+            &typed,
         );
     }
     let validations = items(&spec["validations"]);
@@ -259,6 +273,7 @@ pub fn validate_policy(policy: &mut Value) -> Vec<Cause> {
             format!("{path}.expression"),
             &declared,
             "expression is not specified",
+            &typed,
         );
         let message_expression = &validation["messageExpression"];
         if message_expression.as_str().is_some_and(|m| !m.is_empty()) {
@@ -273,6 +288,7 @@ pub fn validate_policy(policy: &mut Value) -> Vec<Cause> {
                 format!("{path}.messageExpression"),
                 &without_authorizer,
                 "",
+                &typed,
             );
         }
         if let Some(message) = validation["message"].as_str().filter(|m| !m.is_empty()) {

@@ -55,6 +55,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
         port: args.port,
         pod_logs: args.pod_logs.into_iter().collect(),
+        ..Options::default()
     };
     let emulator = Emulator::start_with(options).await?;
     emulator

@@ -28,6 +28,8 @@ pub trait Access {
     /// and their parameters) may change while a write is prepared, as the API server's
     /// informers may lag.
     fn list_all(&mut self, resource: &ResourceKey) -> Vec<Arc<Stored>>;
+    /// The admission policies and bindings in force (not recorded as read either).
+    fn loaded_policies(&mut self) -> Arc<crate::admission_policy::Loaded>;
     /// The revision the next write gets (a draft's is provisional).
     fn next_revision(&mut self) -> u64;
     fn put(&mut self, resource: &ResourceKey, value: Value) -> Arc<Stored>;
@@ -57,6 +59,10 @@ impl Access for Store {
 
     fn list_all(&mut self, resource: &ResourceKey) -> Vec<Arc<Stored>> {
         Store::list(self, resource, None, None).cloned().collect()
+    }
+
+    fn loaded_policies(&mut self) -> Arc<crate::admission_policy::Loaded> {
+        self.admission.clone()
     }
 
     fn next_revision(&mut self) -> u64 {
@@ -146,6 +152,11 @@ impl Access for Draft<'_> {
             .unwrap_or_default()
     }
 
+    fn loaded_policies(&mut self) -> Arc<crate::admission_policy::Loaded> {
+        self.locked(|store| store.admission.clone())
+            .unwrap_or_default()
+    }
+
     fn next_revision(&mut self) -> u64 {
         self.locked(Store::next_revision).unwrap_or_default()
     }
@@ -218,6 +229,7 @@ mod tests {
             dry_run: false,
             force: false,
             validation: Default::default(),
+            group: String::new(),
             version: "v1".into(),
             requester: None,
         }

@@ -30,7 +30,9 @@ pub struct WriteContext {
     pub dry_run: bool,
     pub force: bool,
     pub validation: FieldValidation,
-    /// The version the client addressed.
+    /// The group and version the client addressed (`events.k8s.io` for Events written through
+    /// that API, though stored as core Events).
+    pub group: String,
     pub version: String,
     /// Who asks, for admission policies; `None` for the emulator's own writes (seeding), which
     /// no policy sees.
@@ -56,20 +58,26 @@ pub enum PatchKind {
 }
 
 impl PatchKind {
-    pub fn from_content_type(content_type: &str) -> ApiResult<Self> {
+    /// The kind of a PATCH by its Content-Type, as the API server accepts it for a resource:
+    /// strategic merge patches only for built-in kinds (custom resources have no patch
+    /// strategies), with the server's 415 otherwise (for built-in kinds its router's terse one).
+    pub fn from_content_type(content_type: &str, custom: bool) -> ApiResult<Self> {
         let media = content_type.split(';').next().unwrap_or_default().trim();
-        match media {
-            "application/json-patch+json" => Ok(Self::Json),
-            "application/merge-patch+json" => Ok(Self::Merge),
-            "application/strategic-merge-patch+json" => Ok(Self::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
-            other => Err(ApiError::new(
-                StatusReason::UnsupportedMediaType,
-                format!(
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {other:?}"
-                ),
-            )),
-        }
+        let kind = match media {
+            "application/json-patch+json" => Some(Self::Json),
+            "application/merge-patch+json" => Some(Self::Merge),
+            "application/strategic-merge-patch+json" if !custom => Some(Self::Strategic),
+            "application/apply-patch+yaml" => Some(Self::Apply),
+            _ => None,
+        };
+        kind.ok_or_else(|| {
+            let message = if custom {
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+            } else {
+                "415: Unsupported Media Type"
+            };
+            ApiError::new(StatusReason::UnsupportedMediaType, message)
+        })
     }
 }
 
@@ -241,7 +249,7 @@ fn create_with(
     object["apiVersion"] = json!(info.api_version(info.preferred_version()));
     object["kind"] = json!(info.kind);
     let mut admitted = admission::admit(info, &ctx.version, &mut object, None, ctx.validation)?;
-    admission_policy::set_status(info, &mut object);
+    validate_event(info, ctx, &object, None)?;
     let scope = if info.status_subresource {
         Scope::MainWithoutStatus
     } else {
@@ -573,7 +581,38 @@ fn apply_configuration(
             "the name of the object ({config_name}) does not match the name on the URL ({name})"
         )));
     }
+    undeclared_fields(info, &config, name, ctx)?;
     Ok(config)
+}
+
+/// A server-side apply types its configuration against the schema before it merges anything: a
+/// field the schema does not declare cannot be typed, so the API server fails the request (500,
+/// whatever the field validation asked for) where another write would prune the field.
+fn undeclared_fields(
+    info: &ResourceInfo,
+    config: &Value,
+    name: &str,
+    ctx: &WriteContext,
+) -> ApiResult<()> {
+    let Some(schema) = info.schema(&ctx.version) else {
+        return Ok(());
+    };
+    let mut typed = config.clone();
+    let undeclared = crate::schema::prune_root(&mut typed, schema);
+    if undeclared.is_empty() {
+        return Ok(());
+    }
+    let namespace = text(config, "/metadata/namespace").unwrap_or_default();
+    let problems: Vec<String> = undeclared
+        .iter()
+        .map(|field| format!(".{field}: field not declared in schema"))
+        .collect();
+    Err(ApiError::internal(format!(
+        "failed to create typed patch object ({namespace}/{name}; {}, Kind={}): {}",
+        info.api_version(&ctx.version),
+        info.kind,
+        problems.join(", ")
+    )))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -719,6 +758,7 @@ fn commit(
     }
     let mut admitted =
         admission::admit(info, &ctx.version, &mut object, Some(live), ctx.validation)?;
+    validate_event(info, ctx, &object, Some(live))?;
     if info.has_generation && generation_moves(info, live, &object) {
         let generation = live
             .pointer("/metadata/generation")
@@ -726,7 +766,6 @@ fn commit(
             .unwrap_or(0);
         object["metadata"]["generation"] = json!(generation + 1);
     }
-    admission_policy::set_status(info, &mut object);
     let entries = match ownership {
         Ownership::Update => {
             let mut entries = managed_fields::read_entries(live);
@@ -795,6 +834,33 @@ fn commit(
         created: false,
         warnings: admitted.warnings,
     })
+}
+
+/// An Event's validation, by the API it was written through (see `event_validation`).
+fn validate_event(
+    info: &ResourceInfo,
+    ctx: &WriteContext,
+    event: &Value,
+    old: Option<&Value>,
+) -> ApiResult<()> {
+    use crate::event_validation::{EventApi, validate_create, validate_update};
+    if !(info.group.is_empty() && info.plural == "events") {
+        return Ok(());
+    }
+    let api = if ctx.group == "events.k8s.io" {
+        EventApi::EventsV1
+    } else {
+        EventApi::Core
+    };
+    let causes = match old {
+        None => validate_create(event, api),
+        Some(old) => validate_update(event, old, api),
+    };
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = text(event, "/metadata/name").unwrap_or_default();
+    Err(ApiError::invalid(&info.kind, "", name, causes))
 }
 
 fn finalizers(object: &Value) -> Vec<String> {

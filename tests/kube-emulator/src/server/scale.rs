@@ -50,7 +50,8 @@ impl Call<'_> {
                 })?
             }
             "patch" => {
-                let kind = PatchKind::from_content_type(self.header(header::CONTENT_TYPE))?;
+                let kind =
+                    PatchKind::from_content_type(self.header(header::CONTENT_TYPE), info.custom)?;
                 let ctx = self.write_context(path, user, Some(kind))?;
                 self.prepared(|store| {
                     objects::write_scale(

@@ -27,6 +27,7 @@ impl Call<'_> {
             dry_run: self.param("dryRun") == Some("All"),
             force: self.flag("force"),
             validation: FieldValidation::parse(self.param("fieldValidation"))?,
+            group: path.group.clone(),
             version: path.version.clone(),
             requester: Some(user.clone()),
         })
@@ -151,7 +152,7 @@ impl Call<'_> {
         namespace: &str,
         user: &UserInfo,
     ) -> ApiResult<Response> {
-        let kind = PatchKind::from_content_type(self.header(header::CONTENT_TYPE))?;
+        let kind = PatchKind::from_content_type(self.header(header::CONTENT_TYPE), info.custom)?;
         let ctx = self.write_context(path, user, Some(kind))?;
         let name = path.name.as_deref().unwrap_or_default();
         let written = self.prepared(|store| {

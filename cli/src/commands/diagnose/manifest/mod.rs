@@ -22,7 +22,7 @@ use super::policy_check::{Moment, policy_findings};
 use crate::facts::SecretFacts;
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
 use crate::kinds::Kind;
-use crate::policies::PolicyOutcome;
+use crate::policies::{BrokenPolicy, PolicyOutcome};
 use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
 
 /// One document of the file, parsed as far as it goes.
@@ -50,6 +50,18 @@ pub struct ParsedDocument {
     pub object: Option<Value>,
     /// 0-based position among every document checked (the order `kubectl apply` creates them).
     pub position: usize,
+    /// A ClientPolicy of the files, compiled as the reconciler compiles it: its checks, or why
+    /// the reconciler refuses it (`None` for the other kinds).
+    pub client_policy: Option<Result<PolicyCompiled, BrokenPolicy>>,
+}
+
+/// A ClientPolicy that compiles: what it generates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyCompiled {
+    /// The rules checked on one object, as `rule (kind)`.
+    pub checks: Vec<String>,
+    /// The ValidatingAdmissionPolicy generated from it, if any check is one of one object.
+    pub admission_policy: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -139,7 +151,23 @@ pub fn parse_document(
         branding_ref: None,
         object: None,
         position: 0,
+        client_policy: None,
     };
+    if nauthera && parsed.kind_name == "ClientPolicy" {
+        // Cluster-scoped: no namespace.
+        parsed.namespace = String::new();
+        parsed.view = Err("a ClientPolicy".to_owned());
+        parsed.admission = admission_violations(document, None)
+            .iter()
+            .map(|violation| {
+                format!(
+                    "{violation}; the API server refuses the manifest (kubectl validates strictly)"
+                )
+            })
+            .collect();
+        parsed.client_policy = Some(compile_client_policy(document));
+        return parsed;
+    }
     let Some(kind) = kind else {
         parsed.view = Err("not a nauthera resource".to_owned());
         return parsed;
@@ -183,6 +211,89 @@ pub fn parse_document(
     };
     parsed.view = typed.map_err(|error| error.to_string());
     parsed
+}
+
+/// A ClientPolicy compiled as the reconciler compiles it (`nauthera_shared::policy`): the same
+/// verdict, reason, cause and words as its `Ready` condition once applied.
+fn compile_client_policy(document: &Value) -> Result<PolicyCompiled, BrokenPolicy> {
+    use nauthera_shared::policy::CompiledPolicy;
+    use nauthera_shared::policy::admission::{admission_name, admission_objects};
+    use nauthera_shared::resources::ClientPolicy;
+    let typed: ClientPolicy =
+        serde_json::from_value(document.clone()).map_err(|error| BrokenPolicy {
+            policy: text_at(document, "/metadata/name"),
+            reason: "Unreadable".to_owned(),
+            cause: "schema".to_owned(),
+            problem: format!("does not match the ClientPolicy schema: {error}"),
+        })?;
+    let compiled = CompiledPolicy::compile(&typed).map_err(|error| BrokenPolicy::of(&error))?;
+    Ok(PolicyCompiled {
+        checks: compiled
+            .checks
+            .iter()
+            .map(|check| format!("{} ({})", check.rule, check.kind.as_str()))
+            .collect(),
+        admission_policy: admission_objects(&typed, &compiled)
+            .map(|_| admission_name(&compiled.name)),
+    })
+}
+
+fn text_at(document: &Value, pointer: &str) -> String {
+    document
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The report on a ClientPolicy of the files: its schema, and whether the reconciler compiles it
+/// or refuses it (`PolicyRefused`, with the cause and the field).
+fn check_client_policy(
+    parsed: &ParsedDocument,
+    compiled: &Result<PolicyCompiled, BrokenPolicy>,
+) -> Vec<ManifestCheck> {
+    let schema = if parsed.admission.is_empty() {
+        ManifestCheck {
+            name: "schema",
+            status: CheckStatus::Passed,
+            findings: Vec::new(),
+        }
+    } else {
+        ManifestCheck {
+            name: "schema",
+            status: CheckStatus::Failed,
+            findings: parsed.admission.clone(),
+        }
+    };
+    let compile = match compiled {
+        Ok(compiled) => {
+            let findings = vec![match &compiled.admission_policy {
+                Some(name) => format!(
+                    "the reconciler compiles it and generates the ValidatingAdmissionPolicy \
+                     {name}: kubectl apply checks {}",
+                    compiled.checks.join(", ")
+                ),
+                None => "the reconciler compiles it; its rules (a namespace limit, approvals) \
+                         need more than one object, so the reconciler enforces them alone"
+                    .to_owned(),
+            }];
+            ManifestCheck {
+                name: "compile",
+                status: CheckStatus::Passed,
+                findings,
+            }
+        }
+        Err(broken) => ManifestCheck {
+            name: "compile",
+            status: CheckStatus::Failed,
+            findings: vec![format!(
+                "the reconciler refuses it ({}, cause {}): {}; it would enforce nothing until \
+                 fixed",
+                broken.reason, broken.cause, broken.problem
+            )],
+        },
+    };
+    vec![schema, compile]
 }
 
 /// What the server refuses of a client the API server admits: a name it keeps for itself.
@@ -272,8 +383,9 @@ fn branding_check(namespace: &str, branding: &str, context: &ManifestContext) ->
             CheckStatus::Failed,
             format!(
                 "no Branding {branding} in namespace {namespace}, in the files or the cluster: \
-                 the server refuses the client (REFERENCE_NOT_FOUND); apply the Branding with \
-                 it, or remove spec.brandingRef"
+                 the client waits as Pending (reference_not_ready) and nothing is sent until it \
+                 is applied and Registered; apply the Branding with it, or remove \
+                 spec.brandingRef"
             ),
         ),
     };
@@ -286,6 +398,21 @@ fn branding_check(namespace: &str, branding: &str, context: &ManifestContext) ->
 
 /// Every check of one parsed document.
 pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> ManifestReport {
+    if let Some(compiled) = &parsed.client_policy {
+        let checks = check_client_policy(parsed, compiled);
+        let attention = checks.iter().any(|check| check.status.needs_attention());
+        return ManifestReport {
+            file: parsed.file.clone(),
+            document: parsed.index,
+            api_version: parsed.api_version.clone(),
+            kind: parsed.kind_name.clone(),
+            namespace: String::new(),
+            name: parsed.name.clone(),
+            checks,
+            policy: None,
+            attention,
+        };
+    }
     let mut checks = Vec::new();
     let mut policy_outcome = None;
     let schema = match (&parsed.kind, &parsed.view) {
@@ -555,7 +682,8 @@ fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<Manife
         SecretUse::Referenced { name, .. } if !secret.exists => (
             CheckStatus::Warning,
             format!(
-                "Secret {name} does not exist yet; create it before applying (else SecretRefUnavailable)"
+                "Secret {name} does not exist yet: the resource waits as Pending \
+                 (reference_not_ready) and nothing is sent until it is created"
             ),
         ),
         SecretUse::Referenced { name, key } if !secret.keys.contains(key) => (

@@ -240,7 +240,23 @@ spec:
         findings.contains("spec.displayName: 10000 characters, at most 200"),
         "{findings}"
     );
-    assert!(findings.contains("spec.redirectUris[0]"), "{findings}");
+    // The API server checks the rules once nothing blocks them, as here: the redirect URI's
+    // refusal is a sentence, not the expression behind it.
+    let report = &reports(&text.replace(&long_name, "Admin console"))[0];
+    let findings = report
+        .checks
+        .iter()
+        .find(|check| check.name == "schema")
+        .unwrap()
+        .findings
+        .join("\n");
+    assert!(
+        findings.contains(
+            "spec.redirectUris: every redirect URI must be https://, or http:// on a loopback \
+             address"
+        ) && !findings.contains("x21"),
+        "{findings}"
+    );
     let admitted = text
         .replace(&long_name, "Admin console")
         .replace("http://example.com/cb", "https://admin.example.com/cb");
@@ -290,7 +306,7 @@ spec:
     let missing = check(&client("look"), &context);
     assert_eq!(missing.status, CheckStatus::Failed);
     assert!(
-        missing.findings[0].contains("REFERENCE_NOT_FOUND"),
+        missing.findings[0].contains("waits as Pending"),
         "{missing:?}"
     );
     context.brandings.insert(
@@ -491,5 +507,94 @@ fn manifest_policy_snapshot() {
     assert_snapshot(
         "diagnose-manifest-policy.txt",
         &super::super::render_manifests(&reports, crate::output::Painter::PLAIN),
+    );
+}
+
+#[test]
+fn a_client_policy_gets_the_reconcilers_verdict() {
+    let hosts: Vec<String> = (0..20)
+        .map(|n| format!("\"*.team-{n:02}.apps.example.com\""))
+        .collect();
+    let prefixes: Vec<String> = (0..10)
+        .map(|n| format!("/oauth2/callback-{n:02}"))
+        .collect();
+    let text = format!(
+        r#"
+apiVersion: nauthera.io/v1alpha1
+kind: ClientPolicy
+metadata:
+  name: prod-eu
+spec:
+  match:
+    namespaceSelector:
+      matchLabels: {{env: "prod eu"}}
+  rules:
+    scopes: [openid]
+---
+apiVersion: nauthera.io/v1alpha1
+kind: ClientPolicy
+metadata:
+  name: many-hosts
+spec:
+  rules:
+    redirectUris:
+      hosts: [{}]
+      pathPrefixes: [{}]
+---
+apiVersion: nauthera.io/v1alpha1
+kind: ClientPolicy
+metadata:
+  name: fine
+spec:
+  match:
+    namespaceSelector:
+      matchLabels: {{env: prod-eu}}
+  rules:
+    redirectUris:
+      hosts: ["*.example.com"]
+    maxClientsPerNamespace: 3
+"#,
+        hosts.join(", "),
+        prefixes.join(", ")
+    );
+    let reports = reports(&text);
+    let compile = |report: &ManifestReport| {
+        report
+            .checks
+            .iter()
+            .find(|check| check.name == "compile")
+            .map(|check| (check.status, check.findings.join("\n")))
+            .unwrap()
+    };
+    let (status, finding) = compile(&reports[0]);
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(reports[0].attention);
+    assert_eq!(reports[0].namespace, "");
+    assert!(
+        finding.starts_with(
+            "the reconciler refuses it (PolicyRefused, cause invalid_selector): \
+             spec.match.namespaceSelector.matchLabels.env: value \"prod eu\": a valid label"
+        ),
+        "{finding}"
+    );
+    let (status, finding) = compile(&reports[1]);
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(
+        finding.contains(
+            "(PolicyRefused, cause cost_limit): spec.rules.redirectUris: the generated check of \
+             spec.redirectUris could cost up to 3,669,715 CEL units"
+        ) && finding.contains("limit of 1,000,000 per expression"),
+        "{finding}"
+    );
+    let (status, finding) = compile(&reports[2]);
+    assert_eq!(status, CheckStatus::Passed, "{finding}");
+    assert!(!reports[2].attention);
+    assert!(
+        finding.contains("ValidatingAdmissionPolicy nauthera-fine: kubectl apply checks redirectUris (OIDCClient)"),
+        "{finding}"
+    );
+    assert_eq!(
+        reports[2].checks.iter().map(|c| c.name).collect::<Vec<_>>(),
+        ["schema", "compile"]
     );
 }
