@@ -136,7 +136,7 @@ impl Cluster {
         scope: &Scope,
     ) -> Result<Option<Vec<ResourceView>>, CliError> {
         match kind {
-            Kind::OIDCClient => self.list(kind, scope, ResourceView::of_client).await,
+            Kind::OidcClient => self.list(kind, scope, ResourceView::of_client).await,
             Kind::Branding => self.list(kind, scope, ResourceView::of_branding).await,
             Kind::IdentityProvider => {
                 self.list(kind, scope, ResourceView::of_identity_provider)
@@ -193,7 +193,7 @@ impl Cluster {
         name: Option<&str>,
     ) -> BoxStream<'static, Result<ResourceView, String>> {
         match kind {
-            Kind::OIDCClient => self.watch(kind, scope, name, ResourceView::of_client),
+            Kind::OidcClient => self.watch(kind, scope, name, ResourceView::of_client),
             Kind::Branding => self.watch(kind, scope, name, ResourceView::of_branding),
             Kind::IdentityProvider => {
                 self.watch(kind, scope, name, ResourceView::of_identity_provider)
@@ -254,7 +254,7 @@ impl Cluster {
             )
         };
         let result = match kind {
-            Kind::OIDCClient => self
+            Kind::OidcClient => self
                 .namespaced::<OIDCClient>(namespace)
                 .get_opt(name)
                 .await

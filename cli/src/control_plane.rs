@@ -9,7 +9,6 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
-use nauthera_shared::topology::ScopeKind;
 use serde::Serialize;
 
 use crate::cluster::Cluster;
@@ -48,16 +47,6 @@ pub struct ControlPlaneFacts {
 /// A shard's Deployment in the conventional install: `nauthera-reconciler-<shard>`.
 pub fn shard_deployment_name(shard: &str) -> String {
     format!("{RECONCILER_NAME}-{shard}")
-}
-
-/// The kind as a shard's scope names it.
-pub fn scope_kind(kind: Kind) -> ScopeKind {
-    match kind {
-        Kind::OIDCClient => ScopeKind::OidcClient,
-        Kind::Branding => ScopeKind::Branding,
-        Kind::IdentityProvider => ScopeKind::IdentityProvider,
-        Kind::Organization => ScopeKind::Organization,
-    }
 }
 
 /// The leader Lease as the plugin found it.
@@ -268,11 +257,7 @@ impl ControlPlaneFacts {
         status_manager
             .and_then(|manager| states().find(|state| state.manager == manager))
             .or_else(|| {
-                states().find(|state| {
-                    state
-                        .scope_or_everything()
-                        .covers(scope_kind(kind), namespace, None)
-                })
+                states().find(|state| state.scope_or_everything().covers(kind, namespace, None))
             })
             .or(self.state.as_ref())
     }
@@ -644,20 +629,20 @@ mod tests {
                 .state_for(kind, namespace, None)
                 .map(|state| state.leader.clone())
         };
-        assert_eq!(leader(Kind::OIDCClient, "team-b").as_deref(), Some("b-0"));
+        assert_eq!(leader(Kind::OidcClient, "team-b").as_deref(), Some("b-0"));
         assert_eq!(leader(Kind::Branding, "team-a").as_deref(), Some("a-0"));
         assert_eq!(
-            leader(Kind::OIDCClient, "team-z").as_deref(),
+            leader(Kind::OidcClient, "team-z").as_deref(),
             Some("a-0"),
             "no shard lists it: the main state"
         );
         // A shard by selector: the manager that writes the resource's status says whose it is.
         let by_manager = facts
-            .state_for(Kind::OIDCClient, "team-z", Some("nauthera-reconciler-b"))
+            .state_for(Kind::OidcClient, "team-z", Some("nauthera-reconciler-b"))
             .map(|state| state.leader.as_str());
         assert_eq!(by_manager, Some("b-0"));
         let unknown = facts
-            .state_for(Kind::OIDCClient, "team-b", Some("someone-else"))
+            .state_for(Kind::OidcClient, "team-b", Some("someone-else"))
             .map(|state| state.leader.as_str());
         assert_eq!(
             unknown,

@@ -404,11 +404,11 @@ mod tests {
 not json: team-a shop
 {"message":"cannot read the manifest","namespace":"team-a","name":"shop"}
 "#;
-        let lines = lines_about(log, Kind::OIDCClient, "team-a", "shop", 20);
+        let lines = lines_about(log, Kind::OidcClient, "team-a", "shop", 20);
         assert_eq!(lines.len(), 2, "{lines:#?}");
         assert!(lines[1].contains("cannot read the manifest"));
         assert_eq!(
-            lines_about(log, Kind::OIDCClient, "team-a", "shop", 1).len(),
+            lines_about(log, Kind::OidcClient, "team-a", "shop", 1).len(),
             1
         );
     }

@@ -1,139 +1,28 @@
-//! The four kinds and how users name them on the command line (`oidcclient/shop`, `oidcc`,
-//! `brandings`, `norg/acme`, ...).
-
-use std::fmt;
-
-use nauthera_shared::grants::Operation;
-use serde::Serialize;
+//! How users name the kinds on the command line (`oidcclient/shop`, `oidcc`, `brandings`,
+//! `norg/acme`, ...); the kinds and their names are the shared table of kinds.
 
 use crate::error::CliError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub enum Kind {
-    OIDCClient,
-    Branding,
-    IdentityProvider,
-    Organization,
+pub use nauthera_shared::kinds::Kind;
+
+/// A kind by any of its names, case-insensitive, with or without `.nauthera.io`.
+pub fn parse_kind(text: &str) -> Result<Kind, CliError> {
+    Kind::named(text).ok_or_else(|| CliError::Usage(format!("unknown kind `{text}`; {}", usage())))
 }
 
-impl Kind {
-    pub const ALL: [Kind; 4] = [
-        Kind::OIDCClient,
-        Kind::Branding,
-        Kind::IdentityProvider,
-        Kind::Organization,
-    ];
-
-    /// The Kubernetes kind.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Kind::OIDCClient => "OIDCClient",
-            Kind::Branding => "Branding",
-            Kind::IdentityProvider => "IdentityProvider",
-            Kind::Organization => "Organization",
-        }
-    }
-
-    /// The name kubectl takes (`kubectl get oidcclient`), also the runbooks' `<kind>`.
-    pub const fn singular(self) -> &'static str {
-        match self {
-            Kind::OIDCClient => "oidcclient",
-            Kind::Branding => "branding",
-            Kind::IdentityProvider => "identityprovider",
-            Kind::Organization => "organization",
-        }
-    }
-
-    pub const fn plural(self) -> &'static str {
-        match self {
-            Kind::OIDCClient => "oidcclients",
-            Kind::Branding => "brandings",
-            Kind::IdentityProvider => "identityproviders",
-            Kind::Organization => "organizations",
-        }
-    }
-
-    /// The CRD's short name, which kubectl knows too (`kubectl get nbrand`): read from the
-    /// resource's own declaration in shared, the one the CRDs in deploy/crds are generated from.
-    pub fn short_name(self) -> &'static str {
-        use kube::CustomResourceExt;
-        use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
-        let names = match self {
-            Kind::OIDCClient => OIDCClient::shortnames(),
-            Kind::Branding => Branding::shortnames(),
-            Kind::IdentityProvider => IdentityProvider::shortnames(),
-            Kind::Organization => Organization::shortnames(),
-        };
-        names
-            .first()
-            .copied()
-            .expect("every CRD declares a short name")
-    }
-
-    /// The plugin's own short forms (`br/`, `idp/`, `org/`): inside the plugin only this
-    /// project's kinds are meant, so they need not avoid other CRDs' names as the CRDs' short
-    /// names (`nbrand`, ...) must in kubectl.
-    pub const fn abbreviation(self) -> &'static str {
-        match self {
-            Kind::OIDCClient => "oidcc",
-            Kind::Branding => "br",
-            Kind::IdentityProvider => "idp",
-            Kind::Organization => "org",
-        }
-    }
-
-    /// Every name the plugin takes the kind by, kubectl's first.
-    pub fn names(self) -> Vec<&'static str> {
-        let mut names = vec![
-            self.singular(),
-            self.plural(),
-            self.short_name(),
-            self.abbreviation(),
-        ];
-        names.dedup();
-        names
-    }
-
-    /// The grant operation the reconciler needs for this kind.
-    pub const fn operation(self) -> Operation {
-        match self {
-            Kind::OIDCClient => Operation::Clients,
-            Kind::Branding => Operation::Brandings,
-            Kind::IdentityProvider => Operation::IdentityProviders,
-            Kind::Organization => Operation::Organizations,
-        }
-    }
-
-    /// A kind by any of its names, case-insensitive, with or without `.nauthera.io`.
-    pub fn parse(text: &str) -> Result<Kind, CliError> {
-        let lower = text.to_ascii_lowercase();
-        let name = lower.strip_suffix(".nauthera.io").unwrap_or(&lower);
-        Kind::ALL
-            .into_iter()
-            .find(|kind| kind.names().contains(&name) || kind.as_str().eq_ignore_ascii_case(name))
-            .ok_or_else(|| CliError::Usage(format!("unknown kind `{text}`; {}", Kind::usage())))
-    }
-
-    /// What the plugin suggests for a kind it does not know: the kinds' names and the CRDs'
-    /// short names, which kubectl knows too (not the plugin's own `br`, `idp`, `org`).
-    fn usage() -> String {
-        let list = |names: Vec<&str>| match names.split_last() {
-            Some((last, [])) => (*last).to_owned(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-            None => String::new(),
-        };
-        format!(
-            "use {} (or {})",
-            list(Kind::ALL.map(Kind::singular).to_vec()),
-            list(Kind::ALL.map(Kind::short_name).to_vec())
-        )
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// What the plugin suggests for a kind it does not know: the kinds' names and the CRDs'
+/// short names, which kubectl knows too (not the plugin's own `br`, `idp`, `org`).
+fn usage() -> String {
+    let list = |names: Vec<&str>| match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    format!(
+        "use {} (or {})",
+        list(Kind::ALL.map(Kind::singular).to_vec()),
+        list(Kind::ALL.map(Kind::short_name).to_vec())
+    )
 }
 
 /// `KIND` or `KIND/NAME` from the command line.
@@ -147,14 +36,14 @@ impl Target {
     pub fn parse(text: &str) -> Result<Target, CliError> {
         match text.split_once('/') {
             Some((kind, name)) if !name.is_empty() && !name.contains('/') => Ok(Target {
-                kind: Kind::parse(kind)?,
+                kind: parse_kind(kind)?,
                 name: Some(name.to_owned()),
             }),
             Some(_) => Err(CliError::Usage(format!(
                 "`{text}` is not KIND/NAME; write it like oidcclient/shop"
             ))),
             None => Ok(Target {
-                kind: Kind::parse(text)?,
+                kind: parse_kind(text)?,
                 name: None,
             }),
         }
@@ -187,21 +76,21 @@ mod tests {
                 kind.short_name(),
                 kind.as_str(),
             ] {
-                assert_eq!(Kind::parse(name).unwrap(), kind);
+                assert_eq!(parse_kind(name).unwrap(), kind);
             }
         }
         assert_eq!(
-            Kind::parse("oidcclients.nauthera.io").unwrap(),
-            Kind::OIDCClient
+            parse_kind("oidcclients.nauthera.io").unwrap(),
+            Kind::OidcClient
         );
-        assert!(Kind::parse("pods").is_err());
+        assert!(parse_kind("pods").is_err());
     }
 
     /// A misspelt kind is answered with names kubectl knows: the CRDs' short names, as
     /// deploy/crds declares them, not the plugin's own abbreviations.
     #[test]
     fn an_unknown_kind_suggests_the_crds_short_names() {
-        let Err(CliError::Usage(message)) = Kind::parse("oidcclinet") else {
+        let Err(CliError::Usage(message)) = parse_kind("oidcclinet") else {
             panic!("oidcclinet is not a kind");
         };
         assert_eq!(
@@ -229,7 +118,7 @@ mod tests {
         assert_eq!(
             Target::parse("oidcc/shop").unwrap(),
             Target {
-                kind: Kind::OIDCClient,
+                kind: Kind::OidcClient,
                 name: Some("shop".into())
             }
         );

@@ -84,7 +84,7 @@ impl ResourceView {
 
     pub fn of_client(client: &OIDCClient) -> ResourceView {
         let mut view = Self::new(
-            Kind::OIDCClient,
+            Kind::OidcClient,
             &client.metadata,
             &client.spec.issuer,
             client.status.as_ref(),
@@ -380,7 +380,7 @@ pub mod fixtures {
     /// A drifted resource whose server object changed at `changed_at`.
     pub fn drifted(namespace: &str, name: &str, changed_at: i64) -> ResourceView {
         let mut view = view(
-            Kind::OIDCClient,
+            Kind::OidcClient,
             namespace,
             name,
             Reason::Drifted,
@@ -415,7 +415,7 @@ mod tests {
             directory.slug_for_issuer("https://id.example.com/acme"),
             Some("acme")
         );
-        let mut client = view(Kind::OIDCClient, "team-a", "shop", Reason::Pending, 0);
+        let mut client = view(Kind::OidcClient, "team-a", "shop", Reason::Pending, 0);
         client.status = None;
         assert_eq!(directory.organization_of(&client).as_deref(), Some("acme"));
         client.issuer = "https://id.example.com/globex".into();
@@ -430,7 +430,7 @@ mod tests {
             (Some("r7".to_owned()), Some("r9".to_owned()))
         );
         assert_eq!(drifted.drift_time(), Some(at(100)));
-        let registered = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, 0);
+        let registered = view(Kind::OidcClient, "team-a", "shop", Reason::Registered, 0);
         assert_eq!(
             registered.revisions(),
             (Some("r7".to_owned()), Some("r7".to_owned()))

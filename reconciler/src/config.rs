@@ -9,8 +9,9 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use nauthera_shared::client::{ConnectSettings, TlsFiles};
 use nauthera_shared::control_plane::state_configmap_name;
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::topology::{
-    NamespaceMapping, NamespaceSelector, Scope, ScopeKind, check_cluster_name, check_prefix,
+    NamespaceMapping, NamespaceSelector, Scope, check_cluster_name, check_prefix,
 };
 
 use crate::leader::LeaseTiming;
@@ -664,16 +665,16 @@ fn check_identity(identity: &str) -> Result<(), ConfigError> {
     ))
 }
 
-/// The kinds given, in [`ScopeKind::ALL`]'s order; every kind when none is.
-fn scope_kinds(given: &[String]) -> Result<Vec<ScopeKind>, ConfigError> {
+/// The kinds given, in [`Kind::ALL`]'s order; every kind when none is.
+fn scope_kinds(given: &[String]) -> Result<Vec<Kind>, ConfigError> {
     let mut kinds = Vec::new();
     for text in given
         .iter()
         .map(|text| text.trim())
         .filter(|t| !t.is_empty())
     {
-        let kind = ScopeKind::parse(text).ok_or_else(|| {
-            let valid: Vec<&str> = ScopeKind::ALL.iter().map(|kind| kind.as_str()).collect();
+        let kind = Kind::named(text).ok_or_else(|| {
+            let valid: Vec<&str> = Kind::ALL.iter().map(|kind| kind.as_str()).collect();
             invalid(
                 setting("kinds"),
                 format!("`{text}` is not a kind; give some of {}", valid.join(", ")),
@@ -684,7 +685,7 @@ fn scope_kinds(given: &[String]) -> Result<Vec<ScopeKind>, ConfigError> {
         }
     }
     if kinds.is_empty() {
-        return Ok(ScopeKind::ALL.to_vec());
+        return Ok(Kind::ALL.to_vec());
     }
     kinds.sort();
     Ok(kinds)
@@ -987,7 +988,7 @@ mod tests {
         assert_eq!(shard.state_configmap, "nauthera-reconciler-state-team-a");
         assert_eq!(shard.scope.shard.as_deref(), Some("team-a"));
         assert_eq!(shard.scope.namespaces, vec!["team-a-web", "team-a-api"]);
-        assert_eq!(shard.scope.kinds, ScopeKind::ALL.to_vec());
+        assert_eq!(shard.scope.kinds, Kind::ALL.to_vec());
         assert_eq!(shard.manager, "nauthera-team-a");
         let named = parse(&["--shard", "team-a", "--lease-name", "elect-here"]).unwrap();
         assert_eq!(named.lease_name, "elect-here");
@@ -1016,7 +1017,7 @@ mod tests {
         );
         assert_eq!(
             config.scope.kinds,
-            vec![ScopeKind::OidcClient, ScopeKind::Organization]
+            vec![Kind::OidcClient, Kind::Organization]
         );
         assert_eq!(config.lease_name, "nauthera-reconciler");
         assert!(

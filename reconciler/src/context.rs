@@ -16,7 +16,7 @@ use crate::changes::ServerRevisions;
 use crate::controllers::SecretReferences;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
 use crate::events::EventQueue;
-use crate::kube_io::{self, Kind};
+use crate::kube_io::{self, NamespacedResource};
 use crate::leader::Leadership;
 use crate::memory::Memory;
 use crate::metrics::Metrics;
@@ -84,7 +84,7 @@ impl<A> Context<A> {
         write_status: bool,
     ) -> Result<Action, ReconcileError>
     where
-        K: Kind,
+        K: NamespacedResource,
     {
         // What the server answered and what manifests hold reach the message: escaped here,
         // once, for the status, the events and the log.

@@ -476,9 +476,9 @@ pub fn spawn<K: Managed, A: AdminApi>(
                 match result {
                     // A server change or a Secret naming no manifest of this kind.
                     Err(controller::Error::ObjectNotFound(reference)) => {
-                        tracing::debug!(kind = K::KIND, %reference, "a change names no manifest");
+                        tracing::debug!(kind = K::KIND.as_str(), %reference, "a change names no manifest");
                     }
-                    Err(error) => tracing::warn!(kind = K::KIND, error = %error, "controller"),
+                    Err(error) => tracing::warn!(kind = K::KIND.as_str(), error = %error, "controller"),
                     Ok(_) => {}
                 }
             })
@@ -510,7 +510,7 @@ pub async fn follow_providers<K: Managed>(wiring: Wiring, scope: Option<String>)
             }
             Ok(_) => continue,
             Err(error) => {
-                tracing::debug!(kind = K::KIND, error = %error, "watching the manifests other shards reconcile");
+                tracing::debug!(kind = K::KIND.as_str(), error = %error, "watching the manifests other shards reconcile");
                 continue;
             }
         };
@@ -677,7 +677,7 @@ async fn reconcile_guarded<K: Managed, A: AdminApi>(
         }
         Err(invalid) => {
             tracing::warn!(
-                kind = K::KIND,
+                kind = K::KIND.as_str(),
                 namespace = invalid.metadata.namespace.as_deref().unwrap_or_default(),
                 name = invalid.metadata.name.as_deref().unwrap_or_default(),
                 error = %invalid,
@@ -694,7 +694,7 @@ fn error_policy<K: Managed, A: AdminApi>(
     context: Arc<Context<A>>,
 ) -> Action {
     tracing::warn!(
-        kind = K::KIND,
+        kind = K::KIND.as_str(),
         namespace = guard.namespace().unwrap_or_default(),
         name = guard.name_any(),
         error = %error,

@@ -47,7 +47,7 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "nauthera-reconciler";
 
 /// A resource kind the pipeline handles.
-pub trait Kind:
+pub trait NamespacedResource:
     Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
     + Clone
     + Debug
@@ -59,7 +59,7 @@ pub trait Kind:
 {
 }
 
-impl<K> Kind for K where
+impl<K> NamespacedResource for K where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
         + Debug
@@ -73,7 +73,7 @@ impl<K> Kind for K where
 
 /// Adds the finalizer (or removes it), checking the resourceVersion so that a concurrent change
 /// is not lost.
-pub async fn set_finalizer<K: Kind>(
+pub async fn set_finalizer<K: NamespacedResource>(
     api: &Api<K>,
     resource: &K,
     present: bool,
@@ -152,7 +152,7 @@ pub fn take_over_from<K: Resource>(resource: &K) -> Option<String> {
 }
 
 /// Removes the take-over annotation once the object is taken over.
-pub async fn clear_take_over_annotation<K: Kind>(
+pub async fn clear_take_over_annotation<K: NamespacedResource>(
     api: &Api<K>,
     resource: &K,
 ) -> Result<(), kube::Error> {
@@ -168,7 +168,7 @@ pub async fn clear_take_over_annotation<K: Kind>(
 }
 
 /// Removes the restore annotation and the request beside it.
-pub async fn clear_restore_annotation<K: Kind>(
+pub async fn clear_restore_annotation<K: NamespacedResource>(
     api: &Api<K>,
     resource: &K,
 ) -> Result<(), kube::Error> {
@@ -186,7 +186,7 @@ pub async fn clear_restore_annotation<K: Kind>(
 
 /// Writes the status by server-side apply under the manager's name, forced: the status belongs
 /// to the reconciler.
-pub async fn write_status<K: Kind>(
+pub async fn write_status<K: NamespacedResource>(
     api: &Api<K>,
     name: &str,
     status: &ResourceStatus,
@@ -208,7 +208,7 @@ pub async fn write_status<K: Kind>(
 
 /// Queues one event on the resource, observed at `now`; it is written in the background, and
 /// a failure is logged, never returned: an event must not hold up the reconcile.
-pub async fn record_event<K: Kind>(
+pub async fn record_event<K: NamespacedResource>(
     events: &EventQueue,
     resource: &K,
     event: &EventNote,
@@ -225,7 +225,7 @@ fn owned_by(secret: &SecretSummary, uid: &str) -> bool {
 
 /// A Secret released from an earlier manifest of this kind and name (deleted with `Orphan`),
 /// owned by nothing: the client id it holds, for a re-declared orphan to take it back.
-fn released_for<K: Kind>(secret: &Secret, resource: &K) -> Option<String> {
+fn released_for<K: NamespacedResource>(secret: &Secret, resource: &K) -> Option<String> {
     let labels = secret.metadata.labels.as_ref()?;
     let from = secret
         .metadata
@@ -250,7 +250,7 @@ fn released_for<K: Kind>(secret: &Secret, resource: &K) -> Option<String> {
 
 /// What the Secret a generated secret goes into holds for `resource`, read from the API
 /// server; a Secret released from an earlier manifest of its name is told apart.
-pub async fn secret_state_for<K: Kind>(
+pub async fn secret_state_for<K: NamespacedResource>(
     secrets: &Api<Secret>,
     name: &str,
     resource: &K,
@@ -270,7 +270,7 @@ pub async fn secret_state_for<K: Kind>(
 /// Takes back a Secret released from an earlier manifest of this name: owned by `owner` (its
 /// controller) and labelled as delivered again, only while it is still released and holds
 /// `client_id`. `false` when it is not (any more).
-pub async fn reclaim_secret<K: Kind>(
+pub async fn reclaim_secret<K: NamespacedResource>(
     secrets: &Api<Secret>,
     owner: &K,
     name: &str,
@@ -332,7 +332,7 @@ pub enum Release {
 /// server: without the owner reference the garbage collector keeps the only copy of a secret
 /// the server still accepts. The Secret is labelled and annotated with where it came from, and
 /// no longer carries the managed-by label, so the reconciler stops watching it.
-pub async fn release_secret<K: Kind>(
+pub async fn release_secret<K: NamespacedResource>(
     secrets: &Api<Secret>,
     owner: &K,
     name: &str,
@@ -403,7 +403,7 @@ pub struct Delivery<'a> {
 /// Writes a minted secret into a Secret owned by `owner`; never over a Secret it does not own.
 /// A new Secret is created at once; `cached` (the watch cache's copy, if any) saves a read
 /// before updating one this resource owns.
-pub async fn deliver_secret<K: Kind>(
+pub async fn deliver_secret<K: NamespacedResource>(
     secrets: &Api<Secret>,
     owner: &K,
     delivery: Delivery<'_>,
@@ -476,7 +476,7 @@ fn secret_data(delivery: &Delivery<'_>) -> BTreeMap<String, ByteString> {
 }
 
 /// A new Secret owned (as its controller) by `owner`, labelled as delivered by the reconciler.
-fn new_secret<K: Kind>(
+fn new_secret<K: NamespacedResource>(
     owner: &K,
     name: &str,
     data: &BTreeMap<String, ByteString>,

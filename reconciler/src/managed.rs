@@ -14,7 +14,7 @@ use kube::ResourceExt;
 use crate::admin::AdminApi;
 use crate::changes::{RefKey, ServerRevisions};
 use crate::decide::{SecretMode, ServerView};
-use crate::kube_io::Kind;
+use crate::kube_io::NamespacedResource;
 use crate::memory::SecretValue;
 use crate::prerequisites::{Prerequisite, Prerequisites};
 
@@ -72,17 +72,17 @@ pub fn found<T>(
 }
 
 /// A kind the pipeline reconciles.
-pub trait Managed: Kind {
-    /// The kind's name in logs, metrics and events.
-    const KIND: &'static str;
+pub trait Managed: NamespacedResource {
+    /// The kind's row in the table of kinds; its name is the one logs, metrics and events use.
+    const KIND: nauthera_shared::kinds::Kind;
     /// The AdminService methods, as messages name them.
-    const APPLY_METHOD: &'static str;
-    const GET_METHOD: &'static str;
-    const DELETE_METHOD: &'static str;
+    const APPLY_METHOD: &'static str = Self::KIND.facts().methods.apply;
+    const GET_METHOD: &'static str = Self::KIND.facts().methods.get;
+    const DELETE_METHOD: &'static str = Self::KIND.facts().methods.delete;
     /// The kind as the server's audit log and change events name it.
-    const OBJECT_KIND: v1::ObjectKind;
+    const OBJECT_KIND: v1::ObjectKind = Self::KIND.object_kind();
     /// The kind as ClientPolicies cover it; `None` for a kind no policy covers.
-    const POLICY_KIND: Option<PolicyKind> = None;
+    const POLICY_KIND: Option<PolicyKind> = Self::KIND.policy_kind();
 
     fn status(&self) -> Option<&ResourceStatus>;
     fn deletion_policy(&self) -> DeletionPolicy;

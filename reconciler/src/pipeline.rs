@@ -50,7 +50,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
     resource: Arc<K>,
     ctx: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
-    let _timer = ctx.metrics.reconcile_timer(K::KIND);
+    let _timer = ctx.metrics.reconcile_timer(K::KIND.as_str());
     // Only the leader reconciles; a replica that lost the lease stops here.
     if !ctx.leadership.is_leader() {
         return Ok(Action::await_change());
@@ -74,7 +74,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
         StatusClaim::Ours => {}
         StatusClaim::Another { manager } => {
             // An overlapping shard: its reconciler acts on the resource, this one never does.
-            tracing::debug!(kind = K::KIND, namespace = %edges.namespace, name = %resource.name_any(), manager = %manager, "left to another reconciler");
+            tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %resource.name_any(), manager = %manager, "left to another reconciler");
             return Ok(Action::await_change());
         }
         StatusClaim::HandedOver { from } => {
@@ -92,7 +92,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
     // Steps that only add a fact or the finalizer go straight on to the next decision.
     let step = loop {
         let step = crate::decide::next_step(&observed);
-        tracing::debug!(kind = K::KIND, namespace = %edges.namespace, name = %resource.name_any(), step = step.label(), "next step");
+        tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %resource.name_any(), step = step.label(), "next step");
         match step {
             Step::AddFinalizer => {
                 kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
@@ -120,7 +120,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             // write: a restarted reconciler counts what it found.
             if let Some(status) = status {
                 ctx.metrics
-                    .resource_from_status(K::KIND, &edges.uid, status);
+                    .resource_from_status(K::KIND.as_str(), &edges.uid, status);
             }
             return Ok(after.map_or_else(Action::await_change, Action::requeue));
         }
@@ -323,8 +323,15 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
         None => verdict,
     };
     record_hold(&edges, &verdict);
-    ctx.record(K::KIND, &edges.api, edges.resource, status, &verdict, true)
-        .await
+    ctx.record(
+        K::KIND.as_str(),
+        &edges.api,
+        edges.resource,
+        status,
+        &verdict,
+        true,
+    )
+    .await
 }
 
 /// Tells the policy caches whether a policy holds the resource back, for the policy's status.
@@ -336,7 +343,7 @@ fn record_hold<K: Managed, A>(edges: &Edges<'_, K, A>, verdict: &Verdict) {
         (
             hold.policy.clone(),
             HeldResource {
-                kind: K::KIND.to_owned(),
+                kind: K::KIND.as_str().to_owned(),
                 namespace: edges.namespace.clone(),
                 name: edges.resource.name_any(),
                 reason: verdict.reason.as_str().to_owned(),
@@ -936,7 +943,14 @@ async fn finish_deletion<K: Managed, A>(
     record_hold(edges, verdict);
     if !verdict.reason.is_deletion_outcome() {
         return ctx
-            .record(K::KIND, &edges.api, edges.resource, status, verdict, true)
+            .record(
+                K::KIND.as_str(),
+                &edges.api,
+                edges.resource,
+                status,
+                verdict,
+                true,
+            )
             .await;
     }
     if verdict.reason == nauthera_shared::catalog::Reason::Orphaned {
@@ -948,7 +962,14 @@ async fn finish_deletion<K: Managed, A>(
         ctx.prerequisites.record_gone(provided, verdict.reason);
     }
     let action = ctx
-        .record(K::KIND, &edges.api, edges.resource, status, verdict, false)
+        .record(
+            K::KIND.as_str(),
+            &edges.api,
+            edges.resource,
+            status,
+            verdict,
+            false,
+        )
         .await?;
     if ctx.leadership.is_leader() {
         kube_io::set_finalizer(&edges.api, edges.resource, false).await?;

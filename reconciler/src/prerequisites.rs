@@ -58,13 +58,7 @@ impl Manifest {
 
 /// The manifest kind's name.
 pub fn kind_name(kind: ObjectKind) -> &'static str {
-    match kind {
-        ObjectKind::Client => "OIDCClient",
-        ObjectKind::Branding => "Branding",
-        ObjectKind::IdentityProvider => "IdentityProvider",
-        ObjectKind::Organization => "Organization",
-        ObjectKind::Unspecified => "object",
-    }
+    nauthera_shared::kinds::Kind::of_object_kind(kind).map_or("object", |kind| kind.as_str())
 }
 
 /// A manifest that provides a prerequisite, and since when the server holds what it declared

@@ -24,7 +24,8 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_KEY, STATE_LABEL, ShardOverlap};
-use nauthera_shared::topology::{Scope, ScopeKind, with_name_label};
+use nauthera_shared::kinds::Kind;
+use nauthera_shared::topology::{Scope, with_name_label};
 use tokio::sync::watch;
 
 use crate::metrics::Metrics;
@@ -58,12 +59,12 @@ impl ShardScope {
 
     /// Whether this reconciler reconciles the kind at all (its controller runs).
     pub fn covers_kind(&self, kind: ObjectKind) -> bool {
-        ScopeKind::of_object_kind(kind).is_some_and(|kind| self.scope.covers_kind(kind))
+        Kind::of_object_kind(kind).is_some_and(|kind| self.scope.covers_kind(kind))
     }
 
     /// Whether this reconciler reconciles a resource of the kind in the namespace now.
     pub fn covers(&self, kind: ObjectKind, namespace: &str) -> bool {
-        let Some(kind) = ScopeKind::of_object_kind(kind) else {
+        let Some(kind) = Kind::of_object_kind(kind) else {
             return false;
         };
         if self.scope.namespace_selector.is_none() {
@@ -451,7 +452,7 @@ mod tests {
     fn each_change_of_the_overlaps_is_news_once() {
         let overlap = |shard: &str, namespaces: &[&str]| ShardOverlap {
             shard: shard.to_owned(),
-            kinds: vec![ScopeKind::OidcClient],
+            kinds: vec![Kind::OidcClient],
             namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
             ..ShardOverlap::default()
         };

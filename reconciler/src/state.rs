@@ -338,7 +338,7 @@ mod tests {
         assert!(first.overlaps.is_empty());
         let overlap = ShardOverlap {
             shard: "team-b".into(),
-            kinds: vec![nauthera_shared::topology::ScopeKind::OidcClient],
+            kinds: vec![nauthera_shared::kinds::Kind::OidcClient],
             namespaces: vec!["team-a".into()],
             ..ShardOverlap::default()
         };

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::Reason;
 use crate::grants::GrantEntry;
-use crate::topology::{Overlap, OverlapNamespaces, Scope, ScopeKind};
+use crate::kinds::Kind;
+use crate::topology::{Overlap, OverlapNamespaces, Scope};
 
 /// The ConfigMap the leader publishes the state into (a shard's carries its name after it).
 pub const STATE_CONFIGMAP: &str = "nauthera-reconciler-state";
@@ -44,7 +45,7 @@ pub struct ShardOverlap {
     /// The other shard's name ([`crate::topology::UNSHARDED`] for a reconciler without one).
     pub shard: String,
     /// The kinds both reconcile.
-    pub kinds: Vec<ScopeKind>,
+    pub kinds: Vec<Kind>,
     /// Neither is limited by namespace: both reconcile every namespace.
     #[serde(default)]
     pub every_namespace: bool,
@@ -302,7 +303,7 @@ mod tests {
             "nauthera-reconciler-state-a"
         );
         let overlap = Overlap {
-            kinds: vec![ScopeKind::OidcClient],
+            kinds: vec![Kind::OidcClient],
             namespaces: OverlapNamespaces::These((0..23).map(|i| format!("ns-{i:02}")).collect()),
         };
         let published = ShardOverlap::new("b", &overlap);
@@ -318,7 +319,7 @@ mod tests {
         let every = ShardOverlap::new(
             "(unsharded)",
             &Overlap {
-                kinds: vec![ScopeKind::Branding, ScopeKind::Organization],
+                kinds: vec![Kind::Branding, Kind::Organization],
                 namespaces: OverlapNamespaces::Every,
             },
         );

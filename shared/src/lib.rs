@@ -12,6 +12,7 @@ pub mod duration;
 pub mod generate;
 pub mod grants;
 pub mod guard;
+pub mod kinds;
 pub mod kube_names;
 pub mod policy;
 pub mod re2;

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use nauthera_proto::v1::ObjectKind;
 use serde::{Deserialize, Serialize};
 
+use crate::kinds::Kind;
 use crate::policy::{NAMESPACE_NAME_LABEL, parse_label_selector, selector_matches};
 
 /// The annotation a person sets on a resource to take its server object over from the manager
@@ -107,69 +107,6 @@ pub fn check_prefix(prefix: &str) -> Result<(), String> {
 /// no shard can be called that).
 pub const UNSHARDED: &str = "(unsharded)";
 
-/// A kind of manifest a reconciler can be limited to (`--kinds`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum ScopeKind {
-    #[serde(rename = "OIDCClient")]
-    OidcClient,
-    Branding,
-    IdentityProvider,
-    Organization,
-}
-
-impl ScopeKind {
-    pub const ALL: [ScopeKind; 4] = [
-        ScopeKind::OidcClient,
-        ScopeKind::Branding,
-        ScopeKind::IdentityProvider,
-        ScopeKind::Organization,
-    ];
-
-    /// The kind, as manifests spell it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ScopeKind::OidcClient => "OIDCClient",
-            ScopeKind::Branding => "Branding",
-            ScopeKind::IdentityProvider => "IdentityProvider",
-            ScopeKind::Organization => "Organization",
-        }
-    }
-
-    /// The kind named as manifests spell it, in any case (`OIDCClient`, `oidcclient`).
-    pub fn parse(text: &str) -> Option<ScopeKind> {
-        ScopeKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str().eq_ignore_ascii_case(text.trim()))
-    }
-
-    /// The AdminService's name of the kind.
-    pub const fn object_kind(self) -> ObjectKind {
-        match self {
-            ScopeKind::OidcClient => ObjectKind::Client,
-            ScopeKind::Branding => ObjectKind::Branding,
-            ScopeKind::IdentityProvider => ObjectKind::IdentityProvider,
-            ScopeKind::Organization => ObjectKind::Organization,
-        }
-    }
-
-    /// The kind of an AdminService object; `None` for an unspecified one.
-    pub const fn of_object_kind(kind: ObjectKind) -> Option<ScopeKind> {
-        match kind {
-            ObjectKind::Client => Some(ScopeKind::OidcClient),
-            ObjectKind::Branding => Some(ScopeKind::Branding),
-            ObjectKind::IdentityProvider => Some(ScopeKind::IdentityProvider),
-            ObjectKind::Organization => Some(ScopeKind::Organization),
-            ObjectKind::Unspecified => None,
-        }
-    }
-}
-
-impl fmt::Display for ScopeKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A namespace selector as it was written (`team in (a,b),tier=prod`), with its parsed form. It
 /// travels as the text, and is parsed again when read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -224,12 +161,12 @@ impl fmt::Display for NamespaceSelector {
     }
 }
 
-fn all_kinds() -> Vec<ScopeKind> {
-    ScopeKind::ALL.to_vec()
+fn all_kinds() -> Vec<Kind> {
+    Kind::ALL.to_vec()
 }
 
-fn is_all_kinds(kinds: &[ScopeKind]) -> bool {
-    ScopeKind::ALL.iter().all(|kind| kinds.contains(kind))
+fn is_all_kinds(kinds: &[Kind]) -> bool {
+    Kind::ALL.iter().all(|kind| kinds.contains(kind))
 }
 
 /// The part of a cluster one reconciler reconciles: the kinds, and the namespaces (those listed,
@@ -248,9 +185,9 @@ pub struct Scope {
     /// listed and selected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace_selector: Option<NamespaceSelector>,
-    /// The kinds, in [`ScopeKind::ALL`]'s order; every kind when a document leaves them out.
+    /// The kinds, in [`Kind::ALL`]'s order; every kind when a document leaves them out.
     #[serde(default = "all_kinds")]
-    pub kinds: Vec<ScopeKind>,
+    pub kinds: Vec<Kind>,
 }
 
 impl Default for Scope {
@@ -262,8 +199,8 @@ impl Default for Scope {
 /// What two scopes both cover.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Overlap {
-    /// The kinds both cover, in [`ScopeKind::ALL`]'s order.
-    pub kinds: Vec<ScopeKind>,
+    /// The kinds both cover, in [`Kind::ALL`]'s order.
+    pub kinds: Vec<Kind>,
     pub namespaces: OverlapNamespaces,
 }
 
@@ -298,7 +235,7 @@ impl Scope {
         !self.covers_every_namespace() || !is_all_kinds(&self.kinds)
     }
 
-    pub fn covers_kind(&self, kind: ScopeKind) -> bool {
+    pub fn covers_kind(&self, kind: Kind) -> bool {
         self.kinds.contains(&kind)
     }
 
@@ -325,7 +262,7 @@ impl Scope {
     /// Whether it covers a resource of this kind in a namespace with these labels.
     pub fn covers(
         &self,
-        kind: ScopeKind,
+        kind: Kind,
         namespace: &str,
         namespace_labels: Option<&BTreeMap<String, String>>,
     ) -> bool {
@@ -339,7 +276,7 @@ impl Scope {
         other: &Scope,
         known: &BTreeMap<String, BTreeMap<String, String>>,
     ) -> Option<Overlap> {
-        let kinds: Vec<ScopeKind> = ScopeKind::ALL
+        let kinds: Vec<Kind> = Kind::ALL
             .into_iter()
             .filter(|kind| self.covers_kind(*kind) && other.covers_kind(*kind))
             .collect();
@@ -459,18 +396,13 @@ mod tests {
             .collect()
     }
 
-    fn scope(
-        shard: &str,
-        namespaces: &[&str],
-        selector: Option<&str>,
-        kinds: &[ScopeKind],
-    ) -> Scope {
+    fn scope(shard: &str, namespaces: &[&str], selector: Option<&str>, kinds: &[Kind]) -> Scope {
         Scope {
             shard: Some(shard.to_owned()),
             namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
             namespace_selector: selector.map(|s| NamespaceSelector::parse(s).unwrap()),
             kinds: if kinds.is_empty() {
-                ScopeKind::ALL.to_vec()
+                Kind::ALL.to_vec()
             } else {
                 kinds.to_vec()
             },
@@ -495,23 +427,23 @@ mod tests {
     #[test]
     fn a_scope_covers_its_kinds_in_its_listed_and_selected_namespaces() {
         let everything = Scope::everything();
-        assert!(everything.covers(ScopeKind::Branding, "anything", None));
+        assert!(everything.covers(Kind::Branding, "anything", None));
         assert!(!everything.is_limited());
-        let listed = scope("a", &["team-a"], None, &[ScopeKind::OidcClient]);
-        assert!(listed.covers(ScopeKind::OidcClient, "team-a", None));
-        assert!(!listed.covers(ScopeKind::Branding, "team-a", None));
-        assert!(!listed.covers(ScopeKind::OidcClient, "team-b", None));
+        let listed = scope("a", &["team-a"], None, &[Kind::OidcClient]);
+        assert!(listed.covers(Kind::OidcClient, "team-a", None));
+        assert!(!listed.covers(Kind::Branding, "team-a", None));
+        assert!(!listed.covers(Kind::OidcClient, "team-b", None));
         let selected = scope("b", &[], Some("tier=prod"), &[]);
         let prod = labels(&[("tier", "prod")]);
-        assert!(selected.covers(ScopeKind::Organization, "team-b", Some(&prod)));
-        assert!(!selected.covers(ScopeKind::Organization, "team-c", Some(&labels(&[]))));
+        assert!(selected.covers(Kind::Organization, "team-b", Some(&prod)));
+        assert!(!selected.covers(Kind::Organization, "team-c", Some(&labels(&[]))));
         assert!(
-            !selected.covers(ScopeKind::Organization, "team-b", None),
+            !selected.covers(Kind::Organization, "team-b", None),
             "a namespace whose labels are not known yet is not selected"
         );
         let both = scope("c", &["team-a"], Some("tier=prod"), &[]);
-        assert!(both.covers(ScopeKind::Branding, "team-a", Some(&prod)));
-        assert!(!both.covers(ScopeKind::Branding, "team-b", Some(&prod)));
+        assert!(both.covers(Kind::Branding, "team-a", Some(&prod)));
+        assert!(!both.covers(Kind::Branding, "team-b", Some(&prod)));
         assert!(both.is_limited());
     }
 
@@ -525,8 +457,8 @@ mod tests {
         let by_team_b = scope("b", &[], Some("team in (b,c)"), &[]);
         assert_eq!(by_team_a.overlap(&by_team_b, &known), None);
         // The same namespaces, other kinds.
-        let clients = scope("a", &[], None, &[ScopeKind::OidcClient]);
-        let organizations = scope("b", &[], None, &[ScopeKind::Organization]);
+        let clients = scope("a", &[], None, &[Kind::OidcClient]);
+        let organizations = scope("b", &[], None, &[Kind::Organization]);
         assert_eq!(clients.overlap(&organizations, &known), None);
     }
 
@@ -538,12 +470,12 @@ mod tests {
             "b",
             &["team-b", "team-x"],
             None,
-            &[ScopeKind::Branding, ScopeKind::OidcClient],
+            &[Kind::Branding, Kind::OidcClient],
         );
         assert_eq!(
             lists.overlap(&other, &known),
             Some(Overlap {
-                kinds: vec![ScopeKind::OidcClient, ScopeKind::Branding],
+                kinds: vec![Kind::OidcClient, Kind::Branding],
                 namespaces: OverlapNamespaces::These(vec!["team-b".into(), "team-x".into()]),
             }),
             "listed namespaces count whether or not they exist yet"
@@ -575,9 +507,9 @@ mod tests {
             ]))
         );
         assert_eq!(
-            everything.overlap(&scope("b", &[], None, &[ScopeKind::Organization]), &known),
+            everything.overlap(&scope("b", &[], None, &[Kind::Organization]), &known),
             Some(Overlap {
-                kinds: vec![ScopeKind::Organization],
+                kinds: vec![Kind::Organization],
                 namespaces: OverlapNamespaces::Every,
             })
         );
@@ -596,20 +528,17 @@ mod tests {
 
     #[test]
     fn kinds_are_named_as_manifests_spell_them_and_a_scope_reads_back() {
-        assert_eq!(ScopeKind::parse("oidcclient"), Some(ScopeKind::OidcClient));
-        assert_eq!(
-            ScopeKind::parse(" Organization "),
-            Some(ScopeKind::Organization)
-        );
-        assert_eq!(ScopeKind::parse("Secret"), None);
-        for kind in ScopeKind::ALL {
-            assert_eq!(ScopeKind::of_object_kind(kind.object_kind()), Some(kind));
+        assert_eq!(Kind::named("oidcclient"), Some(Kind::OidcClient));
+        assert_eq!(Kind::named(" Organization "), Some(Kind::Organization));
+        assert_eq!(Kind::named("Secret"), None);
+        for kind in Kind::ALL {
+            assert_eq!(Kind::of_object_kind(kind.object_kind()), Some(kind));
         }
         let written = scope(
             "a",
             &["team-a"],
             Some("team in (a,b), tier=prod"),
-            &[ScopeKind::Branding],
+            &[Kind::Branding],
         );
         let json = serde_json::to_value(&written).unwrap();
         assert_eq!(
@@ -623,7 +552,7 @@ mod tests {
         );
         assert_eq!(serde_json::from_value::<Scope>(json).unwrap(), written);
         let bare: Scope = serde_json::from_value(serde_json::json!({"shard": "b"})).unwrap();
-        assert_eq!(bare.kinds, ScopeKind::ALL.to_vec());
+        assert_eq!(bare.kinds, Kind::ALL.to_vec());
         assert!(bare.covers_every_namespace());
         assert!(
             serde_json::from_value::<Scope>(serde_json::json!({"namespaceSelector": "a in ("}))

@@ -251,14 +251,14 @@ fn each_reason_records_its_own_event_with_a_fitting_type() {
     let mut events = BTreeSet::new();
     for reason in Reason::ALL {
         let entry = reason.entry();
-        assert!(events.insert(entry.event), "{reason} shares its event");
-        assert_eq!(entry.event.as_str(), reason.as_str(), "{reason}");
+        assert!(events.insert(reason.event()), "{reason} shares its event");
+        assert_eq!(reason.event().as_str(), reason.as_str(), "{reason}");
         // Anything that leaves Ready False in the Error phase needs a person: a Warning.
         if entry.phase == Phase::Error {
-            assert_eq!(entry.event.event_type(), EventType::Warning, "{reason}");
+            assert_eq!(reason.event().event_type(), EventType::Warning, "{reason}");
         }
         if entry.ready == ReadyStatus::True {
-            assert_eq!(entry.event.event_type(), EventType::Normal, "{reason}");
+            assert_eq!(reason.event().event_type(), EventType::Normal, "{reason}");
         }
     }
 }

@@ -707,16 +707,20 @@ impl Stack {
 
     /// Waits until an event with this reason is recorded on the OIDCClient and returns it.
     pub async fn wait_event(&self, name: &str, reason: &str) -> EventSeen {
+        self.wait_event_of("OIDCClient", name, reason).await
+    }
+
+    /// Waits until the resource of `kind` has an event with `reason` (events are recorded after
+    /// the status a test may have waited for).
+    pub async fn wait_event_of(&self, kind: &str, name: &str, reason: &str) -> EventSeen {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let events = self.events_for("OIDCClient", name).await;
+            let events = self.events_for(kind, name).await;
             if let Some(event) = events.iter().find(|e| e.reason == reason) {
                 return event.clone();
             }
             if tokio::time::Instant::now() > deadline {
-                panic!(
-                    "no {reason} event on OIDCClient {name} after {WAIT:?}; events: {events:#?}"
-                );
+                panic!("no {reason} event on {kind} {name} after {WAIT:?}; events: {events:#?}");
             }
             tokio::time::sleep(POLL).await;
         }

@@ -108,8 +108,7 @@ async fn a_branding_registers_drifts_when_changed_on_the_server_and_is_restored_
         })
         .await;
     assert_eq!(primary_color(&stack, "sign-in").as_deref(), Some("#112233"));
-    let events = stack.events_for("Branding", "sign-in").await;
-    assert!(events.iter().any(|e| e.reason == "Restored"), "{events:#?}");
+    stack.wait_event_of("Branding", "sign-in", "Restored").await;
     // `kubectl get events` shows when each was last seen (the events carry `eventTime`).
     let table = stack.kubectl(&["get", "events"]).await;
     assert_eq!(table.code, 0, "{}", table.stderr);

@@ -18,8 +18,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use nauthera_shared::catalog::Reason;
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_KEY, state_configmap_name};
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::resources::{Branding, ClientPolicy, OIDCClient};
-use nauthera_shared::topology::ScopeKind;
 use nauthera_tests::cluster::{Sharing, TEST_LABEL};
 use nauthera_tests::e2e::{
     ISSUER, RECONCILER_ACCOUNT, Reconciler, Stack, StackOptions, generated_client,
@@ -313,7 +313,7 @@ async fn disjoint_shards_each_reconcile_only_their_own_namespaces_and_kinds() {
         scope_b.namespace_selector.as_ref().map(|s| s.as_str()),
         Some("team=b")
     );
-    assert_eq!(scope_b.kinds, [ScopeKind::OidcClient]);
+    assert_eq!(scope_b.kinds, [Kind::OidcClient]);
     assert_eq!(state_b.manager, "nauthera-b");
     assert_eq!(state_b.lease_name.as_deref(), Some("nauthera-reconciler-b"));
     let state_a = wait_published(&stack, "a", "shard a published its state", |state| {
@@ -432,7 +432,7 @@ async fn overlapping_selectors_are_reported_by_both_shards_which_keep_running() 
         assert_eq!(state.overlaps.len(), 1, "{:?}", state.overlaps);
         let overlap = &state.overlaps[0];
         assert_eq!(overlap.shard, other);
-        assert_eq!(overlap.kinds, [ScopeKind::OidcClient, ScopeKind::Branding]);
+        assert_eq!(overlap.kinds, [Kind::OidcClient, Kind::Branding]);
         assert_eq!(overlap.namespaces, std::slice::from_ref(&ns_shared));
         assert!(!overlap.every_namespace);
     }

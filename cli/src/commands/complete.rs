@@ -193,7 +193,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                 NO_FILE_COMPLETION,
             ),
             Some(name) => match typed.split_once('/') {
-                Some((kind, _)) => match Kind::parse(kind) {
+                Some((kind, _)) => match crate::kinds::parse_kind(kind) {
                     Ok(kind) if approvable(name, kind) => Wanted::Names(kind),
                     _ => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
                 },
@@ -216,7 +216,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
 
 /// `approve` takes OIDCClients only; the other subcommands every kind.
 fn approvable(subcommand: &str, kind: Kind) -> bool {
-    subcommand != "approve" || kind == Kind::OIDCClient
+    subcommand != "approve" || kind == Kind::OidcClient
 }
 
 /// The completion output: candidates that start with what is typed, then the directive.
@@ -390,12 +390,12 @@ mod tests {
         assert_eq!(fixed("approve br/").0, Vec::<String>::new());
         assert_eq!(
             wanted_of("-n team-a approve oidcc/sh"),
-            Wanted::Names(Kind::OIDCClient)
+            Wanted::Names(Kind::OidcClient)
         );
         let (names, _) = wanted(&words("restore idp/gi"));
         assert_eq!(names, Wanted::Names(Kind::IdentityProvider));
         let (names, connection) = wanted(&words("-n team-a restore oidcc/sh"));
-        assert_eq!(names, Wanted::Names(Kind::OIDCClient));
+        assert_eq!(names, Wanted::Names(Kind::OidcClient));
         assert_eq!(connection.namespace.as_deref(), Some("team-a"));
         assert_eq!(wanted_of("status --namespace "), Wanted::Namespaces);
         assert_eq!(wanted_of("diagnose -f "), Wanted::Files);

@@ -497,11 +497,6 @@ pub enum PolicyOutcome {
     Evaluated(Box<Evaluation>),
 }
 
-/// The kind policies know a resource of this kind by, if they cover it at all.
-pub fn policy_kind(kind: crate::kinds::Kind) -> Option<PolicyKind> {
-    PolicyKind::from_kind(kind.as_str())
-}
-
 /// An approval as `diagnose` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

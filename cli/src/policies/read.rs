@@ -67,7 +67,7 @@ pub async fn counted_clients(
     namespace: &str,
 ) -> Result<Vec<CountedClient>, String> {
     match cluster
-        .list_kind(Kind::OIDCClient, &Scope::Namespace(namespace.to_owned()))
+        .list_kind(Kind::OidcClient, &Scope::Namespace(namespace.to_owned()))
         .await
     {
         Ok(views) => Ok(views
@@ -107,7 +107,7 @@ pub async fn stored_object(
         Ok(object.and_then(|object| serde_json::to_value(object).ok()))
     }
     let result = match kind {
-        Kind::OIDCClient => get::<OIDCClient>(cluster, namespace, name).await,
+        Kind::OidcClient => get::<OIDCClient>(cluster, namespace, name).await,
         Kind::Branding => get::<Branding>(cluster, namespace, name).await,
         Kind::IdentityProvider => get::<IdentityProvider>(cluster, namespace, name).await,
         Kind::Organization => get::<Organization>(cluster, namespace, name).await,
@@ -207,7 +207,7 @@ impl LiveReads {
         view: &crate::view::ResourceView,
         approved: &[i64],
     ) -> Option<super::PolicyOutcome> {
-        let kind = super::policy_kind(view.kind)?;
+        let kind = view.kind.policy_kind()?;
         if self.policies.is_none() {
             let listing = list_policies(cluster).await;
             self.policies = Some(super::Policies::from_listing(&listing));
@@ -224,7 +224,7 @@ impl LiveReads {
                 let labels = namespace_labels(cluster, &view.namespace).await;
                 self.labels.insert(view.namespace.clone(), labels);
             }
-            if view.kind == Kind::OIDCClient && !self.clients.contains_key(&view.namespace) {
+            if view.kind == Kind::OidcClient && !self.clients.contains_key(&view.namespace) {
                 let clients = counted_clients(cluster, &view.namespace).await;
                 self.clients.insert(view.namespace.clone(), clients);
             }

@@ -219,7 +219,7 @@ pub fn events_for(old: Option<&ResourceStatus>, verdict: &Verdict) -> Vec<EventN
     let old_message = old.and_then(|s| s.message.as_deref());
     let transition =
         old_reason != Some(verdict.reason) || old_message != Some(verdict.message.as_str());
-    let event = verdict.reason.entry().event;
+    let event = verdict.reason.event();
     if !transition || events.iter().any(|e| e.reason == event) {
         return events;
     }

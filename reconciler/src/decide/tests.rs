@@ -1316,7 +1316,7 @@ fn deletion_outcomes() {
         assert_eq!(verdict.reason, reason);
         assert_eq!(
             events_for(None, &verdict)[0].reason,
-            reason.entry().event,
+            reason.event(),
             "{reason}"
         );
     }

@@ -13,13 +13,7 @@ use crate::managed::{Call, Held, Managed, WriteRequest, Written, found};
 use crate::prerequisites::Prerequisite;
 
 impl Managed for Branding {
-    const KIND: &'static str = "Branding";
-    const APPLY_METHOD: &'static str = "ApplyBranding";
-    const GET_METHOD: &'static str = "GetBranding";
-    const DELETE_METHOD: &'static str = "DeleteBranding";
-    const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::Branding;
-    const POLICY_KIND: Option<nauthera_shared::resources::PolicyKind> =
-        Some(nauthera_shared::resources::PolicyKind::Branding);
+    const KIND: nauthera_shared::kinds::Kind = nauthera_shared::kinds::Kind::Branding;
 
     fn status(&self) -> Option<&ResourceStatus> {
         self.status.as_ref()

@@ -14,13 +14,7 @@ use crate::managed::{Call, Held, Managed, WriteRequest, Written, found};
 use crate::memory::SecretValue;
 
 impl Managed for IdentityProvider {
-    const KIND: &'static str = "IdentityProvider";
-    const APPLY_METHOD: &'static str = "ApplyIdentityProvider";
-    const GET_METHOD: &'static str = "GetIdentityProvider";
-    const DELETE_METHOD: &'static str = "DeleteIdentityProvider";
-    const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::IdentityProvider;
-    const POLICY_KIND: Option<nauthera_shared::resources::PolicyKind> =
-        Some(nauthera_shared::resources::PolicyKind::IdentityProvider);
+    const KIND: nauthera_shared::kinds::Kind = nauthera_shared::kinds::Kind::IdentityProvider;
     const PROVIDED_SECRET: &'static str = "upstream client secret";
 
     fn status(&self) -> Option<&ResourceStatus> {

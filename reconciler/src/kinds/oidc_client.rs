@@ -18,13 +18,7 @@ use crate::memory::SecretValue;
 use crate::prerequisites::Prerequisite;
 
 impl Managed for OIDCClient {
-    const KIND: &'static str = "OIDCClient";
-    const APPLY_METHOD: &'static str = "ApplyClient";
-    const GET_METHOD: &'static str = "GetClient";
-    const DELETE_METHOD: &'static str = "DeleteClient";
-    const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::Client;
-    const POLICY_KIND: Option<nauthera_shared::resources::PolicyKind> =
-        Some(nauthera_shared::resources::PolicyKind::OidcClient);
+    const KIND: nauthera_shared::kinds::Kind = nauthera_shared::kinds::Kind::OidcClient;
     const SECRET_REF_FIELD: &'static str = "spec.secret.secretRef";
 
     fn status(&self) -> Option<&ResourceStatus> {

@@ -14,11 +14,7 @@ use crate::managed::{Call, Held, Managed, WriteRequest, Written, found};
 use crate::prerequisites::{Prerequisite, Prerequisites};
 
 impl Managed for Organization {
-    const KIND: &'static str = "Organization";
-    const APPLY_METHOD: &'static str = "ApplyOrganization";
-    const GET_METHOD: &'static str = "GetOrganization";
-    const DELETE_METHOD: &'static str = "DeleteOrganization";
-    const OBJECT_KIND: v1::ObjectKind = v1::ObjectKind::Organization;
+    const KIND: nauthera_shared::kinds::Kind = nauthera_shared::kinds::Kind::Organization;
 
     fn status(&self) -> Option<&ResourceStatus> {
         self.status.as_ref()

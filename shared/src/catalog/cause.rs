@@ -1,205 +1,118 @@
 //! Causes: the bounded `cause` label of `nauthera_operator_reconciles_total`, and how the
 //! server's answers map onto it.
 
-use std::fmt;
-
 use nauthera_proto::v1::ErrorReason;
 
 use crate::client::ConnectProblem;
 use serde::{Deserialize, Serialize};
+
+use super::words::words;
 use tonic::Code;
 
-/// Why a reason applies, in one bounded word. The reconciler reports it as the `cause` metric
-/// label and in condition messages; the plugin picks diagnosis steps by it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Cause {
-    /// Nothing went wrong.
-    None,
-    /// The server objected to one or more fields (`INVALID_FIELD`, `InvalidArgument`).
-    FieldViolation,
-    /// The reconciler's certificate identity is not allowed (`IDENTITY_NOT_ALLOWED`, or
-    /// `PermissionDenied` without a stable reason).
-    IdentityNotAllowed,
-    /// The grant lacks the operation (`OPERATION_NOT_GRANTED`).
-    OperationNotGranted,
-    /// The organization or namespace is outside the grant (`OUTSIDE_GRANT`).
-    OutsideGrant,
-    /// No organization serves the issuer (`UNKNOWN_ISSUER`).
-    UnknownIssuer,
-    /// The name or client id is reserved by the server (`RESERVED_NAME`).
-    ReservedName,
-    /// The organization's FAPI mode requires more (`FAPI_REQUIREMENTS`).
-    FapiRequirements,
-    /// The server holds another revision than the one named (`REVISION_MISMATCH`).
-    RevisionMismatch,
-    /// The write would overwrite another manager's or a person's change (`MANAGER_CONFLICT`).
-    ManagerConflict,
-    /// A referenced object does not exist on the server (`REFERENCE_NOT_FOUND`).
-    ReferenceNotFound,
-    /// Something this resource names is not there yet: a manifest it depends on (the
-    /// Organization manifest that serves its issuer, or the Branding its `spec.brandingRef`
-    /// names) is not Registered, or the Branding or Secret it names does not exist. It waits as
-    /// Pending instead of being sent to the server, and proceeds by itself as soon as that is
-    /// there; a registered resource whose Branding goes away says so with it.
-    ReferenceNotReady,
-    /// The server keeps an organization while it still holds clients, brandings or identity
-    /// providers (`ORGANIZATION_NOT_EMPTY`); its deletion is retried until they are gone.
-    OrganizationNotEmpty,
-    /// The server is older than the call (`Unimplemented`).
-    Unimplemented,
-    /// Any other objection of the server (a code with no stable reason).
-    ServerObjection,
-    /// The reconciler itself cannot encode `spec.branding` into the server's format.
-    UnencodableBranding,
-    /// The Secret to write exists and is not owned by this resource.
-    ForeignSecret,
-    /// Kubernetes RBAC forbids the reconciler the Secret write or read.
-    Forbidden,
-    /// A referenced Secret, or its key, does not exist.
-    SecretRefMissing,
-    /// A failure that is retried with backoff (retried codes, timeouts, lost connections).
-    Transient,
-    /// The TLS handshake with the server failed (certificate not trusted, expired, wrong name).
-    TlsHandshake,
-    /// A certificate, key or CA file cannot be read.
-    Unreadable,
-    /// A certificate, key or CA file is not valid PEM, or the key does not match.
-    Malformed,
-    /// The reconciler's client certificate has expired (the server said so with the
-    /// `certificate_expired` alert).
-    Expired,
-    /// The server says the reconciler's client certificate was revoked.
-    Revoked,
-    /// The server rejected the reconciler's client certificate (`bad_certificate`,
-    /// `unsupported_certificate`, `certificate_unknown`).
-    Rejected,
-    /// A trust anchor is missing: the server does not know the CA that issued the client
-    /// certificate (`unknown_ca`), or `ca.crt` does not hold the CA of the server's certificate.
-    Untrusted,
-    /// The object was changed on the server by something else.
-    Edited,
-    /// The object was removed from the server by something else.
-    Removed,
-    /// The server's history restarted (a restore from a backup, a new database).
-    BackupRestore,
-    /// A ClientPolicy rule does not allow a field's value.
-    PolicyRule,
-    /// The namespace holds as many OIDCClients as a ClientPolicy allows.
-    NamespaceLimit,
-    /// A ClientPolicy requires an approval (a new client, or a change to a listed field).
-    ApprovalRequired,
-    /// Another reconciler's manager wrote the object before this resource ever did (two
-    /// clusters or shards declare the same object).
-    Claimed,
-    /// Another reconciler's manager wrote over this resource's last write (a handover).
-    TakenOver,
-    /// A ClientPolicy's namespace selector holds a label key, value or operator the API server
-    /// refuses (it would refuse the generated ValidatingAdmissionPolicy).
-    InvalidSelector,
-    /// A check generated from a ClientPolicy could cost more than the API server lets one CEL
-    /// expression cost, on a resource within its CRD's bounds.
-    CostLimit,
-    /// A check generated from a ClientPolicy does not compile, or its pattern would not mean
-    /// the same to the API server and the reconciler.
-    UncompilableRule,
-    /// The value in the Secret the manifest references (`spec.secret.secretRef`, an identity
-    /// provider's `secretRef`) changed, and the write sent the new value.
-    SecretChanged,
-    /// A new generation declares what a drift had changed on the server: the change is kept,
-    /// and adopted as the declared state.
-    DriftKept,
+words! {
+    /// Why a reason applies, in one bounded word. The reconciler reports it as the `cause` metric
+    /// label and in condition messages; the plugin picks diagnosis steps by it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum Cause {
+        /// Nothing went wrong.
+        None = "none",
+        /// The server objected to one or more fields (`INVALID_FIELD`, `InvalidArgument`).
+        FieldViolation = "field_violation",
+        /// The reconciler's certificate identity is not allowed (`IDENTITY_NOT_ALLOWED`, or
+        /// `PermissionDenied` without a stable reason).
+        IdentityNotAllowed = "identity_not_allowed",
+        /// The grant lacks the operation (`OPERATION_NOT_GRANTED`).
+        OperationNotGranted = "operation_not_granted",
+        /// The organization or namespace is outside the grant (`OUTSIDE_GRANT`).
+        OutsideGrant = "outside_grant",
+        /// No organization serves the issuer (`UNKNOWN_ISSUER`).
+        UnknownIssuer = "unknown_issuer",
+        /// The name or client id is reserved by the server (`RESERVED_NAME`).
+        ReservedName = "reserved_name",
+        /// The organization's FAPI mode requires more (`FAPI_REQUIREMENTS`).
+        FapiRequirements = "fapi_requirements",
+        /// The server holds another revision than the one named (`REVISION_MISMATCH`).
+        RevisionMismatch = "revision_mismatch",
+        /// The write would overwrite another manager's or a person's change (`MANAGER_CONFLICT`).
+        ManagerConflict = "manager_conflict",
+        /// A referenced object does not exist on the server (`REFERENCE_NOT_FOUND`).
+        ReferenceNotFound = "reference_not_found",
+        /// Something this resource names is not there yet: a manifest it depends on (the
+        /// Organization manifest that serves its issuer, or the Branding its `spec.brandingRef`
+        /// names) is not Registered, or the Branding or Secret it names does not exist. It waits as
+        /// Pending instead of being sent to the server, and proceeds by itself as soon as that is
+        /// there; a registered resource whose Branding goes away says so with it.
+        ReferenceNotReady = "reference_not_ready",
+        /// The server keeps an organization while it still holds clients, brandings or identity
+        /// providers (`ORGANIZATION_NOT_EMPTY`); its deletion is retried until they are gone.
+        OrganizationNotEmpty = "organization_not_empty",
+        /// The server is older than the call (`Unimplemented`).
+        Unimplemented = "unimplemented",
+        /// Any other objection of the server (a code with no stable reason).
+        ServerObjection = "server_objection",
+        /// The reconciler itself cannot encode `spec.branding` into the server's format.
+        UnencodableBranding = "unencodable_branding",
+        /// The Secret to write exists and is not owned by this resource.
+        ForeignSecret = "foreign_secret",
+        /// Kubernetes RBAC forbids the reconciler the Secret write or read.
+        Forbidden = "forbidden",
+        /// A referenced Secret, or its key, does not exist.
+        SecretRefMissing = "secret_ref_missing",
+        /// A failure that is retried with backoff (retried codes, timeouts, lost connections).
+        Transient = "transient",
+        /// The TLS handshake with the server failed (certificate not trusted, expired, wrong name).
+        TlsHandshake = "tls_handshake",
+        /// A certificate, key or CA file cannot be read.
+        Unreadable = "unreadable",
+        /// A certificate, key or CA file is not valid PEM, or the key does not match.
+        Malformed = "malformed",
+        /// The reconciler's client certificate has expired (the server said so with the
+        /// `certificate_expired` alert).
+        Expired = "expired",
+        /// The server says the reconciler's client certificate was revoked.
+        Revoked = "revoked",
+        /// The server rejected the reconciler's client certificate (`bad_certificate`,
+        /// `unsupported_certificate`, `certificate_unknown`).
+        Rejected = "rejected",
+        /// A trust anchor is missing: the server does not know the CA that issued the client
+        /// certificate (`unknown_ca`), or `ca.crt` does not hold the CA of the server's certificate.
+        Untrusted = "untrusted",
+        /// The object was changed on the server by something else.
+        Edited = "edited",
+        /// The object was removed from the server by something else.
+        Removed = "removed",
+        /// The server's history restarted (a restore from a backup, a new database).
+        BackupRestore = "backup_restore",
+        /// A ClientPolicy rule does not allow a field's value.
+        PolicyRule = "policy_rule",
+        /// The namespace holds as many OIDCClients as a ClientPolicy allows.
+        NamespaceLimit = "namespace_limit",
+        /// A ClientPolicy requires an approval (a new client, or a change to a listed field).
+        ApprovalRequired = "approval_required",
+        /// Another reconciler's manager wrote the object before this resource ever did (two
+        /// clusters or shards declare the same object).
+        Claimed = "claimed",
+        /// Another reconciler's manager wrote over this resource's last write (a handover).
+        TakenOver = "taken_over",
+        /// A ClientPolicy's namespace selector holds a label key, value or operator the API server
+        /// refuses (it would refuse the generated ValidatingAdmissionPolicy).
+        InvalidSelector = "invalid_selector",
+        /// A check generated from a ClientPolicy could cost more than the API server lets one CEL
+        /// expression cost, on a resource within its CRD's bounds.
+        CostLimit = "cost_limit",
+        /// A check generated from a ClientPolicy does not compile, or its pattern would not mean
+        /// the same to the API server and the reconciler.
+        UncompilableRule = "uncompilable_rule",
+        /// The value in the Secret the manifest references (`spec.secret.secretRef`, an identity
+        /// provider's `secretRef`) changed, and the write sent the new value.
+        SecretChanged = "secret_changed",
+        /// A new generation declares what a drift had changed on the server: the change is kept,
+        /// and adopted as the declared state.
+        DriftKept = "drift_kept",
+    }
 }
 
 impl Cause {
-    pub const ALL: [Cause; 40] = [
-        Cause::None,
-        Cause::FieldViolation,
-        Cause::IdentityNotAllowed,
-        Cause::OperationNotGranted,
-        Cause::OutsideGrant,
-        Cause::UnknownIssuer,
-        Cause::ReservedName,
-        Cause::FapiRequirements,
-        Cause::RevisionMismatch,
-        Cause::ManagerConflict,
-        Cause::ReferenceNotFound,
-        Cause::ReferenceNotReady,
-        Cause::OrganizationNotEmpty,
-        Cause::Unimplemented,
-        Cause::ServerObjection,
-        Cause::UnencodableBranding,
-        Cause::ForeignSecret,
-        Cause::Forbidden,
-        Cause::SecretRefMissing,
-        Cause::Transient,
-        Cause::TlsHandshake,
-        Cause::Unreadable,
-        Cause::Malformed,
-        Cause::Expired,
-        Cause::Revoked,
-        Cause::Rejected,
-        Cause::Untrusted,
-        Cause::Edited,
-        Cause::Removed,
-        Cause::BackupRestore,
-        Cause::PolicyRule,
-        Cause::NamespaceLimit,
-        Cause::ApprovalRequired,
-        Cause::Claimed,
-        Cause::TakenOver,
-        Cause::InvalidSelector,
-        Cause::CostLimit,
-        Cause::UncompilableRule,
-        Cause::SecretChanged,
-        Cause::DriftKept,
-    ];
-
-    /// The metric label value, snake_case.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Cause::None => "none",
-            Cause::FieldViolation => "field_violation",
-            Cause::IdentityNotAllowed => "identity_not_allowed",
-            Cause::OperationNotGranted => "operation_not_granted",
-            Cause::OutsideGrant => "outside_grant",
-            Cause::UnknownIssuer => "unknown_issuer",
-            Cause::ReservedName => "reserved_name",
-            Cause::FapiRequirements => "fapi_requirements",
-            Cause::RevisionMismatch => "revision_mismatch",
-            Cause::ManagerConflict => "manager_conflict",
-            Cause::ReferenceNotFound => "reference_not_found",
-            Cause::ReferenceNotReady => "reference_not_ready",
-            Cause::OrganizationNotEmpty => "organization_not_empty",
-            Cause::Unimplemented => "unimplemented",
-            Cause::ServerObjection => "server_objection",
-            Cause::UnencodableBranding => "unencodable_branding",
-            Cause::ForeignSecret => "foreign_secret",
-            Cause::Forbidden => "forbidden",
-            Cause::SecretRefMissing => "secret_ref_missing",
-            Cause::Transient => "transient",
-            Cause::TlsHandshake => "tls_handshake",
-            Cause::Unreadable => "unreadable",
-            Cause::Malformed => "malformed",
-            Cause::Expired => "expired",
-            Cause::Revoked => "revoked",
-            Cause::Rejected => "rejected",
-            Cause::Untrusted => "untrusted",
-            Cause::Edited => "edited",
-            Cause::Removed => "removed",
-            Cause::BackupRestore => "backup_restore",
-            Cause::PolicyRule => "policy_rule",
-            Cause::NamespaceLimit => "namespace_limit",
-            Cause::ApprovalRequired => "approval_required",
-            Cause::Claimed => "claimed",
-            Cause::TakenOver => "taken_over",
-            Cause::InvalidSelector => "invalid_selector",
-            Cause::CostLimit => "cost_limit",
-            Cause::UncompilableRule => "uncompilable_rule",
-            Cause::SecretChanged => "secret_changed",
-            Cause::DriftKept => "drift_kept",
-        }
-    }
-
     /// The cause of a connection that could not be made.
     pub const fn from_connect(problem: ConnectProblem) -> Cause {
         match problem {
@@ -279,12 +192,6 @@ impl Cause {
             self,
             Cause::IdentityNotAllowed | Cause::OperationNotGranted | Cause::OutsideGrant
         )
-    }
-}
-
-impl fmt::Display for Cause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

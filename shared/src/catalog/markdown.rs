@@ -25,8 +25,8 @@ pub fn runbook_page(entry: &ReasonEntry, facts: &Facts) -> String {
         "| {} | {} | `{}` ({}) | `reason=\"{}\"`, `cause`: {} | {} |\n",
         entry.ready,
         entry.phase_text(),
-        entry.event,
-        entry.event.event_type(),
+        entry.reason.event(),
+        entry.reason.event().event_type(),
         entry.metric_label,
         causes.join(", "),
         gitops_text(entry),
@@ -123,7 +123,7 @@ pub fn runbook_index() -> String {
             page,
             "| `{event}` | {} | {} |",
             event.event_type(),
-            event_meaning(event)
+            event.recorded_when()
         );
     }
     let _ = writeln!(page, "\n---\n");
@@ -181,87 +181,6 @@ fn section(out: &mut String, heading: &str, paragraphs: &[&str]) {
 /// Continuation lines of a list item indented under it.
 fn indent_continuation(text: &str, indent: &str) -> String {
     text.replace('\n', &format!("\n{indent}"))
-}
-
-fn event_meaning(event: EventReason) -> &'static str {
-    match event {
-        EventReason::Applied => {
-            "a new generation of a registered manifest was written to the server"
-        }
-        EventReason::SecretDelivered => {
-            "a minted client secret was written into its Secret after its write (a first \
-             secret delivered with the write is told in that write's event)"
-        }
-        EventReason::SecretRotated => {
-            "a new client secret replaced one workloads held (its Secret deleted or emptied, or \
-             `spec.secret.secretName` changed); the note names the Secret, the workloads that \
-             read it and the command that restarts each"
-        }
-        EventReason::SecretRemoved => {
-            "a Secret holding a generated client secret the server no longer accepts was \
-             removed (the manifest names another Secret, or generates none)"
-        }
-        EventReason::DriftSuperseded => {
-            "a new generation was written over a drift, discarding the changes made on the \
-             server that it does not declare; the note names those fields (`status.lastDrift` \
-             keeps who made the change and what it changed)"
-        }
-        EventReason::DriftAdopted => {
-            "a new generation declares what a drift changed on the server: those changes are \
-             kept and adopted; the note names the fields and who made the change"
-        }
-        EventReason::SecretChanged => {
-            "the value in the Secret a manifest references (`spec.secret.secretRef`, an \
-             IdentityProvider's `secretRef`) changed and was sent to the server; the note names \
-             the Secret and key, never the value (a change of its labels or annotations alone \
-             sends nothing)"
-        }
-        EventReason::ClientIdChanged => {
-            "a restore created a client the server no longer had, and the server gave it a new \
-             client id; the note names both ids: every application configured with the old one \
-             must be given the new one"
-        }
-        EventReason::Registered => {
-            "the resource enters `Registered`; when a write brought it there, the note tells the \
-             write (generation, revision, client id) and the Secret its secret went into"
-        }
-        EventReason::Pending => "the resource enters `Pending`",
-        EventReason::Refused => "the resource enters `Refused`",
-        EventReason::SecretUndeliverable => "the resource enters `SecretUndeliverable`",
-        EventReason::SecretRefUnavailable => "the resource enters `SecretRefUnavailable`",
-        EventReason::Drifted => "the resource enters `Drifted`",
-        EventReason::Restored => "a drifted object was written back on request",
-        EventReason::Unreachable => "the resource enters `Unreachable`",
-        EventReason::CredentialUnavailable => "the resource enters `CredentialUnavailable`",
-        EventReason::TrustAnchorUnavailable => "the resource enters `TrustAnchorUnavailable`",
-        EventReason::Deleting => "the deletion of a manifest begins",
-        EventReason::Deleted => "`deletionPolicy: Delete` removed the object from the server",
-        EventReason::Orphaned => "`deletionPolicy: Orphan` left the object on the server",
-        EventReason::DeletionSkippedDrifted => {
-            "`deletionPolicy: Delete` left a drifted object on the server"
-        }
-        EventReason::PolicyViolation => {
-            "the resource enters `PolicyViolation`, or another rule holds it back; the note names \
-             the policy, the rule and the field"
-        }
-        EventReason::WaitingForApproval => {
-            "the resource enters `WaitingForApproval`; the note names the policy and the \
-             generation waiting"
-        }
-        EventReason::ManagedElsewhere => {
-            "the resource enters `ManagedElsewhere`, or another reconciler writes the object \
-             again; the note names that reconciler's manager and identity"
-        }
-        EventReason::TakenOver => {
-            "the object was taken over from the manager `nauthera.io/take-over-from` named; \
-             the note names it and the revision written over"
-        }
-        EventReason::PolicyRefused => {
-            "a ClientPolicy enters `PolicyRefused` (recorded on the ClientPolicy, in the \
-             `default` namespace), or is refused for another reason; the note names the cause, \
-             the field and the limit"
-        }
-    }
 }
 
 #[cfg(test)]

@@ -11,17 +11,20 @@ mod entries;
 mod event;
 mod markdown;
 mod placeholder;
+mod reasons;
 mod runbook;
+pub(crate) mod words;
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use words::words;
 
 pub use cause::{Cause, RETRIED_CODES, code_label, is_retried};
-pub use event::{EventReason, EventType};
+pub use event::EventType;
 pub use markdown::{GENERATE_COMMAND, gitops_text, runbook_index, runbook_page};
 pub use placeholder::{Facts, Placeholder, placeholders_in, render, unknown_placeholders};
+pub use reasons::{EventReason, Reason};
 pub use runbook::{DiagnoseCheck, DiagnosisStep, Runbook};
 
 /// The folder of the generated runbook pages, relative to the repository root.
@@ -45,127 +48,7 @@ pub fn runbook_url(reason: Reason) -> String {
     format!("{RUNBOOK_URL_BASE}{}.md", reason.as_str())
 }
 
-/// Why a resource is in the state it is in. The string form (`as_str`) is what appears in
-/// conditions and runbook file names; events and metrics use [`ReasonEntry::event`] and
-/// [`ReasonEntry::metric_label`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Reason {
-    /// The declared generation is in force on the server.
-    Registered,
-    /// Waiting: a transient failure is being retried, or the first reconcile has not finished.
-    Pending,
-    /// The server (or the reconciler itself, for an unencodable branding) refused the declared state.
-    Refused,
-    /// The client secret is minted but the Secret could not be written.
-    SecretUndeliverable,
-    /// The Secret named by `spec.secret.secretRef` is missing or lacks the key.
-    SecretRefUnavailable,
-    /// Changed or removed on the server by something else; not written over.
-    Drifted,
-    /// The declared state was written back over a drift on request (the restore annotation).
-    Restored,
-    /// The server cannot be reached.
-    Unreachable,
-    /// The client certificate or key cannot be read.
-    CredentialUnavailable,
-    /// The CA bundle cannot be read.
-    TrustAnchorUnavailable,
-    /// The manifest is being deleted and the deletion policy is being carried out.
-    Deleting,
-    /// `deletionPolicy: Delete` removed the object from the server.
-    Deleted,
-    /// `deletionPolicy: Orphan` left the object registered on the server.
-    Orphaned,
-    /// `deletionPolicy: Delete` left a drifted object in place on the server.
-    DeletionSkippedDrifted,
-    /// A ClientPolicy does not allow what the manifest declares: nothing of it is sent.
-    PolicyViolation,
-    /// A ClientPolicy requires an approval of this generation before it is sent.
-    WaitingForApproval,
-    /// The object on the server is another reconciler's: it is never written over.
-    ManagedElsewhere,
-    /// A ClientPolicy the API server would not enforce as generated (a namespace selector it
-    /// refuses, a check over its CEL cost limit): the reconciler refuses it, and it enforces
-    /// nothing until fixed. A reason of ClientPolicies, not of the resources they cover.
-    PolicyRefused,
-}
-
 impl Reason {
-    /// Every reason, in catalog order (the order of the runbook index).
-    pub const ALL: [Reason; 18] = [
-        Reason::Registered,
-        Reason::Pending,
-        Reason::Refused,
-        Reason::SecretUndeliverable,
-        Reason::SecretRefUnavailable,
-        Reason::Drifted,
-        Reason::Restored,
-        Reason::Unreachable,
-        Reason::CredentialUnavailable,
-        Reason::TrustAnchorUnavailable,
-        Reason::Deleting,
-        Reason::Deleted,
-        Reason::Orphaned,
-        Reason::DeletionSkippedDrifted,
-        Reason::PolicyViolation,
-        Reason::WaitingForApproval,
-        Reason::ManagedElsewhere,
-        Reason::PolicyRefused,
-    ];
-
-    /// The condition reason, CamelCase.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Reason::Registered => "Registered",
-            Reason::Pending => "Pending",
-            Reason::Refused => "Refused",
-            Reason::SecretUndeliverable => "SecretUndeliverable",
-            Reason::SecretRefUnavailable => "SecretRefUnavailable",
-            Reason::Drifted => "Drifted",
-            Reason::Restored => "Restored",
-            Reason::Unreachable => "Unreachable",
-            Reason::CredentialUnavailable => "CredentialUnavailable",
-            Reason::TrustAnchorUnavailable => "TrustAnchorUnavailable",
-            Reason::Deleting => "Deleting",
-            Reason::Deleted => "Deleted",
-            Reason::Orphaned => "Orphaned",
-            Reason::DeletionSkippedDrifted => "DeletionSkippedDrifted",
-            Reason::PolicyViolation => "PolicyViolation",
-            Reason::WaitingForApproval => "WaitingForApproval",
-            Reason::ManagedElsewhere => "ManagedElsewhere",
-            Reason::PolicyRefused => "PolicyRefused",
-        }
-    }
-
-    /// The catalog entry of this reason.
-    pub fn entry(self) -> &'static ReasonEntry {
-        match self {
-            Reason::Registered => &entries::REGISTERED,
-            Reason::Pending => &entries::PENDING,
-            Reason::Refused => &entries::REFUSED,
-            Reason::SecretUndeliverable => &entries::SECRET_UNDELIVERABLE,
-            Reason::SecretRefUnavailable => &entries::SECRET_REF_UNAVAILABLE,
-            Reason::Drifted => &entries::DRIFTED,
-            Reason::Restored => &entries::RESTORED,
-            Reason::Unreachable => &entries::UNREACHABLE,
-            Reason::CredentialUnavailable => &entries::CREDENTIAL_UNAVAILABLE,
-            Reason::TrustAnchorUnavailable => &entries::TRUST_ANCHOR_UNAVAILABLE,
-            Reason::Deleting => &entries::DELETING,
-            Reason::Deleted => &entries::DELETED,
-            Reason::Orphaned => &entries::ORPHANED,
-            Reason::DeletionSkippedDrifted => &entries::DELETION_SKIPPED_DRIFTED,
-            Reason::PolicyViolation => &entries::POLICY_VIOLATION,
-            Reason::WaitingForApproval => &entries::WAITING_FOR_APPROVAL,
-            Reason::ManagedElsewhere => &entries::MANAGED_ELSEWHERE,
-            Reason::PolicyRefused => &entries::POLICY_REFUSED,
-        }
-    }
-
-    /// The event recorded on the transition into this reason.
-    pub fn event(self) -> EventReason {
-        self.entry().event
-    }
-
     /// The `reason` label value of `nauthera_operator_reconciles_total`.
     pub fn metric_label(self) -> &'static str {
         self.entry().metric_label
@@ -212,12 +95,6 @@ impl Reason {
     }
 }
 
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A string that names no reason of the catalog.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not a reason of the catalog; expected one of Registered, Pending, Refused, ...")]
@@ -234,100 +111,56 @@ impl FromStr for Reason {
     }
 }
 
-/// The coarse state shown in `kubectl get` and summarised by the plugin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Phase {
-    Registered,
-    Pending,
-    Error,
-}
-
-impl Phase {
-    pub const ALL: [Phase; 3] = [Phase::Registered, Phase::Pending, Phase::Error];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Phase::Registered => "Registered",
-            Phase::Pending => "Pending",
-            Phase::Error => "Error",
-        }
+words! {
+    /// The coarse state shown in `kubectl get` and summarised by the plugin.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum Phase {
+        Registered = "Registered",
+        Pending = "Pending",
+        Error = "Error",
     }
 }
 
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+words! {
+    /// The condition types the reconciler sets, in the order the status lists them.
+    /// `Reconciling` and `Stalled` are the two that kstatus
+    /// (`sigs.k8s.io/cli-utils/pkg/kstatus/status`, which Flux, `kubectl` waiters and kustomize
+    /// read) judges a custom resource by; `Ready` is the one people and `kubectl wait` read.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum ConditionType {
+        /// The declared state is in force on the server and delivered.
+        Ready = "Ready",
+        /// The reconciler works on the generation, or waits for something that comes by itself.
+        Reconciling = "Reconciling",
+        /// Only a person can move the resource on.
+        Stalled = "Stalled",
     }
 }
 
-/// The condition types the reconciler sets. `Reconciling` and `Stalled` are the two that kstatus
-/// (`sigs.k8s.io/cli-utils/pkg/kstatus/status`, which Flux, `kubectl` waiters and kustomize read)
-/// judges a custom resource by; `Ready` is the one people and `kubectl wait` read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum ConditionType {
-    /// The declared state is in force on the server and delivered.
-    Ready,
-    /// The reconciler works on the generation, or waits for something that comes by itself.
-    Reconciling,
-    /// Only a person can move the resource on.
-    Stalled,
-}
-
-impl ConditionType {
-    /// Every type, in the order the status lists them.
-    pub const ALL: [ConditionType; 3] = [
-        ConditionType::Ready,
-        ConditionType::Reconciling,
-        ConditionType::Stalled,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ConditionType::Ready => "Ready",
-            ConditionType::Reconciling => "Reconciling",
-            ConditionType::Stalled => "Stalled",
-        }
+words! {
+    /// What a reason tells GitOps tools: which of the kstatus conditions is True. kstatus reads
+    /// `Reconciling=True` as InProgress and `Stalled=True` as Failed; with neither, and
+    /// `status.observedGeneration` equal to `metadata.generation`, the resource is Current.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum Progress {
+        /// Nothing left to do: the generation is in force (`Ready=True`); kstatus says Current,
+        /// Argo CD Healthy.
+        Settled = "Settled",
+        /// The reconciler works on it, or waits for something that comes by itself (a
+        /// prerequisite, the server, a retried failure, a deletion finishing):
+        /// `Reconciling=True`, InProgress; Argo CD Progressing.
+        Reconciling = "Reconciling",
+        /// Only a person can move it on by fixing something (the manifest, the grant, RBAC, a
+        /// foreign Secret, another manager's claim): `Stalled=True`, Failed; Argo CD Degraded.
+        Stalled = "Stalled",
+        /// Only a person's decision moves it on, and the resource waits for it as it is
+        /// (approve the generation, restore or keep a drift; Argo CD offers the action):
+        /// `Stalled=True`, Failed; Argo CD Suspended.
+        AwaitsDecision = "AwaitsDecision",
     }
-}
-
-/// What a reason tells GitOps tools: which of the kstatus conditions is True. kstatus reads
-/// `Reconciling=True` as InProgress and `Stalled=True` as Failed; with neither, and
-/// `status.observedGeneration` equal to `metadata.generation`, the resource is Current.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Progress {
-    /// Nothing left to do: the generation is in force (`Ready=True`); kstatus says Current,
-    /// Argo CD Healthy.
-    Settled,
-    /// The reconciler works on it, or waits for something that comes by itself (a prerequisite,
-    /// the server, a retried failure, a deletion finishing): `Reconciling=True`, InProgress;
-    /// Argo CD Progressing.
-    Reconciling,
-    /// Only a person can move it on by fixing something (the manifest, the grant, RBAC, a
-    /// foreign Secret, another manager's claim): `Stalled=True`, Failed; Argo CD Degraded.
-    Stalled,
-    /// Only a person's decision moves it on, and the resource waits for it as it is (approve
-    /// the generation, restore or keep a drift; Argo CD offers the action): `Stalled=True`,
-    /// Failed; Argo CD Suspended.
-    AwaitsDecision,
 }
 
 impl Progress {
-    pub const ALL: [Progress; 4] = [
-        Progress::Settled,
-        Progress::Reconciling,
-        Progress::Stalled,
-        Progress::AwaitsDecision,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Progress::Settled => "Settled",
-            Progress::Reconciling => "Reconciling",
-            Progress::Stalled => "Stalled",
-            Progress::AwaitsDecision => "AwaitsDecision",
-        }
-    }
-
     /// Whether the `Reconciling` condition is True.
     pub const fn reconciling(self) -> bool {
         matches!(self, Progress::Reconciling)
@@ -358,39 +191,13 @@ impl Progress {
     }
 }
 
-impl fmt::Display for Progress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Display for ConditionType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The status of a condition, as Kubernetes spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum ReadyStatus {
-    True,
-    False,
-    Unknown,
-}
-
-impl ReadyStatus {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ReadyStatus::True => "True",
-            ReadyStatus::False => "False",
-            ReadyStatus::Unknown => "Unknown",
-        }
-    }
-}
-
-impl fmt::Display for ReadyStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+words! {
+    /// The status of a condition, as Kubernetes spells it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum ReadyStatus {
+        True = "True",
+        False = "False",
+        Unknown = "Unknown",
     }
 }
 
@@ -405,8 +212,6 @@ pub struct ReasonEntry {
     /// The phase while the reconciler still retries on its own (with backoff), where that
     /// differs: `Refused` is Error, or Pending while a retried code is retried.
     pub phase_while_retried: Option<Phase>,
-    /// The event recorded on the transition into this reason.
-    pub event: EventReason,
     /// The value of the `reason` label of `nauthera_operator_reconciles_total`.
     pub metric_label: &'static str,
     /// The causes reported with this reason (the `cause` label).

@@ -1,8 +1,8 @@
 //! The shape of a runbook page and the checks `kubectl nauthera diagnose` can run for its steps.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
+
+use super::words::words;
 
 /// One runbook page. Text is markdown and may use the placeholders of
 /// [`Placeholder`](super::Placeholder).
@@ -35,105 +35,59 @@ pub struct DiagnosisStep {
     pub check: DiagnoseCheck,
 }
 
-/// A check `kubectl nauthera diagnose` knows how to run and fill with live facts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum DiagnoseCheck {
-    /// The Ready condition's reason and message, and the status fields next to it.
-    ConditionMessage,
-    /// The recent events of the resource.
-    Events,
-    /// Whether the Secret to write exists, and who owns it.
-    SecretOwner,
-    /// The workloads in the namespace that mount or read the Secret.
-    SecretConsumers,
-    /// Whether the referenced Secret exists and holds the key.
-    SecretRefPresent,
-    /// `kubectl auth can-i` for the reconciler's ServiceAccount on Secrets in the namespace.
-    ReconcilerCanI,
-    /// Whether the grant the server reported covers the operation, organization and namespace,
-    /// and the `allowed_clients` entry that would.
-    GrantCovers,
-    /// The revision the reconciler wrote and the one the server holds.
-    DriftRevisions,
-    /// Who changed a drifted object (manager, actor) and when, as recorded in its status.
-    DriftWho,
-    /// How many resources drifted, how many by a restore of the server, and by whom.
-    DriftCount,
-    /// The reconciler's log lines about the resource.
-    ReconcilerLogs,
-    /// The control-plane probe: its reason, since when it holds, which server build answered.
-    ProbeState,
-    /// The expiry and identity of the reconciler's client certificate.
-    CertificateExpiry,
-    /// `nauthera_operator_reconciles_total` by kind, reason and cause.
-    ReconcileMetrics,
-    /// `nauthera_operator_server_calls_total` by method and code.
-    ServerCallMetrics,
-    /// The server's audit records for the object. The plugin holds no server credentials, so it
-    /// prints the query filled in for a person to run.
-    AuditLog,
-    /// The ClientPolicies that cover the resource, each rule's verdict on the manifest, and the
-    /// namespace's count against a limit.
-    PolicyRules,
-    /// The ClientApprovals of the client, the generation waiting, and whether the caller may
-    /// approve.
-    Approvals,
-    /// Who manages the object elsewhere (manager, identity, revision, when), and this
-    /// reconciler's own manager and cluster name.
-    OtherManager,
-    /// A manual step; the plugin shows the command only.
-    None,
+words! {
+    /// A check `kubectl nauthera diagnose` knows how to run and fill with live facts.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    pub enum DiagnoseCheck {
+        /// The Ready condition's reason and message, and the status fields next to it.
+        ConditionMessage = "ConditionMessage",
+        /// The recent events of the resource.
+        Events = "Events",
+        /// Whether the Secret to write exists, and who owns it.
+        SecretOwner = "SecretOwner",
+        /// The workloads in the namespace that mount or read the Secret.
+        SecretConsumers = "SecretConsumers",
+        /// Whether the referenced Secret exists and holds the key.
+        SecretRefPresent = "SecretRefPresent",
+        /// `kubectl auth can-i` for the reconciler's ServiceAccount on Secrets in the namespace.
+        ReconcilerCanI = "ReconcilerCanI",
+        /// Whether the grant the server reported covers the operation, organization and namespace,
+        /// and the `allowed_clients` entry that would.
+        GrantCovers = "GrantCovers",
+        /// The revision the reconciler wrote and the one the server holds.
+        DriftRevisions = "DriftRevisions",
+        /// Who changed a drifted object (manager, actor) and when, as recorded in its status.
+        DriftWho = "DriftWho",
+        /// How many resources drifted, how many by a restore of the server, and by whom.
+        DriftCount = "DriftCount",
+        /// The reconciler's log lines about the resource.
+        ReconcilerLogs = "ReconcilerLogs",
+        /// The control-plane probe: its reason, since when it holds, which server build answered.
+        ProbeState = "ProbeState",
+        /// The expiry and identity of the reconciler's client certificate.
+        CertificateExpiry = "CertificateExpiry",
+        /// `nauthera_operator_reconciles_total` by kind, reason and cause.
+        ReconcileMetrics = "ReconcileMetrics",
+        /// `nauthera_operator_server_calls_total` by method and code.
+        ServerCallMetrics = "ServerCallMetrics",
+        /// The server's audit records for the object. The plugin holds no server credentials, so it
+        /// prints the query filled in for a person to run.
+        AuditLog = "AuditLog",
+        /// The ClientPolicies that cover the resource, each rule's verdict on the manifest, and the
+        /// namespace's count against a limit.
+        PolicyRules = "PolicyRules",
+        /// The ClientApprovals of the client, the generation waiting, and whether the caller may
+        /// approve.
+        Approvals = "Approvals",
+        /// Who manages the object elsewhere (manager, identity, revision, when), and this
+        /// reconciler's own manager and cluster name.
+        OtherManager = "OtherManager",
+        /// A manual step; the plugin shows the command only.
+        None = "None",
+    }
 }
 
 impl DiagnoseCheck {
-    pub const ALL: [DiagnoseCheck; 20] = [
-        DiagnoseCheck::ConditionMessage,
-        DiagnoseCheck::Events,
-        DiagnoseCheck::SecretOwner,
-        DiagnoseCheck::SecretConsumers,
-        DiagnoseCheck::SecretRefPresent,
-        DiagnoseCheck::ReconcilerCanI,
-        DiagnoseCheck::GrantCovers,
-        DiagnoseCheck::DriftRevisions,
-        DiagnoseCheck::DriftWho,
-        DiagnoseCheck::DriftCount,
-        DiagnoseCheck::ReconcilerLogs,
-        DiagnoseCheck::ProbeState,
-        DiagnoseCheck::CertificateExpiry,
-        DiagnoseCheck::ReconcileMetrics,
-        DiagnoseCheck::ServerCallMetrics,
-        DiagnoseCheck::AuditLog,
-        DiagnoseCheck::PolicyRules,
-        DiagnoseCheck::Approvals,
-        DiagnoseCheck::OtherManager,
-        DiagnoseCheck::None,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            DiagnoseCheck::ConditionMessage => "ConditionMessage",
-            DiagnoseCheck::Events => "Events",
-            DiagnoseCheck::SecretOwner => "SecretOwner",
-            DiagnoseCheck::SecretConsumers => "SecretConsumers",
-            DiagnoseCheck::SecretRefPresent => "SecretRefPresent",
-            DiagnoseCheck::ReconcilerCanI => "ReconcilerCanI",
-            DiagnoseCheck::GrantCovers => "GrantCovers",
-            DiagnoseCheck::DriftRevisions => "DriftRevisions",
-            DiagnoseCheck::DriftWho => "DriftWho",
-            DiagnoseCheck::DriftCount => "DriftCount",
-            DiagnoseCheck::ReconcilerLogs => "ReconcilerLogs",
-            DiagnoseCheck::ProbeState => "ProbeState",
-            DiagnoseCheck::CertificateExpiry => "CertificateExpiry",
-            DiagnoseCheck::ReconcileMetrics => "ReconcileMetrics",
-            DiagnoseCheck::ServerCallMetrics => "ServerCallMetrics",
-            DiagnoseCheck::AuditLog => "AuditLog",
-            DiagnoseCheck::PolicyRules => "PolicyRules",
-            DiagnoseCheck::Approvals => "Approvals",
-            DiagnoseCheck::OtherManager => "OtherManager",
-            DiagnoseCheck::None => "None",
-        }
-    }
-
     /// What the plugin does for a step with this check, for the runbook pages; `None` for a
     /// manual step.
     pub const fn describe(self) -> Option<&'static str> {
@@ -183,11 +137,5 @@ impl DiagnoseCheck {
             }
             DiagnoseCheck::None => return None,
         })
-    }
-}
-
-impl fmt::Display for DiagnoseCheck {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }

@@ -112,20 +112,17 @@ impl PolicyKind {
 
     /// The kind, as manifests spell it.
     pub const fn as_str(self) -> &'static str {
-        match self {
-            PolicyKind::OidcClient => "OIDCClient",
-            PolicyKind::Branding => "Branding",
-            PolicyKind::IdentityProvider => "IdentityProvider",
-        }
+        self.kind().as_str()
     }
 
     /// The resource's plural, as admission rules name it.
     pub const fn plural(self) -> &'static str {
-        match self {
-            PolicyKind::OidcClient => "oidcclients",
-            PolicyKind::Branding => "brandings",
-            PolicyKind::IdentityProvider => "identityproviders",
-        }
+        self.kind().plural()
+    }
+
+    /// The kind's row in the table of kinds.
+    pub const fn kind(self) -> crate::kinds::Kind {
+        crate::kinds::Kind::of_policy_kind(self)
     }
 
     pub fn from_kind(kind: &str) -> Option<PolicyKind> {

@@ -52,7 +52,7 @@ struct ApproveReport {
 
 pub async fn run(global: &GlobalArgs, args: &ApproveArgs) -> Result<Outcome, CliError> {
     let (kind, name) = Target::parse_named(&args.target)?;
-    if kind != Kind::OIDCClient {
+    if kind != Kind::OidcClient {
         return Err(CliError::Usage(format!(
             "only OIDCClients are approved: a ClientPolicy's approval rule holds new OIDCClients \
              and changes to them, so {}/{name} needs no approval",

@@ -62,7 +62,7 @@ fn an_approval_without_uid_or_with_the_same_uid_approves_the_same() {
 #[test]
 fn what_approve_says_snapshot() {
     let mut waiting = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "shop",
         Reason::WaitingForApproval,
@@ -76,7 +76,7 @@ fn what_approve_says_snapshot() {
                 .into(),
         );
     }
-    let registered = view(Kind::OIDCClient, "team-a", "web", Reason::Registered, 0);
+    let registered = view(Kind::OidcClient, "team-a", "web", Reason::Registered, 0);
     let mut text = render(&report(&waiting, 2, "shop-2".into(), true));
     text.push_str(&render(&report(&waiting, 2, "shop-2".into(), false)));
     text.push_str(&render(&report(&registered, 2, "web-2".into(), true)));

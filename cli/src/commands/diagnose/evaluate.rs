@@ -11,7 +11,7 @@ use super::policy_check::{ApprovalFacts, Moment, approvals_findings, policy_find
 use crate::commands::status::report::{
     CERTIFICATE_WARNING_SECONDS, DriftVerdict, control_plane_report, drift_summary,
 };
-use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME, scope_kind};
+use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
 use crate::facts::{AccessVerdict, EventFact, SecretFacts};
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
 use crate::kinds::Kind;
@@ -158,11 +158,11 @@ pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
 /// The fields of a ListAuditEvents request that select the resource's records: a client by the
 /// id the server assigned (none yet: nothing to select), every other kind by kind and name.
 fn audit_filter(view: &ResourceView) -> Option<String> {
-    if view.kind == Kind::OIDCClient {
+    if view.kind == Kind::OidcClient {
         let client_id = view.status.as_ref()?.client_id.as_ref()?;
         return Some(format!(r#""clientId": "{client_id}""#));
     }
-    let object_kind = scope_kind(view.kind).object_kind().as_str_name();
+    let object_kind = view.kind.object_kind().as_str_name();
     Some(format!(
         r#""kind": "{object_kind}", "name": "{}""#,
         view.name
@@ -347,7 +347,7 @@ fn other_manager(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
 fn policy_rules(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     match &facts.policy {
         Some(outcome) => policy_findings(outcome, Moment::Live),
-        None if crate::policies::policy_kind(facts.view.kind).is_none() => (
+        None if facts.view.kind.policy_kind().is_none() => (
             CheckStatus::Info,
             vec![format!(
                 "ClientPolicies do not cover {}s",

@@ -160,7 +160,7 @@ async fn gather_policy(
 ) -> (Option<PolicyOutcome>, Option<ApprovalFacts>) {
     let rules = needed.contains(&DiagnoseCheck::PolicyRules);
     let approvals =
-        if view.kind == Kind::OIDCClient && (rules || needed.contains(&DiagnoseCheck::Approvals)) {
+        if view.kind == Kind::OidcClient && (rules || needed.contains(&DiagnoseCheck::Approvals)) {
             let approvals =
                 policies::read::client_approvals(cluster, &view.namespace, &view.name).await;
             let may_approve = if needed.contains(&DiagnoseCheck::Approvals) {

@@ -66,7 +66,7 @@ fn drifted_snapshot() {
 #[test]
 fn secret_undeliverable_snapshot() {
     let mut client = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "shop",
         Reason::SecretUndeliverable,
@@ -129,7 +129,7 @@ fn secret_undeliverable_snapshot() {
 #[test]
 fn every_reason_renders_with_its_placeholders_filled() {
     for reason in Reason::ALL {
-        let mut client = view(Kind::OIDCClient, "team-a", "shop", reason, NOW - 60);
+        let mut client = view(Kind::OidcClient, "team-a", "shop", reason, NOW - 60);
         client.secret = SecretUse::Generated {
             name: "shop".into(),
         };
@@ -170,7 +170,7 @@ fn every_reason_renders_with_its_placeholders_filled() {
 
 #[test]
 fn an_unreconciled_resource_gets_the_pending_runbook() {
-    let mut client = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, NOW);
+    let mut client = view(Kind::OidcClient, "team-a", "shop", Reason::Registered, NOW);
     client.status = None;
     let diagnosis = diagnose(&facts_for(client));
     assert_eq!(diagnosis.reason, Reason::Pending);
@@ -181,7 +181,7 @@ fn an_unreconciled_resource_gets_the_pending_runbook() {
 #[test]
 fn a_registered_resource_with_passing_checks_needs_no_attention() {
     let client = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "shop",
         Reason::Registered,
@@ -193,7 +193,7 @@ fn a_registered_resource_with_passing_checks_needs_no_attention() {
 
 #[test]
 fn the_stable_reason_is_read_from_the_status_never_from_the_message() {
-    let mut client = view(Kind::OIDCClient, "team-z", "x", Reason::Refused, NOW);
+    let mut client = view(Kind::OidcClient, "team-z", "x", Reason::Refused, NOW);
     if let Some(status) = client.status.as_mut() {
         // A message that quotes a reason is prose: it names nothing.
         status.message = Some("refused: the dashboard user wrote OUTSIDE_GRANT in a note".into());
@@ -252,7 +252,7 @@ fn a_deleting_organization_that_is_not_empty_shows_the_cause_and_the_manifests()
 #[test]
 fn checks_judge_their_facts() {
     let mut client = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "shop",
         Reason::SecretRefUnavailable,
@@ -285,7 +285,7 @@ fn checks_judge_their_facts() {
     );
 
     // A grant that leaves the namespace out fails with the entry that fixes it.
-    let mut outside = facts_for(view(Kind::OIDCClient, "team-z", "x", Reason::Refused, NOW));
+    let mut outside = facts_for(view(Kind::OidcClient, "team-z", "x", Reason::Refused, NOW));
     outside.organization = Some("acme".into());
     let (status, findings) = evaluate(DiagnoseCheck::GrantCovers, &outside);
     assert_eq!(status, CheckStatus::Failed);
@@ -344,7 +344,7 @@ fn judged(
 fn policy_violation_snapshot() {
     use crate::policies::tests::{client as stored, policy};
     let mut client = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "shop",
         Reason::PolicyViolation,
@@ -420,7 +420,7 @@ fn waiting_for_approval_snapshot() {
     use crate::policies::ApprovalFact;
     use crate::policies::tests::{client as stored, policy};
     let mut client = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "shop",
         Reason::WaitingForApproval,
@@ -502,7 +502,7 @@ fn waiting_for_approval_snapshot() {
 fn managed_elsewhere_snapshot() {
     use nauthera_shared::resources::ManagedElsewhere;
     let mut client = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "web",
         Reason::ManagedElsewhere,

@@ -251,7 +251,7 @@ fn confirm(count: usize) -> Result<bool, CliError> {
 
 fn api_resource(kind: Kind) -> ApiResource {
     match kind {
-        Kind::OIDCClient => ApiResource::erase::<OIDCClient>(&()),
+        Kind::OidcClient => ApiResource::erase::<OIDCClient>(&()),
         Kind::Branding => ApiResource::erase::<Branding>(&()),
         Kind::IdentityProvider => ApiResource::erase::<IdentityProvider>(&()),
         Kind::Organization => ApiResource::erase::<Organization>(&()),
@@ -603,7 +603,7 @@ mod tests {
     #[test]
     fn only_the_status_naming_this_request_ends_the_wait() {
         use nauthera_shared::resources::RestoreRecord;
-        let mut resource = view(Kind::OIDCClient, "team-a", "web", Reason::Restored, 0);
+        let mut resource = view(Kind::OidcClient, "team-a", "web", Reason::Restored, 0);
         let record = |request: &str, outcome| RestoreRecord {
             request: Some(request.to_owned()),
             requested_by: None,

@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn a_registered_resource_is_not_restored() {
-        let registered = view(Kind::OIDCClient, "a", "b", Reason::Registered, 0);
+        let registered = view(Kind::OidcClient, "a", "b", Reason::Registered, 0);
         assert!(!plan(&registered, Vec::new()).drifted);
     }
 

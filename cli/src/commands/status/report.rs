@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn a_resource_without_status_needs_attention() {
-        let mut pending = view(Kind::OIDCClient, "a", "x", Reason::Registered, 0);
+        let mut pending = view(Kind::OidcClient, "a", "x", Reason::Registered, 0);
         pending.status = None;
         let row = resource_row(
             &pending,

@@ -81,7 +81,7 @@ fn scenario() -> StatusReport {
         NOW - 86_400,
     );
     let mut registered = view(
-        Kind::OIDCClient,
+        Kind::OidcClient,
         "team-a",
         "shop",
         Reason::Registered,
@@ -102,7 +102,7 @@ fn scenario() -> StatusReport {
                 .into(),
         );
     }
-    let mut unreconciled = view(Kind::OIDCClient, "team-b", "new", Reason::Pending, NOW);
+    let mut unreconciled = view(Kind::OidcClient, "team-b", "new", Reason::Pending, NOW);
     unreconciled.status = None;
     let views = vec![
         organization.clone(),
@@ -200,7 +200,7 @@ fn all_registered_and_covered_needs_no_attention() {
         ..facts()
     };
     let organization = view(Kind::Organization, "ops", "acme", Reason::Registered, NOW);
-    let client = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, NOW);
+    let client = view(Kind::OidcClient, "team-a", "shop", Reason::Registered, NOW);
     let report = report::build(
         &facts,
         vec![organization.clone(), client],
@@ -389,7 +389,7 @@ fn policies_scenario() -> (super::policies::PoliciesReport, StatusReport) {
     use crate::policies::tests::policy;
 
     let hold = |name: &str, reason: Reason, policy: &str, rule: &str, field: Option<&str>| {
-        let mut held = view(Kind::OIDCClient, "team-a", name, reason, NOW - 600);
+        let mut held = view(Kind::OidcClient, "team-a", name, reason, NOW - 600);
         if let Some(status) = held.status.as_mut() {
             status.policy = Some(Box::new(PolicyHold {
                 policy: policy.into(),
@@ -415,7 +415,7 @@ fn policies_scenario() -> (super::policies::PoliciesReport, StatusReport) {
             None,
         ),
         view(
-            Kind::OIDCClient,
+            Kind::OidcClient,
             "team-a",
             "web",
             Reason::Registered,
@@ -500,9 +500,9 @@ fn with_every_namespace_the_counts_are_checked_against_the_statuses() {
 /// namespace: a block each, with its scope, and the overlap as a finding in both.
 fn shards_scenario() -> StatusReport {
     use nauthera_shared::control_plane::ShardOverlap;
-    use nauthera_shared::topology::{NamespaceSelector, Scope, ScopeKind};
+    use nauthera_shared::topology::{NamespaceSelector, Scope};
 
-    let shard = |name: &str, selector: &str, other: &str, kinds: Vec<ScopeKind>| {
+    let shard = |name: &str, selector: &str, other: &str, kinds: Vec<Kind>| {
         let mut state = state();
         state.certificate_not_after = Some(at(NOW + 90 * 86_400));
         state.leader = format!("nauthera-reconciler-{name}-7c9d-q2w3e");
@@ -517,7 +517,7 @@ fn shards_scenario() -> StatusReport {
         });
         state.overlaps = vec![ShardOverlap {
             shard: other.into(),
-            kinds: vec![ScopeKind::OidcClient],
+            kinds: vec![Kind::OidcClient],
             namespaces: vec!["shared-tools".into()],
             ..ShardOverlap::default()
         }];
@@ -532,11 +532,11 @@ fn shards_scenario() -> StatusReport {
             "b",
             "team in (b, tools)",
             "a",
-            vec![ScopeKind::OidcClient],
+            vec![Kind::OidcClient],
         )],
-        ..shard("a", "team in (a, tools)", "b", ScopeKind::ALL.to_vec())
+        ..shard("a", "team in (a, tools)", "b", Kind::ALL.to_vec())
     };
-    let client = view(Kind::OIDCClient, "team-a", "shop", Reason::Registered, NOW);
+    let client = view(Kind::OidcClient, "team-a", "shop", Reason::Registered, NOW);
     report::build(
         &facts,
         vec![client],

@@ -2,8 +2,7 @@
 
 use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, RESOURCE_LOGS, STATUS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
-    ReasonEntry, Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, Phase, Progress, ReadyStatus, Reason, ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
@@ -11,7 +10,6 @@ pub(in crate::catalog) static REGISTERED: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::True,
     phase: Phase::Registered,
     phase_while_retried: None,
-    event: EventReason::Registered,
     metric_label: "registered",
     causes: &[Cause::None, Cause::SecretChanged, Cause::DriftKept],
     progress: Progress::Settled,
@@ -71,7 +69,6 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::Unknown,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::Pending,
     metric_label: "pending",
     causes: &[Cause::None, Cause::Transient, Cause::ReferenceNotReady],
     progress: Progress::Reconciling,
@@ -189,7 +186,6 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Error,
     phase_while_retried: None,
-    event: EventReason::Refused,
     metric_label: "refused",
     causes: &[
         Cause::FieldViolation,

@@ -3,8 +3,7 @@
 
 use super::{CLIENT_CERTIFICATE, GRPC_CALL_LOGS, STATUS};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
-    ReasonEntry, Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, Phase, Progress, ReadyStatus, Reason, ReasonEntry, Runbook,
 };
 
 /// The same for all three: the reconciler writes nothing while it cannot call the server.
@@ -34,7 +33,6 @@ pub(in crate::catalog) static UNREACHABLE: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::Unreachable,
     metric_label: "unreachable",
     causes: &[Cause::Transient, Cause::TlsHandshake],
     progress: Progress::Reconciling,
@@ -120,7 +118,6 @@ pub(in crate::catalog) static CREDENTIAL_UNAVAILABLE: ReasonEntry = ReasonEntry 
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::CredentialUnavailable,
     metric_label: "credential_unavailable",
     causes: &[
         Cause::Unreadable,
@@ -196,7 +193,6 @@ pub(in crate::catalog) static TRUST_ANCHOR_UNAVAILABLE: ReasonEntry = ReasonEntr
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::TrustAnchorUnavailable,
     metric_label: "trust_anchor_unavailable",
     causes: &[Cause::Unreadable, Cause::Malformed, Cause::Untrusted],
     progress: Progress::Stalled,

@@ -2,8 +2,7 @@
 
 use super::{AUDIT_ORGANIZATION, DESCRIBE, EVENTS, RESOURCE_LOGS, STATUS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
-    ReasonEntry, Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, Phase, Progress, ReadyStatus, Reason, ReasonEntry, Runbook,
 };
 
 /// The server's audit records of a deletion, for the outcome pages.
@@ -22,7 +21,6 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::Deleting,
     metric_label: "deleting",
     causes: &[
         Cause::None,
@@ -134,7 +132,6 @@ pub(in crate::catalog) static DELETED: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::Deleted,
     metric_label: "deleted",
     causes: &[Cause::None],
     progress: Progress::Reconciling,
@@ -179,7 +176,6 @@ pub(in crate::catalog) static ORPHANED: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::Orphaned,
     metric_label: "orphaned",
     causes: &[Cause::None],
     progress: Progress::Reconciling,
@@ -229,7 +225,6 @@ pub(in crate::catalog) static DELETION_SKIPPED_DRIFTED: ReasonEntry = ReasonEntr
     ready: ReadyStatus::False,
     phase: Phase::Error,
     phase_while_retried: None,
-    event: EventReason::DeletionSkippedDrifted,
     metric_label: "deletion_skipped_drifted",
     causes: &[Cause::Edited, Cause::BackupRestore, Cause::RevisionMismatch],
     progress: Progress::Reconciling,

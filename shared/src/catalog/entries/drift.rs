@@ -2,8 +2,7 @@
 
 use super::{AUDIT_OBJECT, DESCRIBE, SECRET_CONSUMERS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
-    ReasonEntry, Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, Phase, Progress, ReadyStatus, Reason, ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
@@ -11,7 +10,6 @@ pub(in crate::catalog) static DRIFTED: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Error,
     phase_while_retried: None,
-    event: EventReason::Drifted,
     metric_label: "drifted",
     causes: &[
         Cause::Edited,
@@ -108,7 +106,6 @@ pub(in crate::catalog) static RESTORED: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::True,
     phase: Phase::Registered,
     phase_while_retried: None,
-    event: EventReason::Restored,
     metric_label: "restored",
     causes: &[Cause::Edited, Cause::Removed, Cause::BackupRestore],
     progress: Progress::Settled,

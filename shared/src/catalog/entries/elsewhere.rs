@@ -2,8 +2,7 @@
 
 use super::{AUDIT_OBJECT, DESCRIBE, EVENTS, STATUS, audit_how};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
-    ReasonEntry, Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, Phase, Progress, ReadyStatus, Reason, ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static MANAGED_ELSEWHERE: ReasonEntry = ReasonEntry {
@@ -11,7 +10,6 @@ pub(in crate::catalog) static MANAGED_ELSEWHERE: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Error,
     phase_while_retried: None,
-    event: EventReason::ManagedElsewhere,
     metric_label: "managed_elsewhere",
     causes: &[Cause::Claimed, Cause::TakenOver],
     progress: Progress::Stalled,

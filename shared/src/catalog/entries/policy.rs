@@ -3,8 +3,7 @@
 
 use super::{DESCRIBE, EVENTS};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
-    ReasonEntry, Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, Phase, Progress, ReadyStatus, Reason, ReasonEntry, Runbook,
 };
 
 /// The policy as the security team wrote it, with what it holds back.
@@ -15,7 +14,6 @@ pub(in crate::catalog) static POLICY_VIOLATION: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Error,
     phase_while_retried: None,
-    event: EventReason::PolicyViolation,
     metric_label: "policy_violation",
     causes: &[Cause::PolicyRule, Cause::NamespaceLimit],
     progress: Progress::Stalled,
@@ -97,7 +95,6 @@ pub(in crate::catalog) static WAITING_FOR_APPROVAL: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::WaitingForApproval,
     metric_label: "waiting_for_approval",
     causes: &[Cause::ApprovalRequired],
     progress: Progress::AwaitsDecision,
@@ -158,7 +155,6 @@ pub(in crate::catalog) static POLICY_REFUSED: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Error,
     phase_while_retried: None,
-    event: EventReason::PolicyRefused,
     metric_label: "policy_refused",
     causes: &[
         Cause::InvalidSelector,

@@ -2,8 +2,7 @@
 
 use super::{DESCRIBE, RESOURCE_LOGS, SECRET_CONSUMERS};
 use crate::catalog::{
-    Cause, DiagnoseCheck, DiagnosisStep, EventReason, Phase, Progress, ReadyStatus, Reason,
-    ReasonEntry, Runbook,
+    Cause, DiagnoseCheck, DiagnosisStep, Phase, Progress, ReadyStatus, Reason, ReasonEntry, Runbook,
 };
 
 pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
@@ -11,7 +10,6 @@ pub(in crate::catalog) static SECRET_UNDELIVERABLE: ReasonEntry = ReasonEntry {
     ready: ReadyStatus::False,
     phase: Phase::Error,
     phase_while_retried: Some(Phase::Pending),
-    event: EventReason::SecretUndeliverable,
     metric_label: "secret_undeliverable",
     causes: &[Cause::ForeignSecret, Cause::Forbidden, Cause::Transient],
     progress: Progress::Stalled,
@@ -105,7 +103,6 @@ pub(in crate::catalog) static SECRET_REF_UNAVAILABLE: ReasonEntry = ReasonEntry 
     ready: ReadyStatus::False,
     phase: Phase::Pending,
     phase_while_retried: None,
-    event: EventReason::SecretRefUnavailable,
     metric_label: "secret_ref_unavailable",
     causes: &[Cause::SecretRefMissing, Cause::Forbidden],
     progress: Progress::Stalled,

@@ -183,7 +183,7 @@ pub fn parse_document(
         })
         .collect();
     let typed = match kind {
-        Kind::OIDCClient => serde_json::from_value::<OIDCClient>(document).map(|client| {
+        Kind::OidcClient => serde_json::from_value::<OIDCClient>(document).map(|client| {
             parsed.rule_violations = server_client_rules(&client);
             parsed.branding_ref = client.spec.branding_ref.as_ref().map(|r| r.name.clone());
             parsed.object = serde_json::to_value(&client).ok();

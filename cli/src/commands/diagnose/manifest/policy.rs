@@ -12,7 +12,7 @@ use super::ParsedDocument;
 use crate::cluster::Cluster;
 use crate::kinds::Kind;
 use crate::policies::{
-    self, CountedClient, Judged, NamespaceLabels, Policies, PolicyOutcome, policy_kind, read,
+    self, CountedClient, Judged, NamespaceLabels, Policies, PolicyOutcome, read,
 };
 use crate::view::ResourceView;
 
@@ -48,7 +48,7 @@ pub fn outcome(
     view: &ResourceView,
     context: &ManifestPolicies,
 ) -> Option<PolicyOutcome> {
-    let kind = policy_kind(view.kind)?;
+    let kind = view.kind.policy_kind()?;
     let object = parsed.object.as_ref()?;
     context.policies.outcome(|set| {
         let key = (view.namespace.clone(), view.name.clone());
@@ -109,14 +109,14 @@ pub async fn gather(cluster: &Cluster, parsed: &[ParsedDocument]) -> ManifestPol
     let views: Vec<&ResourceView> = parsed
         .iter()
         .filter_map(|document| document.view.as_ref().ok())
-        .filter(|view| policy_kind(view.kind).is_some())
+        .filter(|view| view.kind.policy_kind().is_some())
         .collect();
     for view in &views {
         if !context.labels.contains_key(&view.namespace) {
             let labels = read::namespace_labels(cluster, &view.namespace).await;
             context.labels.insert(view.namespace.clone(), labels);
         }
-        if view.kind != Kind::OIDCClient {
+        if view.kind != Kind::OidcClient {
             continue;
         }
         if !context.clients.contains_key(&view.namespace) {
@@ -150,7 +150,7 @@ pub async fn gather(cluster: &Cluster, parsed: &[ParsedDocument]) -> ManifestPol
     // The files' new clients come after the cluster's, in the files' order.
     for (position, document) in parsed.iter().enumerate() {
         let Ok(view) = &document.view else { continue };
-        if view.kind != Kind::OIDCClient {
+        if view.kind != Kind::OidcClient {
             continue;
         }
         let key = (view.namespace.clone(), view.name.clone());
