@@ -16,6 +16,7 @@ use nauthera_shared::catalog::code_label;
 use nauthera_shared::client::{
     AdminClient, CallError, ConnectError, ConnectProblem, ConnectSettings, connection_verdict,
 };
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::topology::NamespaceMapping;
 use tokio::sync::{Mutex, Notify};
 
@@ -63,55 +64,55 @@ pub trait AdminApi: Send + Sync + 'static {
         &self,
         _request: v1::ApplyBrandingRequest,
     ) -> impl Future<Output = Result<v1::Branding, CallError>> + Send {
-        async { Err(unimplemented("ApplyBranding")) }
+        async { Err(unimplemented(Kind::Branding.methods().apply)) }
     }
     fn get_branding(
         &self,
         _reference: v1::ObjectRef,
     ) -> impl Future<Output = Result<v1::Branding, CallError>> + Send {
-        async { Err(unimplemented("GetBranding")) }
+        async { Err(unimplemented(Kind::Branding.methods().get)) }
     }
     fn delete_branding(
         &self,
         _request: v1::DeleteBrandingRequest,
     ) -> impl Future<Output = Result<v1::DeleteObjectResponse, CallError>> + Send {
-        async { Err(unimplemented("DeleteBranding")) }
+        async { Err(unimplemented(Kind::Branding.methods().delete)) }
     }
     fn apply_identity_provider(
         &self,
         _request: v1::ApplyIdentityProviderRequest,
     ) -> impl Future<Output = Result<v1::IdentityProvider, CallError>> + Send {
-        async { Err(unimplemented("ApplyIdentityProvider")) }
+        async { Err(unimplemented(Kind::IdentityProvider.methods().apply)) }
     }
     fn get_identity_provider(
         &self,
         _reference: v1::ObjectRef,
     ) -> impl Future<Output = Result<v1::IdentityProvider, CallError>> + Send {
-        async { Err(unimplemented("GetIdentityProvider")) }
+        async { Err(unimplemented(Kind::IdentityProvider.methods().get)) }
     }
     fn delete_identity_provider(
         &self,
         _request: v1::DeleteIdentityProviderRequest,
     ) -> impl Future<Output = Result<v1::DeleteObjectResponse, CallError>> + Send {
-        async { Err(unimplemented("DeleteIdentityProvider")) }
+        async { Err(unimplemented(Kind::IdentityProvider.methods().delete)) }
     }
     fn apply_organization(
         &self,
         _request: v1::ApplyOrganizationRequest,
     ) -> impl Future<Output = Result<v1::Organization, CallError>> + Send {
-        async { Err(unimplemented("ApplyOrganization")) }
+        async { Err(unimplemented(Kind::Organization.methods().apply)) }
     }
     fn get_organization(
         &self,
         _slug: String,
     ) -> impl Future<Output = Result<v1::Organization, CallError>> + Send {
-        async { Err(unimplemented("GetOrganization")) }
+        async { Err(unimplemented(Kind::Organization.methods().get)) }
     }
     fn delete_organization(
         &self,
         _request: v1::DeleteOrganizationRequest,
     ) -> impl Future<Output = Result<v1::DeleteObjectResponse, CallError>> + Send {
-        async { Err(unimplemented("DeleteOrganization")) }
+        async { Err(unimplemented(Kind::Organization.methods().delete)) }
     }
 }
 
@@ -260,7 +261,52 @@ fn call_code<T>(result: &Result<T, CallError>) -> &'static str {
     }
 }
 
+/// The calls that name objects: each sends its argument with the namespaces mapped out and maps
+/// them back into the answer. One row per call: its method, argument, answer and wire name.
+macro_rules! mapped_calls {
+    ($( $method:ident($argument:ident: $request:ty) -> $answer:ty = $wire:expr; )+) => {
+        $(
+            async fn $method(&self, $argument: $request) -> Result<$answer, CallError> {
+                let $argument = self.outgoing($argument);
+                let answer = self
+                    .call($wire, |c| async move { c.$method($argument).await })
+                    .await;
+                self.incoming(answer)
+            }
+        )+
+    };
+}
+
 impl AdminApi for Admin {
+    mapped_calls! {
+        apply_client(request: v1::ApplyClientRequest) -> v1::ApplyClientResponse
+            = Kind::OidcClient.methods().apply;
+        get_client(reference: v1::ObjectRef) -> v1::Client
+            = Kind::OidcClient.methods().get;
+        delete_client(request: v1::DeleteClientRequest) -> v1::DeleteClientResponse
+            = Kind::OidcClient.methods().delete;
+        list_client_revisions(request: v1::ListClientRevisionsRequest)
+            -> v1::ListClientRevisionsResponse
+            = "ListClientRevisions";
+        apply_branding(request: v1::ApplyBrandingRequest) -> v1::Branding
+            = Kind::Branding.methods().apply;
+        get_branding(reference: v1::ObjectRef) -> v1::Branding
+            = Kind::Branding.methods().get;
+        delete_branding(request: v1::DeleteBrandingRequest) -> v1::DeleteObjectResponse
+            = Kind::Branding.methods().delete;
+        apply_identity_provider(request: v1::ApplyIdentityProviderRequest)
+            -> v1::IdentityProvider
+            = Kind::IdentityProvider.methods().apply;
+        get_identity_provider(reference: v1::ObjectRef) -> v1::IdentityProvider
+            = Kind::IdentityProvider.methods().get;
+        delete_identity_provider(request: v1::DeleteIdentityProviderRequest)
+            -> v1::DeleteObjectResponse
+            = Kind::IdentityProvider.methods().delete;
+        apply_organization(request: v1::ApplyOrganizationRequest) -> v1::Organization
+            = Kind::Organization.methods().apply;
+        delete_organization(request: v1::DeleteOrganizationRequest) -> v1::DeleteObjectResponse
+            = Kind::Organization.methods().delete;
+    }
     async fn reconnect(&self) {
         self.reset().await;
     }
@@ -308,58 +354,6 @@ impl AdminApi for Admin {
         Ok(Box::pin(events))
     }
 
-    async fn apply_client(
-        &self,
-        request: v1::ApplyClientRequest,
-    ) -> Result<v1::ApplyClientResponse, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call(
-                "ApplyClient",
-                |c| async move { c.apply_client(request).await },
-            )
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn get_client(&self, reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
-        let reference = self.outgoing(reference);
-        let answer = self
-            .call(
-                "GetClient",
-                |c| async move { c.get_client(reference).await },
-            )
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn delete_client(
-        &self,
-        request: v1::DeleteClientRequest,
-    ) -> Result<v1::DeleteClientResponse, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call(
-                "DeleteClient",
-                |c| async move { c.delete_client(request).await },
-            )
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn list_client_revisions(
-        &self,
-        request: v1::ListClientRevisionsRequest,
-    ) -> Result<v1::ListClientRevisionsResponse, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call("ListClientRevisions", |c| async move {
-                c.list_client_revisions(request).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
     async fn list_audit_events(
         &self,
         request: v1::ListAuditEventsRequest,
@@ -372,112 +366,10 @@ impl AdminApi for Admin {
         self.incoming(answer)
     }
 
-    async fn apply_branding(
-        &self,
-        request: v1::ApplyBrandingRequest,
-    ) -> Result<v1::Branding, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call("ApplyBranding", |c| async move {
-                c.apply_branding(request).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn get_branding(&self, reference: v1::ObjectRef) -> Result<v1::Branding, CallError> {
-        let reference = self.outgoing(reference);
-        let answer = self
-            .call(
-                "GetBranding",
-                |c| async move { c.get_branding(reference).await },
-            )
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn delete_branding(
-        &self,
-        request: v1::DeleteBrandingRequest,
-    ) -> Result<v1::DeleteObjectResponse, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call("DeleteBranding", |c| async move {
-                c.delete_branding(request).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn apply_identity_provider(
-        &self,
-        request: v1::ApplyIdentityProviderRequest,
-    ) -> Result<v1::IdentityProvider, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call("ApplyIdentityProvider", |c| async move {
-                c.apply_identity_provider(request).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn get_identity_provider(
-        &self,
-        reference: v1::ObjectRef,
-    ) -> Result<v1::IdentityProvider, CallError> {
-        let reference = self.outgoing(reference);
-        let answer = self
-            .call("GetIdentityProvider", |c| async move {
-                c.get_identity_provider(reference).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn delete_identity_provider(
-        &self,
-        request: v1::DeleteIdentityProviderRequest,
-    ) -> Result<v1::DeleteObjectResponse, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call("DeleteIdentityProvider", |c| async move {
-                c.delete_identity_provider(request).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn apply_organization(
-        &self,
-        request: v1::ApplyOrganizationRequest,
-    ) -> Result<v1::Organization, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call("ApplyOrganization", |c| async move {
-                c.apply_organization(request).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
     async fn get_organization(&self, slug: String) -> Result<v1::Organization, CallError> {
         let answer = self
-            .call("GetOrganization", |c| async move {
+            .call(Kind::Organization.methods().get, |c| async move {
                 c.get_organization(&slug).await
-            })
-            .await;
-        self.incoming(answer)
-    }
-
-    async fn delete_organization(
-        &self,
-        request: v1::DeleteOrganizationRequest,
-    ) -> Result<v1::DeleteObjectResponse, CallError> {
-        let request = self.outgoing(request);
-        let answer = self
-            .call("DeleteOrganization", |c| async move {
-                c.delete_organization(request).await
             })
             .await;
         self.incoming(answer)

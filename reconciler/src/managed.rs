@@ -76,9 +76,9 @@ pub trait Managed: NamespacedResource {
     /// The kind's row in the table of kinds; its name is the one logs, metrics and events use.
     const KIND: nauthera_shared::kinds::Kind;
     /// The AdminService methods, as messages name them.
-    const APPLY_METHOD: &'static str = Self::KIND.facts().methods.apply;
-    const GET_METHOD: &'static str = Self::KIND.facts().methods.get;
-    const DELETE_METHOD: &'static str = Self::KIND.facts().methods.delete;
+    const APPLY_METHOD: &'static str = Self::KIND.methods().apply;
+    const GET_METHOD: &'static str = Self::KIND.methods().get;
+    const DELETE_METHOD: &'static str = Self::KIND.methods().delete;
     /// The kind as the server's audit log and change events name it.
     const OBJECT_KIND: v1::ObjectKind = Self::KIND.object_kind();
     /// The kind as ClientPolicies cover it; `None` for a kind no policy covers.

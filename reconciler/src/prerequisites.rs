@@ -113,6 +113,10 @@ struct Index {
     /// The scopes (`None`: every namespace) whose Brandings were listed: a Branding not seen
     /// there does not exist. Before that, nothing is called missing.
     brandings_listed: HashSet<Option<String>>,
+    /// The prerequisites some manifest was judged without, because no manifest declared them
+    /// then: the first manifest to declare one is news to those, even in a watch's initial
+    /// listing (the kinds come through separate watches, so a dependent's may list first).
+    judged_without: HashSet<Prerequisite>,
 }
 
 /// Finds, in one kind's watch cache, the manifests that need a prerequisite.
@@ -193,11 +197,13 @@ impl Prerequisites {
                 if before.is_none() {
                     index.gone.remove(&prerequisite);
                 }
-                // First sight in the initial listing routes nothing: every manifest is reconciled
-                // at the start anyway. A provider created later is news to the manifests that
-                // were judged without it (applied together, their watch events came first).
-                let first_seen_live = before.is_none() && live;
-                if first_seen_live || before.is_some_and(|b| b.registered_at != registered_at) {
+                // First sight in the initial listing routes nothing, unless a manifest was judged
+                // without it already: every manifest is reconciled at the start anyway. A
+                // provider created later is news to the manifests that were judged without it
+                // (applied together, their watch events came first).
+                let judged_without = index.judged_without.remove(&prerequisite);
+                let news = before.is_none() && (live || judged_without);
+                if news || before.is_some_and(|b| b.registered_at != registered_at) {
                     moved.push(prerequisite.clone());
                 }
                 index.provided_by.insert(manifest.clone(), prerequisite);
@@ -246,8 +252,12 @@ impl Prerequisites {
             return Standing::default();
         };
         let mut standing = Standing::default();
+        let mut undeclared = Vec::new();
         for prerequisite in needs {
             let Some(provider) = index.providers.get(prerequisite) else {
+                if !index.judged_without.contains(prerequisite) {
+                    undeclared.push(prerequisite.clone());
+                }
                 // An issuer no manifest declares is the server's own organization; a Branding
                 // is only ever declared by a manifest, so one not there is missing.
                 if let Prerequisite::Branding { namespace, name } = prerequisite
@@ -269,6 +279,12 @@ impl Prerequisites {
                 }
                 Some(at) => standing.ready_at = standing.ready_at.max(Some(at)),
             }
+        }
+        drop(index);
+        if !undeclared.is_empty()
+            && let Ok(mut index) = self.index.write()
+        {
+            index.judged_without.extend(undeclared);
         }
         standing
     }
@@ -392,6 +408,22 @@ mod tests {
         assert_eq!(routed(&mut receiver), vec![route(&web)]);
         // The same again: no news.
         index.record_provider(&organization, Some(issuer()), None, Some("acme"), true);
+        assert!(routed(&mut receiver).is_empty());
+    }
+
+    #[test]
+    fn a_provider_listed_after_a_manifest_was_judged_without_it_is_news() {
+        let (routes, mut receiver) = broadcast::channel(16);
+        let index = Prerequisites::new(routes);
+        let (organization, web) = needing_the_issuer(&index);
+        // `web`'s watch listed first, and it was judged with no manifest declaring its issuer.
+        assert_eq!(index.standing(&[issuer()]), Standing::default());
+        index.record_provider(&organization, Some(issuer()), None, Some("acme"), false);
+        assert_eq!(routed(&mut receiver), vec![route(&web)]);
+        // Once known, a provider listed again is no news.
+        index.record_provider(&organization, None, None, None, false);
+        routed(&mut receiver);
+        index.record_provider(&organization, Some(issuer()), None, Some("acme"), false);
         assert!(routed(&mut receiver).is_empty());
     }
 

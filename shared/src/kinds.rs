@@ -131,6 +131,10 @@ impl Kind {
         self.facts().operation
     }
 
+    pub const fn methods(self) -> KindMethods {
+        self.facts().methods
+    }
+
     pub const fn policy_kind(self) -> Option<PolicyKind> {
         self.facts().policy_kind
     }
