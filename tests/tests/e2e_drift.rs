@@ -154,6 +154,9 @@ async fn a_removed_client_is_reported_and_a_restore_delivers_a_new_secret() {
         new_id, old_id,
         "the server gave the recreated client a new id"
     );
+    // Events are recorded after the status this waited for.
+    stack.wait_event("web", "ClientIdChanged").await;
+    stack.wait_event("web", "Restored").await;
     let events = stack.events_for("OIDCClient", "web").await;
     let changed = events
         .iter()

@@ -67,13 +67,16 @@ async fn a_write_whose_answer_is_lost_is_adopted_and_its_secret_minted_again() {
     );
     stack.apply(&generated_client("web")).await;
     registered_with_its_secret_and_never_drifted(&stack, "web").await;
-    let events = stack.events_for("OIDCClient", "web").await;
-    assert!(
-        events
-            .iter()
-            .any(|e| e.message.contains("adopted revision")),
-        "an event says the lost write was adopted: {events:?}"
-    );
+    // Events are recorded after the status this waited for.
+    stack
+        .eventually("an event says the lost write was adopted", async || {
+            stack
+                .events_for("OIDCClient", "web")
+                .await
+                .iter()
+                .any(|e| e.message.contains("adopted revision"))
+        })
+        .await;
     // The creation, then the new secret: nothing written twice for nothing.
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
 }

@@ -81,6 +81,19 @@ async fn an_orphan_applied_again_takes_its_secret_back_and_a_later_delete_leaves
         Some(value.as_str()),
         "the client secret the server accepts is kept"
     );
+    // Events are recorded after the status this waited for.
+    stack
+        .eventually(
+            "the adoption and the Secret taken back are told",
+            async || {
+                let events = stack.events_for("OIDCClient", "shop").await;
+                events
+                    .iter()
+                    .any(|e| e.message.contains("adopted revision"))
+                    && events.iter().any(|e| e.reason == "SecretDelivered")
+            },
+        )
+        .await;
     let events = stack.events_for("OIDCClient", "shop").await;
     let adopted = events
         .iter()
