@@ -560,10 +560,11 @@ fn refusal_stands(observed: &Observed<'_>, generation_seen: bool) -> Option<Step
     }
     let attempted = status.last_attempt_time.as_ref()?.0;
     // A manifest it depends on registered since: the refusal (a missing reference) may be gone.
+    // Status times are whole seconds, so one in the same second may have come after as well.
     if observed
         .prerequisites
         .ready_at
-        .is_some_and(|ready| ready > attempted)
+        .is_some_and(|ready| ready >= attempted)
     {
         return None;
     }

@@ -755,6 +755,10 @@ fn a_missing_reference_is_sent_again_once_a_manifest_it_depends_on_registers() {
     // Registered since: sent again now.
     o.prerequisites.ready_at = Some(at(30));
     assert_eq!(next_step(&o), apply(None));
+    // Registered in the same second as the refusal (status times are whole seconds): it may
+    // have come after, so sent again.
+    o.prerequisites.ready_at = Some(at(0));
+    assert_eq!(next_step(&o), apply(None));
 }
 
 #[test]
