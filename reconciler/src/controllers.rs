@@ -328,7 +328,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
     delivered: Option<DeliveredStream>,
 ) {
     let (manifests, writer) = reflector::store::<Guarded<K>>();
-    if K::OBJECT_KIND == ObjectKind::Client {
+    if K::KIND.object_kind() == ObjectKind::Client {
         let cached = manifests.clone();
         wiring.policies.count_clients_from(
             scope.clone(),
@@ -363,12 +363,12 @@ pub fn spawn<K: Managed, A: AdminApi>(
             Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
             Ok(watcher::Event::Delete(guard)) => (guard, false, true),
             // A new listing: the namespace limit's index takes it from the cache.
-            Ok(watcher::Event::InitDone) if K::OBJECT_KIND == ObjectKind::Client => {
+            Ok(watcher::Event::InitDone) if K::KIND.object_kind() == ObjectKind::Client => {
                 policies.clients_listed(relisted_scope.as_deref());
                 return;
             }
             // From now on a Branding this scope does not hold does not exist.
-            Ok(watcher::Event::InitDone) if K::OBJECT_KIND == ObjectKind::Branding => {
+            Ok(watcher::Event::InitDone) if K::KIND.object_kind() == ObjectKind::Branding => {
                 prerequisites.brandings_listed(relisted_scope.as_deref());
                 return;
             }
@@ -376,7 +376,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
         };
         if let Ok(resource) = &guard.0 {
             record_references(&references, &prerequisites, resource, present, live);
-            if K::OBJECT_KIND == ObjectKind::Client {
+            if K::KIND.object_kind() == ObjectKind::Client {
                 policies.client_seen(
                     &resource.namespace().unwrap_or_default(),
                     counted(resource),
@@ -385,7 +385,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
             }
             if !present {
                 policies.resource_gone(
-                    K::OBJECT_KIND,
+                    K::KIND.object_kind(),
                     &resource.namespace().unwrap_or_default(),
                     &resource.name_any(),
                 );
@@ -403,7 +403,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
                 kind,
                 namespace,
                 name,
-            }) if kind == K::OBJECT_KIND => {
+            }) if kind == K::KIND.object_kind() => {
                 K::locate(&locator, namespace, name).into_iter().collect()
             }
             Ok(Route::Namespace { namespace }) => cached
@@ -417,7 +417,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
         let refs: Vec<ObjectRef<Guarded<K>>> = targets
             .into_iter()
             .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
-            .filter(|(namespace, _)| shard.covers(K::OBJECT_KIND, namespace))
+            .filter(|(namespace, _)| shard.covers(K::KIND.object_kind(), namespace))
             .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
             .collect();
         futures::stream::iter(refs)
@@ -461,7 +461,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
                     // its server object stay as they are).
                     let in_scope = guard
                         .namespace()
-                        .is_some_and(|namespace| shard.covers(K::OBJECT_KIND, &namespace));
+                        .is_some_and(|namespace| shard.covers(K::KIND.object_kind(), &namespace));
                     async move {
                         if !in_scope {
                             return Ok(Action::await_change());
@@ -504,7 +504,7 @@ pub async fn follow_providers<K: Managed>(wiring: Wiring, scope: Option<String>)
             Ok(watcher::Event::Apply(guard)) => (guard, true, true),
             Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
             Ok(watcher::Event::Delete(guard)) => (guard, false, true),
-            Ok(watcher::Event::InitDone) if K::OBJECT_KIND == ObjectKind::Branding => {
+            Ok(watcher::Event::InitDone) if K::KIND.object_kind() == ObjectKind::Branding => {
                 wiring.prerequisites.brandings_listed(scope.as_deref());
                 continue;
             }
@@ -549,12 +549,12 @@ fn record_references<K: Managed>(
     let name = resource.name_any();
     let secret = resource.provided_secret().filter(|_| present);
     references.record(
-        K::OBJECT_KIND,
+        K::KIND.object_kind(),
         &namespace,
         &name,
         secret.map(|r| r.name.as_str()),
     );
-    let manifest = Manifest::new(K::OBJECT_KIND, &namespace, &name);
+    let manifest = Manifest::new(K::KIND.object_kind(), &namespace, &name);
     if present {
         prerequisites.record_provider(
             &manifest,
@@ -581,7 +581,7 @@ fn dependents_in<K: Managed>(
             .filter(|resource| resource.needs().contains(prerequisite))
             .map(|resource| {
                 Manifest::new(
-                    K::OBJECT_KIND,
+                    K::KIND.object_kind(),
                     &resource.namespace().unwrap_or_default(),
                     &resource.name_any(),
                 )

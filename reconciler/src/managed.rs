@@ -7,7 +7,7 @@ use std::future::Future;
 use nauthera_proto::v1;
 use nauthera_shared::client::CallError;
 use nauthera_shared::convert::ConvertError;
-use nauthera_shared::resources::{DeletionPolicy, PolicyKind, ResourceStatus, SecretKeyRef};
+use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef};
 
 use kube::ResourceExt;
 
@@ -73,16 +73,9 @@ pub fn found<T>(
 
 /// A kind the pipeline reconciles.
 pub trait Managed: NamespacedResource {
-    /// The kind's row in the table of kinds; its name is the one logs, metrics and events use.
+    /// The kind's row in the table of kinds: its name (in logs, metrics and events), its
+    /// AdminService methods and kind, and the kind ClientPolicies cover it as.
     const KIND: nauthera_shared::kinds::Kind;
-    /// The AdminService methods, as messages name them.
-    const APPLY_METHOD: &'static str = Self::KIND.methods().apply;
-    const GET_METHOD: &'static str = Self::KIND.methods().get;
-    const DELETE_METHOD: &'static str = Self::KIND.methods().delete;
-    /// The kind as the server's audit log and change events name it.
-    const OBJECT_KIND: v1::ObjectKind = Self::KIND.object_kind();
-    /// The kind as ClientPolicies cover it; `None` for a kind no policy covers.
-    const POLICY_KIND: Option<PolicyKind> = Self::KIND.policy_kind();
 
     fn status(&self) -> Option<&ResourceStatus>;
     fn deletion_policy(&self) -> DeletionPolicy;
@@ -116,7 +109,7 @@ pub trait Managed: NamespacedResource {
 
     /// What the server's changes say about the object.
     fn server_view(&self, revisions: &ServerRevisions) -> ServerView {
-        revisions.view_of_object(Self::OBJECT_KIND, &self.server_key())
+        revisions.view_of_object(Self::KIND.object_kind(), &self.server_key())
     }
 
     /// The manifests that must be registered before this one is sent: by default the
@@ -149,7 +142,7 @@ pub trait Managed: NamespacedResource {
     fn audit_request(&self, organization: &str, _client_id: &str) -> v1::ListAuditEventsRequest {
         v1::ListAuditEventsRequest {
             organization: organization.to_owned(),
-            kind: Self::OBJECT_KIND as i32,
+            kind: Self::KIND.object_kind() as i32,
             name: self.server_key().2,
             page_size: 5,
             ..v1::ListAuditEventsRequest::default()

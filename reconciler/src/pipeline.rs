@@ -201,8 +201,11 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             match look_before_create(edges.resource, ctx.admin.as_ref(), &facts).await {
                 Ok(Some(verdict)) => {
                     if verdict.fields.revision.is_some() {
-                        ctx.memory
-                            .was_orphaned(K::OBJECT_KIND, &edges.resource.server_key(), true);
+                        ctx.memory.was_orphaned(
+                            K::KIND.object_kind(),
+                            &edges.resource.server_key(),
+                            true,
+                        );
                     }
                     note_server_view(&edges, &verdict);
                     verdict
@@ -294,8 +297,11 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             .await?;
             // The revision the server answered with is what the next step looks at.
             if let Some(held) = deletion.held_revision {
-                ctx.revisions
-                    .note(K::OBJECT_KIND, edges.resource.server_key(), Some(held));
+                ctx.revisions.note(
+                    K::KIND.object_kind(),
+                    edges.resource.server_key(),
+                    Some(held),
+                );
             }
             let verdict = deletion.verdict;
             let dependents = resource
@@ -336,7 +342,7 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
 
 /// Tells the policy caches whether a policy holds the resource back, for the policy's status.
 fn record_hold<K: Managed, A>(edges: &Edges<'_, K, A>, verdict: &Verdict) {
-    if K::POLICY_KIND.is_none() {
+    if K::KIND.policy_kind().is_none() {
         return;
     }
     let held = verdict.fields.policy.as_ref().map(|hold| {
@@ -353,7 +359,7 @@ fn record_hold<K: Managed, A>(edges: &Edges<'_, K, A>, verdict: &Verdict) {
     });
     edges.ctx.policies.record_hold(
         (
-            K::OBJECT_KIND,
+            K::KIND.object_kind(),
             edges.namespace.clone(),
             edges.resource.name_any(),
         ),
@@ -369,7 +375,7 @@ fn policy_gate<K: Managed, A>(
     generation: i64,
     deleting: bool,
 ) -> PolicyGate {
-    let Some(kind) = K::POLICY_KIND else {
+    let Some(kind) = K::KIND.policy_kind() else {
         return PolicyGate::Open;
     };
     let written = status.is_some_and(|s| s.revision.is_some());
@@ -548,10 +554,11 @@ fn drift_facts<'a, K: Managed, A>(
             .as_ref()
             .map(|t| t.0),
         orphaned_here: status.and_then(|s| s.revision.as_ref()).is_none()
-            && edges
-                .ctx
-                .memory
-                .was_orphaned(K::OBJECT_KIND, &edges.resource.server_key(), false),
+            && edges.ctx.memory.was_orphaned(
+                K::KIND.object_kind(),
+                &edges.resource.server_key(),
+                false,
+            ),
     }
 }
 
@@ -772,7 +779,7 @@ fn note_server_view<K: Managed, A>(edges: &Edges<'_, K, A>, verdict: &Verdict) {
     edges
         .ctx
         .revisions
-        .note(K::OBJECT_KIND, edges.resource.server_key(), held);
+        .note(K::KIND.object_kind(), edges.resource.server_key(), held);
 }
 
 /// Writes a minted secret into its Secret; forgets it once written.
@@ -955,7 +962,7 @@ async fn finish_deletion<K: Managed, A>(
     }
     if verdict.reason == nauthera_shared::catalog::Reason::Orphaned {
         ctx.memory
-            .orphaned(K::OBJECT_KIND, edges.resource.server_key());
+            .orphaned(K::KIND.object_kind(), edges.resource.server_key());
     }
     // The manifests that name this one say how it went.
     if let Some(provided) = edges.resource.provides() {

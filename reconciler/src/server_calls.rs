@@ -44,7 +44,10 @@ pub async fn write<K: Managed, A: AdminApi>(
             minted: written.minted,
         },
         Err(error) if is_conflict(&error) => WriteResult::Conflict,
-        Err(error) => WriteResult::Failed(Box::new(after_apply_failure(&error, K::APPLY_METHOD))),
+        Err(error) => WriteResult::Failed(Box::new(after_apply_failure(
+            &error,
+            K::KIND.methods().apply,
+        ))),
     })
 }
 
@@ -93,7 +96,7 @@ pub async fn delete<K: Managed, A: AdminApi>(
         Err(CallError::Server(error)) if error.code == tonic::Code::NotFound => {
             done(after_delete(&DeleteOutcome::Deleted { was_there: false }))
         }
-        Err(error) => done(after_delete_failure(&error, K::DELETE_METHOD)),
+        Err(error) => done(after_delete_failure(&error, K::KIND.methods().delete)),
     })
 }
 
@@ -133,7 +136,12 @@ pub async fn look_before_create<K: Managed, A: AdminApi>(
 ) -> Result<Option<Verdict>, ConvertError> {
     let held = match resource.get(admin).await? {
         Ok(held) => held,
-        Err(error) => return Ok(Some(after_drift_check_failure(&error, K::GET_METHOD))),
+        Err(error) => {
+            return Ok(Some(after_drift_check_failure(
+                &error,
+                K::KIND.methods().get,
+            )));
+        }
     };
     Ok(match held {
         None => None,
@@ -151,7 +159,7 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
 ) -> Result<Verdict, ConvertError> {
     let held = match resource.get(admin).await? {
         Ok(held) => held,
-        Err(error) => return Ok(after_drift_check_failure(&error, K::GET_METHOD)),
+        Err(error) => return Ok(after_drift_check_failure(&error, K::KIND.methods().get)),
     };
     let Some(held) = held else {
         if let Some(elsewhere) = facts.managed_elsewhere {

@@ -77,7 +77,7 @@ impl Managed for OIDCClient {
         v1::ListAuditEventsRequest {
             organization: organization.to_owned(),
             client_id: client_id.to_owned(),
-            kind: Self::OBJECT_KIND as i32,
+            kind: Self::KIND.object_kind() as i32,
             page_size: 5,
             ..v1::ListAuditEventsRequest::default()
         }

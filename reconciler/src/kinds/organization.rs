@@ -58,7 +58,7 @@ impl Managed for Organization {
     fn audit_request(&self, _organization: &str, _client_id: &str) -> v1::ListAuditEventsRequest {
         v1::ListAuditEventsRequest {
             organization: self.spec.slug.clone(),
-            kind: Self::OBJECT_KIND as i32,
+            kind: Self::KIND.object_kind() as i32,
             name: self.spec.slug.clone(),
             page_size: 5,
             ..v1::ListAuditEventsRequest::default()
