@@ -104,7 +104,7 @@ pub fn check(
         refused => GrantCheck::Outside {
             reason: refused
                 .reason()
-                .map(|reason| reason.as_str_name().to_owned())
+                .map(|reason| reason.as_str().to_owned())
                 .unwrap_or_default(),
             cause: refused.cause(),
             proposed_entry: grants::propose_entry(

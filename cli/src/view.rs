@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
-use nauthera_proto::v1::ErrorReason;
-use nauthera_shared::catalog::{Cause, Phase, Reason};
+use nauthera_shared::catalog::{Cause, Phase, Reason, ServerReason};
 use nauthera_shared::resources::{
     Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, SecretKeyRef,
 };
@@ -217,7 +216,7 @@ impl ResourceView {
     }
 
     /// The server's stable reason the reconciler recorded, when the reason comes from one.
-    pub fn server_reason(&self) -> Option<ErrorReason> {
+    pub fn server_reason(&self) -> Option<ServerReason> {
         self.status.as_ref().and_then(|status| status.server_reason)
     }
 

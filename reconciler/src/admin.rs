@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use crate::namespace_map::{Incoming, Outgoing};
 use futures::Stream;
-use nauthera_proto::v1;
-use nauthera_shared::catalog::code_label;
-use nauthera_shared::client::{
+use nauthera_client::causes::code_label;
+use nauthera_client::{
     AdminClient, CallError, ConnectError, ConnectProblem, ConnectSettings, connection_verdict,
 };
+use nauthera_proto::v1;
 use nauthera_shared::kinds::Kind;
 use nauthera_shared::topology::NamespaceMapping;
 use tokio::sync::{Mutex, Notify};
@@ -117,7 +117,7 @@ pub trait AdminApi: Send + Sync + 'static {
 }
 
 fn unimplemented(method: &str) -> CallError {
-    CallError::Server(nauthera_shared::client::ServerError::from_status(
+    CallError::Server(nauthera_client::ServerError::from_status(
         &tonic::Status::unimplemented(format!("{method} is not implemented here")),
     ))
 }
@@ -237,7 +237,7 @@ impl Admin {
                 method,
                 code,
                 duration_ms,
-                reason = error.reason.map(|r| r.as_str_name()),
+                reason = error.reason.map(|r| r.as_str()),
                 "grpc_call"
             ),
             Err(CallError::Connect(error)) => {

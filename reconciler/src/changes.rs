@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
+use nauthera_client::CallError;
 use nauthera_proto::v1;
-use nauthera_shared::client::CallError;
 use tokio::sync::{broadcast, watch};
 
 use crate::admin::AdminApi;
@@ -454,7 +454,7 @@ mod tests {
     #[allow(clippy::result_large_err)] // `CallError` is the shared client's type.
     fn unimplemented<T>() -> Result<T, CallError> {
         Err(CallError::Server(
-            nauthera_shared::client::ServerError::from_status(&tonic::Status::unimplemented(
+            nauthera_client::ServerError::from_status(&tonic::Status::unimplemented(
                 "not in this version",
             )),
         ))

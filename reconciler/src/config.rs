@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use nauthera_shared::client::{ConnectSettings, TlsFiles};
+use nauthera_client::{ConnectSettings, TlsFiles};
 use nauthera_shared::control_plane::state_configmap_name;
 use nauthera_shared::kinds::Kind;
 use nauthera_shared::topology::{

@@ -29,7 +29,7 @@ pub enum ReconcileError {
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
     #[error(transparent)]
-    Convert(#[from] nauthera_shared::convert::ConvertError),
+    Convert(#[from] nauthera_client::convert::ConvertError),
     #[error("the resource has no metadata.{0}")]
     MissingMetadata(&'static str),
     #[error("the reconcile stopped unfinished: {0}")]

@@ -20,6 +20,7 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
+use nauthera_client::wire::KindWire;
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::catalog::ConditionType;
 use nauthera_shared::resources::ResourceStatus;

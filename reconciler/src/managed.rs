@@ -4,9 +4,10 @@
 
 use std::future::Future;
 
+use nauthera_client::CallError;
+use nauthera_client::convert::ConvertError;
+use nauthera_client::wire::KindWire;
 use nauthera_proto::v1;
-use nauthera_shared::client::CallError;
-use nauthera_shared::convert::ConvertError;
 use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef};
 
 use kube::ResourceExt;

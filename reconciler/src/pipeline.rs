@@ -9,9 +9,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
+use nauthera_client::convert::ConvertError;
+use nauthera_client::wire::KindWire;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::catalog::{Cause, Reason};
-use nauthera_shared::convert::ConvertError;
 use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, RestoreRecord};
 
 use crate::admin::AdminApi;

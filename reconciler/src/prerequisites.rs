@@ -58,7 +58,7 @@ impl Manifest {
 
 /// The manifest kind's name.
 pub fn kind_name(kind: ObjectKind) -> &'static str {
-    nauthera_shared::kinds::Kind::of_object_kind(kind).map_or("object", |kind| kind.as_str())
+    nauthera_client::wire::kind_of(kind).map_or("object", |kind| kind.as_str())
 }
 
 /// A manifest that provides a prerequisite, and since when the server holds what it declared

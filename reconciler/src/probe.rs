@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use nauthera_client::{CallError, CertificateInfo, ConnectError, read_certificate_info};
 use nauthera_proto::v1;
 use nauthera_shared::catalog::Reason;
-use nauthera_shared::client::{CallError, CertificateInfo, ConnectError, read_certificate_info};
 use tokio::sync::{Notify, watch};
 
 use crate::admin::AdminApi;
@@ -167,7 +167,7 @@ pub async fn run<A: AdminApi>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nauthera_shared::client::{ConnectProblem, ServerError};
+    use nauthera_client::{ConnectProblem, ServerError};
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + seconds).unwrap()

@@ -2,9 +2,9 @@
 //! changed what. Each makes the kind's call through [`Managed`] and returns plain values, so
 //! tests answer with a fake AdminService.
 
+use nauthera_client::CallError;
+use nauthera_client::convert::ConvertError;
 use nauthera_proto::v1;
-use nauthera_shared::client::CallError;
-use nauthera_shared::convert::ConvertError;
 use nauthera_shared::resources::ManagedElsewhere;
 
 use crate::admin::AdminApi;

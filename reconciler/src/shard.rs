@@ -22,9 +22,9 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
+use nauthera_client::wire::kind_of;
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_KEY, STATE_LABEL, ShardOverlap};
-use nauthera_shared::kinds::Kind;
 use nauthera_shared::topology::{Scope, with_name_label};
 use tokio::sync::watch;
 
@@ -59,12 +59,12 @@ impl ShardScope {
 
     /// Whether this reconciler reconciles the kind at all (its controller runs).
     pub fn covers_kind(&self, kind: ObjectKind) -> bool {
-        Kind::of_object_kind(kind).is_some_and(|kind| self.scope.covers_kind(kind))
+        kind_of(kind).is_some_and(|kind| self.scope.covers_kind(kind))
     }
 
     /// Whether this reconciler reconciles a resource of the kind in the namespace now.
     pub fn covers(&self, kind: ObjectKind, namespace: &str) -> bool {
-        let Some(kind) = Kind::of_object_kind(kind) else {
+        let Some(kind) = kind_of(kind) else {
             return false;
         };
         if self.scope.namespace_selector.is_none() {
@@ -393,6 +393,8 @@ pub async fn follow_shards(
 
 #[cfg(test)]
 mod tests {
+    use nauthera_shared::kinds::Kind;
+
     use super::*;
     use nauthera_shared::topology::NamespaceSelector;
 

@@ -10,7 +10,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use nauthera_shared::catalog::Reason;
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_KEY, STATE_LABEL, ShardOverlap};
-use nauthera_shared::grants::GrantEntry;
 use nauthera_shared::topology::{NamespaceMapping, Scope};
 
 use crate::probe::ProbeState;
@@ -57,7 +56,12 @@ pub fn control_plane_state(
         features: server.map(|s| s.features.clone()).unwrap_or_default(),
         identity: server.map(|s| s.identity.clone()).unwrap_or_default(),
         grants: server
-            .map(|s| s.grants.iter().map(GrantEntry::from_proto).collect())
+            .map(|s| {
+                s.grants
+                    .iter()
+                    .map(nauthera_client::wire::grant_entry)
+                    .collect()
+            })
             .unwrap_or_default(),
         // A probe that answered is reported with the reason a healthy resource carries.
         probe_reason: probe
@@ -137,8 +141,8 @@ pub enum PublishError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nauthera_client::CertificateInfo;
     use nauthera_proto::v1;
-    use nauthera_shared::client::CertificateInfo;
 
     static IDENTITY: NamespaceMapping = NamespaceMapping::IDENTITY;
 

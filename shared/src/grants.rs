@@ -8,8 +8,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use nauthera_proto::v1;
 use serde::{Deserialize, Serialize};
+
+use crate::catalog::ServerReason;
 
 /// Matches every organization or every namespace in a grant.
 pub const WILDCARD: &str = "*";
@@ -40,27 +41,6 @@ impl Operation {
             Operation::Brandings => "brandings",
             Operation::IdentityProviders => "identity_providers",
             Operation::Organizations => "organizations",
-        }
-    }
-
-    /// The operation as the AdminService contract spells it.
-    pub fn to_proto(self) -> v1::Operation {
-        match self {
-            Operation::Clients => v1::Operation::Clients,
-            Operation::Brandings => v1::Operation::Brandings,
-            Operation::IdentityProviders => v1::Operation::IdentityProviders,
-            Operation::Organizations => v1::Operation::Organizations,
-        }
-    }
-
-    /// The operation of a contract value; `None` for `OPERATION_UNSPECIFIED` or an unknown number.
-    pub fn from_proto(value: i32) -> Option<Operation> {
-        match v1::Operation::try_from(value).ok()? {
-            v1::Operation::Clients => Some(Operation::Clients),
-            v1::Operation::Brandings => Some(Operation::Brandings),
-            v1::Operation::IdentityProviders => Some(Operation::IdentityProviders),
-            v1::Operation::Organizations => Some(Operation::Organizations),
-            v1::Operation::Unspecified => None,
         }
     }
 }
@@ -129,12 +109,12 @@ impl GrantDecision {
     }
 
     /// The server's stable reason for a refusal; `None` when covered.
-    pub fn reason(&self) -> Option<v1::ErrorReason> {
+    pub fn reason(&self) -> Option<ServerReason> {
         match self {
             GrantDecision::Covered => None,
-            GrantDecision::IdentityNotAllowed { .. } => Some(v1::ErrorReason::IdentityNotAllowed),
-            GrantDecision::OperationNotGranted { .. } => Some(v1::ErrorReason::OperationNotGranted),
-            GrantDecision::OutsideGrant { .. } => Some(v1::ErrorReason::OutsideGrant),
+            GrantDecision::IdentityNotAllowed { .. } => Some(ServerReason::IdentityNotAllowed),
+            GrantDecision::OperationNotGranted { .. } => Some(ServerReason::OperationNotGranted),
+            GrantDecision::OutsideGrant { .. } => Some(ServerReason::OutsideGrant),
         }
     }
 
@@ -191,34 +171,6 @@ impl GrantEntry {
                 organization: organization_outside,
                 namespace: namespace_outside,
             }
-        }
-    }
-
-    /// The entry as the AdminService reports it in `ServerInfo.grants`.
-    pub fn to_proto(&self) -> v1::Grant {
-        v1::Grant {
-            identity: self.identity.clone(),
-            operations: self
-                .operations
-                .iter()
-                .map(|operation| operation.to_proto() as i32)
-                .collect(),
-            organizations: self.organizations.clone(),
-            namespaces: self.namespaces.clone(),
-        }
-    }
-
-    /// The entry of a reported grant; unknown operations are dropped.
-    pub fn from_proto(grant: &v1::Grant) -> GrantEntry {
-        GrantEntry {
-            identity: grant.identity.clone(),
-            operations: grant
-                .operations
-                .iter()
-                .filter_map(|value| Operation::from_proto(*value))
-                .collect(),
-            organizations: grant.organizations.clone(),
-            namespaces: grant.namespaces.clone(),
         }
     }
 }
@@ -342,10 +294,7 @@ mod tests {
                 operation: Operation::Brandings
             }
         );
-        assert_eq!(
-            decision.reason(),
-            Some(v1::ErrorReason::OperationNotGranted)
-        );
+        assert_eq!(decision.reason(), Some(ServerReason::OperationNotGranted));
     }
 
     #[test]
@@ -366,7 +315,7 @@ mod tests {
             }
         );
         let both = grant.covers(Operation::Clients, "globex", Some("team-b"));
-        assert_eq!(both.reason(), Some(v1::ErrorReason::OutsideGrant));
+        assert_eq!(both.reason(), Some(ServerReason::OutsideGrant));
         assert!(both.cause().contains("globex") && both.cause().contains("team-b"));
     }
 
@@ -390,7 +339,7 @@ mod tests {
             "acme",
             None,
         );
-        assert_eq!(decision.reason(), Some(v1::ErrorReason::IdentityNotAllowed));
+        assert_eq!(decision.reason(), Some(ServerReason::IdentityNotAllowed));
     }
 
     #[test]
@@ -498,25 +447,10 @@ mod tests {
     }
 
     #[test]
-    fn operations_round_trip_through_names_and_the_contract() {
+    fn operations_round_trip_through_names() {
         for operation in Operation::ALL {
             assert_eq!(operation.as_str().parse::<Operation>(), Ok(operation));
-            assert_eq!(
-                Operation::from_proto(operation.to_proto() as i32),
-                Some(operation)
-            );
         }
         assert!("client".parse::<Operation>().is_err());
-        assert_eq!(Operation::from_proto(0), None);
-    }
-
-    #[test]
-    fn entries_round_trip_through_the_contract() {
-        let grant = entry(
-            &[Operation::Clients, Operation::Brandings],
-            &["acme"],
-            &["*"],
-        );
-        assert_eq!(GrantEntry::from_proto(&grant.to_proto()), grant);
     }
 }

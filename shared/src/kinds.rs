@@ -4,7 +4,6 @@
 //! match that must decide something about it) and a module in the reconciler.
 
 use kube::CustomResourceExt;
-use nauthera_proto::v1::ObjectKind;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::words::words;
@@ -34,8 +33,8 @@ pub struct KindFacts {
     /// project's kinds are meant, so it need not avoid other CRDs' names as the CRDs' short
     /// names (`nbrand`, ...) must in kubectl.
     pub abbreviation: &'static str,
-    /// The AdminService's name of the kind.
-    pub object_kind: ObjectKind,
+    /// The AdminService's name of the kind (its `ObjectKind` value).
+    pub object_kind: &'static str,
     /// The grant operation the reconciler needs for the kind.
     pub operation: Operation,
     /// The kind a ClientPolicy names to cover it; `None` where policies cover nothing.
@@ -60,7 +59,7 @@ impl Kind {
                 singular: "oidcclient",
                 plural: "oidcclients",
                 abbreviation: "oidcc",
-                object_kind: ObjectKind::Client,
+                object_kind: "OBJECT_KIND_CLIENT",
                 methods: KindMethods {
                     apply: "ApplyClient",
                     get: "GetClient",
@@ -73,7 +72,7 @@ impl Kind {
                 singular: "branding",
                 plural: "brandings",
                 abbreviation: "br",
-                object_kind: ObjectKind::Branding,
+                object_kind: "OBJECT_KIND_BRANDING",
                 methods: KindMethods {
                     apply: "ApplyBranding",
                     get: "GetBranding",
@@ -86,7 +85,7 @@ impl Kind {
                 singular: "identityprovider",
                 plural: "identityproviders",
                 abbreviation: "idp",
-                object_kind: ObjectKind::IdentityProvider,
+                object_kind: "OBJECT_KIND_IDENTITY_PROVIDER",
                 methods: KindMethods {
                     apply: "ApplyIdentityProvider",
                     get: "GetIdentityProvider",
@@ -99,7 +98,7 @@ impl Kind {
                 singular: "organization",
                 plural: "organizations",
                 abbreviation: "org",
-                object_kind: ObjectKind::Organization,
+                object_kind: "OBJECT_KIND_ORGANIZATION",
                 methods: KindMethods {
                     apply: "ApplyOrganization",
                     get: "GetOrganization",
@@ -123,7 +122,8 @@ impl Kind {
         self.facts().abbreviation
     }
 
-    pub const fn object_kind(self) -> ObjectKind {
+    /// The AdminService's name of the kind (`OBJECT_KIND_CLIENT`).
+    pub const fn object_kind_name(self) -> &'static str {
         self.facts().object_kind
     }
 
@@ -173,13 +173,6 @@ impl Kind {
             .find(|kind| kind.names().contains(&name) || kind.as_str().eq_ignore_ascii_case(name))
     }
 
-    /// The kind of an AdminService object; `None` for an unspecified one.
-    pub fn of_object_kind(object_kind: ObjectKind) -> Option<Kind> {
-        Kind::ALL
-            .into_iter()
-            .find(|kind| kind.object_kind() == object_kind)
-    }
-
     /// The kind a ClientPolicy covers by this name.
     pub const fn of_policy_kind(policy_kind: PolicyKind) -> Kind {
         match policy_kind {
@@ -204,14 +197,12 @@ mod tests {
                 assert!(names.insert(name), "{kind}: {name} is taken");
             }
             assert_eq!(kind.singular(), kind.as_str().to_ascii_lowercase());
-            assert_eq!(Kind::of_object_kind(kind.object_kind()), Some(kind));
             assert_eq!(Kind::named(kind.as_str()), Some(kind));
             if let Some(policy_kind) = kind.facts().policy_kind {
                 assert_eq!(Kind::of_policy_kind(policy_kind), kind);
                 assert_eq!(policy_kind.as_str(), kind.as_str());
             }
         }
-        assert_eq!(Kind::of_object_kind(ObjectKind::Unspecified), None);
         assert_eq!(Kind::named("brandings.nauthera.io"), Some(Kind::Branding));
         assert_eq!(Kind::named("pods"), None);
     }

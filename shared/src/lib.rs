@@ -1,13 +1,13 @@
-//! Everything the reconciler, the kubectl plugin and the test harness agree on: the resource types
-//! (and their CRDs), the reason catalog (and its runbooks), conversions between resources and the
-//! AdminService messages, the branding encoder, the grant model and the AdminService client.
+//! The model the reconciler, the kubectl plugin and the test harness agree on: the resource types
+//! (and their CRDs), the reason catalog (and its runbooks), the table of kinds, the branding
+//! encoder, policies, the grant model and the topology. It knows no gRPC and no TLS: the
+//! AdminService client and the conversions into its messages are `nauthera-client`'s, so the
+//! plugin, which never calls the server, builds without them.
 
 pub mod access;
 pub mod branding;
 pub mod catalog;
-pub mod client;
 pub mod control_plane;
-pub mod convert;
 pub mod duration;
 pub mod generate;
 pub mod grants;

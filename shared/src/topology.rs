@@ -531,9 +531,6 @@ mod tests {
         assert_eq!(Kind::named("oidcclient"), Some(Kind::OidcClient));
         assert_eq!(Kind::named(" Organization "), Some(Kind::Organization));
         assert_eq!(Kind::named("Secret"), None);
-        for kind in Kind::ALL {
-            assert_eq!(Kind::of_object_kind(kind.object_kind()), Some(kind));
-        }
         let written = scope(
             "a",
             &["team-a"],

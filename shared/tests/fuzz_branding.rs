@@ -788,7 +788,7 @@ fn sniffed(bytes: &[u8]) -> Option<LogoMediaType> {
 /// every documented limit.
 fn check_encoded(
     branding: &SignInBranding,
-    document: &nauthera_proto::v1::BrandingDocument,
+    document: &nauthera_shared::branding::EncodedBranding,
 ) -> Result<(), TestCaseError> {
     match &branding.logo {
         Some(logo) => {

@@ -4,11 +4,11 @@ use std::borrow::Cow;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use nauthera_proto::v1::ErrorReason;
+use nauthera_client::causes::{cause_of_connect, cause_of_error};
+use nauthera_client::{CallError, ConnectError, ServerError};
 use nauthera_shared::RESTORE_ANNOTATION;
 use nauthera_shared::branding::BrandingError;
-use nauthera_shared::catalog::{Cause, EventReason, Reason};
-use nauthera_shared::client::{CallError, ConnectError, ServerError};
+use nauthera_shared::catalog::{Cause, EventReason, Reason, ServerReason};
 use nauthera_shared::resources::{Drift, LocalRef, SupersededDrift};
 
 use crate::prerequisites::{Manifest, Missing};
@@ -22,7 +22,7 @@ pub struct Verdict {
     /// The bounded `cause` label.
     pub cause: Cause,
     /// The stable reason of the server's answer this verdict comes from, if any.
-    pub server_reason: Option<ErrorReason>,
+    pub server_reason: Option<ServerReason>,
     /// The condition message. Never carries a secret.
     pub message: String,
     /// The reconciler retries on its own, with backoff.
@@ -376,8 +376,8 @@ pub enum SecretRefProblem {
 /// generation the server keeps in force.
 pub fn refusal_message(error: &ServerError, method: &str) -> String {
     let mut message = format!("{method} refused: {:?}", error.code);
-    if let Some(reason) = error.reason.filter(|r| *r != ErrorReason::Unspecified) {
-        message.push_str(&format!(" ({})", reason.as_str_name()));
+    if let Some(reason) = error.reason {
+        message.push_str(&format!(" ({reason})"));
     }
     match (&error.cause, error.message.is_empty()) {
         (Some(cause), _) => message.push_str(&format!(": {cause}")),
@@ -413,7 +413,7 @@ pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
                 ConnectError::CredentialUnavailable { .. } => Reason::CredentialUnavailable,
                 ConnectError::TrustAnchorUnavailable { .. } => Reason::TrustAnchorUnavailable,
             };
-            let cause = Cause::from_connect(connect.problem());
+            let cause = cause_of_connect(connect.problem());
             let mut verdict = Verdict::new(
                 reason,
                 cause,
@@ -432,10 +432,7 @@ pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
             verdict
         }
         CallError::Server(server) => {
-            let cause = Cause::from_error(
-                server.reason.unwrap_or(ErrorReason::Unspecified),
-                server.code,
-            );
+            let cause = cause_of_error(server.reason, server.code);
             let when = if cause == Cause::ReferenceNotFound {
                 "sent again as soon as a manifest it depends on registers, on the next edit, or \
                  after five minutes"
@@ -452,10 +449,7 @@ pub fn failure_verdict(error: &CallError, method: &str) -> Verdict {
     if let Some(generation) = error.server().and_then(|s| s.generation_in_force) {
         verdict.fields.generation_in_force = Some(generation);
     }
-    verdict.server_reason = error
-        .server()
-        .and_then(|s| s.reason)
-        .filter(|reason| *reason != ErrorReason::Unspecified);
+    verdict.server_reason = error.reason();
     verdict
 }
 
@@ -471,7 +465,7 @@ pub fn after_apply_failure(error: &CallError, method: &str) -> Verdict {
 pub fn is_conflict(error: &CallError) -> bool {
     matches!(
         error.reason(),
-        Some(ErrorReason::RevisionMismatch | ErrorReason::ManagerConflict)
+        Some(ServerReason::RevisionMismatch | ServerReason::ManagerConflict)
     )
 }
 

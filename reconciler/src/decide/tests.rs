@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use nauthera_client::{CallError, ConnectError, ConnectProblem, ServerError};
 use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
 use nauthera_proto::v1::{ErrorReason, ObjectKind};
 use nauthera_shared::catalog::{Cause, EventReason, Phase, Reason};
-use nauthera_shared::client::{CallError, ConnectError, ConnectProblem, ServerError};
 use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
 use tonic::Code;
 

@@ -1,11 +1,11 @@
 //! Branding: a sign-in branding, encoded by the branding encoder before it is sent (what cannot
 //! be encoded is refused here, naming the field and the limit).
 
-use nauthera_proto::v1;
-use nauthera_shared::convert::{
+use nauthera_client::convert::{
     apply_branding_request, branding_document, delete_branding_request, diff_branding_document,
     object_ref,
 };
+use nauthera_proto::v1;
 use nauthera_shared::resources::{Branding, DeletionPolicy, ResourceStatus};
 
 use crate::admin::AdminApi;

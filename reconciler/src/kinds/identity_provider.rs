@@ -1,11 +1,11 @@
 //! IdentityProvider: an upstream identity provider, with its upstream client secret read from
 //! the team's Secret (`spec.secretRef`) and sent with the declared state, never written back.
 
-use nauthera_proto::v1;
-use nauthera_shared::convert::{
+use nauthera_client::convert::{
     apply_identity_provider_request, comparable_identity_provider_spec,
     delete_identity_provider_request, diff_identity_provider, object_ref,
 };
+use nauthera_proto::v1;
 use nauthera_shared::resources::{DeletionPolicy, IdentityProvider, ResourceStatus, SecretKeyRef};
 
 use crate::admin::AdminApi;

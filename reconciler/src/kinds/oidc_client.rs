@@ -2,10 +2,11 @@
 //! team holds in one (`spec.secret.secretRef`).
 
 use kube::ResourceExt;
-use nauthera_proto::v1;
-use nauthera_shared::convert::{
+use nauthera_client::convert::{
     apply_client_request, comparable_client_spec, delete_client_request, diff_client, object_ref,
 };
+use nauthera_client::wire::KindWire;
+use nauthera_proto::v1;
 use nauthera_shared::resources::{
     DeletionPolicy, OIDCClient, ResourceStatus, SecretKeyRef, TokenEndpointAuthMethod,
 };

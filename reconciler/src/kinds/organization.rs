@@ -1,11 +1,12 @@
 //! Organization: a tenant of the server, named by its slug, serving one issuer URL. The other
 //! kinds declared under that issuer wait for it to be registered.
 
-use nauthera_proto::v1;
-use nauthera_shared::convert::{
+use nauthera_client::convert::{
     apply_organization_request, delete_organization_request, diff_organization,
     get_organization_request, organization_spec,
 };
+use nauthera_client::wire::KindWire;
+use nauthera_proto::v1;
 use nauthera_shared::resources::{DeletionPolicy, Organization, ResourceStatus};
 
 use crate::admin::AdminApi;

@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use nauthera_client::convert::comparable_client_spec;
+use nauthera_client::{ConnectError, ServerError};
 use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
 use nauthera_shared::catalog::{Cause, Reason};
-use nauthera_shared::client::{ConnectError, ServerError};
-use nauthera_shared::convert::comparable_client_spec;
 use nauthera_shared::resources::{Drift, OIDCClient, OIDCClientSpec};
 use tonic::Code;
 
@@ -28,7 +28,7 @@ struct FakeAdmin {
 fn unanswered<T>() -> Result<T, CallError> {
     Err(CallError::Connect(ConnectError::Unreachable {
         address: "fake".into(),
-        problem: nauthera_shared::client::ConnectProblem::Transport,
+        problem: nauthera_client::ConnectProblem::Transport,
         cause: "no answer set".into(),
     }))
 }

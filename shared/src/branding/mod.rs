@@ -1,4 +1,5 @@
-//! The branding encoder: a manifest's `spec.branding` into the server's `BrandingDocument`.
+//! The branding encoder: a manifest's `spec.branding` into the server's format, refusing what
+//! the server must not serve.
 //!
 //! The reconciler refuses a branding that cannot be encoded before it calls the server (reason
 //! `Refused`), and `kubectl nauthera diagnose -f` runs the same checks on a local file. The limits
@@ -25,7 +26,6 @@ mod text;
 use std::collections::HashMap;
 
 use base64::Engine as _;
-use nauthera_proto::v1::BrandingDocument;
 
 use crate::resources::{Colors, Logo, SignInBranding, Texts};
 
@@ -112,9 +112,25 @@ impl BrandingError {
     }
 }
 
+/// A branding in the server's format: the fields of the contract's `BrandingDocument`, which
+/// the client builds from it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EncodedBranding {
+    /// The decoded logo; empty without one.
+    pub logo: Vec<u8>,
+    /// The logo's media type; empty without a logo.
+    pub logo_media_type: String,
+    /// The colors by role.
+    pub colors: HashMap<String, String>,
+    /// The texts by role.
+    pub texts: HashMap<String, String>,
+    /// The custom stylesheet; empty without one.
+    pub custom_css: String,
+}
+
 /// Encodes a manifest's branding into the server's format, refusing what the server must not
 /// serve. Fields are checked in manifest order; the first problem is reported.
-pub fn encode(branding: &SignInBranding) -> Result<BrandingDocument, BrandingError> {
+pub fn encode(branding: &SignInBranding) -> Result<EncodedBranding, BrandingError> {
     let SignInBranding {
         logo,
         colors,
@@ -140,7 +156,7 @@ pub fn encode(branding: &SignInBranding) -> Result<BrandingDocument, BrandingErr
         }
         None => String::new(),
     };
-    Ok(BrandingDocument {
+    Ok(EncodedBranding {
         logo,
         logo_media_type,
         colors,

@@ -1,13 +1,10 @@
-//! Causes: the bounded `cause` label of `nauthera_operator_reconciles_total`, and how the
-//! server's answers map onto it.
+//! Causes: the bounded `cause` label of `nauthera_operator_reconciles_total`, and the server's
+//! stable reasons they come from. How a gRPC code or a failed connection maps onto a cause is
+//! the client's part (`nauthera_client::causes`).
 
-use nauthera_proto::v1::ErrorReason;
-
-use crate::client::ConnectProblem;
 use serde::{Deserialize, Serialize};
 
 use super::words::words;
-use tonic::Code;
 
 words! {
     /// Why a reason applies, in one bounded word. The reconciler reports it as the `cause` metric
@@ -112,76 +109,54 @@ words! {
     }
 }
 
+words! {
+    /// The stable reasons the server gives with a refusal (`google.rpc.ErrorInfo.reason`, the
+    /// contract's `ErrorReason` names), as the model keeps them in `status.serverReason`. The
+    /// contract's unspecified reason is no reason at all, so it has no word here.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum ServerReason {
+        IdentityNotAllowed = "IDENTITY_NOT_ALLOWED",
+        OperationNotGranted = "OPERATION_NOT_GRANTED",
+        OutsideGrant = "OUTSIDE_GRANT",
+        RevisionMismatch = "REVISION_MISMATCH",
+        ManagerConflict = "MANAGER_CONFLICT",
+        UnknownIssuer = "UNKNOWN_ISSUER",
+        ReservedName = "RESERVED_NAME",
+        FapiRequirements = "FAPI_REQUIREMENTS",
+        InvalidField = "INVALID_FIELD",
+        ObjectNotFound = "OBJECT_NOT_FOUND",
+        ReferenceNotFound = "REFERENCE_NOT_FOUND",
+        RateLimited = "RATE_LIMITED",
+        OrganizationNotEmpty = "ORGANIZATION_NOT_EMPTY",
+    }
+}
+
+impl ServerReason {
+    /// The reason of its contract name; `None` for a name this version does not know.
+    pub fn parse(name: &str) -> Option<ServerReason> {
+        ServerReason::ALL
+            .into_iter()
+            .find(|reason| reason.as_str() == name)
+    }
+}
+
 impl Cause {
-    /// The cause of a connection that could not be made.
-    pub const fn from_connect(problem: ConnectProblem) -> Cause {
-        match problem {
-            ConnectProblem::Transport => Cause::Transient,
-            ConnectProblem::TlsHandshake => Cause::TlsHandshake,
-            ConnectProblem::Unreadable => Cause::Unreadable,
-            ConnectProblem::Malformed => Cause::Malformed,
-            ConnectProblem::Expired => Cause::Expired,
-            ConnectProblem::Revoked => Cause::Revoked,
-            ConnectProblem::Rejected => Cause::Rejected,
-            ConnectProblem::UnknownCa | ConnectProblem::ServerNotTrusted => Cause::Untrusted,
-        }
-    }
-
-    /// The cause of a server error: its stable reason when it has one, else its gRPC code.
-    pub fn from_error(reason: ErrorReason, code: Code) -> Cause {
-        Cause::from_error_reason(reason).unwrap_or_else(|| Cause::from_code(code))
-    }
-
-    /// Like [`Cause::from_error`], with the reason as the name in `google.rpc.ErrorInfo`
-    /// (`"OUTSIDE_GRANT"`). A reason this build does not know falls back to the code, as the
-    /// contract asks.
-    pub fn from_error_info(reason: Option<&str>, code: Code) -> Cause {
-        let reason = reason
-            .and_then(ErrorReason::from_str_name)
-            .unwrap_or(ErrorReason::Unspecified);
-        Cause::from_error(reason, code)
-    }
-
-    /// The cause a stable reason names; `None` for `ERROR_REASON_UNSPECIFIED`.
-    pub const fn from_error_reason(reason: ErrorReason) -> Option<Cause> {
-        Some(match reason {
-            ErrorReason::Unspecified => return None,
-            ErrorReason::IdentityNotAllowed => Cause::IdentityNotAllowed,
-            ErrorReason::OperationNotGranted => Cause::OperationNotGranted,
-            ErrorReason::OutsideGrant => Cause::OutsideGrant,
-            ErrorReason::RevisionMismatch => Cause::RevisionMismatch,
-            ErrorReason::ManagerConflict => Cause::ManagerConflict,
-            ErrorReason::UnknownIssuer => Cause::UnknownIssuer,
-            ErrorReason::ReservedName => Cause::ReservedName,
-            ErrorReason::FapiRequirements => Cause::FapiRequirements,
-            ErrorReason::InvalidField => Cause::FieldViolation,
-            ErrorReason::ObjectNotFound => Cause::Removed,
-            ErrorReason::ReferenceNotFound => Cause::ReferenceNotFound,
-            ErrorReason::RateLimited => Cause::Transient,
-            ErrorReason::OrganizationNotEmpty => Cause::OrganizationNotEmpty,
-        })
-    }
-
-    /// The cause of a gRPC code that came without a stable reason.
-    pub const fn from_code(code: Code) -> Cause {
-        match code {
-            Code::Ok => Cause::None,
-            Code::InvalidArgument | Code::OutOfRange => Cause::FieldViolation,
-            // Without a stable reason, a refusal of the caller means the server (or a proxy that
-            // terminated TLS) did not see an allowed identity.
-            Code::PermissionDenied | Code::Unauthenticated => Cause::IdentityNotAllowed,
-            Code::Unimplemented => Cause::Unimplemented,
-            Code::NotFound => Cause::Removed,
-            Code::Aborted
-            | Code::Internal
-            | Code::Unknown
-            | Code::ResourceExhausted
-            | Code::Unavailable
-            | Code::DeadlineExceeded
-            | Code::Cancelled => Cause::Transient,
-            Code::FailedPrecondition | Code::AlreadyExists | Code::DataLoss => {
-                Cause::ServerObjection
-            }
+    /// The cause a stable reason names.
+    pub const fn from_server_reason(reason: ServerReason) -> Cause {
+        match reason {
+            ServerReason::IdentityNotAllowed => Cause::IdentityNotAllowed,
+            ServerReason::OperationNotGranted => Cause::OperationNotGranted,
+            ServerReason::OutsideGrant => Cause::OutsideGrant,
+            ServerReason::RevisionMismatch => Cause::RevisionMismatch,
+            ServerReason::ManagerConflict => Cause::ManagerConflict,
+            ServerReason::UnknownIssuer => Cause::UnknownIssuer,
+            ServerReason::ReservedName => Cause::ReservedName,
+            ServerReason::FapiRequirements => Cause::FapiRequirements,
+            ServerReason::InvalidField => Cause::FieldViolation,
+            ServerReason::ObjectNotFound => Cause::Removed,
+            ServerReason::ReferenceNotFound => Cause::ReferenceNotFound,
+            ServerReason::RateLimited => Cause::Transient,
+            ServerReason::OrganizationNotEmpty => Cause::OrganizationNotEmpty,
         }
     }
 
@@ -195,217 +170,9 @@ impl Cause {
     }
 }
 
-/// The gRPC codes the reconciler retries with exponential backoff and jitter, without waiting
-/// for a change of the manifest.
-pub const RETRIED_CODES: [Code; 5] = [
-    Code::Aborted,
-    Code::Internal,
-    Code::Unknown,
-    Code::ResourceExhausted,
-    Code::Unavailable,
-];
-
-/// Whether a call that failed with `code` is retried with backoff.
-pub fn is_retried(code: Code) -> bool {
-    RETRIED_CODES.contains(&code)
-}
-
-/// The `code` label of `nauthera_operator_server_calls_total`: the code's CamelCase name.
-pub const fn code_label(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "Ok",
-        Code::Cancelled => "Cancelled",
-        Code::Unknown => "Unknown",
-        Code::InvalidArgument => "InvalidArgument",
-        Code::DeadlineExceeded => "DeadlineExceeded",
-        Code::NotFound => "NotFound",
-        Code::AlreadyExists => "AlreadyExists",
-        Code::PermissionDenied => "PermissionDenied",
-        Code::ResourceExhausted => "ResourceExhausted",
-        Code::FailedPrecondition => "FailedPrecondition",
-        Code::Aborted => "Aborted",
-        Code::OutOfRange => "OutOfRange",
-        Code::Unimplemented => "Unimplemented",
-        Code::Internal => "Internal",
-        Code::Unavailable => "Unavailable",
-        Code::DataLoss => "DataLoss",
-        Code::Unauthenticated => "Unauthenticated",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const ALL_ERROR_REASONS: [ErrorReason; 14] = [
-        ErrorReason::Unspecified,
-        ErrorReason::IdentityNotAllowed,
-        ErrorReason::OperationNotGranted,
-        ErrorReason::OutsideGrant,
-        ErrorReason::RevisionMismatch,
-        ErrorReason::ManagerConflict,
-        ErrorReason::UnknownIssuer,
-        ErrorReason::ReservedName,
-        ErrorReason::FapiRequirements,
-        ErrorReason::InvalidField,
-        ErrorReason::ObjectNotFound,
-        ErrorReason::ReferenceNotFound,
-        ErrorReason::RateLimited,
-        ErrorReason::OrganizationNotEmpty,
-    ];
-
-    #[test]
-    fn every_error_reason_value_is_mapped() {
-        // Walk the generated enum by number, so a reason added to the proto fails here until it
-        // is added to the list above (and to the match, which the compiler enforces).
-        let known: Vec<ErrorReason> = (0..64)
-            .filter_map(|n| ErrorReason::try_from(n).ok())
-            .collect();
-        assert_eq!(known, ALL_ERROR_REASONS.to_vec());
-        for reason in ALL_ERROR_REASONS {
-            let cause = Cause::from_error_reason(reason);
-            assert_eq!(
-                cause.is_none(),
-                reason == ErrorReason::Unspecified,
-                "{reason:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn stable_reasons_win_over_codes() {
-        let cases = [
-            (
-                ErrorReason::IdentityNotAllowed,
-                Code::PermissionDenied,
-                Cause::IdentityNotAllowed,
-            ),
-            (
-                ErrorReason::OperationNotGranted,
-                Code::PermissionDenied,
-                Cause::OperationNotGranted,
-            ),
-            (
-                ErrorReason::OutsideGrant,
-                Code::PermissionDenied,
-                Cause::OutsideGrant,
-            ),
-            (
-                ErrorReason::RevisionMismatch,
-                Code::FailedPrecondition,
-                Cause::RevisionMismatch,
-            ),
-            (
-                ErrorReason::ManagerConflict,
-                Code::FailedPrecondition,
-                Cause::ManagerConflict,
-            ),
-            (
-                ErrorReason::UnknownIssuer,
-                Code::FailedPrecondition,
-                Cause::UnknownIssuer,
-            ),
-            (
-                ErrorReason::ReservedName,
-                Code::InvalidArgument,
-                Cause::ReservedName,
-            ),
-            (
-                ErrorReason::FapiRequirements,
-                Code::FailedPrecondition,
-                Cause::FapiRequirements,
-            ),
-            (
-                ErrorReason::InvalidField,
-                Code::InvalidArgument,
-                Cause::FieldViolation,
-            ),
-            (ErrorReason::ObjectNotFound, Code::NotFound, Cause::Removed),
-            (
-                ErrorReason::ReferenceNotFound,
-                Code::FailedPrecondition,
-                Cause::ReferenceNotFound,
-            ),
-            (
-                ErrorReason::RateLimited,
-                Code::ResourceExhausted,
-                Cause::Transient,
-            ),
-            (
-                ErrorReason::OrganizationNotEmpty,
-                Code::FailedPrecondition,
-                Cause::OrganizationNotEmpty,
-            ),
-            (
-                ErrorReason::Unspecified,
-                Code::Unimplemented,
-                Cause::Unimplemented,
-            ),
-            (
-                ErrorReason::Unspecified,
-                Code::PermissionDenied,
-                Cause::IdentityNotAllowed,
-            ),
-            (
-                ErrorReason::Unspecified,
-                Code::FailedPrecondition,
-                Cause::ServerObjection,
-            ),
-            (ErrorReason::Unspecified, Code::Internal, Cause::Transient),
-        ];
-        for (reason, code, cause) in cases {
-            assert_eq!(
-                Cause::from_error(reason, code),
-                cause,
-                "{reason:?} {code:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn error_info_names_parse_and_unknown_names_fall_back_to_the_code() {
-        assert_eq!(
-            Cause::from_error_info(Some("OUTSIDE_GRANT"), Code::PermissionDenied),
-            Cause::OutsideGrant
-        );
-        assert_eq!(
-            Cause::from_error_info(Some("A_REASON_FROM_A_NEWER_SERVER"), Code::InvalidArgument),
-            Cause::FieldViolation
-        );
-        assert_eq!(
-            Cause::from_error_info(None, Code::Unavailable),
-            Cause::Transient
-        );
-    }
-
-    #[test]
-    fn exactly_the_five_documented_codes_are_retried() {
-        let retried: Vec<Code> = (0..17)
-            .map(Code::from_i32)
-            .filter(|c| is_retried(*c))
-            .collect();
-        assert_eq!(
-            retried,
-            vec![
-                Code::Unknown,
-                Code::ResourceExhausted,
-                Code::Aborted,
-                Code::Internal,
-                Code::Unavailable
-            ]
-        );
-        for code in RETRIED_CODES {
-            assert_eq!(Cause::from_code(code), Cause::Transient, "{code:?}");
-        }
-    }
-
-    #[test]
-    fn code_labels_are_the_camel_case_names() {
-        for n in 0..17 {
-            let code = Code::from_i32(n);
-            assert_eq!(code_label(code), format!("{code:?}"));
-        }
-    }
 
     #[test]
     fn cause_labels_are_unique_bounded_snake_case() {
@@ -419,6 +186,15 @@ mod tests {
                 "{label}"
             );
         }
+    }
+
+    #[test]
+    fn server_reasons_parse_by_their_contract_names() {
+        for reason in ServerReason::ALL {
+            assert_eq!(ServerReason::parse(reason.as_str()), Some(reason));
+        }
+        assert_eq!(ServerReason::parse("ERROR_REASON_UNSPECIFIED"), None);
+        assert_eq!(ServerReason::parse("A_REASON_FROM_A_NEWER_SERVER"), None);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use words::words;
 
-pub use cause::{Cause, RETRIED_CODES, code_label, is_retried};
+pub use cause::{Cause, ServerReason};
 pub use event::EventType;
 pub use markdown::{GENERATE_COMMAND, gitops_text, runbook_index, runbook_page};
 pub use placeholder::{Facts, Placeholder, placeholders_in, render, unknown_placeholders};

@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{Cause, ConditionType, Phase, Progress, Reason};
+use crate::catalog::{Cause, ConditionType, Phase, Progress, Reason, ServerReason};
 
 use super::common::LocalRef;
 
@@ -56,7 +56,7 @@ pub struct ResourceStatus {
         with = "server_reason_field"
     )]
     #[schemars(schema_with = "server_reason_schema")]
-    pub server_reason: Option<nauthera_proto::v1::ErrorReason>,
+    pub server_reason: Option<ServerReason>,
     /// The OAuth client id the server assigned (OIDCClient).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
@@ -366,27 +366,25 @@ fn server_reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 /// A server reason as its `ErrorReason` name; one this version does not know, or the
 /// unspecified one, reads as absent.
 mod server_reason_field {
-    use nauthera_proto::v1::ErrorReason;
     use serde::{Deserialize, Deserializer, Serializer};
 
+    use crate::catalog::ServerReason;
+
     pub fn serialize<S: Serializer>(
-        reason: &Option<ErrorReason>,
+        reason: &Option<ServerReason>,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         match reason {
-            Some(reason) => serializer.serialize_str(reason.as_str_name()),
+            Some(reason) => serializer.serialize_str(reason.as_str()),
             None => serializer.serialize_none(),
         }
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
-    ) -> Result<Option<ErrorReason>, D::Error> {
+    ) -> Result<Option<ServerReason>, D::Error> {
         let word = Option::<String>::deserialize(deserializer)?;
-        Ok(word
-            .as_deref()
-            .and_then(ErrorReason::from_str_name)
-            .filter(|reason| *reason != ErrorReason::Unspecified))
+        Ok(word.as_deref().and_then(ServerReason::parse))
     }
 }
 

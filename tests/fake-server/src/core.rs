@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use nauthera_client::causes::error_reason;
 use nauthera_proto::v1::{
     self, AuditOutcome, ChangeEvent, ChangeHint, ClientRevision, ErrorMetadataKey, ErrorReason,
     ListAuditEventsRequest, ListAuditEventsResponse, ListClientRevisionsRequest,
@@ -240,8 +241,12 @@ fn validate_ref(reference: &ObjectRef) -> Result<(), Refusal> {
 
 fn refusal_of(decision: &GrantDecision, caller: &Caller) -> Option<Refusal> {
     let reason = decision.reason()?;
-    let mut refusal = Refusal::new(Code::PermissionDenied, reason, decision.cause())
-        .with(ErrorMetadataKey::Identity, &caller.identity);
+    let mut refusal = Refusal::new(
+        Code::PermissionDenied,
+        error_reason(reason),
+        decision.cause(),
+    )
+    .with(ErrorMetadataKey::Identity, &caller.identity);
     match decision {
         GrantDecision::OperationNotGranted { operation } => {
             refusal = refusal.with(ErrorMetadataKey::Operation, operation.as_str());
@@ -473,8 +478,7 @@ impl Core {
             Err(refusal) => refusal,
         };
         if let Some(generation) = context.generation_in_force {
-            let key =
-                nauthera_shared::client::metadata_key_name(ErrorMetadataKey::GenerationInForce);
+            let key = nauthera_client::metadata_key_name(ErrorMetadataKey::GenerationInForce);
             refusal
                 .metadata
                 .entry(key)
@@ -576,7 +580,7 @@ impl Core {
             identity: caller.identity.clone(),
             grants: grants::entries_for(&self.allowed, &caller.identity)
                 .into_iter()
-                .map(GrantEntry::to_proto)
+                .map(nauthera_client::wire::grant)
                 .collect(),
             change_hint: Some(self.history.hint()),
         })

@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use nauthera_client::metadata_key_name;
 use nauthera_proto::tonic_types::{ErrorDetails, StatusExt};
 use nauthera_proto::v1::{ErrorMetadataKey, ErrorReason, FieldViolation};
-use nauthera_shared::client::metadata_key_name;
 use tonic::{Code, Status};
 
 /// A refused call.

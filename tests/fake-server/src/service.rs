@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use nauthera_client::certificate_identities;
 use nauthera_proto::v1::admin_service_server::AdminService;
 use nauthera_proto::v1::{self, ChangeEvent};
-use nauthera_shared::client::certificate_identities;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;

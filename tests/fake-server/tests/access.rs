@@ -4,9 +4,10 @@
 
 mod support;
 
+use nauthera_client::ServerError;
 use nauthera_fake_server::FakeServerConfig;
-use nauthera_proto::v1::{self, ErrorReason, Operation as ProtoOperation};
-use nauthera_shared::client::ServerError;
+use nauthera_proto::v1::{self, Operation as ProtoOperation};
+use nauthera_shared::catalog::ServerReason;
 use nauthera_shared::grants::{GrantEntry, Operation};
 use support::*;
 
@@ -29,7 +30,7 @@ fn limited() -> FakeServerConfig {
     config
 }
 
-fn refusal(error: nauthera_shared::client::CallError) -> ServerError {
+fn refusal(error: nauthera_client::CallError) -> ServerError {
     error.server().cloned().expect("the server answered")
 }
 
@@ -73,7 +74,7 @@ async fn an_unknown_identity_is_not_allowed() {
         .unwrap_err();
     let error = refusal(error);
     assert_eq!(error.code, tonic::Code::PermissionDenied);
-    assert_eq!(error.reason, Some(ErrorReason::IdentityNotAllowed));
+    assert_eq!(error.reason, Some(ServerReason::IdentityNotAllowed));
     assert_eq!(error.metadata["identity"], "dns:intruder.example");
 }
 
@@ -94,7 +95,7 @@ async fn a_missing_operation_is_named() {
         .unwrap_err();
     let error = refusal(error);
     assert_eq!(error.code, tonic::Code::PermissionDenied);
-    assert_eq!(error.reason, Some(ErrorReason::OperationNotGranted));
+    assert_eq!(error.reason, Some(ServerReason::OperationNotGranted));
     assert_eq!(error.metadata["operation"], "brandings");
     assert_eq!(error.metadata["identity"], OPERATOR);
 }
@@ -109,7 +110,7 @@ async fn an_organization_or_namespace_outside_the_grant_is_named() {
             .await
             .unwrap_err(),
     );
-    assert_eq!(other_namespace.reason, Some(ErrorReason::OutsideGrant));
+    assert_eq!(other_namespace.reason, Some(ServerReason::OutsideGrant));
     assert_eq!(other_namespace.metadata["namespace"], "team-b");
     assert!(!other_namespace.metadata.contains_key("organization"));
 
@@ -121,13 +122,13 @@ async fn an_organization_or_namespace_outside_the_grant_is_named() {
             .await
             .unwrap_err(),
     );
-    assert_eq!(other_org.reason, Some(ErrorReason::OutsideGrant));
+    assert_eq!(other_org.reason, Some(ServerReason::OutsideGrant));
     assert_eq!(other_org.metadata["organization"], "globex");
     assert!(!other_org.metadata.contains_key("namespace"));
 
     // Reads are checked the same way.
     let read = refusal(client.get_client(acme("team-b", "web")).await.unwrap_err());
-    assert_eq!(read.reason, Some(ErrorReason::OutsideGrant));
+    assert_eq!(read.reason, Some(ServerReason::OutsideGrant));
 }
 
 #[tokio::test]
@@ -192,7 +193,7 @@ async fn client_revisions_list_only_what_the_grant_covers() {
             .await
             .unwrap_err(),
     );
-    assert_eq!(outside.reason, Some(ErrorReason::OutsideGrant));
+    assert_eq!(outside.reason, Some(ServerReason::OutsideGrant));
 
     let paged = admin
         .list_client_revisions(v1::ListClientRevisionsRequest {

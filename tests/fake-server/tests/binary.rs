@@ -5,10 +5,11 @@
 
 mod support;
 
+use nauthera_shared::catalog::ServerReason;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use nauthera_shared::client::{AdminClient, ConnectSettings, TlsFiles};
+use nauthera_client::{AdminClient, ConnectSettings, TlsFiles};
 
 struct Running(Child);
 
@@ -391,10 +392,7 @@ async fn the_control_api_edits_deletes_and_restores_behind_the_clients_back() {
     let (status, _) = control(&control_address, "PUT", "/v1/allowed-clients", "[]").await;
     assert_eq!(status, 204);
     let refused = client.get_server_info().await.unwrap_err();
-    assert_eq!(
-        refused.reason(),
-        Some(nauthera_proto::v1::ErrorReason::IdentityNotAllowed)
-    );
+    assert_eq!(refused.reason(), Some(ServerReason::IdentityNotAllowed));
 }
 
 #[tokio::test]

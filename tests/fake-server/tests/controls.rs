@@ -5,11 +5,12 @@
 
 mod support;
 
+use nauthera_shared::catalog::ServerReason;
 use std::time::Duration;
 
+use nauthera_client::CallError;
 use nauthera_fake_server::{Actor, FakeServerConfig, Fault, FaultCode, Method};
 use nauthera_proto::v1::{self, ObjectKind};
-use nauthera_shared::client::CallError;
 use support::*;
 
 #[tokio::test]
@@ -35,7 +36,7 @@ async fn each_fault_kind_is_answered_before_the_call_takes_effect() {
         assert_eq!(server.code, code);
         assert!(error.is_retryable(), "{code:?} is retried");
         if code == tonic::Code::ResourceExhausted {
-            assert_eq!(server.reason, Some(v1::ErrorReason::RateLimited));
+            assert_eq!(server.reason, Some(ServerReason::RateLimited));
         }
         assert_eq!(harness.server.change_hint(), hint, "nothing was written");
         assert!(harness.server.client(&acme("team-a", "web")).is_none());
@@ -294,7 +295,7 @@ async fn a_backup_restore_moves_many_revisions_at_once_in_a_new_epoch() {
     let mut request = apply(acme("team-a", "one"), web_spec(), 3);
     request.if_revision = if_revision(&written[0].revision);
     let error = client.apply_client(request).await.unwrap_err();
-    assert_eq!(error.reason(), Some(v1::ErrorReason::RevisionMismatch));
+    assert_eq!(error.reason(), Some(ServerReason::RevisionMismatch));
     let events = harness.server.audit_events();
     let restored: Vec<_> = events
         .iter()

@@ -4,12 +4,13 @@
 
 mod support;
 
+use nauthera_client::{AdminClient, ServerError};
 use nauthera_fake_server::{FakeServerConfig, FapiModeSetting, OrganizationConfig};
-use nauthera_proto::v1::{self, AuditOutcome, ErrorReason, ObjectKind, client_spec};
-use nauthera_shared::client::{AdminClient, ServerError};
+use nauthera_proto::v1::{self, AuditOutcome, ObjectKind, client_spec};
+use nauthera_shared::catalog::ServerReason;
 use support::*;
 
-fn refusal(error: nauthera_shared::client::CallError) -> ServerError {
+fn refusal(error: nauthera_client::CallError) -> ServerError {
     error.server().cloned().expect("the server answered")
 }
 
@@ -50,7 +51,7 @@ async fn a_precondition_on_another_revision_or_none_is_refused_with_the_held_rev
     request.if_revision = if_revision("r-that-never-was");
     let none_held = refusal(client.apply_client(request).await.unwrap_err());
     assert_eq!(none_held.code, tonic::Code::FailedPrecondition);
-    assert_eq!(none_held.reason, Some(ErrorReason::RevisionMismatch));
+    assert_eq!(none_held.reason, Some(ServerReason::RevisionMismatch));
     assert_eq!(none_held.held_revision.as_deref(), Some(""));
     assert_eq!(none_held.generation_in_force, None);
 
@@ -64,7 +65,7 @@ async fn a_precondition_on_another_revision_or_none_is_refused_with_the_held_rev
         .unwrap();
 
     let again = refusal(client.apply_client(create).await.unwrap_err());
-    assert_eq!(again.reason, Some(ErrorReason::RevisionMismatch));
+    assert_eq!(again.reason, Some(ServerReason::RevisionMismatch));
     assert_eq!(
         again.held_revision.as_deref(),
         Some(created.revision.as_str())
@@ -73,7 +74,7 @@ async fn a_precondition_on_another_revision_or_none_is_refused_with_the_held_rev
     let mut stale = apply(acme("team-a", "web"), web_spec(), 2);
     stale.if_revision = if_revision("r-stale");
     let other = refusal(client.apply_client(stale).await.unwrap_err());
-    assert_eq!(other.reason, Some(ErrorReason::RevisionMismatch));
+    assert_eq!(other.reason, Some(ServerReason::RevisionMismatch));
     assert_eq!(
         other.held_revision.as_deref(),
         Some(created.revision.as_str())
@@ -97,7 +98,7 @@ async fn overwriting_another_managers_or_a_persons_change_needs_its_revision() {
     let mut other_manager = apply(acme("team-a", "web"), web_spec(), 3);
     other_manager.manager = "terraform".into();
     let conflict = refusal(client.apply_client(other_manager).await.unwrap_err());
-    assert_eq!(conflict.reason, Some(ErrorReason::ManagerConflict));
+    assert_eq!(conflict.reason, Some(ServerReason::ManagerConflict));
     assert_eq!(conflict.metadata["manager"], MANAGER);
     assert_eq!(conflict.metadata["actor"], OPERATOR);
     assert_eq!(conflict.generation_in_force, Some(2));
@@ -115,7 +116,7 @@ async fn overwriting_another_managers_or_a_persons_change_needs_its_revision() {
             .await
             .unwrap_err(),
     );
-    assert_eq!(conflict.reason, Some(ErrorReason::ManagerConflict));
+    assert_eq!(conflict.reason, Some(ServerReason::ManagerConflict));
     assert_eq!(conflict.metadata["manager"], "");
     assert_eq!(conflict.metadata["actor"], "user:alice@example.com");
     assert_eq!(conflict.held_revision.as_deref(), Some(revision.as_str()));
@@ -195,7 +196,7 @@ async fn a_provided_secret_is_never_returned() {
     ));
     rotate.rotate_secret = true;
     let error = refusal(client.apply_client(rotate).await.unwrap_err());
-    assert_eq!(error.reason, Some(ErrorReason::InvalidField));
+    assert_eq!(error.reason, Some(ServerReason::InvalidField));
     assert_eq!(error.violations[0].field, "rotate_secret");
 }
 
@@ -220,7 +221,7 @@ async fn field_rules_name_each_field() {
     ];
     let error = field_refusal(&client, "web", http).await;
     assert_eq!(error.code, tonic::Code::InvalidArgument);
-    assert_eq!(error.reason, Some(ErrorReason::InvalidField));
+    assert_eq!(error.reason, Some(ServerReason::InvalidField));
     assert_eq!(error.violations.len(), 1);
     assert_eq!(error.violations[0].field, "spec.redirect_uris[0]");
 
@@ -248,7 +249,7 @@ async fn reserved_names_and_unknown_issuers_are_refused_by_reason() {
     let client = harness.operator().await;
     let reserved = field_refusal(&client, "admin", web_spec()).await;
     assert_eq!(reserved.code, tonic::Code::InvalidArgument);
-    assert_eq!(reserved.reason, Some(ErrorReason::ReservedName));
+    assert_eq!(reserved.reason, Some(ServerReason::ReservedName));
     assert_eq!(reserved.metadata["name"], "admin");
 
     let mut unknown = acme("team-a", "web");
@@ -260,13 +261,13 @@ async fn reserved_names_and_unknown_issuers_are_refused_by_reason() {
             .unwrap_err(),
     );
     assert_eq!(error.code, tonic::Code::FailedPrecondition);
-    assert_eq!(error.reason, Some(ErrorReason::UnknownIssuer));
+    assert_eq!(error.reason, Some(ServerReason::UnknownIssuer));
     assert_eq!(error.metadata["issuer"], "https://login.example.com/acmee");
 
     let mut branded = web_spec();
     branded.branding_ref = "missing".into();
     let error = field_refusal(&client, "web", branded).await;
-    assert_eq!(error.reason, Some(ErrorReason::ReferenceNotFound));
+    assert_eq!(error.reason, Some(ServerReason::ReferenceNotFound));
     assert_eq!(error.metadata["reference"], "missing");
 }
 
@@ -308,7 +309,7 @@ async fn fapi_mode_requirements_are_refused_with_the_mode_and_the_generation_in_
             .unwrap_err(),
     );
     assert_eq!(error.code, tonic::Code::FailedPrecondition);
-    assert_eq!(error.reason, Some(ErrorReason::FapiRequirements));
+    assert_eq!(error.reason, Some(ServerReason::FapiRequirements));
     assert_eq!(error.metadata["fapi_mode"], "FAPI_MODE_FAPI2_SECURITY");
     let fields: Vec<_> = error.violations.iter().map(|v| v.field.as_str()).collect();
     assert_eq!(
@@ -416,7 +417,7 @@ async fn deletes_honour_preconditions_and_are_recorded() {
             .await
             .unwrap_err(),
     );
-    assert_eq!(stale.reason, Some(ErrorReason::RevisionMismatch));
+    assert_eq!(stale.reason, Some(ServerReason::RevisionMismatch));
     let deleted = client
         .delete_client(v1::DeleteClientRequest {
             r#ref: Some(acme("team-a", "web")),
@@ -437,7 +438,7 @@ async fn deletes_honour_preconditions_and_are_recorded() {
     assert!(!absent.deleted);
     let gone = refusal(client.get_client(acme("team-a", "web")).await.unwrap_err());
     assert_eq!(gone.code, tonic::Code::NotFound);
-    assert_eq!(gone.reason, Some(ErrorReason::ObjectNotFound));
+    assert_eq!(gone.reason, Some(ServerReason::ObjectNotFound));
     let events = harness.server.audit_events();
     let last = events.last().unwrap();
     assert_eq!(last.action, "client.deleted");
@@ -535,7 +536,7 @@ async fn brandings_identity_providers_and_organizations_follow_the_same_rules() 
             .await
             .unwrap_err(),
     );
-    assert_eq!(seeded.reason, Some(ErrorReason::ManagerConflict));
+    assert_eq!(seeded.reason, Some(ServerReason::ManagerConflict));
     assert!(
         client
             .delete_organization(v1::DeleteOrganizationRequest {
@@ -560,6 +561,6 @@ async fn brandings_identity_providers_and_organizations_follow_the_same_rules() 
             .unwrap_err(),
     );
     assert_eq!(held.code, tonic::Code::FailedPrecondition);
-    assert_eq!(held.reason, Some(ErrorReason::OrganizationNotEmpty));
+    assert_eq!(held.reason, Some(ServerReason::OrganizationNotEmpty));
     assert_eq!(held.metadata["organization"], "acme");
 }

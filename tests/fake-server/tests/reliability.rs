@@ -8,9 +8,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use nauthera_client::{AdminClient, CallError, ChangeStream};
 use nauthera_fake_server::{Actor, Fault, FaultCode, Method};
 use nauthera_proto::v1::{self, ObjectRef};
-use nauthera_shared::client::{AdminClient, CallError, ChangeStream};
 use support::*;
 
 const HANG: Duration = Duration::from_millis(300);

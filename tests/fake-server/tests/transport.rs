@@ -5,14 +5,14 @@
 
 mod support;
 
+use nauthera_shared::catalog::ServerReason;
 use std::time::Duration;
 
-use nauthera_fake_server::pki::{self, ClientCertOptions, TestCa};
-use nauthera_proto::v1::ErrorReason;
-use nauthera_shared::client::{
+use nauthera_client::{
     AdminClient, CallError, ConnectError, ConnectProblem, TlsFiles, connection_verdict,
     read_certificate_info,
 };
+use nauthera_fake_server::pki::{self, ClientCertOptions, TestCa};
 use support::*;
 
 #[tokio::test]
@@ -306,7 +306,7 @@ async fn a_certificate_without_an_allowed_identity_is_refused_by_reason() {
         .unwrap_err();
     let server = error.server().expect("the server answered");
     assert_eq!(server.code, tonic::Code::PermissionDenied);
-    assert_eq!(server.reason, Some(ErrorReason::IdentityNotAllowed));
+    assert_eq!(server.reason, Some(ServerReason::IdentityNotAllowed));
     assert_eq!(
         server.metadata.get("identity").map(String::as_str),
         Some("dns:stranger.example")

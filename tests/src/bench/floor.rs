@@ -15,13 +15,13 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
-use nauthera_fake_server::Actor;
-use nauthera_shared::catalog::{Phase, Reason};
-use nauthera_shared::client::{AdminClient, ConnectSettings, TlsFiles};
-use nauthera_shared::convert::{
+use nauthera_client::convert::{
     apply_branding_request, apply_client_request, apply_identity_provider_request,
     apply_organization_request,
 };
+use nauthera_client::{AdminClient, ConnectSettings, TlsFiles};
+use nauthera_fake_server::Actor;
+use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::{
     Branding, Drift, IdentityProvider, LocalRef, OIDCClient, Organization, ResourceStatus,
     ready_condition,

@@ -162,7 +162,7 @@ fn audit_filter(view: &ResourceView) -> Option<String> {
         let client_id = view.status.as_ref()?.client_id.as_ref()?;
         return Some(format!(r#""clientId": "{client_id}""#));
     }
-    let object_kind = view.kind.object_kind().as_str_name();
+    let object_kind = view.kind.object_kind_name();
     Some(format!(
         r#""kind": "{object_kind}", "name": "{}""#,
         view.name
@@ -389,12 +389,10 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
         findings.push(format!("message: {message}"));
     }
     if let Some(reason) = view.server_reason() {
-        let cause = Cause::from_error_reason(reason)
-            .map(|cause| format!(" (cause {})", cause.as_str()))
-            .unwrap_or_default();
+        let cause = Cause::from_server_reason(reason);
         findings.push(format!(
-            "the server's stable reason: {}{cause}",
-            reason.as_str_name()
+            "the server's stable reason: {reason} (cause {})",
+            cause.as_str()
         ));
     }
     if let Some(superseded) = view.superseded_drift() {

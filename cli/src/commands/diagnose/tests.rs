@@ -205,7 +205,7 @@ fn the_stable_reason_is_read_from_the_status_never_from_the_message() {
         "{findings:#?}"
     );
     if let Some(status) = client.status.as_mut() {
-        status.server_reason = Some(nauthera_proto::v1::ErrorReason::OutsideGrant);
+        status.server_reason = Some(nauthera_shared::catalog::ServerReason::OutsideGrant);
     }
     let (_, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(client));
     assert!(
@@ -232,7 +232,7 @@ fn a_deleting_organization_that_is_not_empty_shows_the_cause_and_the_manifests()
     if let Some(status) = organization.status.as_mut() {
         status.message = Some(message.into());
         status.conditions[0].message = message.into();
-        status.server_reason = Some(nauthera_proto::v1::ErrorReason::OrganizationNotEmpty);
+        status.server_reason = Some(nauthera_shared::catalog::ServerReason::OrganizationNotEmpty);
     }
     let (status, findings) = evaluate(DiagnoseCheck::ConditionMessage, &facts_for(organization));
     assert_eq!(status, CheckStatus::Warning);

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use nauthera_client::{AdminClient, ConnectSettings, TlsFiles};
 use nauthera_fake_server::{FakeServer, FakeServerConfig, TestPki};
 use nauthera_proto::v1::{self, ClientSpec, ObjectRef, client_spec};
-use nauthera_shared::client::{AdminClient, ConnectSettings, TlsFiles};
 use tempfile::TempDir;
 
 pub const OPERATOR: &str = "dns:nauthera-operator.nauthera.svc";

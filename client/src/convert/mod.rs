@@ -20,8 +20,8 @@ mod organization;
 use kube::Resource;
 use nauthera_proto::v1::{ObjectRef, Precondition, precondition};
 
-use crate::branding::BrandingError;
-use crate::resources::IssuerScoped;
+use nauthera_shared::branding::BrandingError;
+use nauthera_shared::resources::IssuerScoped;
 
 pub use branding::{
     apply_branding_request, branding_document, delete_branding_request, diff_branding_document,

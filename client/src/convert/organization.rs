@@ -9,7 +9,7 @@ use super::branding::{branding_document, diff_branding_document, sign_in_brandin
 use super::{
     ConvertError, Differences, delete_precondition, generation, non_empty, write_precondition,
 };
-use crate::resources::{FapiMode, Organization, OrganizationSpec};
+use nauthera_shared::resources::{FapiMode, Organization, OrganizationSpec};
 
 fn fapi_mode_to_proto(mode: FapiMode) -> proto::FapiMode {
     match mode {

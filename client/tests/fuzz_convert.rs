@@ -1,4 +1,4 @@
-//! Property-based fuzzing of the conversions to the contract (`nauthera_shared::convert`: resource
+//! Property-based fuzzing of the conversions to the contract (`nauthera_client::convert`: resource
 //! specs to `nauthera_proto` messages, and what the server holds back to spec fields for the drift
 //! comparison); see docs/fuzzing.md.
 //!
@@ -22,9 +22,9 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 use kube::api::ObjectMeta;
+use nauthera_client::convert::{self, ConvertError};
 use nauthera_proto::v1 as proto;
 use nauthera_proto::v1::{client_spec, precondition};
-use nauthera_shared::convert::{self, ConvertError};
 use nauthera_shared::resources::{
     Branding, BrandingSpec, ClientSecret, Colors, DeletionPolicy, FapiMode, GrantType,
     IdentityProvider, IdentityProviderKind, IdentityProviderSpec, LocalRef, Logo, LogoMediaType,

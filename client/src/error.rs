@@ -6,7 +6,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 use nauthera_proto::tonic_types::StatusExt;
-use nauthera_proto::v1::{ErrorMetadataKey, ErrorReason, FieldViolation};
+use nauthera_proto::v1::{ErrorMetadataKey, FieldViolation};
+use nauthera_shared::catalog::ServerReason;
 use tonic::{Code, Status};
 
 /// Why no connection to the server could be made. Never carries key material. `problem` says
@@ -100,7 +101,7 @@ pub struct ServerError {
     /// The status message, for people.
     pub message: String,
     /// The stable reason (`ErrorInfo.reason`); `None` when absent or unknown to this client.
-    pub reason: Option<ErrorReason>,
+    pub reason: Option<ServerReason>,
     /// The `cause` metadata: why, in a few words.
     pub cause: Option<String>,
     /// The `google.rpc.BadRequest` field violations.
@@ -128,7 +129,7 @@ impl ServerError {
             .unwrap_or_default();
         let reason = details
             .error_info()
-            .and_then(|info| ErrorReason::from_str_name(&info.reason));
+            .and_then(|info| ServerReason::parse(&info.reason));
         let violations = details
             .bad_request()
             .map(|bad_request| {
@@ -196,7 +197,7 @@ impl fmt::Display for ServerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}", self.code)?;
         if let Some(reason) = self.reason {
-            write!(f, " ({})", reason.as_str_name())?;
+            write!(f, " ({})", reason.as_str())?;
         }
         match &self.cause {
             Some(cause) => write!(f, ": {cause}")?,
@@ -268,7 +269,7 @@ impl CallError {
     }
 
     /// The server's stable reason, when it answered with one.
-    pub fn reason(&self) -> Option<ErrorReason> {
+    pub fn reason(&self) -> Option<ServerReason> {
         self.server().and_then(|error| error.reason)
     }
 }
@@ -276,7 +277,7 @@ impl CallError {
 /// Finds a [`ConnectError`] our connector produced anywhere in an error chain, or describes the
 /// chain as an unreachable server. An alert the server sent after the handshake (TLS 1.3 judges
 /// the client certificate then) reaches the chain only as text, as HTTP/2 keeps just the kind
-/// and message of an I/O error: [`connection_verdict`](crate::client::connection_verdict) finds
+/// and message of an I/O error: [`connection_verdict`](crate::connection_verdict) finds
 /// it on a connection of its own.
 pub(crate) fn connect_error_in_chain(
     error: &(dyn std::error::Error + 'static),
@@ -325,7 +326,7 @@ mod tests {
     fn a_refusal_is_decoded_field_by_field() {
         let error = ServerError::from_status(&refusal());
         assert_eq!(error.code, Code::FailedPrecondition);
-        assert_eq!(error.reason, Some(ErrorReason::FapiRequirements));
+        assert_eq!(error.reason, Some(ServerReason::FapiRequirements));
         assert_eq!(error.cause.as_deref(), Some("FAPI 2.0 applies"));
         assert_eq!(error.generation_in_force, Some(3));
         assert_eq!(error.held_revision.as_deref(), Some("r7"));
@@ -379,7 +380,7 @@ mod tests {
         assert_eq!(error.code_name(), "Unreachable");
         let answered = CallError::from_status(refusal(), "127.0.0.1:1");
         assert_eq!(answered.code_name(), "FailedPrecondition");
-        assert_eq!(answered.reason(), Some(ErrorReason::FapiRequirements));
+        assert_eq!(answered.reason(), Some(ServerReason::FapiRequirements));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::{
     ConvertError, Differences, delete_precondition, generation, non_empty, object_ref, same_set,
     write_precondition,
 };
-use crate::resources::{IdentityProvider, IdentityProviderKind, IdentityProviderSpec};
+use nauthera_shared::resources::{IdentityProvider, IdentityProviderKind, IdentityProviderSpec};
 
 const SECRET_REF_FIELD: &str = "spec.secretRef";
 

@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use base64::Engine as _;
 use kube::api::ObjectMeta;
+use nauthera_client::convert::{self, ConvertError, SecretSource};
 use nauthera_proto::v1 as proto;
 use nauthera_proto::v1::{client_spec, precondition};
-use nauthera_shared::convert::{self, ConvertError, SecretSource};
 use nauthera_shared::resources::{
     Branding, BrandingSpec, ClientSecret, Colors, DeletionPolicy, FapiMode, GrantType,
     IdentityProvider, IdentityProviderKind, IdentityProviderSpec, LocalRef, Logo, LogoMediaType,

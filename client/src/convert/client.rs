@@ -8,7 +8,7 @@ use super::{
     ConvertError, Differences, delete_precondition, generation, non_empty, object_ref, same_set,
     write_precondition,
 };
-use crate::resources::{
+use nauthera_shared::resources::{
     ClientSecret, GrantType, LocalRef, OIDCClient, OIDCClientSpec, ResponseType, SecretKeyRef,
     TokenEndpointAuthMethod,
 };

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use nauthera_shared::client::{AdminClient, ConnectSettings, TlsFiles};
+//! use nauthera_client::{AdminClient, ConnectSettings, TlsFiles};
 //! let settings = ConnectSettings::new("nauthera-server.nauthera.svc:8443", TlsFiles::in_dir("/tls"));
 //! let client = AdminClient::connect(settings).await?;
 //! let info = client.get_server_info().await?;
@@ -11,9 +11,12 @@
 //! # Ok(()) }
 //! ```
 
+pub mod causes;
 mod certificate;
+pub mod convert;
 mod error;
 mod tls;
+pub mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,11 +11,25 @@ use super::{
     ConvertError, Differences, delete_precondition, generation, non_empty, object_ref,
     write_precondition,
 };
-use crate::resources::{Branding, Colors, Logo, LogoMediaType, SignInBranding, Texts};
+use nauthera_shared::branding::EncodedBranding;
+use nauthera_shared::resources::{Branding, Colors, Logo, LogoMediaType, SignInBranding, Texts};
 
-/// The server's document of a manifest's branding (see `crate::branding::encode`).
+/// The server's document of a manifest's branding (see `nauthera_shared::branding::encode`).
 pub fn branding_document(branding: &SignInBranding) -> Result<BrandingDocument, ConvertError> {
-    Ok(crate::branding::encode(branding)?)
+    let EncodedBranding {
+        logo,
+        logo_media_type,
+        colors,
+        texts,
+        custom_css,
+    } = nauthera_shared::branding::encode(branding)?;
+    Ok(BrandingDocument {
+        logo,
+        logo_media_type,
+        colors,
+        texts,
+        custom_css,
+    })
 }
 
 /// A server document as the manifest would write it: the logo in base64 without line breaks,
