@@ -16,6 +16,7 @@ use tonic::Code;
 
 use crate::kinds::{
     StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
+    audit_action, audit_name,
 };
 use crate::refusal::{Refusal, violation};
 use crate::state::{
@@ -134,8 +135,8 @@ impl WriteContext {
     /// A write of kind `K` by `caller`; `action` is `applied` or `deleted`.
     fn new<K: StoredKind>(action: &str, write: &Write, caller: &Caller) -> Self {
         WriteContext {
-            kind: K::KIND,
-            action: format!("{}.{action}", K::NAME),
+            kind: K::KIND.object_kind(),
+            action: audit_action(K::KIND, action),
             manager: write.manager.clone(),
             actor: caller.identity.clone(),
             generation: write.generation,
@@ -238,8 +239,10 @@ fn validate_ref(reference: &ObjectRef) -> Result<(), Refusal> {
     }
 }
 
-fn refusal_of(decision: &GrantDecision, caller: &Caller) -> Option<Refusal> {
-    let reason = decision.reason()?;
+/// The refusal of a call the grant does not cover: the decision's reason and cause, and what it
+/// names as metadata. Every grant refusal is made here.
+fn denial(decision: &GrantDecision, caller: &Caller) -> Refusal {
+    let reason = decision.reason().unwrap_or_default();
     let mut refusal = Refusal::new(Code::PermissionDenied, reason, decision.cause())
         .with(ErrorMetadataKey::Identity, &caller.identity);
     match decision {
@@ -259,7 +262,7 @@ fn refusal_of(decision: &GrantDecision, caller: &Caller) -> Option<Refusal> {
         }
         _ => {}
     }
-    Some(refusal)
+    refusal
 }
 
 fn page_offset(token: &str) -> Result<usize, Refusal> {
@@ -321,9 +324,7 @@ impl Core {
             let decision = GrantDecision::IdentityNotAllowed {
                 identity: caller.identity.clone(),
             };
-            let mut refusal = refusal_of(&decision, caller).unwrap_or_else(|| {
-                Refusal::new(Code::PermissionDenied, ErrorReason::IdentityNotAllowed, "")
-            });
+            let mut refusal = denial(&decision, caller);
             if caller.identity.is_empty() {
                 refusal.cause = "the client certificate carries no identity (SAN)".to_owned();
             }
@@ -340,12 +341,10 @@ impl Core {
         if granted {
             Ok(())
         } else {
-            Err(
-                refusal_of(&GrantDecision::OperationNotGranted { operation }, caller)
-                    .unwrap_or_else(|| {
-                        Refusal::new(Code::PermissionDenied, ErrorReason::OperationNotGranted, "")
-                    }),
-            )
+            Err(denial(
+                &GrantDecision::OperationNotGranted { operation },
+                caller,
+            ))
         }
     }
 
@@ -363,9 +362,10 @@ impl Core {
             organization,
             namespace,
         );
-        match refusal_of(&decision, caller) {
-            Some(refusal) => Err(refusal),
-            None => Ok(()),
+        if decision.is_covered() {
+            Ok(())
+        } else {
+            Err(denial(&decision, caller))
         }
     }
 
@@ -552,7 +552,7 @@ impl Core {
     ) {
         let reference = K::reference(&self.objects, key);
         self.publish(
-            K::KIND,
+            K::KIND.object_kind(),
             reference,
             context.client_id.clone(),
             revision.to_owned(),
@@ -618,11 +618,7 @@ impl Core {
         let write = K::apply_write(&request);
         let mut context = WriteContext::new::<K>("applied", &write, caller);
         let result = (|| {
-            let key = self.resolve(caller, K::OPERATION, &write.target, Some(&mut context))?;
-            let held = K::map(&self.objects).get(&key);
-            if let Some(held) = held {
-                context.found(held);
-            }
+            let (key, held) = self.find::<K>(caller, &write, &mut context)?;
             K::check_apply(&self.objects, &key, &request, held)?;
             check_write(
                 held.map(K::meta),
@@ -655,14 +651,31 @@ impl Core {
         })
     }
 
+    /// Checks access to what a write of kind `K` names and finds what is held there; notes both
+    /// in `context` for the audit record.
+    fn find<K: StoredKind>(
+        &self,
+        caller: &Caller,
+        write: &Write,
+        context: &mut WriteContext,
+    ) -> Result<(ObjectKey, Option<&K>), Refusal> {
+        let operation = K::KIND.operation();
+        let key = self.resolve(caller, operation, &write.target, Some(context))?;
+        let held = K::map(&self.objects).get(&key);
+        if let Some(held) = held {
+            context.found(held);
+        }
+        Ok((key, held))
+    }
+
     pub fn get<K: StoredKind>(
         &self,
         caller: &Caller,
         target: &Target,
     ) -> Result<K::Message, Refusal> {
-        let key = self.resolve(caller, K::OPERATION, target, None)?;
+        let key = self.resolve(caller, K::KIND.operation(), target, None)?;
         self.message::<K>(&key).ok_or_else(|| {
-            let what = K::NAME.replace('_', " ");
+            let what = audit_name(K::KIND).replace('_', " ");
             Refusal::not_found(&match target {
                 Target::Object(_) => format!("{what} {}/{}", key.1, key.2),
                 Target::Organization { slug, .. } => format!("{what} {slug}"),
@@ -680,11 +693,7 @@ impl Core {
         let write = K::delete_write(request);
         let mut context = WriteContext::new::<K>("deleted", &write, caller);
         let result = (|| {
-            let key = self.resolve(caller, K::OPERATION, &write.target, Some(&mut context))?;
-            let held = K::map(&self.objects).get(&key);
-            if let Some(held) = held {
-                context.found(held);
-            }
+            let (key, held) = self.find::<K>(caller, &write, &mut context)?;
             if let Some(condition) = write
                 .if_revision
                 .as_ref()
@@ -747,30 +756,22 @@ impl Core {
         };
         for organization in &request.organizations {
             if !covers(&|entry| &entry.organizations, organization) {
-                return Err(refusal_of(
-                    &GrantDecision::OutsideGrant {
-                        organization: Some(organization.clone()),
-                        namespace: None,
-                    },
-                    caller,
-                )
-                .unwrap_or_else(|| {
-                    Refusal::new(Code::PermissionDenied, ErrorReason::OutsideGrant, "")
-                }));
+                let organization = Some(organization.clone());
+                let decision = GrantDecision::OutsideGrant {
+                    organization,
+                    namespace: None,
+                };
+                return Err(denial(&decision, caller));
             }
         }
         for namespace in &request.namespaces {
             if !covers(&|entry| &entry.namespaces, namespace) {
-                return Err(refusal_of(
-                    &GrantDecision::OutsideGrant {
-                        organization: None,
-                        namespace: Some(namespace.clone()),
-                    },
-                    caller,
-                )
-                .unwrap_or_else(|| {
-                    Refusal::new(Code::PermissionDenied, ErrorReason::OutsideGrant, "")
-                }));
+                let namespace = Some(namespace.clone());
+                let decision = GrantDecision::OutsideGrant {
+                    organization: None,
+                    namespace,
+                };
+                return Err(denial(&decision, caller));
             }
         }
         let offset = page_offset(&request.page_token)?;
@@ -843,16 +844,13 @@ impl Core {
             .is_covered()
         });
         if !reaches {
-            return Err(refusal_of(
+            return Err(denial(
                 &GrantDecision::OutsideGrant {
                     organization: Some(request.organization.clone()),
                     namespace: None,
                 },
                 caller,
-            )
-            .unwrap_or_else(|| {
-                Refusal::new(Code::PermissionDenied, ErrorReason::OutsideGrant, "")
-            }));
+            ));
         }
         let offset = page_offset(&request.page_token)?;
         let page_size = match request.page_size {
@@ -900,8 +898,8 @@ impl Core {
         by: &Actor,
     ) -> WriteContext {
         WriteContext {
-            kind: K::KIND,
-            action: format!("{}.{action}", K::NAME),
+            kind: K::KIND.object_kind(),
+            action: audit_action(K::KIND, action),
             reference: K::reference(&self.objects, key),
             organization: K::organization(key).to_owned(),
             client_id: K::map(&self.objects)
@@ -1001,9 +999,9 @@ impl Core {
                 None => ("deleted", AuditOutcome::Deleted, String::new()),
             };
             self.audit.record(AuditRecord {
-                action: format!("{}.{action}", K::NAME),
+                action: audit_action(K::KIND, action),
                 outcome,
-                kind: K::KIND,
+                kind: K::KIND.object_kind(),
                 reference: K::reference(&self.objects, key),
                 organization: K::organization(key).to_owned(),
                 client_id: new
