@@ -148,6 +148,25 @@ impl WriteContext {
         self.client_id = held.client_id().to_owned();
         self.generation_in_force = Some(held.meta().generation);
     }
+
+    /// The write's audit record, without violations or a refusal's reason.
+    fn audit_record(&self, outcome: AuditOutcome, revision: &str, cause: &str) -> AuditRecord {
+        AuditRecord {
+            action: self.action.clone(),
+            outcome,
+            kind: self.kind,
+            reference: self.reference.clone(),
+            organization: self.organization.clone(),
+            client_id: self.client_id.clone(),
+            manager: self.manager.clone(),
+            actor: self.actor.clone(),
+            cause: cause.to_owned(),
+            violations: Vec::new(),
+            revision: revision.to_owned(),
+            generation: self.generation,
+            reason: String::new(),
+        }
+    }
 }
 
 /// Checks a write's precondition and, without one, that it overwrites no other manager's change.
@@ -481,45 +500,11 @@ impl Core {
                 .or_insert(generation.to_string());
         }
         self.audit.record(AuditRecord {
-            action: context.action.clone(),
-            outcome: AuditOutcome::Refused,
-            kind: context.kind,
-            reference: context.reference.clone(),
-            organization: context.organization.clone(),
-            client_id: context.client_id.clone(),
-            manager: context.manager.clone(),
-            actor: context.actor.clone(),
-            cause: refusal.cause.clone(),
             violations: refusal.violations.clone(),
-            revision: String::new(),
-            generation: context.generation,
             reason: refusal.reason.as_str_name().to_owned(),
+            ..context.audit_record(AuditOutcome::Refused, "", &refusal.cause)
         });
         Err(refusal)
-    }
-
-    fn record_write(
-        &mut self,
-        context: &WriteContext,
-        outcome: AuditOutcome,
-        revision: &str,
-        cause: &str,
-    ) {
-        self.audit.record(AuditRecord {
-            action: context.action.clone(),
-            outcome,
-            kind: context.kind,
-            reference: context.reference.clone(),
-            organization: context.organization.clone(),
-            client_id: context.client_id.clone(),
-            manager: context.manager.clone(),
-            actor: context.actor.clone(),
-            cause: cause.to_owned(),
-            violations: Vec::new(),
-            revision: revision.to_owned(),
-            generation: context.generation,
-            reason: String::new(),
-        });
     }
 
     fn write_info(&self, context: &WriteContext) -> WriteInfo {
@@ -558,7 +543,8 @@ impl Core {
             revision.to_owned(),
             written,
         );
-        self.record_write(context, outcome, revision, cause);
+        self.audit
+            .record(context.audit_record(outcome, revision, cause));
     }
 
     // ----- server information and hints -----------------------------------------------------
@@ -998,28 +984,21 @@ impl Core {
                 ),
                 None => ("deleted", AuditOutcome::Deleted, String::new()),
             };
-            self.audit.record(AuditRecord {
-                action: audit_action(K::KIND, action),
-                outcome,
-                kind: K::KIND.object_kind(),
-                reference: K::reference(&self.objects, key),
-                organization: K::organization(key).to_owned(),
+            let context = WriteContext {
+                // A deleted object's record names the client id it had.
                 client_id: new
                     .or(old)
                     .map(|o| o.client_id().to_owned())
                     .unwrap_or_default(),
-                manager: String::new(),
-                actor: by.actor.clone(),
-                cause: if by.cause.is_empty() {
-                    "restore from backup".to_owned()
-                } else {
-                    by.cause.clone()
-                },
-                violations: Vec::new(),
-                revision,
-                generation: 0,
-                reason: String::new(),
-            });
+                ..self.out_of_band_context::<K>(action, key, by)
+            };
+            let cause = if by.cause.is_empty() {
+                "restore from backup"
+            } else {
+                &by.cause
+            };
+            self.audit
+                .record(context.audit_record(outcome, &revision, cause));
         }
         changed
     }
