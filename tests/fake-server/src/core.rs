@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use nauthera_client::causes::error_reason;
+use nauthera_client::wire::KindWire;
 use nauthera_proto::v1::{
     self, AuditOutcome, ChangeEvent, ChangeHint, ClientRevision, ErrorMetadataKey, ErrorReason,
     ListAuditEventsRequest, ListAuditEventsResponse, ListClientRevisionsRequest,
@@ -17,6 +18,7 @@ use tonic::Code;
 
 use crate::kinds::{
     StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
+    audit_action, audit_name,
 };
 use crate::refusal::{Refusal, violation};
 use crate::state::{
@@ -135,8 +137,8 @@ impl WriteContext {
     /// A write of kind `K` by `caller`; `action` is `applied` or `deleted`.
     fn new<K: StoredKind>(action: &str, write: &Write, caller: &Caller) -> Self {
         WriteContext {
-            kind: K::KIND,
-            action: format!("{}.{action}", K::NAME),
+            kind: K::KIND.object_kind(),
+            action: audit_action(K::KIND, action),
             manager: write.manager.clone(),
             actor: caller.identity.clone(),
             generation: write.generation,
@@ -147,6 +149,25 @@ impl WriteContext {
     fn found<K: StoredKind>(&mut self, held: &K) {
         self.client_id = held.client_id().to_owned();
         self.generation_in_force = Some(held.meta().generation);
+    }
+
+    /// The write's audit record, without violations or a refusal's reason.
+    fn audit_record(&self, outcome: AuditOutcome, revision: &str, cause: &str) -> AuditRecord {
+        AuditRecord {
+            action: self.action.clone(),
+            outcome,
+            kind: self.kind,
+            reference: self.reference.clone(),
+            organization: self.organization.clone(),
+            client_id: self.client_id.clone(),
+            manager: self.manager.clone(),
+            actor: self.actor.clone(),
+            cause: cause.to_owned(),
+            violations: Vec::new(),
+            revision: revision.to_owned(),
+            generation: self.generation,
+            reason: String::new(),
+        }
     }
 }
 
@@ -239,14 +260,14 @@ fn validate_ref(reference: &ObjectRef) -> Result<(), Refusal> {
     }
 }
 
-fn refusal_of(decision: &GrantDecision, caller: &Caller) -> Option<Refusal> {
-    let reason = decision.reason()?;
-    let mut refusal = Refusal::new(
-        Code::PermissionDenied,
-        error_reason(reason),
-        decision.cause(),
-    )
-    .with(ErrorMetadataKey::Identity, &caller.identity);
+/// The refusal of a call the grant does not cover: the decision's reason and cause, and what it
+/// names as metadata. Every grant refusal is made here.
+fn denial(decision: &GrantDecision, caller: &Caller) -> Refusal {
+    let reason = decision
+        .reason()
+        .map_or(ErrorReason::Unspecified, error_reason);
+    let mut refusal = Refusal::new(Code::PermissionDenied, reason, decision.cause())
+        .with(ErrorMetadataKey::Identity, &caller.identity);
     match decision {
         GrantDecision::OperationNotGranted { operation } => {
             refusal = refusal.with(ErrorMetadataKey::Operation, operation.as_str());
@@ -264,7 +285,7 @@ fn refusal_of(decision: &GrantDecision, caller: &Caller) -> Option<Refusal> {
         }
         _ => {}
     }
-    Some(refusal)
+    refusal
 }
 
 fn page_offset(token: &str) -> Result<usize, Refusal> {
@@ -326,9 +347,7 @@ impl Core {
             let decision = GrantDecision::IdentityNotAllowed {
                 identity: caller.identity.clone(),
             };
-            let mut refusal = refusal_of(&decision, caller).unwrap_or_else(|| {
-                Refusal::new(Code::PermissionDenied, ErrorReason::IdentityNotAllowed, "")
-            });
+            let mut refusal = denial(&decision, caller);
             if caller.identity.is_empty() {
                 refusal.cause = "the client certificate carries no identity (SAN)".to_owned();
             }
@@ -345,12 +364,10 @@ impl Core {
         if granted {
             Ok(())
         } else {
-            Err(
-                refusal_of(&GrantDecision::OperationNotGranted { operation }, caller)
-                    .unwrap_or_else(|| {
-                        Refusal::new(Code::PermissionDenied, ErrorReason::OperationNotGranted, "")
-                    }),
-            )
+            Err(denial(
+                &GrantDecision::OperationNotGranted { operation },
+                caller,
+            ))
         }
     }
 
@@ -368,9 +385,10 @@ impl Core {
             organization,
             namespace,
         );
-        match refusal_of(&decision, caller) {
-            Some(refusal) => Err(refusal),
-            None => Ok(()),
+        if decision.is_covered() {
+            Ok(())
+        } else {
+            Err(denial(&decision, caller))
         }
     }
 
@@ -485,45 +503,11 @@ impl Core {
                 .or_insert(generation.to_string());
         }
         self.audit.record(AuditRecord {
-            action: context.action.clone(),
-            outcome: AuditOutcome::Refused,
-            kind: context.kind,
-            reference: context.reference.clone(),
-            organization: context.organization.clone(),
-            client_id: context.client_id.clone(),
-            manager: context.manager.clone(),
-            actor: context.actor.clone(),
-            cause: refusal.cause.clone(),
             violations: refusal.violations.clone(),
-            revision: String::new(),
-            generation: context.generation,
             reason: refusal.reason.as_str_name().to_owned(),
+            ..context.audit_record(AuditOutcome::Refused, "", &refusal.cause)
         });
         Err(refusal)
-    }
-
-    fn record_write(
-        &mut self,
-        context: &WriteContext,
-        outcome: AuditOutcome,
-        revision: &str,
-        cause: &str,
-    ) {
-        self.audit.record(AuditRecord {
-            action: context.action.clone(),
-            outcome,
-            kind: context.kind,
-            reference: context.reference.clone(),
-            organization: context.organization.clone(),
-            client_id: context.client_id.clone(),
-            manager: context.manager.clone(),
-            actor: context.actor.clone(),
-            cause: cause.to_owned(),
-            violations: Vec::new(),
-            revision: revision.to_owned(),
-            generation: context.generation,
-            reason: String::new(),
-        });
     }
 
     fn write_info(&self, context: &WriteContext) -> WriteInfo {
@@ -556,13 +540,14 @@ impl Core {
     ) {
         let reference = K::reference(&self.objects, key);
         self.publish(
-            K::KIND,
+            K::KIND.object_kind(),
             reference,
             context.client_id.clone(),
             revision.to_owned(),
             written,
         );
-        self.record_write(context, outcome, revision, cause);
+        self.audit
+            .record(context.audit_record(outcome, revision, cause));
     }
 
     // ----- server information and hints -----------------------------------------------------
@@ -622,11 +607,7 @@ impl Core {
         let write = K::apply_write(&request);
         let mut context = WriteContext::new::<K>("applied", &write, caller);
         let result = (|| {
-            let key = self.resolve(caller, K::OPERATION, &write.target, Some(&mut context))?;
-            let held = K::map(&self.objects).get(&key);
-            if let Some(held) = held {
-                context.found(held);
-            }
+            let (key, held) = self.find::<K>(caller, &write, &mut context)?;
             K::check_apply(&self.objects, &key, &request, held)?;
             check_write(
                 held.map(K::meta),
@@ -659,14 +640,31 @@ impl Core {
         })
     }
 
+    /// Checks access to what a write of kind `K` names and finds what is held there; notes both
+    /// in `context` for the audit record.
+    fn find<K: StoredKind>(
+        &self,
+        caller: &Caller,
+        write: &Write,
+        context: &mut WriteContext,
+    ) -> Result<(ObjectKey, Option<&K>), Refusal> {
+        let operation = K::KIND.operation();
+        let key = self.resolve(caller, operation, &write.target, Some(context))?;
+        let held = K::map(&self.objects).get(&key);
+        if let Some(held) = held {
+            context.found(held);
+        }
+        Ok((key, held))
+    }
+
     pub fn get<K: StoredKind>(
         &self,
         caller: &Caller,
         target: &Target,
     ) -> Result<K::Message, Refusal> {
-        let key = self.resolve(caller, K::OPERATION, target, None)?;
+        let key = self.resolve(caller, K::KIND.operation(), target, None)?;
         self.message::<K>(&key).ok_or_else(|| {
-            let what = K::NAME.replace('_', " ");
+            let what = audit_name(K::KIND).replace('_', " ");
             Refusal::not_found(&match target {
                 Target::Object(_) => format!("{what} {}/{}", key.1, key.2),
                 Target::Organization { slug, .. } => format!("{what} {slug}"),
@@ -684,11 +682,7 @@ impl Core {
         let write = K::delete_write(request);
         let mut context = WriteContext::new::<K>("deleted", &write, caller);
         let result = (|| {
-            let key = self.resolve(caller, K::OPERATION, &write.target, Some(&mut context))?;
-            let held = K::map(&self.objects).get(&key);
-            if let Some(held) = held {
-                context.found(held);
-            }
+            let (key, held) = self.find::<K>(caller, &write, &mut context)?;
             if let Some(condition) = write
                 .if_revision
                 .as_ref()
@@ -751,30 +745,22 @@ impl Core {
         };
         for organization in &request.organizations {
             if !covers(&|entry| &entry.organizations, organization) {
-                return Err(refusal_of(
-                    &GrantDecision::OutsideGrant {
-                        organization: Some(organization.clone()),
-                        namespace: None,
-                    },
-                    caller,
-                )
-                .unwrap_or_else(|| {
-                    Refusal::new(Code::PermissionDenied, ErrorReason::OutsideGrant, "")
-                }));
+                let organization = Some(organization.clone());
+                let decision = GrantDecision::OutsideGrant {
+                    organization,
+                    namespace: None,
+                };
+                return Err(denial(&decision, caller));
             }
         }
         for namespace in &request.namespaces {
             if !covers(&|entry| &entry.namespaces, namespace) {
-                return Err(refusal_of(
-                    &GrantDecision::OutsideGrant {
-                        organization: None,
-                        namespace: Some(namespace.clone()),
-                    },
-                    caller,
-                )
-                .unwrap_or_else(|| {
-                    Refusal::new(Code::PermissionDenied, ErrorReason::OutsideGrant, "")
-                }));
+                let namespace = Some(namespace.clone());
+                let decision = GrantDecision::OutsideGrant {
+                    organization: None,
+                    namespace,
+                };
+                return Err(denial(&decision, caller));
             }
         }
         let offset = page_offset(&request.page_token)?;
@@ -847,16 +833,13 @@ impl Core {
             .is_covered()
         });
         if !reaches {
-            return Err(refusal_of(
+            return Err(denial(
                 &GrantDecision::OutsideGrant {
                     organization: Some(request.organization.clone()),
                     namespace: None,
                 },
                 caller,
-            )
-            .unwrap_or_else(|| {
-                Refusal::new(Code::PermissionDenied, ErrorReason::OutsideGrant, "")
-            }));
+            ));
         }
         let offset = page_offset(&request.page_token)?;
         let page_size = match request.page_size {
@@ -904,8 +887,8 @@ impl Core {
         by: &Actor,
     ) -> WriteContext {
         WriteContext {
-            kind: K::KIND,
-            action: format!("{}.{action}", K::NAME),
+            kind: K::KIND.object_kind(),
+            action: audit_action(K::KIND, action),
             reference: K::reference(&self.objects, key),
             organization: K::organization(key).to_owned(),
             client_id: K::map(&self.objects)
@@ -1004,28 +987,21 @@ impl Core {
                 ),
                 None => ("deleted", AuditOutcome::Deleted, String::new()),
             };
-            self.audit.record(AuditRecord {
-                action: format!("{}.{action}", K::NAME),
-                outcome,
-                kind: K::KIND,
-                reference: K::reference(&self.objects, key),
-                organization: K::organization(key).to_owned(),
+            let context = WriteContext {
+                // A deleted object's record names the client id it had.
                 client_id: new
                     .or(old)
                     .map(|o| o.client_id().to_owned())
                     .unwrap_or_default(),
-                manager: String::new(),
-                actor: by.actor.clone(),
-                cause: if by.cause.is_empty() {
-                    "restore from backup".to_owned()
-                } else {
-                    by.cause.clone()
-                },
-                violations: Vec::new(),
-                revision,
-                generation: 0,
-                reason: String::new(),
-            });
+                ..self.out_of_band_context::<K>(action, key, by)
+            };
+            let cause = if by.cause.is_empty() {
+                "restore from backup"
+            } else {
+                &by.cause
+            };
+            self.audit
+                .record(context.audit_record(outcome, &revision, cause));
         }
         changed
     }

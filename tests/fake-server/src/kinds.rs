@@ -1,7 +1,9 @@
 //! The kinds of object the server stores (clients, brandings, identity providers,
 //! organizations): what each keeps and what differs between them, as one [`StoredKind`] each.
-//! What they share — grants, preconditions and managers, revisions, change events, audit records
-//! and refusals — is written once, in `core`.
+//! Each names its row in the project's table of kinds (`nauthera_shared::kinds`), which gives its
+//! AdminService kind, grant operation, methods and audit name; the accessors every kind has alike
+//! come from one macro. What they share — grants, preconditions and managers, revisions, change
+//! events, audit records and refusals — is written once, in `core`.
 
 use std::collections::BTreeMap;
 
@@ -9,10 +11,10 @@ use nauthera_proto::v1::{
     self, ApplyBrandingRequest, ApplyClientRequest, ApplyIdentityProviderRequest,
     ApplyOrganizationRequest, BrandingDocument, ClientSpec, DeleteBrandingRequest,
     DeleteClientRequest, DeleteIdentityProviderRequest, DeleteOrganizationRequest,
-    ErrorMetadataKey, ErrorReason, FapiMode, FieldViolation, IdentityProviderSpec, ObjectKind,
-    ObjectRef, OrganizationSpec, client_spec,
+    ErrorMetadataKey, ErrorReason, FapiMode, FieldViolation, IdentityProviderSpec, ObjectRef,
+    OrganizationSpec, client_spec,
 };
-use nauthera_shared::grants::Operation;
+use nauthera_shared::kinds::Kind;
 use prost_types::Timestamp;
 use tonic::Code;
 
@@ -23,14 +25,12 @@ use crate::state::{
     Meta, ObjectKey, Objects, now, organization_key, organization_ref, random_hex, secret_hash,
 };
 
-/// One kind of stored object: how its requests name it, the grant it needs, what an apply must
-/// satisfy beyond the common write rules, what is kept and what the API returns.
+/// One kind of stored object: its row in the table of kinds, how its requests name it, what an
+/// apply must satisfy beyond the common write rules, what is kept and what the API returns.
 pub trait StoredKind: Sized {
-    const KIND: ObjectKind;
-    /// The `allowed_clients` operation its calls need.
-    const OPERATION: Operation;
-    /// Its name in audit actions (`branding.applied`, `branding.deleted`).
-    const NAME: &'static str;
+    /// Its row: the AdminService's name of the kind, the `allowed_clients` operation its calls
+    /// need and its methods (its audit name follows, [`audit_action`]).
+    const KIND: Kind;
     type Apply;
     type Delete;
     /// What a person edits out of band.
@@ -38,6 +38,7 @@ pub trait StoredKind: Sized {
     /// The object as the API returns it.
     type Message;
 
+    /// What an apply or delete request writes; the generation is 0 for a delete.
     fn apply_write(request: &Self::Apply) -> Write;
     fn delete_write(request: &Self::Delete) -> Write;
     /// Its map in `Objects`.
@@ -86,26 +87,79 @@ pub trait StoredKind: Sized {
     fn message(&self, objects: &Objects, key: &ObjectKey) -> Self::Message;
 }
 
+/// An audit action on an object of `kind` (`branding.applied`, `identity_provider.deleted`): the
+/// AdminService's name of the kind (`OBJECT_KIND_IDENTITY_PROVIDER`) without its prefix, in lower
+/// case, as the real server names it.
+pub fn audit_action(kind: Kind, action: &str) -> String {
+    format!("{}.{action}", audit_name(kind))
+}
+
+/// The kind's name in audit actions, `identity_provider`.
+pub fn audit_name(kind: Kind) -> String {
+    let name = kind.object_kind_name();
+    name.strip_prefix("OBJECT_KIND_")
+        .unwrap_or(name)
+        .to_ascii_lowercase()
+}
+
+/// The [`StoredKind`] methods that are alike for every kind: what its requests write (`target`
+/// makes what a request names; without it, the request's `ref`), its map in `Objects` and where
+/// its meta and spec are kept.
+macro_rules! stored_alike {
+    (map: $map:ident, spec: $spec:ident $(,)?) => {
+        stored_alike! {
+            map: $map,
+            spec: $spec,
+            target: |request| Target::Object(request.r#ref.clone().unwrap_or_default()),
+        }
+    };
+    (map: $map:ident, spec: $spec:ident, target: |$request:ident| $target:expr $(,)?) => {
+        fn apply_write($request: &Self::Apply) -> Write {
+            Write {
+                target: $target,
+                manager: $request.manager.clone(),
+                generation: $request.generation,
+                if_revision: $request.if_revision.clone(),
+            }
+        }
+
+        fn delete_write($request: &Self::Delete) -> Write {
+            Write {
+                target: $target,
+                manager: $request.manager.clone(),
+                generation: 0,
+                if_revision: $request.if_revision.clone(),
+            }
+        }
+
+        fn map(objects: &Objects) -> &BTreeMap<ObjectKey, Self> {
+            &objects.$map
+        }
+
+        fn map_mut(objects: &mut Objects) -> &mut BTreeMap<ObjectKey, Self> {
+            &mut objects.$map
+        }
+
+        fn meta(&self) -> &Meta {
+            &self.meta
+        }
+
+        fn meta_mut(&mut self) -> &mut Meta {
+            &mut self.meta
+        }
+
+        fn spec_mut(&mut self) -> &mut Self::Spec {
+            &mut self.$spec
+        }
+    };
+}
+
 /// `INVALID_FIELD` when there are violations.
 fn invalid_fields(violations: Vec<FieldViolation>) -> Result<(), Refusal> {
     if violations.is_empty() {
         Ok(())
     } else {
         Err(Refusal::invalid_fields(violations))
-    }
-}
-
-fn object_write(
-    reference: &Option<ObjectRef>,
-    manager: &str,
-    generation: i64,
-    if_revision: &Option<v1::Precondition>,
-) -> Write {
-    Write {
-        target: Target::Object(reference.clone().unwrap_or_default()),
-        manager: manager.to_owned(),
-        generation,
-        if_revision: if_revision.clone(),
     }
 }
 
@@ -124,40 +178,15 @@ pub struct StoredClient {
 }
 
 impl StoredKind for StoredClient {
-    const KIND: ObjectKind = ObjectKind::Client;
-    const OPERATION: Operation = Operation::Clients;
-    const NAME: &'static str = "client";
+    const KIND: Kind = Kind::OidcClient;
     type Apply = ApplyClientRequest;
     type Delete = DeleteClientRequest;
     type Spec = ClientSpec;
     type Message = v1::Client;
 
-    fn apply_write(r: &ApplyClientRequest) -> Write {
-        object_write(&r.r#ref, &r.manager, r.generation, &r.if_revision)
-    }
-
-    fn delete_write(r: &DeleteClientRequest) -> Write {
-        object_write(&r.r#ref, &r.manager, 0, &r.if_revision)
-    }
-
-    fn map(objects: &Objects) -> &BTreeMap<ObjectKey, Self> {
-        &objects.clients
-    }
-
-    fn map_mut(objects: &mut Objects) -> &mut BTreeMap<ObjectKey, Self> {
-        &mut objects.clients
-    }
-
-    fn meta(&self) -> &Meta {
-        &self.meta
-    }
-
-    fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.meta
-    }
-
-    fn spec_mut(&mut self) -> &mut ClientSpec {
-        &mut self.spec
+    stored_alike! {
+        map: clients,
+        spec: spec,
     }
 
     fn client_id(&self) -> &str {
@@ -307,40 +336,15 @@ pub struct StoredBranding {
 }
 
 impl StoredKind for StoredBranding {
-    const KIND: ObjectKind = ObjectKind::Branding;
-    const OPERATION: Operation = Operation::Brandings;
-    const NAME: &'static str = "branding";
+    const KIND: Kind = Kind::Branding;
     type Apply = ApplyBrandingRequest;
     type Delete = DeleteBrandingRequest;
     type Spec = BrandingDocument;
     type Message = v1::Branding;
 
-    fn apply_write(r: &ApplyBrandingRequest) -> Write {
-        object_write(&r.r#ref, &r.manager, r.generation, &r.if_revision)
-    }
-
-    fn delete_write(r: &DeleteBrandingRequest) -> Write {
-        object_write(&r.r#ref, &r.manager, 0, &r.if_revision)
-    }
-
-    fn map(objects: &Objects) -> &BTreeMap<ObjectKey, Self> {
-        &objects.brandings
-    }
-
-    fn map_mut(objects: &mut Objects) -> &mut BTreeMap<ObjectKey, Self> {
-        &mut objects.brandings
-    }
-
-    fn meta(&self) -> &Meta {
-        &self.meta
-    }
-
-    fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.meta
-    }
-
-    fn spec_mut(&mut self) -> &mut BrandingDocument {
-        &mut self.document
+    stored_alike! {
+        map: brandings,
+        spec: document,
     }
 
     fn check_apply(
@@ -387,40 +391,15 @@ pub struct StoredIdentityProvider {
 }
 
 impl StoredKind for StoredIdentityProvider {
-    const KIND: ObjectKind = ObjectKind::IdentityProvider;
-    const OPERATION: Operation = Operation::IdentityProviders;
-    const NAME: &'static str = "identity_provider";
+    const KIND: Kind = Kind::IdentityProvider;
     type Apply = ApplyIdentityProviderRequest;
     type Delete = DeleteIdentityProviderRequest;
     type Spec = IdentityProviderSpec;
     type Message = v1::IdentityProvider;
 
-    fn apply_write(r: &ApplyIdentityProviderRequest) -> Write {
-        object_write(&r.r#ref, &r.manager, r.generation, &r.if_revision)
-    }
-
-    fn delete_write(r: &DeleteIdentityProviderRequest) -> Write {
-        object_write(&r.r#ref, &r.manager, 0, &r.if_revision)
-    }
-
-    fn map(objects: &Objects) -> &BTreeMap<ObjectKey, Self> {
-        &objects.identity_providers
-    }
-
-    fn map_mut(objects: &mut Objects) -> &mut BTreeMap<ObjectKey, Self> {
-        &mut objects.identity_providers
-    }
-
-    fn meta(&self) -> &Meta {
-        &self.meta
-    }
-
-    fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.meta
-    }
-
-    fn spec_mut(&mut self) -> &mut IdentityProviderSpec {
-        &mut self.spec
+    stored_alike! {
+        map: identity_providers,
+        spec: spec,
     }
 
     fn check_apply(
@@ -475,50 +454,16 @@ pub struct StoredOrganization {
 }
 
 impl StoredKind for StoredOrganization {
-    const KIND: ObjectKind = ObjectKind::Organization;
-    const OPERATION: Operation = Operation::Organizations;
-    const NAME: &'static str = "organization";
+    const KIND: Kind = Kind::Organization;
     type Apply = ApplyOrganizationRequest;
     type Delete = DeleteOrganizationRequest;
     type Spec = OrganizationSpec;
     type Message = v1::Organization;
 
-    fn apply_write(r: &ApplyOrganizationRequest) -> Write {
-        Write {
-            target: Target::organization(&r.slug, &r.namespace),
-            manager: r.manager.clone(),
-            generation: r.generation,
-            if_revision: r.if_revision.clone(),
-        }
-    }
-
-    fn delete_write(r: &DeleteOrganizationRequest) -> Write {
-        Write {
-            target: Target::organization(&r.slug, &r.namespace),
-            manager: r.manager.clone(),
-            generation: 0,
-            if_revision: r.if_revision.clone(),
-        }
-    }
-
-    fn map(objects: &Objects) -> &BTreeMap<ObjectKey, Self> {
-        &objects.organizations
-    }
-
-    fn map_mut(objects: &mut Objects) -> &mut BTreeMap<ObjectKey, Self> {
-        &mut objects.organizations
-    }
-
-    fn meta(&self) -> &Meta {
-        &self.meta
-    }
-
-    fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.meta
-    }
-
-    fn spec_mut(&mut self) -> &mut OrganizationSpec {
-        &mut self.spec
+    stored_alike! {
+        map: organizations,
+        spec: spec,
+        target: |request| Target::organization(&request.slug, &request.namespace),
     }
 
     fn reference(_objects: &Objects, key: &ObjectKey) -> ObjectRef {
@@ -589,5 +534,24 @@ impl StoredKind for StoredOrganization {
             last_write: Some(self.meta.last_write.clone()),
             namespace: self.namespace.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names the real server's audit actions carry.
+    #[test]
+    fn audit_actions_name_the_kind_as_the_server_does() {
+        let names = Kind::ALL.map(audit_name);
+        assert_eq!(
+            names,
+            ["client", "branding", "identity_provider", "organization"]
+        );
+        assert_eq!(
+            audit_action(Kind::IdentityProvider, "deleted"),
+            "identity_provider.deleted"
+        );
     }
 }

@@ -71,6 +71,12 @@ impl Method {
         }
     }
 
+    /// The method of a name the table of kinds gives (`Kind::methods`), each of which is one.
+    pub fn of_kind(name: &'static str) -> Method {
+        name.parse()
+            .expect("the table of kinds names AdminService methods")
+    }
+
     /// The feature `ServerInfo.features` names for an optional method, if it is one.
     pub fn feature(self) -> Option<&'static str> {
         match self {
@@ -102,5 +108,22 @@ impl FromStr for Method {
             .into_iter()
             .find(|method| method.as_str() == name)
             .ok_or_else(|| UnknownMethod(name.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nauthera_shared::kinds::Kind;
+
+    use super::*;
+
+    #[test]
+    fn every_method_the_table_of_kinds_names_is_one() {
+        for kind in Kind::ALL {
+            let methods = kind.methods();
+            for name in [methods.apply, methods.get, methods.delete] {
+                assert_eq!(Method::of_kind(name).as_str(), name);
+            }
+        }
     }
 }

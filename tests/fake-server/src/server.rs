@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use nauthera_client::wire::KindWire;
 use nauthera_proto::v1::admin_service_server::AdminServiceServer;
 use nauthera_proto::v1::{self, ObjectKind, ObjectRef};
 use nauthera_shared::grants::GrantEntry;
@@ -402,7 +403,7 @@ impl FakeServer {
     }
 
     fn read<K: StoredKind>(&self, reference: &ObjectRef) -> Option<K::Message> {
-        let target = Target::named(K::KIND, reference);
+        let target = Target::named(K::KIND.object_kind(), reference);
         self.shared.core().read::<K>(&target)
     }
 
@@ -466,11 +467,12 @@ impl FakeServer {
         by: &Actor,
         edit: impl FnOnce(&mut K::Spec),
     ) -> Result<String, ControlError> {
-        let target = Target::named(K::KIND, reference);
+        let kind = K::KIND.object_kind();
+        let target = Target::named(kind, reference);
         self.shared
             .core()
             .edit_out_of_band::<K>(&target, by, edit)
-            .ok_or_else(|| not_found(K::KIND, reference))
+            .ok_or_else(|| not_found(kind, reference))
     }
 
     /// Changes a client as a person would in the dashboard; returns the new revision.

@@ -194,10 +194,10 @@ impl Service {
     /// An apply of kind `K`; `answer` makes the response of what was applied.
     async fn apply<K: StoredKind, T>(
         &self,
-        method: Method,
         request: Request<K::Apply>,
         answer: impl FnOnce(Applied<K::Message>) -> T,
     ) -> Result<Response<T>, Status> {
+        let method = Method::of_kind(K::KIND.methods().apply);
         let caller = self.begin(method, &request).await?;
         let request = request.into_inner();
         let manager = K::apply_write(&request).manager;
@@ -207,14 +207,28 @@ impl Service {
             .await
     }
 
+    /// A get of kind `K`; `target` is what the request names.
+    async fn get<K: StoredKind, R>(
+        &self,
+        request: Request<R>,
+        target: impl FnOnce(R) -> Target,
+    ) -> Result<Response<K::Message>, Status> {
+        let caller = self
+            .begin(Method::of_kind(K::KIND.methods().get), &request)
+            .await?;
+        let target = target(request.into_inner());
+        let result = self.shared.core().get::<K>(&caller, &target);
+        self.answer(result)
+    }
+
     /// A delete of kind `K`; `answer` makes the response of whether there was something to
     /// delete.
     async fn delete<K: StoredKind, T>(
         &self,
-        method: Method,
         request: Request<K::Delete>,
         answer: impl FnOnce(bool) -> T,
     ) -> Result<Response<T>, Status> {
+        let method = Method::of_kind(K::KIND.methods().delete);
         let caller = self.begin(method, &request).await?;
         let manager = K::delete_write(request.get_ref()).manager;
         let result = self.shared.core().delete::<K>(&caller, request.get_ref());
@@ -236,6 +250,11 @@ impl Service {
 
 fn deleted_object(deleted: bool) -> v1::DeleteObjectResponse {
     v1::DeleteObjectResponse { deleted }
+}
+
+/// What a get of an object names: its reference.
+fn object(reference: Option<v1::ObjectRef>) -> Target {
+    Target::Object(reference.unwrap_or_default())
 }
 
 type ChangeStream = ReceiverStream<Result<ChangeEvent, Status>>;
@@ -284,12 +303,10 @@ impl AdminService for Service {
         &self,
         request: Request<v1::ApplyClientRequest>,
     ) -> Result<Response<v1::ApplyClientResponse>, Status> {
-        self.apply::<StoredClient, _>(Method::ApplyClient, request, |applied| {
-            v1::ApplyClientResponse {
-                client: Some(applied.message),
-                created: applied.created,
-                secret: applied.secret,
-            }
+        self.apply::<StoredClient, _>(request, |applied| v1::ApplyClientResponse {
+            client: Some(applied.message),
+            created: applied.created,
+            secret: applied.secret,
         })
         .await
     }
@@ -298,23 +315,16 @@ impl AdminService for Service {
         &self,
         request: Request<v1::GetClientRequest>,
     ) -> Result<Response<v1::Client>, Status> {
-        let caller = self.begin(Method::GetClient, &request).await?;
-        let reference = request.into_inner().r#ref.unwrap_or_default();
-        let result = self
-            .shared
-            .core()
-            .get::<StoredClient>(&caller, &Target::Object(reference));
-        self.answer(result)
+        self.get::<StoredClient, _>(request, |r| object(r.r#ref))
+            .await
     }
 
     async fn delete_client(
         &self,
         request: Request<v1::DeleteClientRequest>,
     ) -> Result<Response<v1::DeleteClientResponse>, Status> {
-        self.delete::<StoredClient, _>(Method::DeleteClient, request, |deleted| {
-            v1::DeleteClientResponse { deleted }
-        })
-        .await
+        self.delete::<StoredClient, _>(request, |deleted| v1::DeleteClientResponse { deleted })
+            .await
     }
 
     async fn list_client_revisions(
@@ -333,7 +343,7 @@ impl AdminService for Service {
         &self,
         request: Request<v1::ApplyBrandingRequest>,
     ) -> Result<Response<v1::Branding>, Status> {
-        self.apply::<StoredBranding, _>(Method::ApplyBranding, request, |applied| applied.message)
+        self.apply::<StoredBranding, _>(request, |applied| applied.message)
             .await
     }
 
@@ -341,20 +351,15 @@ impl AdminService for Service {
         &self,
         request: Request<v1::GetBrandingRequest>,
     ) -> Result<Response<v1::Branding>, Status> {
-        let caller = self.begin(Method::GetBranding, &request).await?;
-        let reference = request.into_inner().r#ref.unwrap_or_default();
-        let result = self
-            .shared
-            .core()
-            .get::<StoredBranding>(&caller, &Target::Object(reference));
-        self.answer(result)
+        self.get::<StoredBranding, _>(request, |r| object(r.r#ref))
+            .await
     }
 
     async fn delete_branding(
         &self,
         request: Request<v1::DeleteBrandingRequest>,
     ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
-        self.delete::<StoredBranding, _>(Method::DeleteBranding, request, deleted_object)
+        self.delete::<StoredBranding, _>(request, deleted_object)
             .await
     }
 
@@ -362,65 +367,47 @@ impl AdminService for Service {
         &self,
         request: Request<v1::ApplyIdentityProviderRequest>,
     ) -> Result<Response<v1::IdentityProvider>, Status> {
-        self.apply::<StoredIdentityProvider, _>(Method::ApplyIdentityProvider, request, |applied| {
-            applied.message
-        })
-        .await
+        self.apply::<StoredIdentityProvider, _>(request, |applied| applied.message)
+            .await
     }
 
     async fn get_identity_provider(
         &self,
         request: Request<v1::GetIdentityProviderRequest>,
     ) -> Result<Response<v1::IdentityProvider>, Status> {
-        let caller = self.begin(Method::GetIdentityProvider, &request).await?;
-        let reference = request.into_inner().r#ref.unwrap_or_default();
-        let result = self
-            .shared
-            .core()
-            .get::<StoredIdentityProvider>(&caller, &Target::Object(reference));
-        self.answer(result)
+        self.get::<StoredIdentityProvider, _>(request, |r| object(r.r#ref))
+            .await
     }
 
     async fn delete_identity_provider(
         &self,
         request: Request<v1::DeleteIdentityProviderRequest>,
     ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
-        self.delete::<StoredIdentityProvider, _>(
-            Method::DeleteIdentityProvider,
-            request,
-            deleted_object,
-        )
-        .await
+        self.delete::<StoredIdentityProvider, _>(request, deleted_object)
+            .await
     }
 
     async fn apply_organization(
         &self,
         request: Request<v1::ApplyOrganizationRequest>,
     ) -> Result<Response<v1::Organization>, Status> {
-        self.apply::<StoredOrganization, _>(Method::ApplyOrganization, request, |applied| {
-            applied.message
-        })
-        .await
+        self.apply::<StoredOrganization, _>(request, |applied| applied.message)
+            .await
     }
 
     async fn get_organization(
         &self,
         request: Request<v1::GetOrganizationRequest>,
     ) -> Result<Response<v1::Organization>, Status> {
-        let caller = self.begin(Method::GetOrganization, &request).await?;
-        let slug = request.into_inner().slug;
-        let result = self
-            .shared
-            .core()
-            .get::<StoredOrganization>(&caller, &Target::organization(&slug, ""));
-        self.answer(result)
+        self.get::<StoredOrganization, _>(request, |r| Target::organization(&r.slug, ""))
+            .await
     }
 
     async fn delete_organization(
         &self,
         request: Request<v1::DeleteOrganizationRequest>,
     ) -> Result<Response<v1::DeleteObjectResponse>, Status> {
-        self.delete::<StoredOrganization, _>(Method::DeleteOrganization, request, deleted_object)
+        self.delete::<StoredOrganization, _>(request, deleted_object)
             .await
     }
 
