@@ -198,15 +198,17 @@ impl ChangeStream {
     }
 }
 
+/// The unary calls, one row each: the method, what it takes, what it answers and the request it
+/// sends (`request` itself where the caller builds it).
 macro_rules! unary_calls {
-    ($($(#[$doc:meta])* $name:ident($request:ty) -> $response:ty;)*) => {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $arg_ty:ty),*) -> $response:ty = $request:expr;)*) => {
         impl AdminClient {
             $(
                 $(#[$doc])*
-                pub async fn $name(&self, request: $request) -> Result<$response, CallError> {
+                pub async fn $name(&self, $($arg: $arg_ty),*) -> Result<$response, CallError> {
                     self.inner
                         .clone()
-                        .$name(request)
+                        .$name($request)
                         .await
                         .map(tonic::Response::into_inner)
                         .map_err(|status| self.call_error(status))
@@ -217,99 +219,46 @@ macro_rules! unary_calls {
 }
 
 unary_calls! {
-    /// Creates or updates a client; the response holds a generated secret at most once.
-    apply_client(v1::ApplyClientRequest) -> v1::ApplyClientResponse;
-    /// Deletes a client.
-    delete_client(v1::DeleteClientRequest) -> v1::DeleteClientResponse;
-    /// Lists client revisions for drift checks.
-    list_client_revisions(v1::ListClientRevisionsRequest) -> v1::ListClientRevisionsResponse;
-    /// Creates or updates a branding.
-    apply_branding(v1::ApplyBrandingRequest) -> v1::Branding;
-    /// Deletes a branding.
-    delete_branding(v1::DeleteBrandingRequest) -> v1::DeleteObjectResponse;
-    /// Creates or updates an identity provider.
-    apply_identity_provider(v1::ApplyIdentityProviderRequest) -> v1::IdentityProvider;
-    /// Deletes an identity provider.
-    delete_identity_provider(v1::DeleteIdentityProviderRequest) -> v1::DeleteObjectResponse;
-    /// Creates or updates an organization.
-    apply_organization(v1::ApplyOrganizationRequest) -> v1::Organization;
-    /// Deletes an organization.
-    delete_organization(v1::DeleteOrganizationRequest) -> v1::DeleteObjectResponse;
-    /// Lists audit events, newest first.
-    list_audit_events(v1::ListAuditEventsRequest) -> v1::ListAuditEventsResponse;
-}
-
-impl AdminClient {
     /// Describes the server and the caller as the server sees it.
-    pub async fn get_server_info(&self) -> Result<v1::ServerInfo, CallError> {
-        self.inner
-            .clone()
-            .get_server_info(v1::GetServerInfoRequest {})
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| self.call_error(status))
-    }
-
+    get_server_info() -> v1::ServerInfo = v1::GetServerInfoRequest {};
     /// The current change hint.
-    pub async fn get_change_hint(&self) -> Result<v1::ChangeHint, CallError> {
-        self.inner
-            .clone()
-            .get_change_hint(v1::GetChangeHintRequest {})
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| self.call_error(status))
-    }
-
+    get_change_hint() -> v1::ChangeHint = v1::GetChangeHintRequest {};
+    /// Creates or updates a client; the response holds a generated secret at most once.
+    apply_client(request: v1::ApplyClientRequest) -> v1::ApplyClientResponse = request;
     /// Reads one client.
-    pub async fn get_client(&self, reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
-        self.inner
-            .clone()
-            .get_client(v1::GetClientRequest {
-                r#ref: Some(reference),
-            })
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| self.call_error(status))
-    }
-
+    get_client(reference: v1::ObjectRef) -> v1::Client =
+        v1::GetClientRequest { r#ref: Some(reference) };
+    /// Deletes a client.
+    delete_client(request: v1::DeleteClientRequest) -> v1::DeleteClientResponse = request;
+    /// Lists client revisions for drift checks.
+    list_client_revisions(request: v1::ListClientRevisionsRequest)
+        -> v1::ListClientRevisionsResponse = request;
+    /// Creates or updates a branding.
+    apply_branding(request: v1::ApplyBrandingRequest) -> v1::Branding = request;
     /// Reads one branding.
-    pub async fn get_branding(&self, reference: v1::ObjectRef) -> Result<v1::Branding, CallError> {
-        self.inner
-            .clone()
-            .get_branding(v1::GetBrandingRequest {
-                r#ref: Some(reference),
-            })
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| self.call_error(status))
-    }
-
+    get_branding(reference: v1::ObjectRef) -> v1::Branding =
+        v1::GetBrandingRequest { r#ref: Some(reference) };
+    /// Deletes a branding.
+    delete_branding(request: v1::DeleteBrandingRequest) -> v1::DeleteObjectResponse = request;
+    /// Creates or updates an identity provider.
+    apply_identity_provider(request: v1::ApplyIdentityProviderRequest)
+        -> v1::IdentityProvider = request;
     /// Reads one identity provider.
-    pub async fn get_identity_provider(
-        &self,
-        reference: v1::ObjectRef,
-    ) -> Result<v1::IdentityProvider, CallError> {
-        self.inner
-            .clone()
-            .get_identity_provider(v1::GetIdentityProviderRequest {
-                r#ref: Some(reference),
-            })
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| self.call_error(status))
-    }
-
+    get_identity_provider(reference: v1::ObjectRef) -> v1::IdentityProvider =
+        v1::GetIdentityProviderRequest { r#ref: Some(reference) };
+    /// Deletes an identity provider.
+    delete_identity_provider(request: v1::DeleteIdentityProviderRequest)
+        -> v1::DeleteObjectResponse = request;
+    /// Creates or updates an organization.
+    apply_organization(request: v1::ApplyOrganizationRequest) -> v1::Organization = request;
     /// Reads one organization by slug.
-    pub async fn get_organization(&self, slug: &str) -> Result<v1::Organization, CallError> {
-        self.inner
-            .clone()
-            .get_organization(v1::GetOrganizationRequest {
-                slug: slug.to_owned(),
-            })
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| self.call_error(status))
-    }
+    get_organization(slug: &str) -> v1::Organization =
+        v1::GetOrganizationRequest { slug: slug.to_owned() };
+    /// Deletes an organization.
+    delete_organization(request: v1::DeleteOrganizationRequest)
+        -> v1::DeleteObjectResponse = request;
+    /// Lists audit events, newest first.
+    list_audit_events(request: v1::ListAuditEventsRequest) -> v1::ListAuditEventsResponse = request;
 }
 
 /// What a connection the way calls make it finds, for a call that failed with a bare transport
