@@ -30,7 +30,7 @@ pub enum CertificateError {
 /// Reads the first certificate of a PEM file such as `tls.crt`.
 pub fn read_certificate_info(path: &Path) -> Result<CertificateInfo, CertificateError> {
     let certs =
-        super::tls::read_certificates(path).map_err(|(_, cause)| CertificateError::Unreadable {
+        crate::pem::read_certificates(path).map_err(|(_, cause)| CertificateError::Unreadable {
             path: path.display().to_string(),
             cause,
         })?;

@@ -15,6 +15,7 @@ pub mod causes;
 mod certificate;
 pub mod convert;
 mod error;
+mod pem;
 mod tls;
 pub mod wire;
 

@@ -2,15 +2,13 @@
 //! rustls client configuration with the ring provider. Read again on every connection attempt, so
 //! a renewed certificate is used without a restart.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 
-use super::error::{ConnectError, ConnectProblem};
+use crate::error::{ConnectError, ConnectProblem};
+use crate::pem::{FileProblem, malformed, read_certificates, read_private_key};
 
 /// Where the client certificate, its key and the CA that signed the server's certificate live.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,43 +81,6 @@ impl TlsFiles {
         config.alpn_protocols = vec![b"h2".to_vec()];
         Ok(config)
     }
-}
-
-/// Why a file could not be used, and in words.
-pub(crate) type FileProblem = (ConnectProblem, String);
-
-fn read_file(path: &Path) -> Result<Vec<u8>, FileProblem> {
-    std::fs::read(path).map_err(|error| {
-        let cause = match error.kind() {
-            io::ErrorKind::NotFound => "file not found".to_owned(),
-            io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-            _ => format!("cannot read: {error}"),
-        };
-        (ConnectProblem::Unreadable, cause)
-    })
-}
-
-fn malformed(cause: impl Into<String>) -> FileProblem {
-    (ConnectProblem::Malformed, cause.into())
-}
-
-/// The certificates of a PEM file; the parser's own errors are not passed on, since they may
-/// quote the file's contents.
-pub(crate) fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, FileProblem> {
-    let bytes = read_file(path)?;
-    let certs = CertificateDer::pem_slice_iter(&bytes)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| malformed("not a valid PEM certificate file"))?;
-    if certs.is_empty() {
-        return Err(malformed("holds no PEM certificate"));
-    }
-    Ok(certs)
-}
-
-fn read_private_key(path: &Path) -> Result<PrivateKeyDer<'static>, FileProblem> {
-    let bytes = read_file(path)?;
-    PrivateKeyDer::from_pem_slice(&bytes)
-        .map_err(|_| malformed("holds no PEM private key (PKCS#8, PKCS#1 or SEC1)"))
 }
 
 fn read_trust_anchors(path: &Path) -> Result<RootCertStore, FileProblem> {

@@ -1,7 +1,8 @@
 //! The branding encoder: a good branding encodes, and every refusal names its field and kind.
 
 use base64::Engine as _;
-use nauthera_shared::branding::{BrandingErrorKind, encode, limits};
+use nauthera_shared::branding::{BrandingErrorKind, encode};
+use nauthera_shared::resources::branding_limits as limits;
 use nauthera_shared::resources::{Colors, Logo, LogoMediaType, SignInBranding, Texts};
 
 fn b64(bytes: &[u8]) -> String {

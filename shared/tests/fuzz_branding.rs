@@ -16,7 +16,8 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use base64::Engine as _;
-use nauthera_shared::branding::{BrandingError, BrandingErrorKind, encode, limits};
+use nauthera_shared::branding::{BrandingError, BrandingErrorKind, encode};
+use nauthera_shared::resources::branding_limits as limits;
 use nauthera_shared::resources::{Colors, Logo, LogoMediaType, SignInBranding, Texts};
 use proptest::prelude::*;
 use proptest::test_runner::Config;

@@ -1,6 +1,7 @@
 //! Custom CSS: size, characters and forbidden constructs.
 
-use super::{BrandingError, BrandingErrorKind, limits};
+use super::{BrandingError, BrandingErrorKind};
+use crate::resources::branding_limits as limits;
 
 /// Constructs that run code, load outside resources or end the `<style>` element, as they appear
 /// after lower-casing and removing comments and whitespace.

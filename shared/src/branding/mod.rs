@@ -27,25 +27,7 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 
-use crate::resources::{Colors, Logo, SignInBranding, Texts};
-
-/// The limits the encoder enforces (the schema repeats the ones it can express).
-pub mod limits {
-    /// The largest logo, decoded: 128 KiB.
-    pub const LOGO_MAX_BYTES: usize = 128 * 1024;
-    /// The longest `logo.data` the schema admits: base64 of 128 KiB with line breaks.
-    pub const LOGO_BASE64_MAX_CHARS: usize = 192 * 1024;
-    /// The longest title, in characters.
-    pub const TITLE_MAX_CHARS: usize = 100;
-    /// The longest welcome text, in characters.
-    pub const WELCOME_MAX_CHARS: usize = 1000;
-    /// The longest footer, in characters.
-    pub const FOOTER_MAX_CHARS: usize = 1000;
-    /// The longest support text, in characters.
-    pub const SUPPORT_MAX_CHARS: usize = 200;
-    /// The largest custom CSS, in bytes (UTF-8).
-    pub const CUSTOM_CSS_MAX_BYTES: usize = 16 * 1024;
-}
+use crate::resources::{Colors, Logo, SignInBranding, Texts, branding_limits as limits};
 
 /// The manifest path every field path starts with (`Branding` and `Organization` alike).
 const ROOT: &str = "spec.branding";

@@ -10,7 +10,25 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{DeletionPolicy, ISSUER_PATTERN};
 use super::status::ResourceStatus;
-use crate::branding::limits;
+
+/// The limits of a branding: the schema states the ones it can express, the encoder
+/// (`crate::branding::encode`) enforces them all.
+pub mod branding_limits {
+    /// The largest logo, decoded: 128 KiB.
+    pub const LOGO_MAX_BYTES: usize = 128 * 1024;
+    /// The longest `logo.data` the schema admits: base64 of 128 KiB with line breaks.
+    pub const LOGO_BASE64_MAX_CHARS: usize = 192 * 1024;
+    /// The longest title, in characters.
+    pub const TITLE_MAX_CHARS: usize = 100;
+    /// The longest welcome text, in characters.
+    pub const WELCOME_MAX_CHARS: usize = 1000;
+    /// The longest footer, in characters.
+    pub const FOOTER_MAX_CHARS: usize = 1000;
+    /// The longest support text, in characters.
+    pub const SUPPORT_MAX_CHARS: usize = 200;
+    /// The largest custom CSS, in bytes (UTF-8).
+    pub const CUSTOM_CSS_MAX_BYTES: usize = 16 * 1024;
+}
 
 /// The declared state of a sign-in branding.
 // Clippy takes kube's repeated `printcolumn(type_ = ...)` items for duplicated attributes.
@@ -78,7 +96,7 @@ pub struct SignInBranding {
     /// `behavior:`, `-moz-binding`, `</style`, backslash escapes, nor `url(` other than
     /// `url(data:image/...)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = limits::CUSTOM_CSS_MAX_BYTES))]
+    #[schemars(length(min = 1, max = branding_limits::CUSTOM_CSS_MAX_BYTES))]
     pub custom_css: Option<String>,
 }
 
@@ -87,7 +105,7 @@ pub struct SignInBranding {
 #[serde(rename_all = "camelCase")]
 pub struct Logo {
     /// The image bytes in standard base64 (line breaks allowed); at most 128 KiB decoded.
-    #[schemars(length(min = 1, max = limits::LOGO_BASE64_MAX_CHARS))]
+    #[schemars(length(min = 1, max = branding_limits::LOGO_BASE64_MAX_CHARS))]
     pub data: String,
     /// The image's media type; must match the bytes.
     pub media_type: LogoMediaType,
@@ -157,18 +175,18 @@ pub struct Colors {
 pub struct Texts {
     /// The page title, at most 100 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = limits::TITLE_MAX_CHARS))]
+    #[schemars(length(min = 1, max = branding_limits::TITLE_MAX_CHARS))]
     pub title: Option<String>,
     /// The greeting above the sign-in form, at most 1000 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = limits::WELCOME_MAX_CHARS))]
+    #[schemars(length(min = 1, max = branding_limits::WELCOME_MAX_CHARS))]
     pub welcome: Option<String>,
     /// The footer, at most 1000 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = limits::FOOTER_MAX_CHARS))]
+    #[schemars(length(min = 1, max = branding_limits::FOOTER_MAX_CHARS))]
     pub footer: Option<String>,
     /// Where users get help (an address or a sentence), at most 200 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = limits::SUPPORT_MAX_CHARS))]
+    #[schemars(length(min = 1, max = branding_limits::SUPPORT_MAX_CHARS))]
     pub support: Option<String>,
 }

@@ -16,7 +16,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 pub use admission::{Violation, admission_violations};
-pub use branding::{Branding, BrandingSpec, Colors, Logo, LogoMediaType, SignInBranding, Texts};
+pub use branding::{
+    Branding, BrandingSpec, Colors, Logo, LogoMediaType, SignInBranding, Texts, branding_limits,
+};
 pub use client_policy::{
     ApprovalField, ApprovalRule, ClientApproval, ClientApprovalSpec, ClientPolicy,
     ClientPolicySpec, ClientPolicyStatus, HELD_LISTED, HeldResource, PolicyKind, PolicyMatch,
