@@ -7,6 +7,7 @@ mod cli;
 mod cluster;
 mod commands;
 mod control_plane;
+mod drift;
 mod error;
 mod facts;
 mod grant_check;

@@ -7,11 +7,11 @@ use nauthera_shared::catalog::{
 };
 use serde::Serialize;
 
+use super::check_status::CheckStatus;
 use super::policy_check::{ApprovalFacts, Moment, approvals_findings, policy_findings};
-use crate::commands::status::report::{
-    CERTIFICATE_WARNING_SECONDS, DriftVerdict, control_plane_report, drift_summary,
-};
+use crate::control_plane::report::{CERTIFICATE_WARNING_SECONDS, control_plane_report};
 use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::drift::{DriftVerdict, drift_summary};
 use crate::facts::{AccessVerdict, EventFact, SecretFacts};
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
 use crate::kinds::Kind;
@@ -54,24 +54,6 @@ impl DiagnoseFacts {
         let manager = self.view.status.as_ref().and_then(|s| s.manager.as_deref());
         self.control_plane
             .state_for(self.view.kind, &self.view.namespace, manager)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum CheckStatus {
-    Passed,
-    Warning,
-    Failed,
-    /// Facts shown, nothing to judge.
-    Info,
-    /// The plugin cannot run it; the command is for a person.
-    Manual,
-}
-
-impl CheckStatus {
-    pub fn needs_attention(self) -> bool {
-        matches!(self, CheckStatus::Warning | CheckStatus::Failed)
     }
 }
 

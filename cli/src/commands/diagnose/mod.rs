@@ -1,5 +1,6 @@
 //! `kubectl nauthera diagnose KIND/NAME | --all | -f FILE`.
 
+mod check_status;
 mod evaluate;
 mod manifest;
 mod policy_check;

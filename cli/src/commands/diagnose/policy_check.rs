@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 use nauthera_shared::policy::waiting_for;
 
-use super::evaluate::CheckStatus;
+use super::check_status::CheckStatus;
 use crate::facts::AccessVerdict;
 use crate::policies::{
     APPROVALS_RESOURCE, APPROVER_ROLE, ApprovalFact, ApprovalVerdict, Coverage, Evaluation,

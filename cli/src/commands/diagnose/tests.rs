@@ -2,9 +2,10 @@
 
 use nauthera_shared::catalog::{Cause, DiagnoseCheck, Reason, unknown_placeholders};
 
-use super::evaluate::{CheckStatus, DiagnoseFacts, diagnose, evaluate};
+use super::check_status::CheckStatus;
+use super::evaluate::{DiagnoseFacts, diagnose, evaluate};
 use super::render::render;
-use crate::commands::status::tests::facts as control_plane;
+use crate::control_plane::fixtures::facts as control_plane;
 use crate::facts::{AccessVerdict, EventFact, Owner, SecretFacts};
 use crate::kinds::Kind;
 use crate::output::Painter;

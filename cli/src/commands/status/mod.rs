@@ -2,7 +2,8 @@
 
 mod policies;
 mod render;
-pub mod report;
+mod report;
+mod rows;
 mod watch;
 
 use jiff::Timestamp;
@@ -89,4 +90,4 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
 }
 
 #[cfg(test)]
-pub mod tests;
+mod tests;

@@ -8,7 +8,7 @@ use nauthera_shared::catalog::Reason;
 use nauthera_shared::resources::{ClientPolicy, ClientPolicyStatus};
 use serde::Serialize;
 
-use super::report::ResourceRow;
+use super::rows::ResourceRow;
 use crate::kinds::Kind;
 use crate::policies::PolicyListing;
 

@@ -7,10 +7,11 @@ use nauthera_shared::catalog::Phase;
 use nauthera_shared::grants::GrantEntry;
 
 use super::policies::PoliciesReport;
-use super::report::{
-    CertificateState, ControlPlaneReport, DriftVerdict, ResourceRow, StatusReport, Summary,
-};
+use super::report::{StatusReport, Summary};
+use super::rows::ResourceRow;
 use crate::control_plane::Freshness;
+use crate::control_plane::report::{CertificateState, ControlPlaneReport};
+use crate::drift::DriftVerdict;
 use crate::grant_check::{GrantCheck, entry_yaml};
 use crate::output::{Painter, TableCell, Tone, shorten, write_table};
 use crate::timefmt::short_duration;

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use jiff::Timestamp;
 
 use super::render;
-use super::report::{ResourceRow, resource_row};
+use super::rows::{ResourceRow, resource_row};
 use crate::cli::{GlobalArgs, OutputFormat};
 use crate::cluster::{Cluster, Scope};
 use crate::control_plane::ControlPlaneFacts;

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use self::policy::ManifestPolicies;
-use super::evaluate::CheckStatus;
+use super::check_status::CheckStatus;
 use super::policy_check::{Moment, policy_findings};
 use crate::facts::SecretFacts;
 use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::commands::status::tests::state;
+use crate::control_plane::fixtures::state;
 use crate::snapshot::assert_snapshot;
 use crate::view::fixtures::view;
 use nauthera_shared::catalog::Reason;

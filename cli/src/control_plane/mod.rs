@@ -1,7 +1,12 @@
 //! Reading what the reconciler publishes: its state ConfigMap, the leader Lease that says how fresh
 //! that state is, and its Deployment's readiness. Shards of one cluster each publish a state of
 //! their own (`nauthera-reconciler-state-<shard>`, same label) in the same namespace: all of them
-//! are read.
+//! are read. What of it needs attention, in the words `status` and `diagnose` both show, is
+//! [`report`].
+
+#[cfg(test)]
+pub mod fixtures;
+pub mod report;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
