@@ -280,7 +280,7 @@ async fn run_manifests(
     let mut documents = Vec::new();
     for source in &sources {
         let file = source.path.display().to_string();
-        let split = manifest::split_documents(&source.text)
+        let split = manifest::parse::split_documents(&source.text)
             .map_err(|problem| CliError::Usage(format!("{file}: {problem}")))?;
         documents.extend(
             split
@@ -303,9 +303,9 @@ async fn run_manifests(
         .iter()
         .enumerate()
         .map(
-            |(position, (file, index, document))| manifest::ParsedDocument {
+            |(position, (file, index, document))| manifest::parse::ParsedDocument {
                 position,
-                ..manifest::parse_document(file, *index, document, &default_namespace)
+                ..manifest::parse::parse_document(file, *index, document, &default_namespace)
             },
         )
         .collect();

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use nauthera_shared::resources::{ApprovalRecord, OIDCClient};
 use serde_json::Value;
 
-use super::ParsedDocument;
+use super::parse::ParsedDocument;
 use crate::cluster::Cluster;
 use crate::kinds::Kind;
 use crate::policies::{

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::parse::{parse_document, split_documents};
 use super::*;
 use crate::control_plane::fixtures::state;
 use crate::snapshot::assert_snapshot;
