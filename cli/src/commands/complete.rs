@@ -7,10 +7,10 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 
 use crate::Outcome;
+use crate::cli::kinds::Kind;
 use crate::cli::{ColorChoice, GlobalArgs, Output, OutputFormat};
 use crate::cluster::{Cluster, Scope};
 use crate::error::CliError;
-use crate::kinds::Kind;
 use crate::output;
 
 /// Cobra's shell directives.
@@ -193,7 +193,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                 NO_FILE_COMPLETION,
             ),
             Some(name) => match typed.split_once('/') {
-                Some((kind, _)) => match crate::kinds::parse_kind(kind) {
+                Some((kind, _)) => match crate::cli::kinds::parse_kind(kind) {
                     Ok(kind) if approvable(name, kind) => Wanted::Names(kind),
                     _ => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
                 },

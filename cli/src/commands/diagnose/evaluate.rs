@@ -9,15 +9,15 @@ use serde::Serialize;
 
 use super::check_status::CheckStatus;
 use super::policy_check::{ApprovalFacts, Moment, approvals_findings, policy_findings};
-use crate::control_plane::report::{CERTIFICATE_WARNING_SECONDS, control_plane_report};
-use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
-use crate::drift::{DriftVerdict, drift_summary};
-use crate::facts::{AccessVerdict, EventFact, SecretFacts};
-use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
-use crate::kinds::Kind;
-use crate::policies::{ApprovalVerdict, PolicyOutcome};
-use crate::timefmt::{seconds_between, short_duration};
-use crate::view::{ResourceView, SecretUse};
+use crate::cli::kinds::Kind;
+use crate::cluster::control_plane::report::{CERTIFICATE_WARNING_SECONDS, control_plane_report};
+use crate::cluster::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::cluster::facts::{AccessVerdict, EventFact, SecretFacts};
+use crate::model::drift::{DriftVerdict, drift_summary};
+use crate::model::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
+use crate::model::policies::{ApprovalVerdict, PolicyOutcome};
+use crate::model::view::{ResourceView, SecretUse};
+use crate::output::timefmt::{seconds_between, short_duration};
 use nauthera_shared::workloads::Consumer;
 
 /// How many recent events a diagnosis shows.
@@ -73,7 +73,7 @@ pub struct StepResult {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Diagnosis {
-    pub kind: crate::kinds::Kind,
+    pub kind: crate::cli::kinds::Kind,
     pub namespace: String,
     pub name: String,
     /// The status's reason; `Pending` is used for a resource the reconciler has not seen yet.
@@ -822,7 +822,7 @@ fn probe(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
             .map(|since| format!(" since {} ago", short_duration(since)))
             .unwrap_or_default(),
         match (&report.freshness, probe.age_seconds) {
-            (Some(crate::control_plane::Freshness::Unknown { .. }), _) => {
+            (Some(crate::cluster::control_plane::Freshness::Unknown { .. }), _) => {
                 " (freshness unknown)".to_owned()
             }
             (_, Some(age)) => format!(" (as of {} ago)", short_duration(age)),

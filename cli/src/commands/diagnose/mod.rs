@@ -20,15 +20,16 @@ use self::evaluate::{DiagnoseFacts, Diagnosis};
 use self::manifest::{ManifestContext, ManifestReport};
 use self::policy_check::ApprovalFacts;
 use crate::Outcome;
+use crate::cli::kinds::{Kind, Target};
 use crate::cli::{DiagnoseArgs, GlobalArgs, OutputFormat};
+use crate::cluster::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::cluster::facts;
+use crate::cluster::policies::{LiveReads, client_approvals, may_approve};
 use crate::cluster::{Cluster, Scope};
-use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
 use crate::error::CliError;
-use crate::facts;
-use crate::kinds::{Kind, Target};
+use crate::model::policies::{self, PolicyOutcome};
+use crate::model::view::{OrganizationDirectory, ResourceView, SecretUse};
 use crate::output::{self, Painter};
-use crate::policies::{self, PolicyOutcome, read::LiveReads};
-use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
 use nauthera_shared::workloads;
 
 /// The document `diagnose -o json|yaml` prints.
@@ -162,10 +163,9 @@ async fn gather_policy(
     let rules = needed.contains(&DiagnoseCheck::PolicyRules);
     let approvals =
         if view.kind == Kind::OidcClient && (rules || needed.contains(&DiagnoseCheck::Approvals)) {
-            let approvals =
-                policies::read::client_approvals(cluster, &view.namespace, &view.name).await;
+            let approvals = client_approvals(cluster, &view.namespace, &view.name).await;
             let may_approve = if needed.contains(&DiagnoseCheck::Approvals) {
-                policies::read::may_approve(cluster, &view.namespace).await
+                may_approve(cluster, &view.namespace).await
             } else {
                 facts::AccessVerdict {
                     verb: "create".to_owned(),

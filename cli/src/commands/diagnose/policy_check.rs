@@ -1,17 +1,17 @@
 //! The ClientPolicies' verdicts in words: for a manifest before it is applied (`diagnose -f`)
 //! and for the live object (the PolicyRules check); and a client's approvals (the Approvals
-//! check). The verdicts themselves come from [`crate::policies`].
+//! check). The verdicts themselves come from [`crate::model::policies`].
 
 use jiff::Timestamp;
 use nauthera_shared::policy::waiting_for;
 
 use super::check_status::CheckStatus;
-use crate::facts::AccessVerdict;
-use crate::policies::{
+use crate::cluster::facts::AccessVerdict;
+use crate::model::policies::{
     APPROVALS_RESOURCE, APPROVER_ROLE, ApprovalFact, ApprovalVerdict, Coverage, Evaluation,
     POLICIES_RESOURCE, PolicyOutcome, PolicyVerdict,
 };
-use crate::timefmt::{seconds_between, short_duration};
+use crate::output::timefmt::{seconds_between, short_duration};
 
 /// Whether the resource is judged before it is applied or as the cluster holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,7 +281,7 @@ pub struct ApprovalFacts {
 /// may approve it.
 pub fn approvals_findings(
     facts: Option<&ApprovalFacts>,
-    view: &crate::view::ResourceView,
+    view: &crate::model::view::ResourceView,
     now: Timestamp,
 ) -> (CheckStatus, Vec<String>) {
     let Some(facts) = facts else {

@@ -19,14 +19,14 @@ use serde::Serialize;
 
 use self::plan::RestorePlan;
 use crate::Outcome;
+use crate::cli::kinds::{Kind, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RestoreArgs};
 use crate::cluster::Cluster;
+use crate::cluster::facts;
 use crate::error::CliError;
-use crate::facts;
-use crate::kinds::{Kind, Target};
+use crate::model::view::ResourceView;
+use crate::output::timefmt::short_duration;
 use crate::output::{self, Painter, Tone, progress};
-use crate::timefmt::short_duration;
-use crate::view::ResourceView;
 use nauthera_shared::workloads;
 
 /// How often the resources are read while waiting.
@@ -538,9 +538,9 @@ fn render_results(results: &[RestoreResult], plans: &[&RestorePlan], painter: Pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::assert_snapshot;
-    use crate::view::SecretUse;
-    use crate::view::fixtures::{drifted, view};
+    use crate::model::view::SecretUse;
+    use crate::model::view::fixtures::{drifted, view};
+    use crate::output::snapshot::assert_snapshot;
     use nauthera_shared::workloads::Consumer;
 
     #[test]

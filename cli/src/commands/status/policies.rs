@@ -9,8 +9,8 @@ use nauthera_shared::resources::{ClientPolicy, ClientPolicyStatus};
 use serde::Serialize;
 
 use super::rows::ResourceRow;
-use crate::kinds::Kind;
-use crate::policies::PolicyListing;
+use crate::cli::kinds::Kind;
+use crate::model::policies::PolicyListing;
 
 /// The section `status -o json` prints as `policies`; `null` when there is nothing to say.
 #[derive(Clone, Debug, PartialEq, Serialize)]

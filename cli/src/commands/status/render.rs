@@ -9,12 +9,12 @@ use nauthera_shared::grants::GrantEntry;
 use super::policies::PoliciesReport;
 use super::report::{StatusReport, Summary};
 use super::rows::ResourceRow;
-use crate::control_plane::Freshness;
-use crate::control_plane::report::{CertificateState, ControlPlaneReport};
-use crate::drift::DriftVerdict;
-use crate::grant_check::{GrantCheck, entry_yaml};
+use crate::cluster::control_plane::Freshness;
+use crate::cluster::control_plane::report::{CertificateState, ControlPlaneReport};
+use crate::model::drift::DriftVerdict;
+use crate::model::grant_check::{GrantCheck, entry_yaml};
+use crate::output::timefmt::short_duration;
 use crate::output::{Painter, TableCell, Tone, shorten, write_table};
-use crate::timefmt::short_duration;
 
 /// How many characters of a message the narrow table shows.
 const MESSAGE_CHARS: usize = 60;

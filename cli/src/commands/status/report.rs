@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use super::policies::PoliciesReport;
 use super::rows::{ResourceRow, resource_row};
-use crate::control_plane::ControlPlaneFacts;
-use crate::control_plane::report::{ControlPlaneReport, control_plane_report};
-use crate::drift::{DriftSummary, drift_summary};
-use crate::kinds::Kind;
-use crate::view::{OrganizationDirectory, ResourceView};
+use crate::cli::kinds::Kind;
+use crate::cluster::control_plane::ControlPlaneFacts;
+use crate::cluster::control_plane::report::{ControlPlaneReport, control_plane_report};
+use crate::model::drift::{DriftSummary, drift_summary};
+use crate::model::view::{OrganizationDirectory, ResourceView};
 
 /// The document `status -o json|yaml` prints (its shape is documented in the README).
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -6,11 +6,11 @@ use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::{Drift, PolicyHold, RestoreRecord, SupersededDrift};
 use serde::Serialize;
 
-use crate::control_plane::ControlPlaneFacts;
-use crate::grant_check::{self, GrantCheck, ReportedGrants};
-use crate::kinds::Kind;
-use crate::timefmt::seconds_between;
-use crate::view::{OrganizationDirectory, ResourceView};
+use crate::cli::kinds::Kind;
+use crate::cluster::control_plane::ControlPlaneFacts;
+use crate::model::grant_check::{self, GrantCheck, ReportedGrants};
+use crate::model::view::{OrganizationDirectory, ResourceView};
+use crate::output::timefmt::seconds_between;
 
 /// How long the table keeps showing a drift that a new generation was written over.
 const SUPERSEDED_SHOWN_SECONDS: i64 = 86_400;
@@ -127,7 +127,7 @@ pub fn resource_row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::fixtures::{at, view};
+    use crate::model::view::fixtures::{at, view};
 
     #[test]
     fn a_resource_without_status_needs_attention() {

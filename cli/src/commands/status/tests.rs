@@ -4,14 +4,14 @@ use nauthera_shared::catalog::Reason;
 
 use super::render::render;
 use super::report::{self, StatusReport};
-use crate::control_plane::fixtures::{NOW, facts, lease, state};
-use crate::control_plane::report::{ControlPlaneReport, control_plane_report};
-use crate::control_plane::{ControlPlaneFacts, LeaseRead};
-use crate::kinds::Kind;
+use crate::cli::kinds::Kind;
+use crate::cluster::control_plane::fixtures::{NOW, facts, lease, state};
+use crate::cluster::control_plane::report::{ControlPlaneReport, control_plane_report};
+use crate::cluster::control_plane::{ControlPlaneFacts, LeaseRead};
+use crate::model::view::OrganizationDirectory;
+use crate::model::view::fixtures::{at, drifted, view};
 use crate::output::Painter;
-use crate::snapshot::assert_snapshot;
-use crate::view::OrganizationDirectory;
-use crate::view::fixtures::{at, drifted, view};
+use crate::output::snapshot::assert_snapshot;
 
 fn scenario() -> StatusReport {
     let organization = view(
@@ -228,7 +228,7 @@ fn a_lease_the_user_may_not_read_leaves_freshness_unknown_without_a_finding() {
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert!(matches!(
         report.freshness,
-        Some(crate::control_plane::Freshness::Unknown { .. })
+        Some(crate::cluster::control_plane::Freshness::Unknown { .. })
     ));
     let probe = report.probe.as_ref().unwrap();
     assert_eq!(
@@ -326,8 +326,8 @@ fn colours_change_nothing_but_the_colours() {
 fn policies_scenario() -> (super::policies::PoliciesReport, StatusReport) {
     use nauthera_shared::resources::{ClientPolicyStatus, PolicyHold};
 
-    use crate::policies::PolicyListing;
-    use crate::policies::tests::policy;
+    use crate::model::policies::PolicyListing;
+    use crate::model::policies::tests::policy;
 
     let hold = |name: &str, reason: Reason, policy: &str, rule: &str, field: Option<&str>| {
         let mut held = view(Kind::OidcClient, "team-a", name, reason, NOW - 600);
@@ -412,9 +412,9 @@ fn policies_name_what_they_hold_back_with_their_cluster_wide_counts() {
 
 #[test]
 fn with_every_namespace_the_counts_are_checked_against_the_statuses() {
-    use crate::policies::PolicyListing;
+    use crate::model::policies::PolicyListing;
     let (_, report) = policies_scenario();
-    let mut listed = crate::policies::tests::policy("web-rules", serde_json::json!({}));
+    let mut listed = crate::model::policies::tests::policy("web-rules", serde_json::json!({}));
     listed.status = Some(nauthera_shared::resources::ClientPolicyStatus {
         violations: 3,
         ..Default::default()

@@ -17,11 +17,11 @@ use self::parse::{ParsedDocument, PolicyCompiled};
 use self::policy::ManifestPolicies;
 use super::check_status::CheckStatus;
 use super::policy_check::{Moment, policy_findings};
-use crate::facts::SecretFacts;
-use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
-use crate::kinds::Kind;
-use crate::policies::{BrokenPolicy, PolicyOutcome};
-use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
+use crate::cli::kinds::Kind;
+use crate::cluster::facts::SecretFacts;
+use crate::model::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
+use crate::model::policies::{BrokenPolicy, PolicyOutcome};
+use crate::model::view::{OrganizationDirectory, ResourceView, SecretUse};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -8,9 +8,9 @@ use nauthera_shared::resources::{
 };
 use serde_json::Value;
 
-use crate::kinds::Kind;
-use crate::policies::BrokenPolicy;
-use crate::view::ResourceView;
+use crate::cli::kinds::Kind;
+use crate::model::policies::BrokenPolicy;
+use crate::model::view::ResourceView;
 
 /// One document of the file, parsed as far as it goes.
 #[derive(Clone, Debug)]

@@ -10,7 +10,7 @@ use nauthera_shared::topology::Scope;
 use serde::Serialize;
 
 use super::{ControlPlaneFacts, Freshness, Replicas};
-use crate::timefmt::{seconds_between, short_duration};
+use crate::output::timefmt::{seconds_between, short_duration};
 
 /// A client certificate that expires sooner than this is called out.
 pub const CERTIFICATE_WARNING_SECONDS: i64 = 14 * 86_400;

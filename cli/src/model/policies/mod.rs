@@ -1,9 +1,7 @@
-//! ClientPolicies as the plugin sees them: listed from the cluster ([`read`]) and evaluated on one
-//! resource with the shared compiled form (`nauthera_shared::policy`), never with rules of its
-//! own. `diagnose -f` judges a manifest before it is applied, `diagnose KIND/NAME` the live
+//! ClientPolicies as the plugin sees them: listed from the cluster ([`crate::cluster::policies`])
+//! and evaluated on one resource with the shared compiled form (`nauthera_shared::policy`), never
+//! with rules of its own. `diagnose -f` judges a manifest before it is applied, `diagnose KIND/NAME` the live
 //! object, and `status` groups what the policies hold back.
-
-pub mod read;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

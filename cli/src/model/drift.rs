@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use nauthera_shared::catalog::Cause;
 use serde::Serialize;
 
-use crate::view::ResourceView;
+use crate::model::view::ResourceView;
 
 /// At most this many people are named in the drift summary.
 const ACTORS_SHOWN: usize = 5;
@@ -95,7 +95,7 @@ impl DriftSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::fixtures::{at, drifted};
+    use crate::model::view::fixtures::{at, drifted};
 
     #[test]
     fn only_a_restore_cause_makes_drifts_a_restore_however_close_together() {

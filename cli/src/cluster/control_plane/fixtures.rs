@@ -6,7 +6,7 @@ use nauthera_shared::control_plane::ControlPlaneState;
 use nauthera_shared::grants::{GrantEntry, Operation};
 
 use super::{ControlPlaneFacts, LeaseFacts, LeaseRead, Replicas};
-use crate::view::fixtures::at;
+use crate::model::view::fixtures::at;
 
 /// The tests' clock, in seconds since the epoch.
 pub const NOW: i64 = 1_800_000_000;

@@ -16,10 +16,10 @@ use kube::api::{Api, ListParams};
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
 use serde::Serialize;
 
+use crate::cli::kinds::Kind;
 use crate::cluster::Cluster;
 use crate::error::{api_code, describe_kube_error};
-use crate::kinds::Kind;
-use crate::timefmt::{seconds_between, short_duration};
+use crate::output::timefmt::{seconds_between, short_duration};
 
 /// The reconciler's Deployment and ServiceAccount name in the standard install.
 pub const RECONCILER_NAME: &str = "nauthera-reconciler";

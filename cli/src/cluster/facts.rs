@@ -1,6 +1,6 @@
 //! The gathering edge of diagnose and restore: Secrets (names of keys only, never values),
-//! access reviews, events and pod templates, each read turned into plain facts or the reason it
-//! could not be read.
+//! access reviews, events, the reconciler's log lines and pod templates, each read turned into
+//! plain facts or the reason it could not be read.
 
 use std::collections::BTreeMap;
 
@@ -13,10 +13,10 @@ use k8s_openapi::api::events::v1::Event as NewEvent;
 use kube::api::{Api, ListParams, LogParams, PostParams};
 use serde::Serialize;
 
+use crate::cli::kinds::Kind;
 use crate::cluster::Cluster;
-use crate::control_plane::RECONCILER_NAME;
+use crate::cluster::control_plane::RECONCILER_NAME;
 use crate::error::{api_code, describe_kube_error};
-use crate::kinds::Kind;
 use nauthera_shared::workloads::{self, PodTemplate};
 
 /// A Secret's existence, owners and key names. Values are never read into this.
