@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 use nauthera_shared::catalog::Reason;
-use nauthera_shared::control_plane::ShardOverlap;
+use nauthera_shared::control_plane::{ControlPlaneState, ShardOverlap};
 use nauthera_shared::grants::GrantEntry;
 use nauthera_shared::topology::Scope;
 use serde::Serialize;
@@ -90,93 +90,11 @@ pub struct CertificateReport {
 }
 
 pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> ControlPlaneReport {
-    let mut findings = Vec::new();
-    if let Some(problem) = &facts.state_problem {
-        findings.push(problem.clone());
-    }
-    match (&facts.replicas, &facts.replicas_problem) {
-        (Some(replicas), _) if replicas.ready == 0 => findings.push(format!(
-            "no replica of the reconciler is ready (0/{})",
-            replicas.desired
-        )),
-        (None, Some(problem)) => findings.push(problem.clone()),
-        _ => {}
-    }
     let state = facts.state.as_ref();
-    let non_empty = |text: &str| (!text.is_empty()).then(|| text.to_owned());
     let freshness = state.map(|state| super::freshness(state, &facts.namespace, &facts.lease, now));
-    let probe = state.map(|state| {
-        let as_of = freshness
-            .as_ref()
-            .and_then(Freshness::as_of)
-            .or(state.changed_at);
-        ProbeReport {
-            outcome: probe_outcome(state.probe_reason),
-            reason: state.probe_reason,
-            message: non_empty(&state.probe_message),
-            since: state.probe_since,
-            since_seconds: state.probe_since.map(|since| seconds_between(since, now)),
-            time: as_of,
-            age_seconds: as_of.map(|time| seconds_between(time, now)),
-            last_success_time: state.last_success_time,
-        }
-    });
-    if let Some(state) = state {
-        match state.probe_reason {
-            Some(Reason::Registered) => {}
-            Some(reason) => findings.push(format!(
-                "the control-plane probe fails with {reason}{}; see `kubectl nauthera diagnose` \
-                 and the {reason} runbook",
-                non_empty(&state.probe_message)
-                    .map(|message| format!(": {message}"))
-                    .unwrap_or_default()
-            )),
-            None => findings.push("the control-plane probe has not run yet".to_owned()),
-        }
-        if let Some(finding) = freshness.as_ref().and_then(|f| f.finding(now)) {
-            findings.push(finding);
-        }
-        for overlap in &state.overlaps {
-            findings.push(format!(
-                "{}: the shard that writes an object first keeps it (the other shows \
-                 ManagedElsewhere); narrow the shards' --namespace, --namespace-selector or \
-                 --kinds so that each resource has one shard",
-                overlap.describe()
-            ));
-        }
-    }
-    let certificate = state.and_then(|state| {
-        let not_after = state.certificate_not_after?;
-        let expires_in_seconds = seconds_between(now, not_after);
-        let certificate_state = if expires_in_seconds <= 0 {
-            CertificateState::Expired
-        } else if expires_in_seconds <= CERTIFICATE_WARNING_SECONDS {
-            CertificateState::Expiring
-        } else {
-            CertificateState::Valid
-        };
-        Some(CertificateReport {
-            not_after,
-            expires_in_seconds,
-            state: certificate_state,
-            identities: state.certificate_identities.clone(),
-        })
-    });
-    if let Some(certificate) = &certificate {
-        match certificate.state {
-            CertificateState::Valid => {}
-            CertificateState::Expiring => findings.push(format!(
-                "the client certificate expires in {} ({}): check that cert-manager renews it",
-                short_duration(certificate.expires_in_seconds),
-                certificate.not_after
-            )),
-            CertificateState::Expired => findings.push(format!(
-                "the client certificate expired at {}: the server refuses the reconciler until it \
-                 is renewed",
-                certificate.not_after
-            )),
-        }
-    }
+    let probe = state.map(|state| probe_report(state, freshness.as_ref(), now));
+    let certificate = state.and_then(|state| certificate_report(state, now));
+    let findings = findings(facts, freshness.as_ref(), certificate.as_ref(), now);
     ControlPlaneReport {
         namespace: facts.namespace.clone(),
         cluster_name: state.and_then(|state| state.cluster_name.clone()),
@@ -198,4 +116,108 @@ pub fn control_plane_report(facts: &ControlPlaneFacts, now: Timestamp) -> Contro
         freshness,
         findings,
     }
+}
+
+fn non_empty(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// The probe's outcome, as of when it is known to hold.
+fn probe_report(
+    state: &ControlPlaneState,
+    freshness: Option<&Freshness>,
+    now: Timestamp,
+) -> ProbeReport {
+    let as_of = freshness.and_then(Freshness::as_of).or(state.changed_at);
+    ProbeReport {
+        outcome: probe_outcome(state.probe_reason),
+        reason: state.probe_reason,
+        message: non_empty(&state.probe_message),
+        since: state.probe_since,
+        since_seconds: state.probe_since.map(|since| seconds_between(since, now)),
+        time: as_of,
+        age_seconds: as_of.map(|time| seconds_between(time, now)),
+        last_success_time: state.last_success_time,
+    }
+}
+
+/// The client certificate, when the reconciler could read it.
+fn certificate_report(state: &ControlPlaneState, now: Timestamp) -> Option<CertificateReport> {
+    let not_after = state.certificate_not_after?;
+    let expires_in_seconds = seconds_between(now, not_after);
+    let certificate_state = if expires_in_seconds <= 0 {
+        CertificateState::Expired
+    } else if expires_in_seconds <= CERTIFICATE_WARNING_SECONDS {
+        CertificateState::Expiring
+    } else {
+        CertificateState::Valid
+    };
+    Some(CertificateReport {
+        not_after,
+        expires_in_seconds,
+        state: certificate_state,
+        identities: state.certificate_identities.clone(),
+    })
+}
+
+/// What needs attention about the control plane, one sentence each: the state, the replicas,
+/// the probe, the freshness, the shards' overlaps, the certificate.
+fn findings(
+    facts: &ControlPlaneFacts,
+    freshness: Option<&Freshness>,
+    certificate: Option<&CertificateReport>,
+    now: Timestamp,
+) -> Vec<String> {
+    let mut findings = Vec::new();
+    if let Some(problem) = &facts.state_problem {
+        findings.push(problem.clone());
+    }
+    match (&facts.replicas, &facts.replicas_problem) {
+        (Some(replicas), _) if replicas.ready == 0 => findings.push(format!(
+            "no replica of the reconciler is ready (0/{})",
+            replicas.desired
+        )),
+        (None, Some(problem)) => findings.push(problem.clone()),
+        _ => {}
+    }
+    if let Some(state) = &facts.state {
+        match state.probe_reason {
+            Some(Reason::Registered) => {}
+            Some(reason) => findings.push(format!(
+                "the control-plane probe fails with {reason}{}; see `kubectl nauthera diagnose` \
+                 and the {reason} runbook",
+                non_empty(&state.probe_message)
+                    .map(|message| format!(": {message}"))
+                    .unwrap_or_default()
+            )),
+            None => findings.push("the control-plane probe has not run yet".to_owned()),
+        }
+        if let Some(finding) = freshness.and_then(|f| f.finding(now)) {
+            findings.push(finding);
+        }
+        for overlap in &state.overlaps {
+            findings.push(format!(
+                "{}: the shard that writes an object first keeps it (the other shows \
+                 ManagedElsewhere); narrow the shards' --namespace, --namespace-selector or \
+                 --kinds so that each resource has one shard",
+                overlap.describe()
+            ));
+        }
+    }
+    if let Some(certificate) = certificate {
+        match certificate.state {
+            CertificateState::Valid => {}
+            CertificateState::Expiring => findings.push(format!(
+                "the client certificate expires in {} ({}): check that cert-manager renews it",
+                short_duration(certificate.expires_in_seconds),
+                certificate.not_after
+            )),
+            CertificateState::Expired => findings.push(format!(
+                "the client certificate expired at {}: the server refuses the reconciler until it \
+                 is renewed",
+                certificate.not_after
+            )),
+        }
+    }
+    findings
 }

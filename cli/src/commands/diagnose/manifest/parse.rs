@@ -113,14 +113,7 @@ pub fn parse_document(
         // Cluster-scoped: no namespace.
         parsed.namespace = String::new();
         parsed.view = Err("a ClientPolicy".to_owned());
-        parsed.admission = admission_violations(document, None)
-            .iter()
-            .map(|violation| {
-                format!(
-                    "{violation}; the API server refuses the manifest (kubectl validates strictly)"
-                )
-            })
-            .collect();
+        parsed.admission = admission(document);
         parsed.client_policy = Some(compile_client_policy(document));
         return parsed;
     }
@@ -132,13 +125,29 @@ pub fn parse_document(
     if let Some(metadata) = document.get_mut("metadata").and_then(Value::as_object_mut) {
         metadata.insert("namespace".to_owned(), Value::String(namespace));
     }
-    parsed.admission = admission_violations(&document, None)
+    parsed.admission = admission(&document);
+    parsed.view = typed_view(kind, document, &mut parsed).map_err(|error| error.to_string());
+    parsed
+}
+
+/// What the API server refuses of the document: the CRD's schema and rules.
+fn admission(document: &Value) -> Vec<String> {
+    admission_violations(document, None)
         .iter()
         .map(|violation| {
             format!("{violation}; the API server refuses the manifest (kubectl validates strictly)")
         })
-        .collect();
-    let typed = match kind {
+        .collect()
+}
+
+/// The document as the typed resource of its kind, noting on `parsed` what the reconciler or the
+/// server would refuse of it, its Branding and the object as the API server would store it.
+fn typed_view(
+    kind: Kind,
+    document: Value,
+    parsed: &mut ParsedDocument,
+) -> Result<ResourceView, serde_json::Error> {
+    match kind {
         Kind::OidcClient => serde_json::from_value::<OIDCClient>(document).map(|client| {
             parsed.rule_violations = server_client_rules(&client);
             parsed.branding_ref = client.spec.branding_ref.as_ref().map(|r| r.name.clone());
@@ -164,9 +173,7 @@ pub fn parse_document(
                 ResourceView::of_organization(&organization)
             })
         }
-    };
-    parsed.view = typed.map_err(|error| error.to_string());
-    parsed
+    }
 }
 
 /// A ClientPolicy compiled as the reconciler compiles it (`nauthera_shared::policy`): the same
