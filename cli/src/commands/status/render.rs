@@ -6,12 +6,12 @@ use std::io::Write;
 use nauthera_shared::catalog::Phase;
 use nauthera_shared::grants::GrantEntry;
 
-use super::policies::PoliciesReport;
+use super::policies::{Held, PoliciesReport};
 use super::report::{StatusReport, Summary};
 use super::rows::ResourceRow;
 use crate::cluster::control_plane::Freshness;
-use crate::cluster::control_plane::report::{CertificateState, ControlPlaneReport};
-use crate::model::drift::DriftVerdict;
+use crate::cluster::control_plane::report::{CertificateState, ControlPlaneReport, ProbeReport};
+use crate::model::drift::{DriftSummary, DriftVerdict};
 use crate::model::grant_check::{GrantCheck, entry_yaml};
 use crate::output::timefmt::short_duration;
 use crate::output::{Painter, TableCell, Tone, shorten, write_table};
@@ -153,33 +153,7 @@ fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
         let _ = writeln!(out, "  {label:<13} {}", grant_line(grant));
     }
     if let Some(probe) = &cp.probe {
-        let tone = if probe.reason == Some(nauthera_shared::catalog::Reason::Registered) {
-            Tone::Good
-        } else {
-            Tone::Bad
-        };
-        let mut line = painter.paint(probe.outcome, tone);
-        if let Some(since) = probe.since_seconds {
-            let _ = write!(line, " since {} ago", short_duration(since));
-        }
-        // As of when: the Lease renewal while the leader publishes.
-        match (&cp.freshness, probe.age_seconds) {
-            (Some(Freshness::Unknown { why }), _) => {
-                let _ = write!(
-                    line,
-                    " ({})",
-                    painter.paint(&format!("freshness unknown: {why}"), Tone::Dim)
-                );
-            }
-            (_, Some(age)) => {
-                let _ = write!(line, " (as of {} ago)", short_duration(age));
-            }
-            _ => {}
-        }
-        if let Some(message) = &probe.message {
-            let _ = write!(line, ": {message}");
-        }
-        let _ = writeln!(out, "  Probe:        {line}");
+        let _ = writeln!(out, "  Probe:        {}", probe_line(cp, probe, painter));
     }
     if let Some(certificate) = &cert_line(cp, painter) {
         let _ = writeln!(out, "  Certificate:  {certificate}");
@@ -187,6 +161,37 @@ fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
     for finding in &cp.findings {
         let _ = writeln!(out, "  {} {finding}", painter.paint("!", Tone::Bad));
     }
+}
+
+/// The probe's outcome, since when, as of when, and its message.
+fn probe_line(cp: &ControlPlaneReport, probe: &ProbeReport, painter: Painter) -> String {
+    let tone = if probe.reason == Some(nauthera_shared::catalog::Reason::Registered) {
+        Tone::Good
+    } else {
+        Tone::Bad
+    };
+    let mut line = painter.paint(probe.outcome, tone);
+    if let Some(since) = probe.since_seconds {
+        let _ = write!(line, " since {} ago", short_duration(since));
+    }
+    // As of when: the Lease renewal while the leader publishes.
+    match (&cp.freshness, probe.age_seconds) {
+        (Some(Freshness::Unknown { why }), _) => {
+            let _ = write!(
+                line,
+                " ({})",
+                painter.paint(&format!("freshness unknown: {why}"), Tone::Dim)
+            );
+        }
+        (_, Some(age)) => {
+            let _ = write!(line, " (as of {} ago)", short_duration(age));
+        }
+        _ => {}
+    }
+    if let Some(message) = &probe.message {
+        let _ = write!(line, ": {message}");
+    }
+    line
 }
 
 fn cert_line(cp: &ControlPlaneReport, painter: Painter) -> Option<String> {
@@ -359,7 +364,13 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             .collect();
         let _ = writeln!(out, "  Reasons: {}", reasons.join(", "));
     }
-    let drift = &summary.drift;
+    drift_line(out, &summary.drift, rows, painter);
+    resource_notes(out, rows, painter);
+    grant_lines(out, summary.outside_grant, rows, painter);
+}
+
+/// What the drift summary says, with where to look next.
+fn drift_line(out: &mut String, drift: &DriftSummary, rows: &[ResourceRow], painter: Painter) {
     let drifted: Vec<&ResourceRow> = rows.iter().filter(|row| row.drift.is_some()).collect();
     match drift.verdict {
         DriftVerdict::None => {}
@@ -410,6 +421,11 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             );
         }
     }
+}
+
+/// The resources another reconciler manages on the server, and the drifts a new generation was
+/// recently written over.
+fn resource_notes(out: &mut String, rows: &[ResourceRow], painter: Painter) {
     for row in rows {
         if let Some(elsewhere) = &row.managed_elsewhere {
             let _ = writeln!(
@@ -438,22 +454,19 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             );
         }
     }
-    if summary.outside_grant > 0 {
+}
+
+/// The resources outside the reconciler's grant, each with the allowedClients entry that would
+/// cover it.
+fn grant_lines(out: &mut String, outside_grant: usize, rows: &[ResourceRow], painter: Painter) {
+    if outside_grant > 0 {
         let _ = writeln!(
             out,
             "  {} {} resource{} outside the reconciler's grant; the server will refuse {}:",
             painter.paint("Grant:", Tone::Bad),
-            summary.outside_grant,
-            if summary.outside_grant == 1 {
-                " is"
-            } else {
-                "s are"
-            },
-            if summary.outside_grant == 1 {
-                "it"
-            } else {
-                "them"
-            },
+            outside_grant,
+            if outside_grant == 1 { " is" } else { "s are" },
+            if outside_grant == 1 { "it" } else { "them" },
         );
         for row in rows {
             if let GrantCheck::Outside {
@@ -543,35 +556,7 @@ fn policies_section(
             "  {name} holds back {}: {counts}{cluster_wide}",
             item.held.len()
         );
-        let mut table = Vec::new();
-        let _ = write_table(
-            &mut table,
-            None,
-            &item.held,
-            |held| {
-                let rule = match &held.field {
-                    Some(field) => format!("rule {} ({field})", held.rule),
-                    None if held.rule.is_empty() => "-".to_owned(),
-                    None => format!("rule {}", held.rule),
-                };
-                let tone = if held.reason == nauthera_shared::catalog::Reason::PolicyViolation {
-                    Tone::Bad
-                } else {
-                    Tone::Warn
-                };
-                vec![
-                    (held.kind.as_str().to_owned(), None),
-                    (held.namespace.clone(), None),
-                    (held.name.clone(), None),
-                    (held.reason.as_str().to_owned(), Some(tone)),
-                    (rule, None),
-                ]
-            },
-            painter,
-        );
-        for line in String::from_utf8_lossy(&table).lines() {
-            let _ = writeln!(out, "    {line}");
-        }
+        held_table(out, &item.held, painter);
         if item.counts_agree == Some(false) {
             let _ = writeln!(
                 out,
@@ -597,6 +582,39 @@ fn policies_section(
             },
             idle.join(", ")
         );
+    }
+}
+
+/// The resources a policy holds back, as an indented table.
+fn held_table(out: &mut String, held: &[Held], painter: Painter) {
+    let mut table = Vec::new();
+    let _ = write_table(
+        &mut table,
+        None,
+        held,
+        |held| {
+            let rule = match &held.field {
+                Some(field) => format!("rule {} ({field})", held.rule),
+                None if held.rule.is_empty() => "-".to_owned(),
+                None => format!("rule {}", held.rule),
+            };
+            let tone = if held.reason == nauthera_shared::catalog::Reason::PolicyViolation {
+                Tone::Bad
+            } else {
+                Tone::Warn
+            };
+            vec![
+                (held.kind.as_str().to_owned(), None),
+                (held.namespace.clone(), None),
+                (held.name.clone(), None),
+                (held.reason.as_str().to_owned(), Some(tone)),
+                (rule, None),
+            ]
+        },
+        painter,
+    );
+    for line in String::from_utf8_lossy(&table).lines() {
+        let _ = writeln!(out, "    {line}");
     }
 }
 

@@ -1,14 +1,14 @@
 //! ClientPolicies as the plugin sees them: listed from the cluster ([`crate::cluster::policies`])
 //! and evaluated on one resource with the shared compiled form (`nauthera_shared::policy`), never
-//! with rules of its own. `diagnose -f` judges a manifest before it is applied, `diagnose KIND/NAME` the live
-//! object, and `status` groups what the policies hold back.
+//! with rules of its own. `diagnose -f` judges a manifest before it is applied,
+//! `diagnose KIND/NAME` the live object, and `status` groups what the policies hold back.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use nauthera_shared::policy::{
-    ApprovalStanding, Approvals, CompiledPolicy, NAMESPACE_NAME_LABEL, Rule, Subject,
+    ApprovalStanding, Approvals, CompiledPolicy, NAMESPACE_NAME_LABEL, Rule, Subject, Violation,
     approval_standing, covering, violations,
 };
 use nauthera_shared::resources::{ApprovalRecord, ClientPolicy, PolicyKind};
@@ -366,23 +366,8 @@ pub fn evaluate(
     let mut verdicts: Vec<PolicyVerdict> = covering
         .iter()
         .map(|policy| {
-            let mine: Vec<_> = found.iter().filter(|v| v.policy == policy.name).collect();
-            let rules = policy
-                .checks
-                .iter()
-                .filter(|check| check.kind == judged.kind)
-                .map(|check| {
-                    let broken = mine
-                        .iter()
-                        .find(|v| v.rule == check.rule && v.field == check.field);
-                    RuleVerdict {
-                        rule: check.rule.as_str().to_owned(),
-                        field: check.field.to_owned(),
-                        allowed: broken.is_none(),
-                        message: broken.map(|v| v.message.clone()),
-                    }
-                })
-                .collect();
+            let mine: Vec<&Violation> = found.iter().filter(|v| v.policy == policy.name).collect();
+            let rules = rule_verdicts(policy, judged.kind, &mine);
             let limit = policy
                 .max_clients_per_namespace
                 .filter(|_| counts_clients && clients.is_ok())
@@ -410,23 +395,7 @@ pub fn evaluate(
         })
         .collect();
     if let Some(why) = &labels.problem {
-        verdicts.extend(
-            uncertain
-                .iter()
-                .filter(|policy| {
-                    let coverage = &policy.coverage;
-                    (coverage.kinds.is_empty() || coverage.kinds.contains(&judged.kind))
-                        && (coverage.issuers.is_empty()
-                            || coverage.issuers.iter().any(|i| i == judged.issuer))
-                })
-                .map(|policy| PolicyVerdict {
-                    policy: policy.name.clone(),
-                    coverage: Coverage::Unknown { why: why.clone() },
-                    rules: Vec::new(),
-                    limit: None,
-                    approval_fields: None,
-                }),
-        );
+        verdicts.extend(unknown_coverage(&uncertain, judged, why));
         verdicts.sort_by(|a, b| a.policy.cmp(&b.policy));
     }
     let needs_count = counts_clients
@@ -434,33 +403,7 @@ pub fn evaluate(
             .iter()
             .any(|policy| policy.max_clients_per_namespace.is_some());
     let approval = if counts_clients {
-        let spec = judged.object.get("spec").unwrap_or(&Value::Null);
-        match approval_standing(
-            &covering,
-            spec,
-            judged.generation,
-            judged.written,
-            judged.recorded,
-            Approvals {
-                generations: judged.approved,
-            },
-        ) {
-            ApprovalStanding::NotRequired => None,
-            ApprovalStanding::Unchanged { .. } => Some(ApprovalVerdict::Unchanged),
-            ApprovalStanding::Approved { .. } => Some(ApprovalVerdict::Approved {
-                generation: judged.generation,
-            }),
-            ApprovalStanding::Waiting {
-                policies,
-                fields,
-                new_client,
-            } => Some(ApprovalVerdict::Required {
-                generation: judged.generation,
-                policies,
-                fields,
-                new_client,
-            }),
-        }
+        approval_verdict(&covering, judged)
     } else {
         None
     };
@@ -479,6 +422,88 @@ pub fn evaluate(
             Err(why) if needs_count => Some(why.to_owned()),
             _ => None,
         },
+    }
+}
+
+/// Every check of `policy` on the judged kind: refused when one of the policy's violations
+/// (`mine`) names its rule and field.
+fn rule_verdicts(
+    policy: &CompiledPolicy,
+    kind: PolicyKind,
+    mine: &[&Violation],
+) -> Vec<RuleVerdict> {
+    policy
+        .checks
+        .iter()
+        .filter(|check| check.kind == kind)
+        .map(|check| {
+            let broken = mine
+                .iter()
+                .find(|v| v.rule == check.rule && v.field == check.field);
+            RuleVerdict {
+                rule: check.rule.as_str().to_owned(),
+                field: check.field.to_owned(),
+                allowed: broken.is_none(),
+                message: broken.map(|v| v.message.clone()),
+            }
+        })
+        .collect()
+}
+
+/// The policies that select namespaces by label and would cover the resource but for its
+/// namespace's labels, which could not be read (`why`).
+fn unknown_coverage<'a>(
+    uncertain: &'a [Arc<CompiledPolicy>],
+    judged: &'a Judged<'_>,
+    why: &'a str,
+) -> impl Iterator<Item = PolicyVerdict> + 'a {
+    uncertain
+        .iter()
+        .filter(|policy| {
+            let coverage = &policy.coverage;
+            (coverage.kinds.is_empty() || coverage.kinds.contains(&judged.kind))
+                && (coverage.issuers.is_empty()
+                    || coverage.issuers.iter().any(|i| i == judged.issuer))
+        })
+        .map(|policy| PolicyVerdict {
+            policy: policy.name.clone(),
+            coverage: Coverage::Unknown {
+                why: why.to_owned(),
+            },
+            rules: Vec::new(),
+            limit: None,
+            approval_fields: None,
+        })
+}
+
+/// Whether the covering policies want an approval of the judged client, and whether it has one.
+fn approval_verdict(covering: &[&CompiledPolicy], judged: &Judged<'_>) -> Option<ApprovalVerdict> {
+    let spec = judged.object.get("spec").unwrap_or(&Value::Null);
+    match approval_standing(
+        covering,
+        spec,
+        judged.generation,
+        judged.written,
+        judged.recorded,
+        Approvals {
+            generations: judged.approved,
+        },
+    ) {
+        ApprovalStanding::NotRequired => None,
+        ApprovalStanding::Unchanged { .. } => Some(ApprovalVerdict::Unchanged),
+        ApprovalStanding::Approved { .. } => Some(ApprovalVerdict::Approved {
+            generation: judged.generation,
+        }),
+        ApprovalStanding::Waiting {
+            policies,
+            fields,
+            new_client,
+        } => Some(ApprovalVerdict::Required {
+            generation: judged.generation,
+            policies,
+            fields,
+            new_client,
+        }),
     }
 }
 
