@@ -32,6 +32,21 @@ pub struct ManifestCheck {
     pub findings: Vec<String>,
 }
 
+impl ManifestCheck {
+    /// Failed with `problems` as its findings; passed when there are none.
+    fn failed_by(name: &'static str, problems: &[String]) -> ManifestCheck {
+        ManifestCheck {
+            name,
+            status: if problems.is_empty() {
+                CheckStatus::Passed
+            } else {
+                CheckStatus::Failed
+            },
+            findings: problems.to_vec(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestReport {
@@ -54,19 +69,7 @@ fn check_client_policy(
     parsed: &ParsedDocument,
     compiled: &Result<PolicyCompiled, BrokenPolicy>,
 ) -> Vec<ManifestCheck> {
-    let schema = if parsed.admission.is_empty() {
-        ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Passed,
-            findings: Vec::new(),
-        }
-    } else {
-        ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Failed,
-            findings: parsed.admission.clone(),
-        }
-    };
+    let schema = ManifestCheck::failed_by("schema", &parsed.admission);
     let compile = match compiled {
         Ok(compiled) => {
             let findings = vec![match &compiled.admission_policy {
@@ -177,6 +180,32 @@ fn branding_check(namespace: &str, branding: &str, context: &ManifestContext) ->
     }
 }
 
+/// Whether the API server would take the document as a resource of its kind.
+fn schema_check(parsed: &ParsedDocument) -> ManifestCheck {
+    match (&parsed.kind, &parsed.view) {
+        (None, _) => ManifestCheck {
+            name: "schema",
+            status: CheckStatus::Info,
+            findings: vec![format!(
+                "{} {} is not a nauthera resource; skipped",
+                parsed.api_version, parsed.kind_name
+            )],
+        },
+        (Some(_), _) if !parsed.admission.is_empty() => {
+            ManifestCheck::failed_by("schema", &parsed.admission)
+        }
+        (Some(_), Err(error)) => ManifestCheck {
+            name: "schema",
+            status: CheckStatus::Failed,
+            findings: vec![format!(
+                "does not match the {} schema: {error}",
+                parsed.kind_name
+            )],
+        },
+        (Some(_), Ok(_)) => ManifestCheck::failed_by("schema", &[]),
+    }
+}
+
 /// Every check of one parsed document.
 pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> ManifestReport {
     if let Some(compiled) = &parsed.client_policy {
@@ -194,51 +223,10 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
             attention,
         };
     }
-    let mut checks = Vec::new();
+    let mut checks = vec![schema_check(parsed)];
     let mut policy_outcome = None;
-    let schema = match (&parsed.kind, &parsed.view) {
-        (None, _) => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Info,
-            findings: vec![format!(
-                "{} {} is not a nauthera resource; skipped",
-                parsed.api_version, parsed.kind_name
-            )],
-        },
-        (Some(_), _) if !parsed.admission.is_empty() => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Failed,
-            findings: parsed.admission.clone(),
-        },
-        (Some(_), Err(error)) => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Failed,
-            findings: vec![format!(
-                "does not match the {} schema: {error}",
-                parsed.kind_name
-            )],
-        },
-        (Some(_), Ok(_)) => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Passed,
-            findings: Vec::new(),
-        },
-    };
-    checks.push(schema);
     if let Ok(view) = &parsed.view {
-        checks.push(if parsed.rule_violations.is_empty() {
-            ManifestCheck {
-                name: "rules",
-                status: CheckStatus::Passed,
-                findings: Vec::new(),
-            }
-        } else {
-            ManifestCheck {
-                name: "rules",
-                status: CheckStatus::Failed,
-                findings: parsed.rule_violations.clone(),
-            }
-        });
+        checks.push(ManifestCheck::failed_by("rules", &parsed.rule_violations));
         let organization = context.organizations.organization_of(view);
         checks.push(issuer_check(view, organization.as_deref(), context));
         if !context.local {
@@ -405,45 +393,47 @@ pub fn declared_secrets(
 fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<ManifestCheck> {
     let name = view.secret.name()?;
     let key = (view.namespace.clone(), name.to_owned());
-    if let Some(keys) = context.file_secrets.get(&key) {
-        let (status, finding) = match &view.secret {
-            SecretUse::Generated { name } => (
-                CheckStatus::Failed,
-                format!(
-                    "the files also declare Secret {name}, which {} would not own: the \
-                     reconciler will not write the generated secret into it; drop it from the \
-                     files or choose another spec.secret.secretName",
-                    view.reference()
-                ),
-            ),
-            SecretUse::Referenced { name, key } if keys.contains(key) => (
-                CheckStatus::Passed,
-                format!("Secret {name} is declared in the files with key {key}"),
-            ),
-            SecretUse::Referenced { name, key } => (
-                CheckStatus::Failed,
-                format!("Secret {name} is declared in the files without key {key}"),
-            ),
-            SecretUse::None => return None,
-        };
-        return Some(ManifestCheck {
-            name: "secret",
-            status,
-            findings: vec![finding],
-        });
-    }
-    let facts = context.secrets.get(&key)?;
-    let secret = match facts {
-        Ok(secret) => secret,
-        Err(problem) => {
-            return Some(ManifestCheck {
-                name: "secret",
-                status: CheckStatus::Warning,
-                findings: vec![problem.clone()],
-            });
-        }
+    let (status, finding) = match context.file_secrets.get(&key) {
+        Some(keys) => declared_secret(view, keys)?,
+        None => match context.secrets.get(&key)? {
+            Ok(secret) => cluster_secret(view, secret)?,
+            Err(problem) => (CheckStatus::Warning, problem.clone()),
+        },
     };
-    let (status, finding) = match &view.secret {
+    Some(ManifestCheck {
+        name: "secret",
+        status,
+        findings: vec![finding],
+    })
+}
+
+/// The resource's Secret as the files declare it, with its key names.
+fn declared_secret(view: &ResourceView, keys: &[String]) -> Option<(CheckStatus, String)> {
+    Some(match &view.secret {
+        SecretUse::Generated { name } => (
+            CheckStatus::Failed,
+            format!(
+                "the files also declare Secret {name}, which {} would not own: the \
+                 reconciler will not write the generated secret into it; drop it from the \
+                 files or choose another spec.secret.secretName",
+                view.reference()
+            ),
+        ),
+        SecretUse::Referenced { name, key } if keys.contains(key) => (
+            CheckStatus::Passed,
+            format!("Secret {name} is declared in the files with key {key}"),
+        ),
+        SecretUse::Referenced { name, key } => (
+            CheckStatus::Failed,
+            format!("Secret {name} is declared in the files without key {key}"),
+        ),
+        SecretUse::None => return None,
+    })
+}
+
+/// The resource's Secret as the cluster holds it.
+fn cluster_secret(view: &ResourceView, secret: &SecretFacts) -> Option<(CheckStatus, String)> {
+    Some(match &view.secret {
         SecretUse::Generated { name } if !secret.exists => (
             CheckStatus::Passed,
             format!("Secret {name} is free: the reconciler will create it"),
@@ -480,11 +470,6 @@ fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<Manife
             format!("Secret {name} exists and holds key {key}"),
         ),
         SecretUse::None => return None,
-    };
-    Some(ManifestCheck {
-        name: "secret",
-        status,
-        findings: vec![finding],
     })
 }
 
