@@ -341,50 +341,31 @@ pub fn evaluate(
         object: judged.object,
     };
     let covering = covering(&certain, &subject);
-    let others: Vec<&CountedClient> = match clients {
-        Ok(clients) => clients
-            .iter()
-            .filter(|client| !client.deleting && client.name != judged.place.name)
-            .collect(),
-        Err(_) => Vec::new(),
+    let neighbours = Neighbours {
+        others: match clients {
+            Ok(clients) => clients
+                .iter()
+                .filter(|client| !client.deleting && client.name != judged.place.name)
+                .collect(),
+            Err(_) => Vec::new(),
+        },
+        labels: &labels.labels,
+        place: judged.place,
     };
-    let covered_by = |policy: &CompiledPolicy| -> Vec<&CountedClient> {
-        others
-            .iter()
-            .copied()
-            .filter(|client| policy.covers(PolicyKind::OidcClient, &labels.labels, &client.issuer))
-            .collect()
-    };
-    let earlier = |policy: &CompiledPolicy| {
-        covered_by(policy)
-            .into_iter()
-            .filter(|client| client.before(judged.place))
-            .count()
-    };
-    let found = violations(&covering, &subject, &earlier);
+    let found = violations(&covering, &subject, &|policy| neighbours.earlier(policy));
     let counts_clients = judged.kind == PolicyKind::OidcClient;
     let mut verdicts: Vec<PolicyVerdict> = covering
         .iter()
         .map(|policy| {
             let mine: Vec<&Violation> = found.iter().filter(|v| v.policy == policy.name).collect();
-            let rules = rule_verdicts(policy, judged.kind, &mine);
             let limit = policy
                 .max_clients_per_namespace
                 .filter(|_| counts_clients && clients.is_ok())
-                .map(|max| {
-                    let over = mine.iter().find(|v| v.rule == Rule::MaxClientsPerNamespace);
-                    LimitVerdict {
-                        max,
-                        covered: covered_by(policy).len(),
-                        earlier: earlier(policy),
-                        fits: over.is_none(),
-                        message: over.map(|v| v.message.clone()),
-                    }
-                });
+                .map(|max| neighbours.limit_verdict(policy, max, &mine));
             PolicyVerdict {
                 policy: policy.name.clone(),
                 coverage: Coverage::Covers,
-                rules,
+                rules: rule_verdicts(policy, judged.kind, &mine),
                 limit,
                 approval_fields: policy
                     .approval
@@ -422,6 +403,52 @@ pub fn evaluate(
             Err(why) if needs_count => Some(why.to_owned()),
             _ => None,
         },
+    }
+}
+
+/// The namespace's other OIDCClients, for the namespace limit: the judged client's own name and
+/// clients being deleted do not count.
+struct Neighbours<'a> {
+    others: Vec<&'a CountedClient>,
+    /// The namespace's labels, which the policies select namespaces by.
+    labels: &'a BTreeMap<String, String>,
+    /// The judged client's place among them.
+    place: &'a CountedClient,
+}
+
+impl Neighbours<'_> {
+    /// The other clients `policy` covers.
+    fn covered_by(&self, policy: &CompiledPolicy) -> Vec<&CountedClient> {
+        self.others
+            .iter()
+            .copied()
+            .filter(|client| policy.covers(PolicyKind::OidcClient, self.labels, &client.issuer))
+            .collect()
+    }
+
+    /// How many of them come before the judged client.
+    fn earlier(&self, policy: &CompiledPolicy) -> usize {
+        self.covered_by(policy)
+            .into_iter()
+            .filter(|client| client.before(self.place))
+            .count()
+    }
+
+    /// Whether the judged client fits `policy`'s limit of `max`, by its violations (`mine`).
+    fn limit_verdict(
+        &self,
+        policy: &CompiledPolicy,
+        max: u32,
+        mine: &[&Violation],
+    ) -> LimitVerdict {
+        let over = mine.iter().find(|v| v.rule == Rule::MaxClientsPerNamespace);
+        LimitVerdict {
+            max,
+            covered: self.covered_by(policy).len(),
+            earlier: self.earlier(policy),
+            fits: over.is_none(),
+            message: over.map(|v| v.message.clone()),
+        }
     }
 }
 
