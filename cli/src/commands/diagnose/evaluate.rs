@@ -5,6 +5,7 @@ use jiff::Timestamp;
 use nauthera_shared::catalog::{
     Cause, DiagnoseCheck, Facts, Phase, Placeholder, Reason, render, runbook_url,
 };
+use nauthera_shared::resources::ResourceStatus;
 use serde::Serialize;
 
 use super::check_status::CheckStatus;
@@ -393,6 +394,19 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
                 .unwrap_or_default()
         ));
     }
+    findings.extend(written_lines(view, status, facts.now));
+    let outcome = match status.phase {
+        Some(Phase::Registered) => CheckStatus::Passed,
+        Some(Phase::Pending) => CheckStatus::Warning,
+        Some(Phase::Error) | None => CheckStatus::Failed,
+    };
+    (outcome, findings)
+}
+
+/// What the reconciler wrote of the resource: generations, revision, client id, when the client
+/// secret was set, and whether the newest generation is processed yet.
+fn written_lines(view: &ResourceView, status: &ResourceStatus, now: Timestamp) -> Vec<String> {
+    let mut findings = Vec::new();
     let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
     findings.push(format!(
         "generation {}, observed {}, in force on the server {}",
@@ -418,18 +432,13 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
             "client secret last set{into} at {} ({} ago); workloads started before then hold an \
              older one",
             set.0,
-            short_duration(seconds_between(set.0, facts.now))
+            short_duration(seconds_between(set.0, now))
         ));
     }
     if view.generation.is_some() && status.observed_generation < view.generation {
         findings.push("the newest generation has not been processed yet".to_owned());
     }
-    let outcome = match status.phase {
-        Some(Phase::Registered) => CheckStatus::Passed,
-        Some(Phase::Pending) => CheckStatus::Warning,
-        Some(Phase::Error) | None => CheckStatus::Failed,
-    };
-    (outcome, findings)
+    findings
 }
 
 fn events(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {

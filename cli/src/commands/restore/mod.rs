@@ -137,17 +137,7 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
         progress("Restore cancelled; nothing was changed.");
         return Ok(Outcome::Attention);
     }
-    // One id for this run's requests: what the status names once each is carried out.
-    let request = format!("restore-{}", Timestamp::now());
-    for plan in &to_restore {
-        annotate(&cluster, plan, &request).await?;
-        progress(&format!(
-            "annotated {}/{} in {} with {RESTORE_ANNOTATION}=true ({RESTORE_REQUEST_ANNOTATION}={request})",
-            plan.kind.singular(),
-            plan.name,
-            plan.namespace
-        ));
-    }
+    let request = request_restores(&cluster, &to_restore).await?;
     let waited = wait(&cluster, &to_restore, &request, args.timeout).await?;
     let attention = waited
         .iter()
@@ -205,6 +195,25 @@ impl RestoreResult {
             detail: detail.to_owned(),
         }
     }
+}
+
+/// Annotates each resource to restore, all with one request id for this run (what the status
+/// names once each is carried out), and returns that id.
+async fn request_restores(
+    cluster: &Cluster,
+    to_restore: &[&RestorePlan],
+) -> Result<String, CliError> {
+    let request = format!("restore-{}", Timestamp::now());
+    for plan in to_restore {
+        annotate(cluster, plan, &request).await?;
+        progress(&format!(
+            "annotated {}/{} in {} with {RESTORE_ANNOTATION}=true ({RESTORE_REQUEST_ANNOTATION}={request})",
+            plan.kind.singular(),
+            plan.name,
+            plan.namespace
+        ));
+    }
+    Ok(request)
 }
 
 fn finish(

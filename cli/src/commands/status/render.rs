@@ -6,7 +6,7 @@ use std::io::Write;
 use nauthera_shared::catalog::Phase;
 use nauthera_shared::grants::GrantEntry;
 
-use super::policies::{Held, PoliciesReport};
+use super::policies::{Held, PoliciesReport, PolicyHolds};
 use super::report::{StatusReport, Summary};
 use super::rows::ResourceRow;
 use crate::cluster::control_plane::Freshness;
@@ -508,25 +508,7 @@ fn policies_section(
         } else {
             &item.name
         };
-        if let Some(false) = item.ready {
-            let _ = writeln!(
-                out,
-                "  {} ClientPolicy {name} is not in force{}",
-                painter.paint("!", Tone::Bad),
-                item.ready_message
-                    .as_ref()
-                    .map(|message| format!(": {message}"))
-                    .unwrap_or_default()
-            );
-        }
-        if item.found == Some(false) {
-            let _ = writeln!(
-                out,
-                "  {} ClientPolicy {name} is named by the statuses below but does not exist \
-                 (deleted?): the reconciler evaluates them again",
-                painter.paint("!", Tone::Warn)
-            );
-        }
+        policy_warnings(out, item, name, painter);
         if item.held.is_empty() {
             let elsewhere =
                 item.violations.unwrap_or_default() + item.awaiting_approval.unwrap_or_default();
@@ -581,6 +563,29 @@ fn policies_section(
                 " in this namespace"
             },
             idle.join(", ")
+        );
+    }
+}
+
+/// A policy that is not in force, or that the statuses name but does not exist.
+fn policy_warnings(out: &mut String, item: &PolicyHolds, name: &str, painter: Painter) {
+    if let Some(false) = item.ready {
+        let _ = writeln!(
+            out,
+            "  {} ClientPolicy {name} is not in force{}",
+            painter.paint("!", Tone::Bad),
+            item.ready_message
+                .as_ref()
+                .map(|message| format!(": {message}"))
+                .unwrap_or_default()
+        );
+    }
+    if item.found == Some(false) {
+        let _ = writeln!(
+            out,
+            "  {} ClientPolicy {name} is named by the statuses below but does not exist \
+             (deleted?): the reconciler evaluates them again",
+            painter.paint("!", Tone::Warn)
         );
     }
 }
