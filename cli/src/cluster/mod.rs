@@ -1,8 +1,9 @@
 //! Cluster access, the Kubernetes edge: a client built from the kubeconfig the way kubectl builds
-//! it and the reads of resources every command shares (here), what the reconciler publishes
-//! ([`control_plane`]), what surrounds a resource: Secrets, access reviews, events, log lines and
-//! pod templates ([`facts`]), and what the policy checks read ([`policies`]). Each read comes back
-//! as plain facts or the sentence saying why it could not be made.
+//! it and the reads of resources every command shares (here), what the reconciler publishes and
+//! what of it needs attention ([`control_plane`]), what surrounds a resource: Secrets, access
+//! reviews, events, log lines and pod templates ([`facts`]), and what the policy checks read
+//! ([`policies`]). Each read comes back as plain facts or the sentence saying why it could not be
+//! made.
 
 pub mod control_plane;
 pub mod facts;
