@@ -2,23 +2,18 @@
 //!
 //! `main` only parses the command line and turns the outcome into an exit code: 0 when all is
 //! good, 1 when something needs attention, 2 on an error. A closed pipe (`| head`) is a clean exit.
+//!
+//! The plugin is made of its verbs (`commands`, one room each), the command line they share
+//! (`cli`), cluster access (`cluster`: the client and every read), the plain values and the
+//! judgements over them that more than one verb uses (`model`), and how results are written
+//! (`output`).
 
 mod cli;
 mod cluster;
 mod commands;
-mod control_plane;
 mod error;
-mod facts;
-mod grant_check;
-mod jsonpath;
-mod kinds;
+mod model;
 mod output;
-mod policies;
-mod timefmt;
-mod view;
-
-#[cfg(test)]
-mod snapshot;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -7,10 +7,10 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 
 use crate::Outcome;
+use crate::cli::kinds::Kind;
 use crate::cli::{ColorChoice, GlobalArgs, Output, OutputFormat};
 use crate::cluster::{Cluster, Scope};
 use crate::error::CliError;
-use crate::kinds::Kind;
 use crate::output;
 
 /// Cobra's shell directives.
@@ -116,31 +116,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
     };
     let command = definition();
     let names = subcommands(&command);
-    let mut connection = Connection::default();
-    let mut subcommand: Option<&str> = None;
-    let mut index = 0;
-    while index < done.len() {
-        let word = done[index].as_str();
-        let (flag, inline) = match word.split_once('=') {
-            Some((flag, value)) if word.starts_with("--") => (flag, Some(value.to_owned())),
-            _ => (word, None),
-        };
-        if flag.starts_with('-') && takes_value(&command, flag) {
-            let value = inline.or_else(|| done.get(index + 1).cloned());
-            if !word.contains('=') {
-                index += 1;
-            }
-            match flag {
-                "--kubeconfig" => connection.kubeconfig = value,
-                "--context" => connection.context = value,
-                "-n" | "--namespace" => connection.namespace = value,
-                _ => {}
-            }
-        } else if !word.starts_with('-') && subcommand.is_none() {
-            subcommand = names.iter().map(String::as_str).find(|name| *name == word);
-        }
-        index += 1;
-    }
+    let (connection, subcommand) = read_typed(&command, &names, done);
     let words = |items: &[&str], directive: u8| {
         Wanted::Words(
             items
@@ -193,7 +169,7 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
                 NO_FILE_COMPLETION,
             ),
             Some(name) => match typed.split_once('/') {
-                Some((kind, _)) => match crate::kinds::parse_kind(kind) {
+                Some((kind, _)) => match crate::cli::kinds::parse_kind(kind) {
                     Ok(kind) if approvable(name, kind) => Wanted::Names(kind),
                     _ => Wanted::Words(Vec::new(), NO_FILE_COMPLETION),
                 },
@@ -212,6 +188,41 @@ pub fn wanted(words: &[String]) -> (Wanted, Connection) {
         },
     };
     (wanted, connection)
+}
+
+/// What the words typed before the last say: the connection flags, and the subcommand among
+/// `names`.
+fn read_typed<'a>(
+    command: &clap::Command,
+    names: &'a [String],
+    done: &[String],
+) -> (Connection, Option<&'a str>) {
+    let mut connection = Connection::default();
+    let mut subcommand: Option<&str> = None;
+    let mut index = 0;
+    while index < done.len() {
+        let word = done[index].as_str();
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) if word.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (word, None),
+        };
+        if flag.starts_with('-') && takes_value(command, flag) {
+            let value = inline.or_else(|| done.get(index + 1).cloned());
+            if !word.contains('=') {
+                index += 1;
+            }
+            match flag {
+                "--kubeconfig" => connection.kubeconfig = value,
+                "--context" => connection.context = value,
+                "-n" | "--namespace" => connection.namespace = value,
+                _ => {}
+            }
+        } else if !word.starts_with('-') && subcommand.is_none() {
+            subcommand = names.iter().map(String::as_str).find(|name| *name == word);
+        }
+        index += 1;
+    }
+    (connection, subcommand)
 }
 
 /// `approve` takes OIDCClients only; the other subcommands every kind.

@@ -13,13 +13,13 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::Outcome;
+use crate::cli::kinds::{Kind, Target};
 use crate::cli::{ApproveArgs, GlobalArgs, OutputFormat};
 use crate::cluster::Cluster;
 use crate::error::{CliError, api_code, describe_kube_error};
-use crate::kinds::{Kind, Target};
+use crate::model::policies::{APPROVALS_RESOURCE, APPROVER_ROLE};
+use crate::model::view::ResourceView;
 use crate::output;
-use crate::policies::{APPROVALS_RESOURCE, APPROVER_ROLE};
-use crate::view::ResourceView;
 
 /// The field manager the plugin writes approvals with, so `managedFields` names it.
 const FIELD_MANAGER: &str = "kubectl-nauthera";

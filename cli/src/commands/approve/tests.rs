@@ -3,8 +3,8 @@
 use nauthera_shared::catalog::Reason;
 
 use super::*;
-use crate::snapshot::assert_snapshot;
-use crate::view::fixtures::view;
+use crate::model::view::fixtures::view;
+use crate::output::snapshot::assert_snapshot;
 
 #[test]
 fn the_name_is_client_dash_generation_and_stays_a_valid_name() {

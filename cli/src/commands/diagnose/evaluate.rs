@@ -5,19 +5,20 @@ use jiff::Timestamp;
 use nauthera_shared::catalog::{
     Cause, DiagnoseCheck, Facts, Phase, Placeholder, Reason, render, runbook_url,
 };
+use nauthera_shared::resources::ResourceStatus;
 use serde::Serialize;
 
+use super::check_status::CheckStatus;
 use super::policy_check::{ApprovalFacts, Moment, approvals_findings, policy_findings};
-use crate::commands::status::report::{
-    CERTIFICATE_WARNING_SECONDS, DriftVerdict, control_plane_report, drift_summary,
-};
-use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
-use crate::facts::{AccessVerdict, EventFact, SecretFacts};
-use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
-use crate::kinds::Kind;
-use crate::policies::{ApprovalVerdict, PolicyOutcome};
-use crate::timefmt::{seconds_between, short_duration};
-use crate::view::{ResourceView, SecretUse};
+use crate::cli::kinds::Kind;
+use crate::cluster::control_plane::report::{CERTIFICATE_WARNING_SECONDS, control_plane_report};
+use crate::cluster::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::cluster::facts::{AccessVerdict, EventFact, SecretFacts};
+use crate::model::drift::{DriftVerdict, drift_summary};
+use crate::model::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
+use crate::model::policies::{ApprovalVerdict, PolicyOutcome};
+use crate::model::view::{ResourceView, SecretUse};
+use crate::output::timefmt::{seconds_between, short_duration};
 use nauthera_shared::workloads::Consumer;
 
 /// How many recent events a diagnosis shows.
@@ -57,24 +58,6 @@ impl DiagnoseFacts {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum CheckStatus {
-    Passed,
-    Warning,
-    Failed,
-    /// Facts shown, nothing to judge.
-    Info,
-    /// The plugin cannot run it; the command is for a person.
-    Manual,
-}
-
-impl CheckStatus {
-    pub fn needs_attention(self) -> bool {
-        matches!(self, CheckStatus::Warning | CheckStatus::Failed)
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepResult {
@@ -91,7 +74,7 @@ pub struct StepResult {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Diagnosis {
-    pub kind: crate::kinds::Kind,
+    pub kind: crate::cli::kinds::Kind,
     pub namespace: String,
     pub name: String,
     /// The status's reason; `Pending` is used for a resource the reconciler has not seen yet.
@@ -409,6 +392,19 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
                 .unwrap_or_default()
         ));
     }
+    findings.extend(written_lines(view, status, facts.now));
+    let outcome = match status.phase {
+        Some(Phase::Registered) => CheckStatus::Passed,
+        Some(Phase::Pending) => CheckStatus::Warning,
+        Some(Phase::Error) | None => CheckStatus::Failed,
+    };
+    (outcome, findings)
+}
+
+/// What the reconciler wrote of the resource: generations, revision, client id, when the client
+/// secret was set, and whether the newest generation is processed yet.
+fn written_lines(view: &ResourceView, status: &ResourceStatus, now: Timestamp) -> Vec<String> {
+    let mut findings = Vec::new();
     let number = |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
     findings.push(format!(
         "generation {}, observed {}, in force on the server {}",
@@ -434,18 +430,13 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
             "client secret last set{into} at {} ({} ago); workloads started before then hold an \
              older one",
             set.0,
-            short_duration(seconds_between(set.0, facts.now))
+            short_duration(seconds_between(set.0, now))
         ));
     }
     if view.generation.is_some() && status.observed_generation < view.generation {
         findings.push("the newest generation has not been processed yet".to_owned());
     }
-    let outcome = match status.phase {
-        Some(Phase::Registered) => CheckStatus::Passed,
-        Some(Phase::Pending) => CheckStatus::Warning,
-        Some(Phase::Error) | None => CheckStatus::Failed,
-    };
-    (outcome, findings)
+    findings
 }
 
 fn events(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
@@ -838,7 +829,7 @@ fn probe(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
             .map(|since| format!(" since {} ago", short_duration(since)))
             .unwrap_or_default(),
         match (&report.freshness, probe.age_seconds) {
-            (Some(crate::control_plane::Freshness::Unknown { .. }), _) => {
+            (Some(crate::cluster::control_plane::Freshness::Unknown { .. }), _) => {
                 " (freshness unknown)".to_owned()
             }
             (_, Some(age)) => format!(" (as of {} ago)", short_duration(age)),

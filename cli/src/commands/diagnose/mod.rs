@@ -1,5 +1,6 @@
 //! `kubectl nauthera diagnose KIND/NAME | --all | -f FILE`.
 
+mod check_status;
 mod evaluate;
 mod manifest;
 mod policy_check;
@@ -19,15 +20,16 @@ use self::evaluate::{DiagnoseFacts, Diagnosis};
 use self::manifest::{ManifestContext, ManifestReport};
 use self::policy_check::ApprovalFacts;
 use crate::Outcome;
+use crate::cli::kinds::{Kind, Target};
 use crate::cli::{DiagnoseArgs, GlobalArgs, OutputFormat};
+use crate::cluster::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
+use crate::cluster::facts;
+use crate::cluster::policies::{LiveReads, client_approvals, may_approve};
 use crate::cluster::{Cluster, Scope};
-use crate::control_plane::{ControlPlaneFacts, RECONCILER_NAME};
 use crate::error::CliError;
-use crate::facts;
-use crate::kinds::{Kind, Target};
+use crate::model::policies::{self, PolicyOutcome};
+use crate::model::view::{OrganizationDirectory, ResourceView, SecretUse};
 use crate::output::{self, Painter};
-use crate::policies::{self, PolicyOutcome, read::LiveReads};
-use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
 use nauthera_shared::workloads;
 
 /// The document `diagnose -o json|yaml` prints.
@@ -161,10 +163,9 @@ async fn gather_policy(
     let rules = needed.contains(&DiagnoseCheck::PolicyRules);
     let approvals =
         if view.kind == Kind::OidcClient && (rules || needed.contains(&DiagnoseCheck::Approvals)) {
-            let approvals =
-                policies::read::client_approvals(cluster, &view.namespace, &view.name).await;
+            let approvals = client_approvals(cluster, &view.namespace, &view.name).await;
             let may_approve = if needed.contains(&DiagnoseCheck::Approvals) {
-                policies::read::may_approve(cluster, &view.namespace).await
+                may_approve(cluster, &view.namespace).await
             } else {
                 facts::AccessVerdict {
                     verb: "create".to_owned(),
@@ -276,18 +277,7 @@ async fn run_manifests(
     local: bool,
 ) -> Result<Outcome, CliError> {
     let sources = manifest::sources::read_sources(paths, recursive)?;
-    let mut documents = Vec::new();
-    for source in &sources {
-        let file = source.path.display().to_string();
-        let split = manifest::split_documents(&source.text)
-            .map_err(|problem| CliError::Usage(format!("{file}: {problem}")))?;
-        documents.extend(
-            split
-                .into_iter()
-                .enumerate()
-                .map(|(index, document)| (file.clone(), index + 1, document)),
-        );
-    }
+    let documents = split_sources(&sources)?;
     let cluster = if local {
         None
     } else {
@@ -302,9 +292,9 @@ async fn run_manifests(
         .iter()
         .enumerate()
         .map(
-            |(position, (file, index, document))| manifest::ParsedDocument {
+            |(position, (file, index, document))| manifest::parse::ParsedDocument {
                 position,
-                ..manifest::parse_document(file, *index, document, &default_namespace)
+                ..manifest::parse::parse_document(file, *index, document, &default_namespace)
             },
         )
         .collect();
@@ -312,67 +302,16 @@ async fn run_manifests(
         .into_iter()
         .map(|(_, _, document)| document)
         .collect();
-    let file_organizations: Vec<ResourceView> = parsed
+    let mut context = declared_context(&parsed, &documents, &default_namespace, local);
+    let mut organizations: Vec<ResourceView> = parsed
         .iter()
         .filter_map(|document| document.view.as_ref().ok())
         .filter(|view| view.kind == Kind::Organization)
         .cloned()
         .collect();
-    let mut context = ManifestContext {
-        local,
-        file_secrets: manifest::declared_secrets(&documents, &default_namespace),
-        ..ManifestContext::default()
-    };
-    for view in parsed
-        .iter()
-        .filter_map(|document| document.view.as_ref().ok())
-    {
-        if view.kind == Kind::Branding {
-            context.brandings.insert(
-                (view.namespace.clone(), view.name.clone()),
-                manifest::BrandingStanding::Declared,
-            );
-        }
-    }
-    let mut organizations = file_organizations;
     if let Some(cluster) = &cluster {
         organizations.extend(cluster.organizations().await);
-        context.state = ControlPlaneFacts::gather(cluster, &global.reconciler_namespace)
-            .await
-            .state;
-        let mut secrets = BTreeMap::new();
-        for view in parsed
-            .iter()
-            .filter_map(|document| document.view.as_ref().ok())
-        {
-            if let Some(name) = view.secret.name() {
-                let key = (view.namespace.clone(), name.to_owned());
-                if let Entry::Vacant(slot) = secrets.entry(key) {
-                    slot.insert(facts::secret(cluster, &view.namespace, name).await);
-                }
-            }
-        }
-        context.secrets = secrets;
-        context.policies = manifest::policy::gather(cluster, &parsed).await;
-        for document in &parsed {
-            let (Some(branding), Ok(view)) = (&document.branding_ref, &document.view) else {
-                continue;
-            };
-            let key = (view.namespace.clone(), branding.clone());
-            if context.brandings.contains_key(&key) {
-                continue;
-            }
-            if let Some(held) = cluster
-                .get_view(Kind::Branding, &view.namespace, branding)
-                .await?
-            {
-                let standing = match held.reason() {
-                    Some(Reason::Registered) => manifest::BrandingStanding::Registered,
-                    reason => manifest::BrandingStanding::NotRegistered(reason),
-                };
-                context.brandings.insert(key, standing);
-            }
-        }
+        gather_cluster_context(cluster, global, &parsed, &mut context).await?;
     }
     context.organizations = OrganizationDirectory::from_views(&organizations);
     let reports: Vec<ManifestReport> = parsed
@@ -399,6 +338,98 @@ async fn run_manifests(
     };
     output::print(&text)?;
     Ok(Outcome::from_attention(attention))
+}
+
+/// Every document of the sources, with its file and its 1-based position in it.
+fn split_sources(
+    sources: &[manifest::sources::Source],
+) -> Result<Vec<(String, usize, serde_json::Value)>, CliError> {
+    let mut documents = Vec::new();
+    for source in sources {
+        let file = source.path.display().to_string();
+        let split = manifest::parse::split_documents(&source.text)
+            .map_err(|problem| CliError::Usage(format!("{file}: {problem}")))?;
+        documents.extend(
+            split
+                .into_iter()
+                .enumerate()
+                .map(|(index, document)| (file.clone(), index + 1, document)),
+        );
+    }
+    Ok(documents)
+}
+
+/// What the files themselves declare for the checks: their Secrets and their Brandings.
+fn declared_context(
+    parsed: &[manifest::parse::ParsedDocument],
+    documents: &[serde_json::Value],
+    default_namespace: &str,
+    local: bool,
+) -> ManifestContext {
+    let mut context = ManifestContext {
+        local,
+        file_secrets: manifest::declared_secrets(documents, default_namespace),
+        ..ManifestContext::default()
+    };
+    for view in parsed
+        .iter()
+        .filter_map(|document| document.view.as_ref().ok())
+    {
+        if view.kind == Kind::Branding {
+            context.brandings.insert(
+                (view.namespace.clone(), view.name.clone()),
+                manifest::BrandingStanding::Declared,
+            );
+        }
+    }
+    context
+}
+
+/// What the cluster holds for the checks: the published state, the Secrets the manifests name,
+/// the ClientPolicies, and the Brandings the clients name that the files do not declare.
+async fn gather_cluster_context(
+    cluster: &Cluster,
+    global: &GlobalArgs,
+    parsed: &[manifest::parse::ParsedDocument],
+    context: &mut ManifestContext,
+) -> Result<(), CliError> {
+    context.state = ControlPlaneFacts::gather(cluster, &global.reconciler_namespace)
+        .await
+        .state;
+    let mut secrets = BTreeMap::new();
+    for view in parsed
+        .iter()
+        .filter_map(|document| document.view.as_ref().ok())
+    {
+        if let Some(name) = view.secret.name() {
+            let key = (view.namespace.clone(), name.to_owned());
+            if let Entry::Vacant(slot) = secrets.entry(key) {
+                slot.insert(facts::secret(cluster, &view.namespace, name).await);
+            }
+        }
+    }
+    context.secrets = secrets;
+    context.policies = manifest::policy::gather(cluster, parsed).await;
+    for document in parsed {
+        let (Some(branding), Ok(view)) = (&document.branding_ref, &document.view) else {
+            continue;
+        };
+        let key = (view.namespace.clone(), branding.clone());
+        if context.brandings.contains_key(&key) {
+            continue;
+        }
+        if let Some(held) = cluster
+            .get_view(Kind::Branding, &view.namespace, branding)
+            .await?
+        {
+            let standing = match held.reason() {
+                Some(Reason::Registered) => manifest::BrandingStanding::Registered,
+                reason => manifest::BrandingStanding::NotRegistered(reason),
+            };
+            context.brandings.insert(key, standing);
+        }
+    }
+    Ok(())
 }
 
 fn render_manifests(reports: &[ManifestReport], painter: Painter) -> String {

@@ -1,17 +1,18 @@
 //! The ClientPolicies' verdicts in words: for a manifest before it is applied (`diagnose -f`)
 //! and for the live object (the PolicyRules check); and a client's approvals (the Approvals
-//! check). The verdicts themselves come from [`crate::policies`].
+//! check). The verdicts themselves come from [`crate::model::policies`].
 
 use jiff::Timestamp;
 use nauthera_shared::policy::waiting_for;
 
-use super::evaluate::CheckStatus;
-use crate::facts::AccessVerdict;
-use crate::policies::{
+use super::check_status::CheckStatus;
+use crate::cluster::facts::AccessVerdict;
+use crate::model::policies::{
     APPROVALS_RESOURCE, APPROVER_ROLE, ApprovalFact, ApprovalVerdict, Coverage, Evaluation,
     POLICIES_RESOURCE, PolicyOutcome, PolicyVerdict,
 };
-use crate::timefmt::{seconds_between, short_duration};
+use crate::model::view::ResourceView;
+use crate::output::timefmt::{seconds_between, short_duration};
 
 /// Whether the resource is judged before it is applied or as the cluster holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,23 +63,9 @@ pub fn policy_findings(outcome: &PolicyOutcome, moment: Moment) -> (CheckStatus,
         .collect();
     // The policies that may cover it once its namespace's labels are known are said once, with
     // why; "none covers it" counts only the others.
-    if let Some((_, why)) = uncertain.first() {
+    if let Some(finding) = uncertain_finding(&uncertain) {
         worse(CheckStatus::Warning);
-        let names: Vec<&str> = uncertain.iter().map(|(policy, _)| *policy).collect();
-        findings.push(format!(
-            "{why}: cannot tell whether {} {} it, since {} namespaces by label",
-            plural_policies(names.len()),
-            if names.len() == 1 {
-                format!("{} covers", names[0])
-            } else {
-                format!("{} cover", names.join(", "))
-            },
-            if names.len() == 1 {
-                "it selects"
-            } else {
-                "they select"
-            },
-        ));
+        findings.push(finding);
     }
     let certain = evaluation.policies.saturating_sub(uncertain.len());
     if covering == 0 {
@@ -123,6 +110,27 @@ pub fn policy_findings(outcome: &PolicyOutcome, moment: Moment) -> (CheckStatus,
         ));
     }
     (status, findings)
+}
+
+/// The policies that may cover the resource once its namespace's labels are known, said once,
+/// with why they are not; `None` when there are none.
+fn uncertain_finding(uncertain: &[(&str, &str)]) -> Option<String> {
+    let (_, why) = uncertain.first()?;
+    let names: Vec<&str> = uncertain.iter().map(|(policy, _)| *policy).collect();
+    Some(format!(
+        "{why}: cannot tell whether {} {} it, since {} namespaces by label",
+        plural_policies(names.len()),
+        if names.len() == 1 {
+            format!("{} covers", names[0])
+        } else {
+            format!("{} cover", names.join(", "))
+        },
+        if names.len() == 1 {
+            "it selects"
+        } else {
+            "they select"
+        },
+    ))
 }
 
 fn rank(status: CheckStatus) -> u8 {
@@ -281,7 +289,7 @@ pub struct ApprovalFacts {
 /// may approve it.
 pub fn approvals_findings(
     facts: Option<&ApprovalFacts>,
-    view: &crate::view::ResourceView,
+    view: &ResourceView,
     now: Timestamp,
 ) -> (CheckStatus, Vec<String>) {
     let Some(facts) = facts else {
@@ -307,29 +315,7 @@ pub fn approvals_findings(
             false
         }
         Ok(approvals) => {
-            if approvals.is_empty() {
-                findings.push(format!(
-                    "no ClientApproval names {} in namespace {}",
-                    view.name, view.namespace
-                ));
-            }
-            for approval in approvals {
-                let age = approval.created.map_or_else(
-                    || "age unknown".to_owned(),
-                    |at| format!("{} old", short_duration(seconds_between(at, now))),
-                );
-                let counts = if approval.counts_for(&view.uid) {
-                    String::new()
-                } else {
-                    "; it names another uid (a client deleted and created again under this \
-                     name), so it does not count"
-                        .to_owned()
-                };
-                findings.push(format!(
-                    "ClientApproval {} approves generation {} ({age}){counts}",
-                    approval.name, approval.generation
-                ));
-            }
+            findings.extend(approval_lines(approvals, view, now));
             approvals
                 .iter()
                 .any(|a| a.generation == generation && a.counts_for(&view.uid))
@@ -356,10 +342,56 @@ pub fn approvals_findings(
             "generation {generation} (metadata.generation) is not waiting for an approval"
         ));
     }
-    let can_i = &facts.may_approve;
-    findings.push(match can_i.allowed {
+    findings.push(may_approve_line(
+        &facts.may_approve,
+        view,
+        approved || !waiting,
+        &command,
+    ));
+    (status, findings)
+}
+
+/// The client's ClientApprovals, one line each, saying which do not count.
+fn approval_lines(approvals: &[ApprovalFact], view: &ResourceView, now: Timestamp) -> Vec<String> {
+    if approvals.is_empty() {
+        return vec![format!(
+            "no ClientApproval names {} in namespace {}",
+            view.name, view.namespace
+        )];
+    }
+    approvals
+        .iter()
+        .map(|approval| {
+            let age = approval.created.map_or_else(
+                || "age unknown".to_owned(),
+                |at| format!("{} old", short_duration(seconds_between(at, now))),
+            );
+            let counts = if approval.counts_for(&view.uid) {
+                String::new()
+            } else {
+                "; it names another uid (a client deleted and created again under this name), \
+                 so it does not count"
+                    .to_owned()
+            };
+            format!(
+                "ClientApproval {} approves generation {} ({age}){counts}",
+                approval.name, approval.generation
+            )
+        })
+        .collect()
+}
+
+/// Whether the caller may approve, and the command when an approval is wanted (`settled`: the
+/// generation is approved or not waiting).
+fn may_approve_line(
+    can_i: &AccessVerdict,
+    view: &ResourceView,
+    settled: bool,
+    command: &str,
+) -> String {
+    match can_i.allowed {
         Some(true) => {
-            if approved || !waiting {
+            if settled {
                 format!("you may create {APPROVALS_RESOURCE} in {}", view.namespace)
             } else {
                 format!(
@@ -374,6 +406,5 @@ pub fn approvals_findings(
             view.namespace
         ),
         None => can_i.detail.clone(),
-    });
-    (status, findings)
+    }
 }

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::evaluate::{CheckStatus, Diagnosis};
+use super::check_status::CheckStatus;
+use super::evaluate::Diagnosis;
 use crate::output::{Painter, Tone};
 
 pub fn status_label(status: CheckStatus, painter: Painter) -> String {

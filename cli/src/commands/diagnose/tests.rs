@@ -2,15 +2,16 @@
 
 use nauthera_shared::catalog::{Cause, DiagnoseCheck, Reason, unknown_placeholders};
 
-use super::evaluate::{CheckStatus, DiagnoseFacts, diagnose, evaluate};
+use super::check_status::CheckStatus;
+use super::evaluate::{DiagnoseFacts, diagnose, evaluate};
 use super::render::render;
-use crate::commands::status::tests::facts as control_plane;
-use crate::facts::{AccessVerdict, EventFact, Owner, SecretFacts};
-use crate::kinds::Kind;
+use crate::cli::kinds::Kind;
+use crate::cluster::control_plane::fixtures::facts as control_plane;
+use crate::cluster::facts::{AccessVerdict, EventFact, Owner, SecretFacts};
+use crate::model::view::fixtures::{at, drifted, view};
+use crate::model::view::{ResourceView, SecretUse};
 use crate::output::Painter;
-use crate::snapshot::assert_snapshot;
-use crate::view::fixtures::{at, drifted, view};
-use crate::view::{ResourceView, SecretUse};
+use crate::output::snapshot::assert_snapshot;
 use nauthera_shared::resources::PolicyHold;
 use nauthera_shared::workloads::Consumer;
 
@@ -311,9 +312,9 @@ fn judged(
     client: &ResourceView,
     policies: &[nauthera_shared::resources::ClientPolicy],
     object: &serde_json::Value,
-    others: &[crate::policies::CountedClient],
-) -> crate::policies::PolicyOutcome {
-    use crate::policies::{self, CountedClient, Judged, NamespaceLabels, PolicySet};
+    others: &[crate::model::policies::CountedClient],
+) -> crate::model::policies::PolicyOutcome {
+    use crate::model::policies::{self, CountedClient, Judged, NamespaceLabels, PolicySet};
     let place = CountedClient {
         name: client.name.clone(),
         issuer: client.issuer.clone(),
@@ -342,7 +343,7 @@ fn judged(
 
 #[test]
 fn policy_violation_snapshot() {
-    use crate::policies::tests::{client as stored, policy};
+    use crate::model::policies::tests::{client as stored, policy};
     let mut client = view(
         Kind::OidcClient,
         "team-a",
@@ -382,7 +383,7 @@ fn policy_violation_snapshot() {
         "shop",
         serde_json::json!({"redirectUris": ["https://shop.example.net/cb"], "secret": {"generate": true}}),
     );
-    let older = crate::policies::CountedClient {
+    let older = crate::model::policies::CountedClient {
         name: "billing".into(),
         issuer: client.issuer.clone(),
         created: Some(at(NOW - 90_000)),
@@ -417,8 +418,8 @@ fn policy_violation_snapshot() {
 #[test]
 fn waiting_for_approval_snapshot() {
     use crate::commands::diagnose::policy_check::ApprovalFacts;
-    use crate::policies::ApprovalFact;
-    use crate::policies::tests::{client as stored, policy};
+    use crate::model::policies::ApprovalFact;
+    use crate::model::policies::tests::{client as stored, policy};
     let mut client = view(
         Kind::OidcClient,
         "team-a",
@@ -551,8 +552,8 @@ fn managed_elsewhere_snapshot() {
 
 #[test]
 fn a_missing_namespace_is_named_once_and_not_counted_as_covered_by_none() {
-    use crate::policies::tests::{client, counted, policy};
-    use crate::policies::{Judged, NamespaceLabels, PolicyOutcome, PolicySet, evaluate};
+    use crate::model::policies::tests::{client, counted, policy};
+    use crate::model::policies::{Judged, NamespaceLabels, PolicyOutcome, PolicySet, evaluate};
     use nauthera_shared::resources::PolicyKind;
     use serde_json::json;
 
@@ -572,7 +573,7 @@ fn a_missing_namespace_is_named_once_and_not_counted_as_covered_by_none() {
         &Judged {
             kind: PolicyKind::OidcClient,
             namespace: "team-x",
-            issuer: crate::policies::tests::ISSUER,
+            issuer: crate::model::policies::tests::ISSUER,
             object: &object,
             place: &counted("shop", None),
             generation: 1,

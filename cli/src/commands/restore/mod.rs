@@ -19,14 +19,14 @@ use serde::Serialize;
 
 use self::plan::RestorePlan;
 use crate::Outcome;
+use crate::cli::kinds::{Kind, Target};
 use crate::cli::{GlobalArgs, OutputFormat, RestoreArgs};
 use crate::cluster::Cluster;
+use crate::cluster::facts;
 use crate::error::CliError;
-use crate::facts;
-use crate::kinds::{Kind, Target};
+use crate::model::view::ResourceView;
+use crate::output::timefmt::short_duration;
 use crate::output::{self, Painter, Tone, progress};
-use crate::timefmt::short_duration;
-use crate::view::ResourceView;
 use nauthera_shared::workloads;
 
 /// How often the resources are read while waiting.
@@ -84,27 +84,9 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
         let (views, _) = cluster.list_views(&Kind::ALL, &cluster.scope).await?;
         views.into_iter().filter(ResourceView::is_drifted).collect()
     } else {
-        let mut views = Vec::new();
-        for (kind, name) in &targets {
-            views.push(
-                cluster
-                    .require_view(*kind, &cluster.namespace, name)
-                    .await?,
-            );
-        }
-        views
+        named_views(&cluster, &targets).await?
     };
-    let mut plans = Vec::new();
-    for view in &views {
-        let consumers = match view.secret.name() {
-            Some(secret) if view.is_drifted() => facts::pod_templates(&cluster, &view.namespace)
-                .await
-                .map(|templates| workloads::consumers(&templates, secret))
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
-        plans.push(plan::plan(view, consumers));
-    }
+    let plans = plans(&cluster, &views).await;
     let painter = Painter::detect(global.color);
     let human = matches!(
         global.output.format,
@@ -121,15 +103,12 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
     let mut results: Vec<RestoreResult> = plans
         .iter()
         .filter(|plan| !plan.drifted)
-        .map(|plan| RestoreResult {
-            kind: plan.kind,
-            namespace: plan.namespace.clone(),
-            name: plan.name.clone(),
-            outcome: RestoreOutcome::Skipped,
-            reason: plan.reason,
-            revision: plan.declared_revision.clone(),
-            request: None,
-            detail: "not drifted; nothing to restore".to_owned(),
+        .map(|plan| {
+            RestoreResult::unsent(
+                plan,
+                RestoreOutcome::Skipped,
+                "not drifted; nothing to restore",
+            )
         })
         .collect();
     if to_restore.is_empty() {
@@ -139,15 +118,8 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
         return finish(global, args.dry_run, plans, results, false);
     }
     if args.dry_run {
-        results.extend(to_restore.iter().map(|plan| RestoreResult {
-            kind: plan.kind,
-            namespace: plan.namespace.clone(),
-            name: plan.name.clone(),
-            outcome: RestoreOutcome::DryRun,
-            reason: plan.reason,
-            revision: plan.declared_revision.clone(),
-            request: None,
-            detail: "dry run: nothing changed".to_owned(),
+        results.extend(to_restore.iter().map(|plan| {
+            RestoreResult::unsent(plan, RestoreOutcome::DryRun, "dry run: nothing changed")
         }));
         if human {
             output::print(&format!(
@@ -165,17 +137,7 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
         progress("Restore cancelled; nothing was changed.");
         return Ok(Outcome::Attention);
     }
-    // One id for this run's requests: what the status names once each is carried out.
-    let request = format!("restore-{}", Timestamp::now());
-    for plan in &to_restore {
-        annotate(&cluster, plan, &request).await?;
-        progress(&format!(
-            "annotated {}/{} in {} with {RESTORE_ANNOTATION}=true ({RESTORE_REQUEST_ANNOTATION}={request})",
-            plan.kind.singular(),
-            plan.name,
-            plan.namespace
-        ));
-    }
+    let request = request_restores(&cluster, &to_restore).await?;
     let waited = wait(&cluster, &to_restore, &request, args.timeout).await?;
     let attention = waited
         .iter()
@@ -185,6 +147,73 @@ pub async fn run(global: &GlobalArgs, args: &RestoreArgs) -> Result<Outcome, Cli
         output::print(&render_results(&results, &to_restore, painter))?;
     }
     finish(global, false, plans, results, attention)
+}
+
+/// The resources the user named, each required to exist.
+async fn named_views(
+    cluster: &Cluster,
+    targets: &[(Kind, String)],
+) -> Result<Vec<ResourceView>, CliError> {
+    let mut views = Vec::new();
+    for (kind, name) in targets {
+        views.push(
+            cluster
+                .require_view(*kind, &cluster.namespace, name)
+                .await?,
+        );
+    }
+    Ok(views)
+}
+
+/// What restoring each resource writes back, with the workloads that use a drifted one's Secret.
+async fn plans(cluster: &Cluster, views: &[ResourceView]) -> Vec<RestorePlan> {
+    let mut plans = Vec::new();
+    for view in views {
+        let consumers = match view.secret.name() {
+            Some(secret) if view.is_drifted() => facts::pod_templates(cluster, &view.namespace)
+                .await
+                .map(|templates| workloads::consumers(&templates, secret))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        plans.push(plan::plan(view, consumers));
+    }
+    plans
+}
+
+impl RestoreResult {
+    /// A plan whose restore was not requested: not drifted, or a dry run.
+    fn unsent(plan: &RestorePlan, outcome: RestoreOutcome, detail: &str) -> RestoreResult {
+        RestoreResult {
+            kind: plan.kind,
+            namespace: plan.namespace.clone(),
+            name: plan.name.clone(),
+            outcome,
+            reason: plan.reason,
+            revision: plan.declared_revision.clone(),
+            request: None,
+            detail: detail.to_owned(),
+        }
+    }
+}
+
+/// Annotates each resource to restore, all with one request id for this run (what the status
+/// names once each is carried out), and returns that id.
+async fn request_restores(
+    cluster: &Cluster,
+    to_restore: &[&RestorePlan],
+) -> Result<String, CliError> {
+    let request = format!("restore-{}", Timestamp::now());
+    for plan in to_restore {
+        annotate(cluster, plan, &request).await?;
+        progress(&format!(
+            "annotated {}/{} in {} with {RESTORE_ANNOTATION}=true ({RESTORE_REQUEST_ANNOTATION}={request})",
+            plan.kind.singular(),
+            plan.name,
+            plan.namespace
+        ));
+    }
+    Ok(request)
 }
 
 fn finish(
@@ -538,9 +567,9 @@ fn render_results(results: &[RestoreResult], plans: &[&RestorePlan], painter: Pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::assert_snapshot;
-    use crate::view::SecretUse;
-    use crate::view::fixtures::{drifted, view};
+    use crate::model::view::SecretUse;
+    use crate::model::view::fixtures::{drifted, view};
+    use crate::output::snapshot::assert_snapshot;
     use nauthera_shared::workloads::Consumer;
 
     #[test]

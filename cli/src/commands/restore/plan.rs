@@ -5,8 +5,8 @@ use jiff::Timestamp;
 use nauthera_shared::catalog::Reason;
 use serde::Serialize;
 
-use crate::kinds::Kind;
-use crate::view::{ResourceView, SecretUse};
+use crate::cli::kinds::Kind;
+use crate::model::view::{ResourceView, SecretUse};
 use nauthera_shared::workloads::Consumer;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -78,7 +78,7 @@ pub fn is_yes(answer: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::fixtures::{drifted, view};
+    use crate::model::view::fixtures::{drifted, view};
 
     #[test]
     fn a_removed_generated_client_changes_its_secret_and_names_its_workloads() {

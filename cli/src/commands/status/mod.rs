@@ -2,19 +2,20 @@
 
 mod policies;
 mod render;
-pub mod report;
+mod report;
+mod rows;
 mod watch;
 
 use jiff::Timestamp;
 
 use crate::Outcome;
+use crate::cli::kinds::{Kind, Target};
 use crate::cli::{GlobalArgs, OutputFormat, StatusArgs};
+use crate::cluster::control_plane::ControlPlaneFacts;
 use crate::cluster::{Cluster, Scope};
-use crate::control_plane::ControlPlaneFacts;
 use crate::error::CliError;
-use crate::kinds::{Kind, Target};
+use crate::model::view::OrganizationDirectory;
 use crate::output::{self, Painter};
-use crate::view::OrganizationDirectory;
 
 pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliError> {
     let target = args.target.as_deref().map(Target::parse).transpose()?;
@@ -56,7 +57,7 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
         scope,
         Timestamp::now(),
     );
-    let listing = crate::policies::read::list_policies(&cluster).await;
+    let listing = crate::cluster::policies::list_policies(&cluster).await;
     report.policies = policies::section(&listing, &report.resources, every_namespace);
     let wide = global.output.format == OutputFormat::Wide;
     let painter = Painter::detect(global.color);
@@ -89,4 +90,4 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
 }
 
 #[cfg(test)]
-pub mod tests;
+mod tests;

@@ -8,9 +8,9 @@ use nauthera_shared::catalog::Reason;
 use nauthera_shared::resources::{ClientPolicy, ClientPolicyStatus};
 use serde::Serialize;
 
-use super::report::ResourceRow;
-use crate::kinds::Kind;
-use crate::policies::PolicyListing;
+use super::rows::ResourceRow;
+use crate::cli::kinds::Kind;
+use crate::model::policies::PolicyListing;
 
 /// The section `status -o json` prints as `policies`; `null` when there is nothing to say.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -72,12 +72,8 @@ impl PolicyHolds {
     }
 }
 
-/// What the policies hold back among `rows`; `None` when no policy exists and nothing is held.
-pub fn section(
-    listing: &PolicyListing,
-    rows: &[ResourceRow],
-    every_namespace: bool,
-) -> Option<PoliciesReport> {
+/// The rows a policy holds back, by the policy their statuses name (empty when they name none).
+fn held_by_policy(rows: &[ResourceRow]) -> BTreeMap<String, Vec<Held>> {
     let mut by_policy: BTreeMap<String, Vec<Held>> = BTreeMap::new();
     for row in rows {
         let Some(reason) = row
@@ -99,6 +95,16 @@ pub fn section(
             field,
         });
     }
+    by_policy
+}
+
+/// What the policies hold back among `rows`; `None` when no policy exists and nothing is held.
+pub fn section(
+    listing: &PolicyListing,
+    rows: &[ResourceRow],
+    every_namespace: bool,
+) -> Option<PoliciesReport> {
+    let mut by_policy = held_by_policy(rows);
     let (listed, note, policies): (bool, Option<String>, &[ClientPolicy]) = match listing {
         PolicyListing::Listed(policies) => (true, None, policies),
         PolicyListing::NotInstalled if by_policy.is_empty() => return None,

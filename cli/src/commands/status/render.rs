@@ -6,14 +6,15 @@ use std::io::Write;
 use nauthera_shared::catalog::Phase;
 use nauthera_shared::grants::GrantEntry;
 
-use super::policies::PoliciesReport;
-use super::report::{
-    CertificateState, ControlPlaneReport, DriftVerdict, ResourceRow, StatusReport, Summary,
-};
-use crate::control_plane::Freshness;
-use crate::grant_check::{GrantCheck, entry_yaml};
+use super::policies::{Held, PoliciesReport, PolicyHolds};
+use super::report::{StatusReport, Summary};
+use super::rows::ResourceRow;
+use crate::cluster::control_plane::Freshness;
+use crate::cluster::control_plane::report::{CertificateState, ControlPlaneReport, ProbeReport};
+use crate::model::drift::{DriftSummary, DriftVerdict};
+use crate::model::grant_check::{GrantCheck, entry_yaml};
+use crate::output::timefmt::short_duration;
 use crate::output::{Painter, TableCell, Tone, shorten, write_table};
-use crate::timefmt::short_duration;
 
 /// How many characters of a message the narrow table shows.
 const MESSAGE_CHARS: usize = 60;
@@ -152,33 +153,7 @@ fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
         let _ = writeln!(out, "  {label:<13} {}", grant_line(grant));
     }
     if let Some(probe) = &cp.probe {
-        let tone = if probe.reason == Some(nauthera_shared::catalog::Reason::Registered) {
-            Tone::Good
-        } else {
-            Tone::Bad
-        };
-        let mut line = painter.paint(probe.outcome, tone);
-        if let Some(since) = probe.since_seconds {
-            let _ = write!(line, " since {} ago", short_duration(since));
-        }
-        // As of when: the Lease renewal while the leader publishes.
-        match (&cp.freshness, probe.age_seconds) {
-            (Some(Freshness::Unknown { why }), _) => {
-                let _ = write!(
-                    line,
-                    " ({})",
-                    painter.paint(&format!("freshness unknown: {why}"), Tone::Dim)
-                );
-            }
-            (_, Some(age)) => {
-                let _ = write!(line, " (as of {} ago)", short_duration(age));
-            }
-            _ => {}
-        }
-        if let Some(message) = &probe.message {
-            let _ = write!(line, ": {message}");
-        }
-        let _ = writeln!(out, "  Probe:        {line}");
+        let _ = writeln!(out, "  Probe:        {}", probe_line(cp, probe, painter));
     }
     if let Some(certificate) = &cert_line(cp, painter) {
         let _ = writeln!(out, "  Certificate:  {certificate}");
@@ -186,6 +161,37 @@ fn control_plane(out: &mut String, cp: &ControlPlaneReport, painter: Painter) {
     for finding in &cp.findings {
         let _ = writeln!(out, "  {} {finding}", painter.paint("!", Tone::Bad));
     }
+}
+
+/// The probe's outcome, since when, as of when, and its message.
+fn probe_line(cp: &ControlPlaneReport, probe: &ProbeReport, painter: Painter) -> String {
+    let tone = if probe.reason == Some(nauthera_shared::catalog::Reason::Registered) {
+        Tone::Good
+    } else {
+        Tone::Bad
+    };
+    let mut line = painter.paint(probe.outcome, tone);
+    if let Some(since) = probe.since_seconds {
+        let _ = write!(line, " since {} ago", short_duration(since));
+    }
+    // As of when: the Lease renewal while the leader publishes.
+    match (&cp.freshness, probe.age_seconds) {
+        (Some(Freshness::Unknown { why }), _) => {
+            let _ = write!(
+                line,
+                " ({})",
+                painter.paint(&format!("freshness unknown: {why}"), Tone::Dim)
+            );
+        }
+        (_, Some(age)) => {
+            let _ = write!(line, " (as of {} ago)", short_duration(age));
+        }
+        _ => {}
+    }
+    if let Some(message) = &probe.message {
+        let _ = write!(line, ": {message}");
+    }
+    line
 }
 
 fn cert_line(cp: &ControlPlaneReport, painter: Painter) -> Option<String> {
@@ -358,7 +364,13 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             .collect();
         let _ = writeln!(out, "  Reasons: {}", reasons.join(", "));
     }
-    let drift = &summary.drift;
+    drift_line(out, &summary.drift, rows, painter);
+    resource_notes(out, rows, painter);
+    grant_lines(out, summary.outside_grant, rows, painter);
+}
+
+/// What the drift summary says, with where to look next.
+fn drift_line(out: &mut String, drift: &DriftSummary, rows: &[ResourceRow], painter: Painter) {
     let drifted: Vec<&ResourceRow> = rows.iter().filter(|row| row.drift.is_some()).collect();
     match drift.verdict {
         DriftVerdict::None => {}
@@ -409,6 +421,11 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             );
         }
     }
+}
+
+/// The resources another reconciler manages on the server, and the drifts a new generation was
+/// recently written over.
+fn resource_notes(out: &mut String, rows: &[ResourceRow], painter: Painter) {
     for row in rows {
         if let Some(elsewhere) = &row.managed_elsewhere {
             let _ = writeln!(
@@ -437,22 +454,19 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             );
         }
     }
-    if summary.outside_grant > 0 {
+}
+
+/// The resources outside the reconciler's grant, each with the allowedClients entry that would
+/// cover it.
+fn grant_lines(out: &mut String, outside_grant: usize, rows: &[ResourceRow], painter: Painter) {
+    if outside_grant > 0 {
         let _ = writeln!(
             out,
             "  {} {} resource{} outside the reconciler's grant; the server will refuse {}:",
             painter.paint("Grant:", Tone::Bad),
-            summary.outside_grant,
-            if summary.outside_grant == 1 {
-                " is"
-            } else {
-                "s are"
-            },
-            if summary.outside_grant == 1 {
-                "it"
-            } else {
-                "them"
-            },
+            outside_grant,
+            if outside_grant == 1 { " is" } else { "s are" },
+            if outside_grant == 1 { "it" } else { "them" },
         );
         for row in rows {
             if let GrantCheck::Outside {
@@ -494,25 +508,7 @@ fn policies_section(
         } else {
             &item.name
         };
-        if let Some(false) = item.ready {
-            let _ = writeln!(
-                out,
-                "  {} ClientPolicy {name} is not in force{}",
-                painter.paint("!", Tone::Bad),
-                item.ready_message
-                    .as_ref()
-                    .map(|message| format!(": {message}"))
-                    .unwrap_or_default()
-            );
-        }
-        if item.found == Some(false) {
-            let _ = writeln!(
-                out,
-                "  {} ClientPolicy {name} is named by the statuses below but does not exist \
-                 (deleted?): the reconciler evaluates them again",
-                painter.paint("!", Tone::Warn)
-            );
-        }
+        policy_warnings(out, item, name, painter);
         if item.held.is_empty() {
             let elsewhere =
                 item.violations.unwrap_or_default() + item.awaiting_approval.unwrap_or_default();
@@ -542,35 +538,7 @@ fn policies_section(
             "  {name} holds back {}: {counts}{cluster_wide}",
             item.held.len()
         );
-        let mut table = Vec::new();
-        let _ = write_table(
-            &mut table,
-            None,
-            &item.held,
-            |held| {
-                let rule = match &held.field {
-                    Some(field) => format!("rule {} ({field})", held.rule),
-                    None if held.rule.is_empty() => "-".to_owned(),
-                    None => format!("rule {}", held.rule),
-                };
-                let tone = if held.reason == nauthera_shared::catalog::Reason::PolicyViolation {
-                    Tone::Bad
-                } else {
-                    Tone::Warn
-                };
-                vec![
-                    (held.kind.as_str().to_owned(), None),
-                    (held.namespace.clone(), None),
-                    (held.name.clone(), None),
-                    (held.reason.as_str().to_owned(), Some(tone)),
-                    (rule, None),
-                ]
-            },
-            painter,
-        );
-        for line in String::from_utf8_lossy(&table).lines() {
-            let _ = writeln!(out, "    {line}");
-        }
+        held_table(out, &item.held, painter);
         if item.counts_agree == Some(false) {
             let _ = writeln!(
                 out,
@@ -596,6 +564,62 @@ fn policies_section(
             },
             idle.join(", ")
         );
+    }
+}
+
+/// A policy that is not in force, or that the statuses name but does not exist.
+fn policy_warnings(out: &mut String, item: &PolicyHolds, name: &str, painter: Painter) {
+    if let Some(false) = item.ready {
+        let _ = writeln!(
+            out,
+            "  {} ClientPolicy {name} is not in force{}",
+            painter.paint("!", Tone::Bad),
+            item.ready_message
+                .as_ref()
+                .map(|message| format!(": {message}"))
+                .unwrap_or_default()
+        );
+    }
+    if item.found == Some(false) {
+        let _ = writeln!(
+            out,
+            "  {} ClientPolicy {name} is named by the statuses below but does not exist \
+             (deleted?): the reconciler evaluates them again",
+            painter.paint("!", Tone::Warn)
+        );
+    }
+}
+
+/// The resources a policy holds back, as an indented table.
+fn held_table(out: &mut String, held: &[Held], painter: Painter) {
+    let mut table = Vec::new();
+    let _ = write_table(
+        &mut table,
+        None,
+        held,
+        |held| {
+            let rule = match &held.field {
+                Some(field) => format!("rule {} ({field})", held.rule),
+                None if held.rule.is_empty() => "-".to_owned(),
+                None => format!("rule {}", held.rule),
+            };
+            let tone = if held.reason == nauthera_shared::catalog::Reason::PolicyViolation {
+                Tone::Bad
+            } else {
+                Tone::Warn
+            };
+            vec![
+                (held.kind.as_str().to_owned(), None),
+                (held.namespace.clone(), None),
+                (held.name.clone(), None),
+                (held.reason.as_str().to_owned(), Some(tone)),
+                (rule, None),
+            ]
+        },
+        painter,
+    );
+    for line in String::from_utf8_lossy(&table).lines() {
+        let _ = writeln!(out, "    {line}");
     }
 }
 

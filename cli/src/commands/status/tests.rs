@@ -1,76 +1,17 @@
 //! Snapshots of the status report as table, wide and JSON, with a fixed clock and no colours.
 
 use nauthera_shared::catalog::Reason;
-use nauthera_shared::control_plane::ControlPlaneState;
-use nauthera_shared::grants::{GrantEntry, Operation};
 
 use super::render::render;
 use super::report::{self, StatusReport};
-use crate::control_plane::{ControlPlaneFacts, LeaseFacts, LeaseRead, Replicas};
-use crate::kinds::Kind;
+use crate::cli::kinds::Kind;
+use crate::cluster::control_plane::fixtures::{NOW, facts, lease, state};
+use crate::cluster::control_plane::report::{ControlPlaneReport, control_plane_report};
+use crate::cluster::control_plane::{ControlPlaneFacts, LeaseRead};
+use crate::model::view::OrganizationDirectory;
+use crate::model::view::fixtures::{at, drifted, view};
 use crate::output::Painter;
-use crate::snapshot::assert_snapshot;
-use crate::view::OrganizationDirectory;
-use crate::view::fixtures::{at, drifted, view};
-
-const NOW: i64 = 1_800_000_000;
-
-pub fn state() -> ControlPlaneState {
-    ControlPlaneState {
-        leader: "nauthera-reconciler-6d5f7-x2k4p".into(),
-        reconciler_version: "0.1.0".into(),
-        manager: "nauthera-reconciler".into(),
-        cluster_name: None,
-        namespace_mapping: Default::default(),
-        scope: None,
-        overlaps: Vec::new(),
-        server_address: "https://nauthera-server.nauthera.svc:8443".into(),
-        server_build: "nauthera-server 1.4.2".into(),
-        api_version: "nauthera.admin.v1".into(),
-        features: vec!["watch_changes".into()],
-        identity: "dns:nauthera-operator.nauthera.svc".into(),
-        grants: vec![GrantEntry {
-            identity: "dns:nauthera-operator.nauthera.svc".into(),
-            operations: vec![Operation::Clients, Operation::Organizations],
-            organizations: vec!["acme".into()],
-            namespaces: vec!["team-a".into(), "ops".into()],
-        }],
-        probe_reason: Some(Reason::Registered),
-        probe_message: String::new(),
-        probe_since: Some(at(NOW - 3 * 3600)),
-        last_success_time: None,
-        certificate_not_after: Some(at(NOW + 5 * 86_400)),
-        certificate_identities: vec!["dns:nauthera-operator.nauthera.svc".into()],
-        lease_name: Some("nauthera-reconciler".into()),
-        tls_secret: None,
-        changed_at: Some(at(NOW - 3 * 3600)),
-    }
-}
-
-/// The Lease as the state's leader renews it: last renewed `renewed` seconds before now.
-pub fn lease(holder: &str, renewed: i64) -> LeaseRead {
-    LeaseRead::Found(LeaseFacts {
-        holder: Some(holder.into()),
-        acquire_time: Some(at(NOW - 86_400)),
-        renew_time: Some(at(NOW - renewed)),
-        duration_seconds: Some(15),
-    })
-}
-
-pub fn facts() -> ControlPlaneFacts {
-    ControlPlaneFacts {
-        namespace: "nauthera-system".into(),
-        state: Some(state()),
-        state_problem: None,
-        replicas: Some(Replicas {
-            desired: 2,
-            ready: 2,
-        }),
-        replicas_problem: None,
-        lease: lease("nauthera-reconciler-6d5f7-x2k4p", 2),
-        shards: Vec::new(),
-    }
-}
+use crate::output::snapshot::assert_snapshot;
 
 fn scenario() -> StatusReport {
     let organization = view(
@@ -212,8 +153,8 @@ fn all_registered_and_covered_needs_no_attention() {
     assert!(!report.attention, "{:?}", report.control_plane.findings);
 }
 
-fn control_plane_of(facts: &ControlPlaneFacts) -> report::ControlPlaneReport {
-    report::control_plane_report(facts, at(NOW))
+fn control_plane_of(facts: &ControlPlaneFacts) -> ControlPlaneReport {
+    control_plane_report(facts, at(NOW))
 }
 
 #[test]
@@ -287,7 +228,7 @@ fn a_lease_the_user_may_not_read_leaves_freshness_unknown_without_a_finding() {
     assert!(report.findings.is_empty(), "{:?}", report.findings);
     assert!(matches!(
         report.freshness,
-        Some(crate::control_plane::Freshness::Unknown { .. })
+        Some(crate::cluster::control_plane::Freshness::Unknown { .. })
     ));
     let probe = report.probe.as_ref().unwrap();
     assert_eq!(
@@ -385,8 +326,8 @@ fn colours_change_nothing_but_the_colours() {
 fn policies_scenario() -> (super::policies::PoliciesReport, StatusReport) {
     use nauthera_shared::resources::{ClientPolicyStatus, PolicyHold};
 
-    use crate::policies::PolicyListing;
-    use crate::policies::tests::policy;
+    use crate::model::policies::PolicyListing;
+    use crate::model::policies::tests::policy;
 
     let hold = |name: &str, reason: Reason, policy: &str, rule: &str, field: Option<&str>| {
         let mut held = view(Kind::OidcClient, "team-a", name, reason, NOW - 600);
@@ -471,9 +412,9 @@ fn policies_name_what_they_hold_back_with_their_cluster_wide_counts() {
 
 #[test]
 fn with_every_namespace_the_counts_are_checked_against_the_statuses() {
-    use crate::policies::PolicyListing;
+    use crate::model::policies::PolicyListing;
     let (_, report) = policies_scenario();
-    let mut listed = crate::policies::tests::policy("web-rules", serde_json::json!({}));
+    let mut listed = crate::model::policies::tests::policy("web-rules", serde_json::json!({}));
     listed.status = Some(nauthera_shared::resources::ClientPolicyStatus {
         violations: 3,
         ..Default::default()

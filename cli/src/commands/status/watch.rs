@@ -7,14 +7,14 @@ use futures::StreamExt;
 use jiff::Timestamp;
 
 use super::render;
-use super::report::{ResourceRow, resource_row};
+use super::rows::{ResourceRow, resource_row};
+use crate::cli::kinds::Kind;
 use crate::cli::{GlobalArgs, OutputFormat};
+use crate::cluster::control_plane::ControlPlaneFacts;
 use crate::cluster::{Cluster, Scope};
-use crate::control_plane::ControlPlaneFacts;
 use crate::error::CliError;
-use crate::kinds::Kind;
+use crate::model::view::OrganizationDirectory;
 use crate::output::{self, Painter};
-use crate::view::OrganizationDirectory;
 
 /// What the watch looks at.
 pub struct Watched<'a> {

@@ -1,68 +1,27 @@
 //! `diagnose -f FILE`: checks manifests before they are applied, the way `istioctl analyze` checks
-//! local files against a live cluster. Parsing and every check are pure; the caller gathers the
-//! cluster facts (Organizations, the published grant, Secrets) in between.
+//! local files against a live cluster. Parsing ([`parse`]) and every check are pure; the caller
+//! gathers the cluster facts (Organizations, the published grant, Secrets) in between.
 
+pub mod parse;
 pub mod policy;
 pub mod sources;
 
 use std::collections::BTreeMap;
 
-use nauthera_shared::branding;
 use nauthera_shared::catalog::Reason;
 use nauthera_shared::control_plane::ControlPlaneState;
-use nauthera_shared::resources::{
-    Branding, IdentityProvider, OIDCClient, Organization, admission_violations,
-};
 use serde::Serialize;
 use serde_json::Value;
 
+use self::parse::{ParsedDocument, PolicyCompiled};
 use self::policy::ManifestPolicies;
-use super::evaluate::CheckStatus;
+use super::check_status::CheckStatus;
 use super::policy_check::{Moment, policy_findings};
-use crate::facts::SecretFacts;
-use crate::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
-use crate::kinds::Kind;
-use crate::policies::{BrokenPolicy, PolicyOutcome};
-use crate::view::{OrganizationDirectory, ResourceView, SecretUse};
-
-/// One document of the file, parsed as far as it goes.
-#[derive(Clone, Debug)]
-pub struct ParsedDocument {
-    /// The file it comes from (`-` for standard input).
-    pub file: String,
-    /// 1-based position in the file.
-    pub index: usize,
-    pub api_version: String,
-    pub kind_name: String,
-    pub kind: Option<Kind>,
-    pub name: String,
-    pub namespace: String,
-    /// The typed resource, or why it does not deserialize.
-    pub view: Result<ResourceView, String>,
-    /// What the API server would refuse: the CRD's schema and rules, from the CRD itself.
-    pub admission: Vec<String>,
-    /// What the reconciler or the server would refuse of a manifest the API server admits.
-    pub rule_violations: Vec<String>,
-    /// An OIDCClient's `spec.brandingRef`.
-    pub branding_ref: Option<String>,
-    /// The typed resource as JSON, defaults filled in: what the API server would store and
-    /// the policies judge.
-    pub object: Option<Value>,
-    /// 0-based position among every document checked (the order `kubectl apply` creates them).
-    pub position: usize,
-    /// A ClientPolicy of the files, compiled as the reconciler compiles it: its checks, or why
-    /// the reconciler refuses it (`None` for the other kinds).
-    pub client_policy: Option<Result<PolicyCompiled, BrokenPolicy>>,
-}
-
-/// A ClientPolicy that compiles: what it generates.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PolicyCompiled {
-    /// The rules checked on one object, as `rule (kind)`.
-    pub checks: Vec<String>,
-    /// The ValidatingAdmissionPolicy generated from it, if any check is one of one object.
-    pub admission_policy: Option<String>,
-}
+use crate::cli::kinds::Kind;
+use crate::cluster::facts::SecretFacts;
+use crate::model::grant_check::{self, GrantCheck, ReportedGrants, entry_yaml};
+use crate::model::policies::{BrokenPolicy, PolicyOutcome};
+use crate::model::view::{OrganizationDirectory, ResourceView, SecretUse};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -71,6 +30,21 @@ pub struct ManifestCheck {
     pub name: &'static str,
     pub status: CheckStatus,
     pub findings: Vec<String>,
+}
+
+impl ManifestCheck {
+    /// Failed with `problems` as its findings; passed when there are none.
+    fn failed_by(name: &'static str, problems: &[String]) -> ManifestCheck {
+        ManifestCheck {
+            name,
+            status: if problems.is_empty() {
+                CheckStatus::Passed
+            } else {
+                CheckStatus::Failed
+            },
+            findings: problems.to_vec(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -89,182 +63,13 @@ pub struct ManifestReport {
     pub attention: bool,
 }
 
-/// The documents of a YAML stream (a `List` is opened into its items); empty documents are
-/// skipped.
-pub fn split_documents(text: &str) -> Result<Vec<Value>, String> {
-    let documents: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(|error| format!("the file is not valid YAML: {error}"))?;
-    let mut out = Vec::new();
-    for document in documents {
-        match document {
-            Value::Null => {}
-            Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
-                out.extend(
-                    map.get("items")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                );
-            }
-            other => out.push(other),
-        }
-    }
-    Ok(out)
-}
-
-/// Parses one document into a typed resource and checks its schema and rules.
-pub fn parse_document(
-    file: &str,
-    index: usize,
-    document: &Value,
-    default_namespace: &str,
-) -> ParsedDocument {
-    let text = |pointer: &str| {
-        document
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let api_version = text("/apiVersion");
-    let kind_name = text("/kind");
-    let name = text("/metadata/name");
-    let namespace = Some(text("/metadata/namespace"))
-        .filter(|namespace| !namespace.is_empty())
-        .unwrap_or_else(|| default_namespace.to_owned());
-    let nauthera =
-        api_version == format!("{}/{}", nauthera_shared::GROUP, nauthera_shared::VERSION);
-    let kind = Kind::ALL
-        .into_iter()
-        .find(|kind| nauthera && kind.as_str() == kind_name);
-    let mut parsed = ParsedDocument {
-        file: file.to_owned(),
-        index,
-        api_version,
-        kind_name,
-        kind,
-        name,
-        namespace: namespace.clone(),
-        view: Err(String::new()),
-        admission: Vec::new(),
-        rule_violations: Vec::new(),
-        branding_ref: None,
-        object: None,
-        position: 0,
-        client_policy: None,
-    };
-    if nauthera && parsed.kind_name == "ClientPolicy" {
-        // Cluster-scoped: no namespace.
-        parsed.namespace = String::new();
-        parsed.view = Err("a ClientPolicy".to_owned());
-        parsed.admission = admission_violations(document, None)
-            .iter()
-            .map(|violation| {
-                format!(
-                    "{violation}; the API server refuses the manifest (kubectl validates strictly)"
-                )
-            })
-            .collect();
-        parsed.client_policy = Some(compile_client_policy(document));
-        return parsed;
-    }
-    let Some(kind) = kind else {
-        parsed.view = Err("not a nauthera resource".to_owned());
-        return parsed;
-    };
-    let mut document = document.clone();
-    if let Some(metadata) = document.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.insert("namespace".to_owned(), Value::String(namespace));
-    }
-    parsed.admission = admission_violations(&document, None)
-        .iter()
-        .map(|violation| {
-            format!("{violation}; the API server refuses the manifest (kubectl validates strictly)")
-        })
-        .collect();
-    let typed = match kind {
-        Kind::OidcClient => serde_json::from_value::<OIDCClient>(document).map(|client| {
-            parsed.rule_violations = server_client_rules(&client);
-            parsed.branding_ref = client.spec.branding_ref.as_ref().map(|r| r.name.clone());
-            parsed.object = serde_json::to_value(&client).ok();
-            ResourceView::of_client(&client)
-        }),
-        Kind::Branding => serde_json::from_value::<Branding>(document).map(|branding| {
-            parsed.rule_violations = encodable(&branding.spec.branding, "spec.branding");
-            parsed.object = serde_json::to_value(&branding).ok();
-            ResourceView::of_branding(&branding)
-        }),
-        Kind::IdentityProvider => {
-            serde_json::from_value::<IdentityProvider>(document).map(|provider| {
-                parsed.object = serde_json::to_value(&provider).ok();
-                ResourceView::of_identity_provider(&provider)
-            })
-        }
-        Kind::Organization => {
-            serde_json::from_value::<Organization>(document).map(|organization| {
-                if let Some(content) = &organization.spec.branding {
-                    parsed.rule_violations = encodable(content, "spec.branding");
-                }
-                ResourceView::of_organization(&organization)
-            })
-        }
-    };
-    parsed.view = typed.map_err(|error| error.to_string());
-    parsed
-}
-
-/// A ClientPolicy compiled as the reconciler compiles it (`nauthera_shared::policy`): the same
-/// verdict, reason, cause and words as its `Ready` condition once applied.
-fn compile_client_policy(document: &Value) -> Result<PolicyCompiled, BrokenPolicy> {
-    use nauthera_shared::policy::CompiledPolicy;
-    use nauthera_shared::policy::admission::{admission_name, admission_objects};
-    use nauthera_shared::resources::ClientPolicy;
-    let typed: ClientPolicy =
-        serde_json::from_value(document.clone()).map_err(|error| BrokenPolicy {
-            policy: text_at(document, "/metadata/name"),
-            reason: "Unreadable".to_owned(),
-            cause: "schema".to_owned(),
-            problem: format!("does not match the ClientPolicy schema: {error}"),
-        })?;
-    let compiled = CompiledPolicy::compile(&typed).map_err(|error| BrokenPolicy::of(&error))?;
-    Ok(PolicyCompiled {
-        checks: compiled
-            .checks
-            .iter()
-            .map(|check| format!("{} ({})", check.rule, check.kind.as_str()))
-            .collect(),
-        admission_policy: admission_objects(&typed, &compiled)
-            .map(|_| admission_name(&compiled.name)),
-    })
-}
-
-fn text_at(document: &Value, pointer: &str) -> String {
-    document
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// The report on a ClientPolicy of the files: its schema, and whether the reconciler compiles it
 /// or refuses it (`PolicyRefused`, with the cause and the field).
 fn check_client_policy(
     parsed: &ParsedDocument,
     compiled: &Result<PolicyCompiled, BrokenPolicy>,
 ) -> Vec<ManifestCheck> {
-    let schema = if parsed.admission.is_empty() {
-        ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Passed,
-            findings: Vec::new(),
-        }
-    } else {
-        ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Failed,
-            findings: parsed.admission.clone(),
-        }
-    };
+    let schema = ManifestCheck::failed_by("schema", &parsed.admission);
     let compile = match compiled {
         Ok(compiled) => {
             let findings = vec![match &compiled.admission_policy {
@@ -294,27 +99,6 @@ fn check_client_policy(
         },
     };
     vec![schema, compile]
-}
-
-/// What the server refuses of a client the API server admits: a name it keeps for itself.
-fn server_client_rules(client: &OIDCClient) -> Vec<String> {
-    let name = client.metadata.name.as_deref().unwrap_or_default();
-    if nauthera_shared::is_reserved_client_name(name) {
-        vec![format!(
-            "metadata.name `{name}` is a client name nauthera-server keeps for itself: it \
-             refuses the client (RESERVED_NAME); choose another name"
-        )]
-    } else {
-        Vec::new()
-    }
-}
-
-/// A branding the reconciler cannot encode, which it refuses without sending it.
-fn encodable(content: &nauthera_shared::resources::SignInBranding, field: &str) -> Vec<String> {
-    branding::encode(content)
-        .err()
-        .map(|error| vec![format!("{field}.{error}; the reconciler refuses it")])
-        .unwrap_or_default()
 }
 
 /// What the checks compare a manifest against.
@@ -396,6 +180,32 @@ fn branding_check(namespace: &str, branding: &str, context: &ManifestContext) ->
     }
 }
 
+/// Whether the API server would take the document as a resource of its kind.
+fn schema_check(parsed: &ParsedDocument) -> ManifestCheck {
+    match (&parsed.kind, &parsed.view) {
+        (None, _) => ManifestCheck {
+            name: "schema",
+            status: CheckStatus::Info,
+            findings: vec![format!(
+                "{} {} is not a nauthera resource; skipped",
+                parsed.api_version, parsed.kind_name
+            )],
+        },
+        (Some(_), _) if !parsed.admission.is_empty() => {
+            ManifestCheck::failed_by("schema", &parsed.admission)
+        }
+        (Some(_), Err(error)) => ManifestCheck {
+            name: "schema",
+            status: CheckStatus::Failed,
+            findings: vec![format!(
+                "does not match the {} schema: {error}",
+                parsed.kind_name
+            )],
+        },
+        (Some(_), Ok(_)) => ManifestCheck::failed_by("schema", &[]),
+    }
+}
+
 /// Every check of one parsed document.
 pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> ManifestReport {
     if let Some(compiled) = &parsed.client_policy {
@@ -413,51 +223,10 @@ pub fn check_document(parsed: &ParsedDocument, context: &ManifestContext) -> Man
             attention,
         };
     }
-    let mut checks = Vec::new();
+    let mut checks = vec![schema_check(parsed)];
     let mut policy_outcome = None;
-    let schema = match (&parsed.kind, &parsed.view) {
-        (None, _) => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Info,
-            findings: vec![format!(
-                "{} {} is not a nauthera resource; skipped",
-                parsed.api_version, parsed.kind_name
-            )],
-        },
-        (Some(_), _) if !parsed.admission.is_empty() => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Failed,
-            findings: parsed.admission.clone(),
-        },
-        (Some(_), Err(error)) => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Failed,
-            findings: vec![format!(
-                "does not match the {} schema: {error}",
-                parsed.kind_name
-            )],
-        },
-        (Some(_), Ok(_)) => ManifestCheck {
-            name: "schema",
-            status: CheckStatus::Passed,
-            findings: Vec::new(),
-        },
-    };
-    checks.push(schema);
     if let Ok(view) = &parsed.view {
-        checks.push(if parsed.rule_violations.is_empty() {
-            ManifestCheck {
-                name: "rules",
-                status: CheckStatus::Passed,
-                findings: Vec::new(),
-            }
-        } else {
-            ManifestCheck {
-                name: "rules",
-                status: CheckStatus::Failed,
-                findings: parsed.rule_violations.clone(),
-            }
-        });
+        checks.push(ManifestCheck::failed_by("rules", &parsed.rule_violations));
         let organization = context.organizations.organization_of(view);
         checks.push(issuer_check(view, organization.as_deref(), context));
         if !context.local {
@@ -624,45 +393,47 @@ pub fn declared_secrets(
 fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<ManifestCheck> {
     let name = view.secret.name()?;
     let key = (view.namespace.clone(), name.to_owned());
-    if let Some(keys) = context.file_secrets.get(&key) {
-        let (status, finding) = match &view.secret {
-            SecretUse::Generated { name } => (
-                CheckStatus::Failed,
-                format!(
-                    "the files also declare Secret {name}, which {} would not own: the \
-                     reconciler will not write the generated secret into it; drop it from the \
-                     files or choose another spec.secret.secretName",
-                    view.reference()
-                ),
-            ),
-            SecretUse::Referenced { name, key } if keys.contains(key) => (
-                CheckStatus::Passed,
-                format!("Secret {name} is declared in the files with key {key}"),
-            ),
-            SecretUse::Referenced { name, key } => (
-                CheckStatus::Failed,
-                format!("Secret {name} is declared in the files without key {key}"),
-            ),
-            SecretUse::None => return None,
-        };
-        return Some(ManifestCheck {
-            name: "secret",
-            status,
-            findings: vec![finding],
-        });
-    }
-    let facts = context.secrets.get(&key)?;
-    let secret = match facts {
-        Ok(secret) => secret,
-        Err(problem) => {
-            return Some(ManifestCheck {
-                name: "secret",
-                status: CheckStatus::Warning,
-                findings: vec![problem.clone()],
-            });
-        }
+    let (status, finding) = match context.file_secrets.get(&key) {
+        Some(keys) => declared_secret(view, keys)?,
+        None => match context.secrets.get(&key)? {
+            Ok(secret) => cluster_secret(view, secret)?,
+            Err(problem) => (CheckStatus::Warning, problem.clone()),
+        },
     };
-    let (status, finding) = match &view.secret {
+    Some(ManifestCheck {
+        name: "secret",
+        status,
+        findings: vec![finding],
+    })
+}
+
+/// The resource's Secret as the files declare it, with its key names.
+fn declared_secret(view: &ResourceView, keys: &[String]) -> Option<(CheckStatus, String)> {
+    Some(match &view.secret {
+        SecretUse::Generated { name } => (
+            CheckStatus::Failed,
+            format!(
+                "the files also declare Secret {name}, which {} would not own: the \
+                 reconciler will not write the generated secret into it; drop it from the \
+                 files or choose another spec.secret.secretName",
+                view.reference()
+            ),
+        ),
+        SecretUse::Referenced { name, key } if keys.contains(key) => (
+            CheckStatus::Passed,
+            format!("Secret {name} is declared in the files with key {key}"),
+        ),
+        SecretUse::Referenced { name, key } => (
+            CheckStatus::Failed,
+            format!("Secret {name} is declared in the files without key {key}"),
+        ),
+        SecretUse::None => return None,
+    })
+}
+
+/// The resource's Secret as the cluster holds it.
+fn cluster_secret(view: &ResourceView, secret: &SecretFacts) -> Option<(CheckStatus, String)> {
+    Some(match &view.secret {
         SecretUse::Generated { name } if !secret.exists => (
             CheckStatus::Passed,
             format!("Secret {name} is free: the reconciler will create it"),
@@ -699,11 +470,6 @@ fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<Manife
             format!("Secret {name} exists and holds key {key}"),
         ),
         SecretUse::None => return None,
-    };
-    Some(ManifestCheck {
-        name: "secret",
-        status,
-        findings: vec![finding],
     })
 }
 

@@ -8,13 +8,14 @@ use jiff::Timestamp;
 use nauthera_shared::resources::{ApprovalRecord, OIDCClient};
 use serde_json::Value;
 
-use super::ParsedDocument;
+use super::parse::ParsedDocument;
+use crate::cli::kinds::Kind;
 use crate::cluster::Cluster;
-use crate::kinds::Kind;
-use crate::policies::{
-    self, CountedClient, Judged, NamespaceLabels, Policies, PolicyOutcome, read,
+use crate::cluster::policies::{counted_clients, list_policies, namespace_labels};
+use crate::model::policies::{
+    self, CountedClient, Judged, NamespaceLabels, Policies, PolicyOutcome,
 };
-use crate::view::ResourceView;
+use crate::model::view::ResourceView;
 
 /// What the policy check compares the manifests against.
 #[derive(Clone, Debug, Default)]
@@ -98,7 +99,7 @@ pub fn outcome(
 /// Lists the policies and, when there are any, reads what judging the manifests needs: their
 /// namespaces' labels and OIDCClients, and the clients they would change.
 pub async fn gather(cluster: &Cluster, parsed: &[ParsedDocument]) -> ManifestPolicies {
-    let policies = Policies::from_listing(&read::list_policies(cluster).await);
+    let policies = Policies::from_listing(&list_policies(cluster).await);
     let mut context = ManifestPolicies {
         policies,
         ..ManifestPolicies::default()
@@ -113,14 +114,14 @@ pub async fn gather(cluster: &Cluster, parsed: &[ParsedDocument]) -> ManifestPol
         .collect();
     for view in &views {
         if !context.labels.contains_key(&view.namespace) {
-            let labels = read::namespace_labels(cluster, &view.namespace).await;
+            let labels = namespace_labels(cluster, &view.namespace).await;
             context.labels.insert(view.namespace.clone(), labels);
         }
         if view.kind != Kind::OidcClient {
             continue;
         }
         if !context.clients.contains_key(&view.namespace) {
-            let clients = read::counted_clients(cluster, &view.namespace).await;
+            let clients = counted_clients(cluster, &view.namespace).await;
             context.clients.insert(view.namespace.clone(), clients);
         }
         let key = (view.namespace.clone(), view.name.clone());

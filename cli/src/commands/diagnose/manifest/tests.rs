@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use super::parse::{parse_document, split_documents};
 use super::*;
-use crate::commands::status::tests::state;
-use crate::snapshot::assert_snapshot;
-use crate::view::fixtures::view;
+use crate::cluster::control_plane::fixtures::state;
+use crate::model::view::fixtures::view;
+use crate::output::snapshot::assert_snapshot;
 use nauthera_shared::catalog::Reason;
 
 const GOOD: &str = r#"
@@ -326,7 +327,7 @@ spec:
 }
 
 fn with_policies(policies: &[nauthera_shared::resources::ClientPolicy]) -> ManifestContext {
-    use crate::policies::{CountedClient, Policies, PolicySet};
+    use crate::model::policies::{CountedClient, Policies, PolicySet};
     let mut context = context();
     context.policies.policies = Policies::Listed(PolicySet::compile(policies));
     let existing = |name: &str, created: i64| CountedClient {
@@ -370,7 +371,7 @@ spec:
 
 #[test]
 fn a_manifest_is_judged_by_the_policies_that_would_cover_it() {
-    use crate::policies::tests::policy;
+    use crate::model::policies::tests::policy;
     let context = with_policies(&[
         policy(
             "web-rules",
@@ -417,7 +418,7 @@ fn a_manifest_is_judged_by_the_policies_that_would_cover_it() {
 
 #[test]
 fn the_limit_counts_the_namespace_and_approvals_are_announced() {
-    use crate::policies::tests::policy;
+    use crate::model::policies::tests::policy;
     let limited = with_policies(&[policy(
         "quota",
         serde_json::json!({"rules": {"maxClientsPerNamespace": 2, "approval": {}}}),
@@ -452,7 +453,7 @@ fn the_limit_counts_the_namespace_and_approvals_are_announced() {
 #[test]
 fn policies_that_cannot_be_listed_are_said_not_checked_and_local_skips_them() {
     let mut unlisted = context();
-    unlisted.policies.policies = crate::policies::Policies::Unlisted(
+    unlisted.policies.policies = crate::model::policies::Policies::Unlisted(
         "cannot list clientpolicies.nauthera.io: forbidden (403)".into(),
     );
     let (check, report) = policy_check(SHOP, &unlisted);
@@ -476,7 +477,7 @@ fn policies_that_cannot_be_listed_are_said_not_checked_and_local_skips_them() {
 
 #[test]
 fn manifest_policy_snapshot() {
-    use crate::policies::tests::policy;
+    use crate::model::policies::tests::policy;
     let context = with_policies(&[
         policy(
             "web-rules",

@@ -1,16 +1,14 @@
-//! ClientPolicies as the plugin sees them: listed from the cluster ([`read`]) and evaluated on one
-//! resource with the shared compiled form (`nauthera_shared::policy`), never with rules of its
-//! own. `diagnose -f` judges a manifest before it is applied, `diagnose KIND/NAME` the live
-//! object, and `status` groups what the policies hold back.
-
-pub mod read;
+//! ClientPolicies as the plugin sees them: listed from the cluster ([`crate::cluster::policies`])
+//! and evaluated on one resource with the shared compiled form (`nauthera_shared::policy`), never
+//! with rules of its own. `diagnose -f` judges a manifest before it is applied,
+//! `diagnose KIND/NAME` the live object, and `status` groups what the policies hold back.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use nauthera_shared::policy::{
-    ApprovalStanding, Approvals, CompiledPolicy, NAMESPACE_NAME_LABEL, Rule, Subject,
+    ApprovalStanding, Approvals, CompiledPolicy, NAMESPACE_NAME_LABEL, Rule, Subject, Violation,
     approval_standing, covering, violations,
 };
 use nauthera_shared::resources::{ApprovalRecord, ClientPolicy, PolicyKind};
@@ -343,65 +341,31 @@ pub fn evaluate(
         object: judged.object,
     };
     let covering = covering(&certain, &subject);
-    let others: Vec<&CountedClient> = match clients {
-        Ok(clients) => clients
-            .iter()
-            .filter(|client| !client.deleting && client.name != judged.place.name)
-            .collect(),
-        Err(_) => Vec::new(),
+    let neighbours = Neighbours {
+        others: match clients {
+            Ok(clients) => clients
+                .iter()
+                .filter(|client| !client.deleting && client.name != judged.place.name)
+                .collect(),
+            Err(_) => Vec::new(),
+        },
+        labels: &labels.labels,
+        place: judged.place,
     };
-    let covered_by = |policy: &CompiledPolicy| -> Vec<&CountedClient> {
-        others
-            .iter()
-            .copied()
-            .filter(|client| policy.covers(PolicyKind::OidcClient, &labels.labels, &client.issuer))
-            .collect()
-    };
-    let earlier = |policy: &CompiledPolicy| {
-        covered_by(policy)
-            .into_iter()
-            .filter(|client| client.before(judged.place))
-            .count()
-    };
-    let found = violations(&covering, &subject, &earlier);
+    let found = violations(&covering, &subject, &|policy| neighbours.earlier(policy));
     let counts_clients = judged.kind == PolicyKind::OidcClient;
     let mut verdicts: Vec<PolicyVerdict> = covering
         .iter()
         .map(|policy| {
-            let mine: Vec<_> = found.iter().filter(|v| v.policy == policy.name).collect();
-            let rules = policy
-                .checks
-                .iter()
-                .filter(|check| check.kind == judged.kind)
-                .map(|check| {
-                    let broken = mine
-                        .iter()
-                        .find(|v| v.rule == check.rule && v.field == check.field);
-                    RuleVerdict {
-                        rule: check.rule.as_str().to_owned(),
-                        field: check.field.to_owned(),
-                        allowed: broken.is_none(),
-                        message: broken.map(|v| v.message.clone()),
-                    }
-                })
-                .collect();
+            let mine: Vec<&Violation> = found.iter().filter(|v| v.policy == policy.name).collect();
             let limit = policy
                 .max_clients_per_namespace
                 .filter(|_| counts_clients && clients.is_ok())
-                .map(|max| {
-                    let over = mine.iter().find(|v| v.rule == Rule::MaxClientsPerNamespace);
-                    LimitVerdict {
-                        max,
-                        covered: covered_by(policy).len(),
-                        earlier: earlier(policy),
-                        fits: over.is_none(),
-                        message: over.map(|v| v.message.clone()),
-                    }
-                });
+                .map(|max| neighbours.limit_verdict(policy, max, &mine));
             PolicyVerdict {
                 policy: policy.name.clone(),
                 coverage: Coverage::Covers,
-                rules,
+                rules: rule_verdicts(policy, judged.kind, &mine),
                 limit,
                 approval_fields: policy
                     .approval
@@ -412,23 +376,7 @@ pub fn evaluate(
         })
         .collect();
     if let Some(why) = &labels.problem {
-        verdicts.extend(
-            uncertain
-                .iter()
-                .filter(|policy| {
-                    let coverage = &policy.coverage;
-                    (coverage.kinds.is_empty() || coverage.kinds.contains(&judged.kind))
-                        && (coverage.issuers.is_empty()
-                            || coverage.issuers.iter().any(|i| i == judged.issuer))
-                })
-                .map(|policy| PolicyVerdict {
-                    policy: policy.name.clone(),
-                    coverage: Coverage::Unknown { why: why.clone() },
-                    rules: Vec::new(),
-                    limit: None,
-                    approval_fields: None,
-                }),
-        );
+        verdicts.extend(unknown_coverage(&uncertain, judged, why));
         verdicts.sort_by(|a, b| a.policy.cmp(&b.policy));
     }
     let needs_count = counts_clients
@@ -436,33 +384,7 @@ pub fn evaluate(
             .iter()
             .any(|policy| policy.max_clients_per_namespace.is_some());
     let approval = if counts_clients {
-        let spec = judged.object.get("spec").unwrap_or(&Value::Null);
-        match approval_standing(
-            &covering,
-            spec,
-            judged.generation,
-            judged.written,
-            judged.recorded,
-            Approvals {
-                generations: judged.approved,
-            },
-        ) {
-            ApprovalStanding::NotRequired => None,
-            ApprovalStanding::Unchanged { .. } => Some(ApprovalVerdict::Unchanged),
-            ApprovalStanding::Approved { .. } => Some(ApprovalVerdict::Approved {
-                generation: judged.generation,
-            }),
-            ApprovalStanding::Waiting {
-                policies,
-                fields,
-                new_client,
-            } => Some(ApprovalVerdict::Required {
-                generation: judged.generation,
-                policies,
-                fields,
-                new_client,
-            }),
-        }
+        approval_verdict(&covering, judged)
     } else {
         None
     };
@@ -481,6 +403,134 @@ pub fn evaluate(
             Err(why) if needs_count => Some(why.to_owned()),
             _ => None,
         },
+    }
+}
+
+/// The namespace's other OIDCClients, for the namespace limit: the judged client's own name and
+/// clients being deleted do not count.
+struct Neighbours<'a> {
+    others: Vec<&'a CountedClient>,
+    /// The namespace's labels, which the policies select namespaces by.
+    labels: &'a BTreeMap<String, String>,
+    /// The judged client's place among them.
+    place: &'a CountedClient,
+}
+
+impl Neighbours<'_> {
+    /// The other clients `policy` covers.
+    fn covered_by(&self, policy: &CompiledPolicy) -> Vec<&CountedClient> {
+        self.others
+            .iter()
+            .copied()
+            .filter(|client| policy.covers(PolicyKind::OidcClient, self.labels, &client.issuer))
+            .collect()
+    }
+
+    /// How many of them come before the judged client.
+    fn earlier(&self, policy: &CompiledPolicy) -> usize {
+        self.covered_by(policy)
+            .into_iter()
+            .filter(|client| client.before(self.place))
+            .count()
+    }
+
+    /// Whether the judged client fits `policy`'s limit of `max`, by its violations (`mine`).
+    fn limit_verdict(
+        &self,
+        policy: &CompiledPolicy,
+        max: u32,
+        mine: &[&Violation],
+    ) -> LimitVerdict {
+        let over = mine.iter().find(|v| v.rule == Rule::MaxClientsPerNamespace);
+        LimitVerdict {
+            max,
+            covered: self.covered_by(policy).len(),
+            earlier: self.earlier(policy),
+            fits: over.is_none(),
+            message: over.map(|v| v.message.clone()),
+        }
+    }
+}
+
+/// Every check of `policy` on the judged kind: refused when one of the policy's violations
+/// (`mine`) names its rule and field.
+fn rule_verdicts(
+    policy: &CompiledPolicy,
+    kind: PolicyKind,
+    mine: &[&Violation],
+) -> Vec<RuleVerdict> {
+    policy
+        .checks
+        .iter()
+        .filter(|check| check.kind == kind)
+        .map(|check| {
+            let broken = mine
+                .iter()
+                .find(|v| v.rule == check.rule && v.field == check.field);
+            RuleVerdict {
+                rule: check.rule.as_str().to_owned(),
+                field: check.field.to_owned(),
+                allowed: broken.is_none(),
+                message: broken.map(|v| v.message.clone()),
+            }
+        })
+        .collect()
+}
+
+/// The policies that select namespaces by label and would cover the resource but for its
+/// namespace's labels, which could not be read (`why`).
+fn unknown_coverage<'a>(
+    uncertain: &'a [Arc<CompiledPolicy>],
+    judged: &'a Judged<'_>,
+    why: &'a str,
+) -> impl Iterator<Item = PolicyVerdict> + 'a {
+    uncertain
+        .iter()
+        .filter(|policy| {
+            let coverage = &policy.coverage;
+            (coverage.kinds.is_empty() || coverage.kinds.contains(&judged.kind))
+                && (coverage.issuers.is_empty()
+                    || coverage.issuers.iter().any(|i| i == judged.issuer))
+        })
+        .map(|policy| PolicyVerdict {
+            policy: policy.name.clone(),
+            coverage: Coverage::Unknown {
+                why: why.to_owned(),
+            },
+            rules: Vec::new(),
+            limit: None,
+            approval_fields: None,
+        })
+}
+
+/// Whether the covering policies want an approval of the judged client, and whether it has one.
+fn approval_verdict(covering: &[&CompiledPolicy], judged: &Judged<'_>) -> Option<ApprovalVerdict> {
+    let spec = judged.object.get("spec").unwrap_or(&Value::Null);
+    match approval_standing(
+        covering,
+        spec,
+        judged.generation,
+        judged.written,
+        judged.recorded,
+        Approvals {
+            generations: judged.approved,
+        },
+    ) {
+        ApprovalStanding::NotRequired => None,
+        ApprovalStanding::Unchanged { .. } => Some(ApprovalVerdict::Unchanged),
+        ApprovalStanding::Approved { .. } => Some(ApprovalVerdict::Approved {
+            generation: judged.generation,
+        }),
+        ApprovalStanding::Waiting {
+            policies,
+            fields,
+            new_client,
+        } => Some(ApprovalVerdict::Required {
+            generation: judged.generation,
+            policies,
+            fields,
+            new_client,
+        }),
     }
 }
 

@@ -13,11 +13,14 @@ use nauthera_shared::resources::{
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ApprovalFact, CountedClient, NamespaceLabels, POLICIES_RESOURCE, PolicyListing};
+use crate::cli::kinds::Kind;
+use crate::cluster::facts::AccessVerdict;
 use crate::cluster::{Cluster, Scope};
 use crate::error::{api_code, describe_kube_error};
-use crate::facts::AccessVerdict;
-use crate::kinds::Kind;
+use crate::model::policies::{
+    APPROVALS_RESOURCE, ApprovalFact, CountedClient, Judged, NamespaceLabels, POLICIES_RESOURCE,
+    Policies, PolicyListing, PolicyOutcome, evaluate,
+};
 
 /// Every ClientPolicy of the cluster.
 pub async fn list_policies(cluster: &Cluster) -> PolicyListing {
@@ -135,7 +138,7 @@ pub async fn client_approvals(
             let (detail, hint) = describe_kube_error(&error);
             return Err(format!(
                 "cannot list {} in namespace {namespace}: {detail}; {hint}",
-                super::APPROVALS_RESOURCE
+                APPROVALS_RESOURCE
             ));
         }
     };
@@ -193,7 +196,7 @@ pub async fn may_approve(cluster: &Cluster, namespace: &str) -> AccessVerdict {
 /// and OIDCClients once.
 #[derive(Default)]
 pub struct LiveReads {
-    policies: Option<super::Policies>,
+    policies: Option<Policies>,
     labels: std::collections::BTreeMap<String, NamespaceLabels>,
     clients: std::collections::BTreeMap<String, Result<Vec<CountedClient>, String>>,
 }
@@ -204,13 +207,13 @@ impl LiveReads {
     pub async fn judge(
         &mut self,
         cluster: &Cluster,
-        view: &crate::view::ResourceView,
+        view: &crate::model::view::ResourceView,
         approved: &[i64],
-    ) -> Option<super::PolicyOutcome> {
+    ) -> Option<PolicyOutcome> {
         let kind = view.kind.policy_kind()?;
         if self.policies.is_none() {
             let listing = list_policies(cluster).await;
-            self.policies = Some(super::Policies::from_listing(&listing));
+            self.policies = Some(Policies::from_listing(&listing));
         }
         let policies = self.policies.as_ref()?;
         let mut object = Value::Null;
@@ -218,7 +221,7 @@ impl LiveReads {
             match stored_object(cluster, view.kind, &view.namespace, &view.name).await {
                 Ok(Some(found)) => object = found,
                 Ok(None) => {}
-                Err(why) => return Some(super::PolicyOutcome::Unlisted { why }),
+                Err(why) => return Some(PolicyOutcome::Unlisted { why }),
             }
             if !self.labels.contains_key(&view.namespace) {
                 let labels = namespace_labels(cluster, &view.namespace).await;
@@ -248,9 +251,9 @@ impl LiveReads {
             deleting: view.deleting,
         };
         policies.outcome(|set| {
-            super::evaluate(
+            evaluate(
                 set,
-                &super::Judged {
+                &Judged {
                     kind,
                     namespace: &view.namespace,
                     issuer: &view.issuer,

@@ -1,5 +1,12 @@
 //! Output: the format the user chose, colours only where they belong, tables, and writing to
-//! standard output so that a closed pipe ends the program quietly.
+//! standard output so that a closed pipe ends the program quietly. The room also holds
+//! `-o jsonpath=` ([`jsonpath`]), times as kubectl shows them ([`timefmt`]) and the unit tests'
+//! output snapshots (`snapshot`).
+
+pub mod jsonpath;
+#[cfg(test)]
+pub mod snapshot;
+pub mod timefmt;
 
 use std::io::{IsTerminal, Write};
 
@@ -125,7 +132,7 @@ pub fn write_stdout(
 }
 
 /// `kind.nauthera.io/name`, as `kubectl get -o name` writes a resource.
-pub fn resource_name(kind: crate::kinds::Kind, name: &str) -> String {
+pub fn resource_name(kind: crate::cli::kinds::Kind, name: &str) -> String {
     format!("{}.nauthera.io/{name}\n", kind.singular())
 }
 

@@ -10,7 +10,7 @@ use nauthera_shared::resources::{
     Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, SecretKeyRef,
 };
 
-use crate::kinds::Kind;
+use crate::cli::kinds::Kind;
 
 /// The Secret a resource writes or reads.
 #[derive(Clone, Debug, PartialEq, Eq)]

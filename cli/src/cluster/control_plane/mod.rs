@@ -1,7 +1,12 @@
 //! Reading what the reconciler publishes: its state ConfigMap, the leader Lease that says how fresh
 //! that state is, and its Deployment's readiness. Shards of one cluster each publish a state of
 //! their own (`nauthera-reconciler-state-<shard>`, same label) in the same namespace: all of them
-//! are read.
+//! are read. What of it needs attention, in the words `status` and `diagnose` both show, is
+//! [`report`].
+
+#[cfg(test)]
+pub mod fixtures;
+pub mod report;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -11,10 +16,10 @@ use kube::api::{Api, ListParams};
 use nauthera_shared::control_plane::{ControlPlaneState, STATE_CONFIGMAP, STATE_KEY, STATE_LABEL};
 use serde::Serialize;
 
+use crate::cli::kinds::Kind;
 use crate::cluster::Cluster;
 use crate::error::{api_code, describe_kube_error};
-use crate::kinds::Kind;
-use crate::timefmt::{seconds_between, short_duration};
+use crate::output::timefmt::{seconds_between, short_duration};
 
 /// The reconciler's Deployment and ServiceAccount name in the standard install.
 pub const RECONCILER_NAME: &str = "nauthera-reconciler";

@@ -1,5 +1,13 @@
-//! The Kubernetes edge: a client built from the kubeconfig the way kubectl builds it, and the
-//! reads every command shares.
+//! Cluster access, the Kubernetes edge: a client built from the kubeconfig the way kubectl builds
+//! it and the reads of resources every command shares (here), what the reconciler publishes and
+//! what of it needs attention ([`control_plane`]), what surrounds a resource: Secrets, access
+//! reviews, events, log lines and pod templates ([`facts`]), and what the policy checks read
+//! ([`policies`]). Each read comes back as plain facts or the sentence saying why it could not be
+//! made.
+
+pub mod control_plane;
+pub mod facts;
+pub mod policies;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -11,9 +19,9 @@ use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organiz
 use serde::de::DeserializeOwned;
 
 use crate::cli::GlobalArgs;
+use crate::cli::kinds::Kind;
 use crate::error::{CliError, api_code};
-use crate::kinds::Kind;
-use crate::view::ResourceView;
+use crate::model::view::ResourceView;
 
 /// Which namespaces a command looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The gathering edge of diagnose and restore: Secrets (names of keys only, never values),
-//! access reviews, events and pod templates, each read turned into plain facts or the reason it
-//! could not be read.
+//! access reviews, events, the reconciler's log lines and pod templates, each read turned into
+//! plain facts or the reason it could not be read.
 
 use std::collections::BTreeMap;
 
@@ -13,10 +13,10 @@ use k8s_openapi::api::events::v1::Event as NewEvent;
 use kube::api::{Api, ListParams, LogParams, PostParams};
 use serde::Serialize;
 
+use crate::cli::kinds::Kind;
 use crate::cluster::Cluster;
-use crate::control_plane::RECONCILER_NAME;
+use crate::cluster::control_plane::RECONCILER_NAME;
 use crate::error::{api_code, describe_kube_error};
-use crate::kinds::Kind;
 use nauthera_shared::workloads::{self, PodTemplate};
 
 /// A Secret's existence, owners and key names. Values are never read into this.
@@ -210,21 +210,7 @@ pub async fn events(
                 if let Some(uid) = &event.metadata.uid {
                     seen.insert(uid.clone());
                 }
-                facts.push(EventFact {
-                    time: event
-                        .event_time
-                        .as_ref()
-                        .map(|time| time.0)
-                        .or_else(|| event.deprecated_last_timestamp.as_ref().map(|t| t.0))
-                        .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0)),
-                    type_: event.type_.clone().unwrap_or_default(),
-                    reason: event.reason.clone().unwrap_or_default(),
-                    message: event.note.clone().unwrap_or_default(),
-                    count: event
-                        .series
-                        .as_ref()
-                        .map_or(event.deprecated_count.unwrap_or(1), |series| series.count),
-                });
+                facts.push(new_event_fact(event));
             }
         }
         Err(error) => problems.push(describe_kube_error(&error).0),
@@ -244,18 +230,7 @@ pub async fn events(
             (!already
                 && involved.name.as_deref() == Some(name)
                 && involved.kind.as_deref() == Some(kind.as_str()))
-            .then(|| EventFact {
-                time: event
-                    .last_timestamp
-                    .as_ref()
-                    .map(|time| time.0)
-                    .or_else(|| event.event_time.as_ref().map(|time| time.0))
-                    .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0)),
-                type_: event.type_.clone().unwrap_or_default(),
-                reason: event.reason.clone().unwrap_or_default(),
-                message: event.message.clone().unwrap_or_default(),
-                count: event.count.unwrap_or(1),
-            })
+            .then(|| core_event_fact(event))
         })),
         Err(error) => problems.push(describe_kube_error(&error).0),
     }
@@ -268,6 +243,41 @@ pub async fn events(
     facts.sort_by_key(|event| event.time);
     facts.dedup();
     Ok(facts)
+}
+
+/// An event of the `events.k8s.io` API.
+fn new_event_fact(event: &NewEvent) -> EventFact {
+    EventFact {
+        time: event
+            .event_time
+            .as_ref()
+            .map(|time| time.0)
+            .or_else(|| event.deprecated_last_timestamp.as_ref().map(|t| t.0))
+            .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+        type_: event.type_.clone().unwrap_or_default(),
+        reason: event.reason.clone().unwrap_or_default(),
+        message: event.note.clone().unwrap_or_default(),
+        count: event
+            .series
+            .as_ref()
+            .map_or(event.deprecated_count.unwrap_or(1), |series| series.count),
+    }
+}
+
+/// An event of the core `v1` API.
+fn core_event_fact(event: &CoreEvent) -> EventFact {
+    EventFact {
+        time: event
+            .last_timestamp
+            .as_ref()
+            .map(|time| time.0)
+            .or_else(|| event.event_time.as_ref().map(|time| time.0))
+            .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0)),
+        type_: event.type_.clone().unwrap_or_default(),
+        reason: event.reason.clone().unwrap_or_default(),
+        message: event.message.clone().unwrap_or_default(),
+        count: event.count.unwrap_or(1),
+    }
 }
 
 /// How far back the reconciler's logs are read, and how many lines about a resource are kept.

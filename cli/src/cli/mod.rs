@@ -1,5 +1,7 @@
 //! The command line, as kubectl users expect it: the connection flags and `-o` work before or
-//! after the subcommand.
+//! after the subcommand. How users name kinds and resources (`oidcc/shop`) is [`kinds`].
+
+pub mod kinds;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -107,7 +109,7 @@ pub enum OutputFormat {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Output {
     pub format: OutputFormat,
-    pub jsonpath: Option<crate::jsonpath::Template>,
+    pub jsonpath: Option<crate::output::jsonpath::Template>,
 }
 
 impl Output {
@@ -123,7 +125,7 @@ fn parse_output(text: &str) -> Result<Output, String> {
     if let Some(template) = text.strip_prefix("jsonpath=") {
         return Ok(Output {
             format: OutputFormat::JsonPath,
-            jsonpath: Some(crate::jsonpath::Template::parse(template)?),
+            jsonpath: Some(crate::output::jsonpath::Template::parse(template)?),
         });
     }
     <OutputFormat as ValueEnum>::from_str(text, true)
