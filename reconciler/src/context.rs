@@ -17,7 +17,7 @@ use crate::controllers::SecretReferences;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
 use crate::events::EventQueue;
 use crate::kube_io::{self, NamespacedResource};
-use crate::leader::Leadership;
+use crate::leader::{Leadership, NotLeading};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::policies::Policies;
@@ -34,6 +34,9 @@ pub enum ReconcileError {
     MissingMetadata(&'static str),
     #[error("the reconcile stopped unfinished: {0}")]
     Stopped(#[from] tokio::task::JoinError),
+    /// Never reaches the error policy: the pipeline turns it into waiting for a change.
+    #[error(transparent)]
+    NotLeading(#[from] NotLeading),
 }
 
 /// Everything a reconcile needs.
@@ -73,7 +76,7 @@ pub fn random_jitter() -> f64 {
 
 impl<A> Context<A> {
     /// Records a verdict: the status (only when it changes), the events of the transition, the
-    /// metrics; and returns when to look again.
+    /// metrics; and returns when to look again. Records nothing unless the write gate lets it.
     pub async fn record<K>(
         &self,
         kind: &'static str,
@@ -92,9 +95,7 @@ impl<A> Context<A> {
         let now = (self.clock)();
         let uid = resource.uid().unwrap_or_default();
         let generation = resource.meta().generation.unwrap_or(0);
-        if !self.leadership.is_leader() {
-            return Ok(Action::await_change());
-        }
+        self.leadership.gate()?;
         if write_status && let Some(mut new_status) = status_after(status, verdict, generation, now)
         {
             new_status.manager = Some(self.manager.clone());

@@ -1,6 +1,6 @@
 //! The one reconcile pipeline, for every kind: observe → decide the next step → carry it out →
 //! record the verdict. The finalizer, the deletion policy, the restore annotation, drift, the
-//! refusal resend, backoff and the leadership gate are here, once; what differs per kind comes
+//! refusal resend, backoff and the write gate are here, once; what differs per kind comes
 //! through [`Managed`].
 
 use std::sync::Arc;
@@ -45,16 +45,25 @@ struct Edges<'a, K: Managed, A> {
     namespace: String,
 }
 
-/// One reconcile of one resource.
+/// One reconcile of one resource. A replica that does not lead, or whose term ends on the way,
+/// stops at the write gate and waits for a change.
 pub async fn reconcile<K: Managed, A: AdminApi>(
     resource: Arc<K>,
     ctx: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
     let _timer = ctx.metrics.reconcile_timer(K::KIND.as_str());
-    // Only the leader reconciles; a replica that lost the lease stops here.
-    if !ctx.leadership.is_leader() {
-        return Ok(Action::await_change());
+    match reconcile_leading(resource, ctx).await {
+        Err(ReconcileError::NotLeading(_)) => Ok(Action::await_change()),
+        result => result,
     }
+}
+
+async fn reconcile_leading<K: Managed, A: AdminApi>(
+    resource: Arc<K>,
+    ctx: Arc<Context<A>>,
+) -> Result<Action, ReconcileError> {
+    // Only the leader reconciles: a follower reads nothing either.
+    ctx.leadership.gate()?;
     let namespace = resource
         .namespace()
         .ok_or(ReconcileError::MissingMetadata("namespace"))?;
@@ -93,6 +102,9 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
     let step = loop {
         let step = crate::decide::next_step(&observed);
         tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %resource.name_any(), step = step.label(), "next step");
+        if step.writes() {
+            ctx.leadership.gate()?;
+        }
         match step {
             Step::AddFinalizer => {
                 kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
@@ -139,9 +151,6 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             secret_name_taken(secret_name, owner.as_deref(), delivered, written)
         }
         Step::RemoveStaleSecret { name } => {
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
             let removal = remove_stale_secret(&edges, &name).await;
             let readers = match removal {
                 StaleRemoval::Removed => readers_of(&edges, &name).await,
@@ -210,16 +219,13 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
                     note_server_view(&edges, &verdict);
                     verdict
                 }
-                // Nothing there: created now (the step was gated like a write).
+                // Nothing there: created now (the step passed the write gate).
                 Ok(None) => apply(&edges, status, provided, None, None, Purpose::Declared).await?,
                 Err(ConvertError::Branding(error)) => unencodable_branding(&error),
                 Err(error) => return Err(error.into()),
             }
         }
         Step::ReclaimSecret { name } => {
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
             let (Some(revision), Some(client_id)) = (
                 status.and_then(|s| s.revision.as_deref()),
                 status.and_then(|s| s.client_id.as_deref()),
@@ -264,9 +270,6 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             }
         }
         Step::LetGo => {
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
             let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) else {
                 return Ok(Action::await_change());
             };
@@ -312,10 +315,6 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
             return finish_deletion(&edges, status, &verdict).await;
         }
         Step::Release { reason } => {
-            // The release is a write too: only the leader makes it.
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
             let verdict = match release_secret(&edges, reason).await? {
                 Some(release) => released_with_secret(reason, &release),
                 None => released(reason),
@@ -603,9 +602,8 @@ async fn apply<K: Managed, A: AdminApi>(
         }
         _ => None,
     };
-    if !ctx.leadership.is_leader() {
-        return Ok(crate::decide::not_leader());
-    }
+    // Reading the team's Secret takes a while, in which the term may end.
+    ctx.leadership.gate()?;
     let sent = status.and_then(|s| s.secret_version.as_deref());
     // The value sent, and whether it is new to the server (the first one, or a changed one).
     let sending = provided.as_ref().map(|read| SentValue {
@@ -978,9 +976,8 @@ async fn finish_deletion<K: Managed, A>(
             false,
         )
         .await?;
-    if ctx.leadership.is_leader() {
-        kube_io::set_finalizer(&edges.api, edges.resource, false).await?;
-        ctx.memory.finished_deletion(&edges.uid, (ctx.clock)());
-    }
+    ctx.leadership.gate()?;
+    kube_io::set_finalizer(&edges.api, edges.resource, false).await?;
+    ctx.memory.finished_deletion(&edges.uid, (ctx.clock)());
     Ok(action)
 }

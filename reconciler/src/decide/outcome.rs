@@ -482,17 +482,6 @@ pub fn after_drift_check_failure(error: &CallError, method: &str) -> Verdict {
     verdict
 }
 
-/// This replica lost the lease before the write; nothing is written or recorded.
-pub fn not_leader() -> Verdict {
-    let mut verdict = Verdict::new(
-        Reason::Pending,
-        Cause::None,
-        "this replica is no longer the leader".to_owned(),
-    );
-    verdict.retried = true;
-    verdict
-}
-
 /// A change on the server that the reconciler did not make.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DriftReport {

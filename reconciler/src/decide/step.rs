@@ -222,6 +222,34 @@ impl Step {
             Step::Wait { .. } => "wait",
         }
     }
+
+    /// Whether carrying the step out writes to Kubernetes or the server (beyond the status of
+    /// its verdict, which is recorded behind the write gate anyway): such a step passes the write
+    /// gate first.
+    pub fn writes(&self) -> bool {
+        match self {
+            Step::AddFinalizer
+            | Step::Apply { .. }
+            | Step::DeliverSecret
+            | Step::ClearRestoreAnnotation
+            | Step::RemoveStaleSecret { .. }
+            | Step::Delete { .. }
+            | Step::Release { .. }
+            | Step::LookBeforeCreate
+            | Step::ReclaimSecret { .. }
+            | Step::TakeOver { .. }
+            | Step::LetGo => true,
+            Step::ReadSecret
+            | Step::CheckDrift
+            | Step::ReportSecretForbidden
+            | Step::ReportSecretNameTaken { .. }
+            | Step::AwaitPrerequisite { .. }
+            | Step::AwaitMissing { .. }
+            | Step::HoldByPolicy
+            | Step::RefuseTakeOver { .. }
+            | Step::Wait { .. } => false,
+        }
+    }
 }
 
 /// How long a write waits quietly for a manifest it depends on before its status says so: when

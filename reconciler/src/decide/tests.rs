@@ -84,6 +84,34 @@ fn server_error(code: Code, reason: Option<&str>, metadata: &[(&str, &str)]) -> 
 }
 
 #[test]
+fn only_steps_that_write_pass_the_write_gate() {
+    for step in [
+        Step::AddFinalizer,
+        apply(Some("r1")),
+        Step::DeliverSecret,
+        Step::Delete {
+            if_revision: "r1".into(),
+        },
+        Step::Release {
+            reason: Reason::Orphaned,
+        },
+        Step::LookBeforeCreate,
+        Step::LetGo,
+    ] {
+        assert!(step.writes(), "{}", step.label());
+    }
+    for step in [
+        Step::ReadSecret,
+        Step::CheckDrift,
+        Step::HoldByPolicy,
+        Step::ReportSecretForbidden,
+        Step::Wait { after: None },
+    ] {
+        assert!(!step.writes(), "{}", step.label());
+    }
+}
+
+#[test]
 fn the_next_step_follows_the_resource() {
     let in_force_1 = registered(1, "r1");
     let mut in_force_after_failed_check = registered(1, "r1");
