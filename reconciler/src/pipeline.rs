@@ -12,19 +12,20 @@ use kube::runtime::controller::Action;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::convert::ConvertError;
-use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, RestoreRecord};
+use nauthera_shared::resources::{HeldResource, ResourceStatus};
 
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
     DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
-    SecretRelease, SecretState, SentValue, StaleRemoval, StatusClaim, Step, Verdict, after_apply,
-    after_secret_failure, awaiting_missing, awaiting_prerequisite, held_by_policy,
-    naming_dependents, provided_value_changed, reference_missing, released, released_elsewhere,
-    released_with_secret, restore_not_needed, restore_told, rotated, secret_delivered,
-    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_unreadable,
-    secret_value_sent, stale_secret, stale_secret_removed, status_claim, superseding_drift,
-    take_over_refused, taken_over, unencodable_branding, with_removal_told, with_stale_removal,
+    SecretRelease, SecretState, SentValue, StaleRemoval, StatusClaim, Step, ValueSent, Verdict,
+    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, held_by_policy,
+    in_organization, naming_dependents, provided_value_changed, reference_missing, released,
+    released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored, rotated,
+    secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
+    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, status_claim,
+    superseding_drift, take_over_refused, taken_over, unencodable_branding, with_approval,
+    with_removal_told, with_stale_removal, with_value_sent,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -186,7 +187,7 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
             rotate,
             restore,
         } => {
-            let mut verdict = apply(
+            let verdict = apply(
                 &edges,
                 status,
                 provided,
@@ -199,11 +200,7 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
                 },
             )
             .await?;
-            // What an approval policy lists is kept with the write that put it in force.
-            if verdict.fields.generation_in_force.is_some() {
-                verdict.fields.approval = observed.policy.approval_record().cloned();
-            }
-            verdict
+            with_approval(verdict, &observed.policy)
         }
         Step::LookBeforeCreate => {
             let facts = drift_facts(&edges, status);
@@ -315,7 +312,7 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
             return finish_deletion(&edges, status, &verdict).await;
         }
         Step::Release { reason } => {
-            let verdict = match release_secret(&edges, reason).await? {
+            let verdict = match release_secret(&edges, reason).await {
                 Some(release) => released_with_secret(reason, &release),
                 None => released(reason),
             };
@@ -685,43 +682,35 @@ async fn apply<K: Managed, A: AdminApi>(
                     verdict = superseding_drift(verdict, drift, still_differs.as_deref());
                 }
                 if restore {
-                    let requested_by = kube_io::restore_requester(resource.meta());
-                    verdict = restore_told(
+                    verdict = restored(
                         verdict,
-                        requested_by.as_deref(),
+                        request,
+                        kube_io::restore_requester(resource.meta()),
                         status.and_then(|s| s.client_id.as_deref()),
                         &applied,
+                        if_revision.as_deref(),
                     );
-                    verdict.fields.last_restore = Some(RestoreRecord {
-                        request,
-                        requested_by,
-                        outcome: RestoreOutcome::Restored,
-                        revision: Some(applied.revision.clone()),
-                        overwritten_revision: Some(if_revision.clone().unwrap_or_default()),
-                        completed_at: None,
-                    });
                 }
-                verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
-                // The team's value counts as set when it is new to the server, and a changed one
-                // is told (never the value).
-                verdict.fields.secret_set |= value_changed;
-                if let (true, true, Some(reference)) =
-                    (value_changed, registered_before, resource.provided_secret())
-                {
-                    verdict = secret_value_sent(
-                        verdict,
-                        &ProvidedSecret {
+                verdict = in_organization(verdict, organization);
+                let reference = resource.provided_secret();
+                let value_sent = match (&provided, &reference) {
+                    (Some(read), Some(reference)) => Some(ValueSent {
+                        version: &read.version,
+                        changed: value_changed,
+                        registered_before,
+                        secret: ProvidedSecret {
                             field: K::SECRET_REF_FIELD,
                             secret: &reference.name,
                             key: &reference.key,
                             what: K::PROVIDED_SECRET,
                         },
-                    );
-                }
+                    }),
+                    _ => None,
+                };
+                verdict = with_value_sent(verdict, value_sent);
                 if let Some(value) = sending {
                     ctx.memory.remember_sent_value(&edges.uid, value);
                 }
-                verdict.fields.secret_version = provided.map(|read| read.version);
                 note_server_view(edges, &verdict);
                 Ok(verdict)
             }
@@ -729,16 +718,8 @@ async fn apply<K: Managed, A: AdminApi>(
                 let checked =
                     check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
                 let verdict = refused_if_unencodable(checked)?;
-                // The server holds this reconciler's own write whose answer was lost: adopted. Which
-                // value of the team's secret that write carried is not known, so the one read now
-                // is sent again over it at once, rather than recorded as sent or left for a later
-                // reconcile to find.
-                let adopted = (verdict.reason == Reason::Registered)
-                    .then(|| verdict.fields.revision.clone())
-                    .flatten();
-                if let (false, Some(read), Some(revision)) = (resent, &provided, adopted)
-                    && sent != Some(read.version.as_str())
-                {
+                let read_version = provided.as_ref().map(|read| read.version.as_str());
+                if let Some(revision) = resend_over(&verdict, resent, read_version, sent) {
                     resent = true;
                     if_revision = Some(revision);
                     continue;
@@ -905,37 +886,27 @@ async fn remove_stale_secret<K: Managed, A>(edges: &Edges<'_, K, A>, name: &str)
     }
 }
 
-/// When the manifest goes and its object stays on the server (`Orphan`, or a drifted object left
-/// in place), the Secret a generated secret was delivered into is released from it first, or
-/// the garbage collector would take the only copy of a secret the server still accepts. `None`
-/// when there is no such Secret.
+/// Releases the Secret a deletion that leaves the object on the server releases
+/// ([`secret_to_release`]); `None` when there is no such Secret.
 async fn release_secret<K: Managed, A>(
     edges: &Edges<'_, K, A>,
-    reason: nauthera_shared::catalog::Reason,
-) -> Result<Option<SecretRelease>, ReconcileError> {
-    use nauthera_shared::catalog::Reason;
-    let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
-        return Ok(None);
-    };
+    reason: Reason,
+) -> Option<SecretRelease> {
     let registered = edges
         .ctx
         .memory
         .status_or(&edges.uid, edges.resource.status())
         .is_some_and(|status| status.revision.is_some());
-    if !matches!(reason, Reason::Orphaned | Reason::DeletionSkippedDrifted) || !registered {
-        return Ok(None);
+    let secret_name = secret_to_release(reason, edges.resource.secret_mode(), registered)?;
+    match kube_io::release_secret(&edges.secrets, edges.resource, &secret_name).await {
+        Ok(kube_io::Release::Released) => Some(SecretRelease::Released { secret_name }),
+        Ok(kube_io::Release::Nothing) => None,
+        Err(error) => Some(SecretRelease::Failed {
+            forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
+            message: error.to_string(),
+            secret_name,
+        }),
     }
-    Ok(
-        match kube_io::release_secret(&edges.secrets, edges.resource, &secret_name).await {
-            Ok(kube_io::Release::Released) => Some(SecretRelease::Released { secret_name }),
-            Ok(kube_io::Release::Nothing) => None,
-            Err(error) => Some(SecretRelease::Failed {
-                forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
-                message: error.to_string(),
-                secret_name,
-            }),
-        },
-    )
 }
 
 /// Records a deletion outcome and lets the manifest go; a retried failure keeps the finalizer.
@@ -958,7 +929,7 @@ async fn finish_deletion<K: Managed, A>(
             )
             .await;
     }
-    if verdict.reason == nauthera_shared::catalog::Reason::Orphaned {
+    if verdict.reason == Reason::Orphaned {
         ctx.memory
             .orphaned(K::KIND.object_kind(), edges.resource.server_key());
     }
