@@ -22,6 +22,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::catalog::ConditionType;
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::resources::ResourceStatus;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
@@ -328,7 +329,10 @@ pub fn spawn<K: Managed, A: AdminApi>(
     delivered: Option<DeliveredStream>,
 ) {
     let (manifests, writer) = reflector::store::<Guarded<K>>();
-    if K::KIND.object_kind() == ObjectKind::Client {
+    // The namespace limit of ClientPolicies counts clients; every Branding is known once listed.
+    let counts_clients = K::KIND == Kind::OidcClient;
+    let lists_brandings = K::KIND == Kind::Branding;
+    if counts_clients {
         let cached = manifests.clone();
         wiring.policies.count_clients_from(
             scope.clone(),
@@ -363,12 +367,12 @@ pub fn spawn<K: Managed, A: AdminApi>(
             Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
             Ok(watcher::Event::Delete(guard)) => (guard, false, true),
             // A new listing: the namespace limit's index takes it from the cache.
-            Ok(watcher::Event::InitDone) if K::KIND.object_kind() == ObjectKind::Client => {
+            Ok(watcher::Event::InitDone) if counts_clients => {
                 policies.clients_listed(relisted_scope.as_deref());
                 return;
             }
             // From now on a Branding this scope does not hold does not exist.
-            Ok(watcher::Event::InitDone) if K::KIND.object_kind() == ObjectKind::Branding => {
+            Ok(watcher::Event::InitDone) if lists_brandings => {
                 prerequisites.brandings_listed(relisted_scope.as_deref());
                 return;
             }
@@ -376,7 +380,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
         };
         if let Ok(resource) = &guard.0 {
             record_references(&references, &prerequisites, resource, present, live);
-            if K::KIND.object_kind() == ObjectKind::Client {
+            if counts_clients {
                 policies.client_seen(
                     &resource.namespace().unwrap_or_default(),
                     counted(resource),
