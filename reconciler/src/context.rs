@@ -11,9 +11,8 @@ use kube::{Resource, ResourceExt};
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER};
 use nauthera_shared::resources::ResourceStatus;
 
-use crate::caches::DeliveredSecrets;
+use crate::caches::{DeliveredSecrets, SecretReferences};
 use crate::changes::ServerRevisions;
-use crate::controllers::SecretReferences;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
 use crate::events::EventQueue;
 use crate::kube_io::{self, NamespacedResource};

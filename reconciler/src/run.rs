@@ -17,11 +17,11 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
 
 use crate::admin::Admin;
-use crate::caches::DeliveredSecrets;
+use crate::caches::{DeliveredSecrets, SecretReferences};
 use crate::changes::{Route, Router, ServerRevisions, StartGate, follow_changes};
 use crate::config::Config;
 use crate::context::{Context, random_jitter, system_clock};
-use crate::controllers::{self, SecretReferences, Wiring};
+use crate::controllers::{self, Wiring};
 use crate::decide::Backoff;
 use crate::events::{EventQueue, EventRecorder, Reporter};
 use crate::http;
