@@ -1,4 +1,5 @@
-//! Watch caches that reconciles read instead of asking the API server each time.
+//! Watch caches that reconciles read instead of asking the API server each time, and the keys
+//! of a delivered Secret, which its cached summary reads and the delivery writes.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +10,14 @@ use kube::runtime::watcher;
 use nauthera_proto::v1::ObjectKind;
 use tokio::sync::watch;
 
-use crate::kube_io::CLIENT_SECRET_KEY;
+/// The key of a delivered Secret that holds the client secret.
+pub const CLIENT_SECRET_KEY: &str = "clientSecret";
+/// The key of a delivered Secret that holds the client id.
+pub const CLIENT_ID_KEY: &str = "clientId";
+/// The key of a delivered Secret that holds the issuer URL.
+pub const ISSUER_KEY: &str = "issuer";
+/// The key of a delivered Secret that holds the OpenID discovery document's URL.
+pub const DISCOVERY_URL_KEY: &str = "discoveryUrl";
 
 /// What deciding needs of a Secret a generated secret goes into: who owns it, whether it holds
 /// a client secret, and its version (an update of it names the version it read). A cached

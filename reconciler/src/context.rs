@@ -101,8 +101,11 @@ impl<A> Context<A> {
             kube_io::write_status(api, &resource.name_any(), &new_status, &self.manager).await?;
             self.memory.remember_status(&uid, new_status);
         }
+        // Queued, never awaited as written: an event must not hold up the reconcile.
         for event in events_for(status, verdict) {
-            kube_io::record_event(&self.events, resource, &event, now).await;
+            self.events
+                .send(resource.object_ref(&()), event.reason, &event.note, now)
+                .await;
         }
         self.metrics.reconciled(kind, verdict.reason, verdict.cause);
         let phase = verdict.reason.phase(verdict.retried);
