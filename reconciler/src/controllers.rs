@@ -32,11 +32,12 @@ use crate::admin::AdminApi;
 use crate::caches::{SecretReferences, SecretSummaries};
 use crate::changes::{Route, StartGate};
 use crate::context::{Context, ReconcileError};
+use crate::decide::Manifest;
 use crate::kube_io::{self, MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
 use crate::policies::{CountedClient, Policies};
-use crate::prerequisites::{Manifest, Prerequisites};
+use crate::prerequisites::Prerequisites;
 use crate::shard::ShardScope;
 use nauthera_shared::guard::Guarded;
 

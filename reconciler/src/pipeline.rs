@@ -18,11 +18,11 @@ use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
     DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
-    SecretRelease, SecretState, SentValue, StaleRemoval, StatusClaim, Step, ValueSent, Verdict,
-    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, held_by_policy,
-    in_organization, naming_dependents, provided_value_changed, reference_missing, released,
-    released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored, rotated,
-    secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
+    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, StatusClaim, Step, ValueSent,
+    Verdict, after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite,
+    held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
+    released, released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored,
+    rotated, secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
     secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, status_claim,
     superseding_drift, take_over_refused, taken_over, unencodable_branding, with_approval,
     with_removal_told, with_stale_removal, with_value_sent,
@@ -31,7 +31,6 @@ use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
 use crate::memory::Minted;
 use crate::policies::Judged;
-use crate::prerequisites::Standing;
 use crate::server_calls::{
     DriftFacts, WriteResult, check_drift, delete, look_before_create, write,
 };

@@ -34,7 +34,8 @@ pub use rotation::{
     with_stale_removal,
 };
 pub use step::{
-    Observed, Rotation, SecretMode, SecretState, ServerView, Step, next_step, stale_secret,
+    Manifest, Missing, Observed, Rotation, SecretMode, SecretState, ServerView, Standing, Step,
+    next_step, stale_secret,
 };
 
 use jiff::Timestamp;

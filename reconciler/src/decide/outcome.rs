@@ -11,9 +11,9 @@ use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::client::{CallError, ConnectError, ServerError};
 use nauthera_shared::resources::{Drift, LocalRef, RestoreOutcome, RestoreRecord, SupersededDrift};
 
-use crate::prerequisites::{Manifest, Missing};
-
-use super::{DriftUpdate, EventNote, FieldUpdates, Rotation, SecretMode, Update};
+use super::{
+    DriftUpdate, EventNote, FieldUpdates, Manifest, Missing, Rotation, SecretMode, Update,
+};
 
 /// What a step's outcome means for the resource.
 #[derive(Clone, Debug, PartialEq)]

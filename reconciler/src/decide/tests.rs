@@ -15,7 +15,6 @@ use tonic::Code;
 use super::outcome::{AdoptedFrom, failure_verdict, in_force, printable, restore_told};
 use super::provided::secret_value_sent;
 use super::*;
-use crate::prerequisites::Manifest;
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + seconds).unwrap()
@@ -46,7 +45,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         provided_secret_changed: false,
         server: ServerView::Unknown,
         retry_not_before: None,
-        prerequisites: crate::prerequisites::Standing::default(),
+        prerequisites: Standing::default(),
         policy: PolicyGate::Open,
         now: at(100),
     }
@@ -1765,7 +1764,6 @@ fn an_object_managed_elsewhere_is_left_alone_until_a_person_hands_it_over() {
 
 #[test]
 fn a_reference_to_a_manifest_or_secret_that_does_not_exist_waits_and_names_it() {
-    use crate::prerequisites::Missing;
     let branding = Manifest::new(ObjectKind::Branding, "team-a", "sign-in");
     let missing = Missing {
         manifest: branding.clone(),
@@ -1815,7 +1813,6 @@ fn a_reference_to_a_manifest_or_secret_that_does_not_exist_waits_and_names_it() 
 
 #[test]
 fn a_registered_resource_says_at_once_that_what_it_names_is_gone() {
-    use crate::prerequisites::Missing;
     let registered = registered(1, "r1");
     let gone = Missing {
         manifest: Manifest::new(ObjectKind::Branding, "team-a", "sign-in"),
