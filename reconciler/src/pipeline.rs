@@ -12,7 +12,7 @@ use kube::runtime::controller::Action;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::convert::ConvertError;
-use nauthera_shared::resources::{HeldResource, ResourceStatus};
+use nauthera_shared::resources::{HeldResource, ManagedElsewhere, ResourceStatus};
 
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
@@ -64,259 +64,22 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
 ) -> Result<Action, ReconcileError> {
     // Only the leader reconciles: a follower reads nothing either.
     ctx.leadership.gate()?;
-    let namespace = resource
-        .namespace()
-        .ok_or(ReconcileError::MissingMetadata("namespace"))?;
-    let edges = Edges {
-        ctx: ctx.as_ref(),
-        resource: resource.as_ref(),
-        api: Api::namespaced(ctx.client.clone(), &namespace),
-        secrets: Api::namespaced(ctx.client.clone(), &namespace),
-        uid: resource
-            .uid()
-            .ok_or(ReconcileError::MissingMetadata("uid"))?,
-        namespace,
-    };
-    let mut remembered = ctx.memory.status_or(&edges.uid, resource.status());
-    let take_over_from = kube_io::take_over_from(edges.resource);
-    match status_claim(remembered.as_ref(), &ctx.manager, take_over_from.as_deref()) {
-        StatusClaim::Ours => {}
-        StatusClaim::Another { manager } => {
+    let edges = Edges::of(ctx.as_ref(), resource.as_ref())?;
+    let remembered = match claimed_status(&edges) {
+        Ok(remembered) => remembered,
+        Err(manager) => {
             // An overlapping shard: its reconciler acts on the resource, this one never does.
             tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %resource.name_any(), manager = %manager, "left to another reconciler");
             return Ok(Action::await_change());
         }
-        StatusClaim::HandedOver { from } => {
-            if let Some(status) = remembered.as_mut()
-                && status.managed_elsewhere.is_none()
-            {
-                status.managed_elsewhere = Some(Box::new(from));
-            }
-        }
-    }
+    };
     let status = remembered.as_ref();
     let minted = ctx.memory.minted(&edges.uid);
     let (mut observed, provided) = observe(&edges, status, minted.is_some()).await?;
-
-    // Steps that only add a fact or the finalizer go straight on to the next decision.
-    let step = loop {
-        let step = crate::decide::next_step(&observed);
-        tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %resource.name_any(), step = step.label(), "next step");
-        if step.writes() {
-            ctx.leadership.gate()?;
-        }
-        match step {
-            Step::AddFinalizer => {
-                kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
-                observed.has_finalizer = true;
-            }
-            Step::ReadSecret => observed.secret_state = generated_secret_state(&edges).await?,
-            step => break step,
-        }
-    };
-
-    let verdict = match step {
-        Step::AddFinalizer | Step::ReadSecret => unreachable!("taken in the loop above"),
-        Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest),
-        Step::AwaitMissing { missing } => awaiting_missing(&missing),
-        Step::HoldByPolicy => {
-            let approve =
-                nauthera_shared::policy::approve_command(&resource.name_any(), &edges.namespace);
-            match held_by_policy(&observed.policy, observed.generation, status, &approve) {
-                Some(verdict) => verdict,
-                None => return Ok(Action::await_change()),
-            }
-        }
-        Step::Wait { after } => {
-            // The gauge of resources by reason is filled from the cache too, not only after a
-            // write: a restarted reconciler counts what it found.
-            if let Some(status) = status {
-                ctx.metrics
-                    .resource_from_status(K::KIND.as_str(), &edges.uid, status);
-            }
-            return Ok(after.map_or_else(Action::await_change, Action::requeue));
-        }
-        Step::ReportSecretForbidden => match resource.secret_mode() {
-            SecretMode::Generate { secret_name } => secret_unreadable(&secret_name),
-            _ => return Ok(Action::await_change()),
-        },
-        Step::ReportSecretNameTaken { owner } => {
-            let mode = resource.secret_mode();
-            let (Some(secret_name), Some(delivered)) =
-                (mode.generated_into(), stale_secret(status, &mode))
-            else {
-                return Ok(Action::await_change());
-            };
-            let written = status.and_then(|s| s.generation_in_force) == Some(observed.generation);
-            secret_name_taken(secret_name, owner.as_deref(), delivered, written)
-        }
-        Step::RemoveStaleSecret { name } => {
-            let removal = remove_stale_secret(&edges, &name).await;
-            let readers = match removal {
-                StaleRemoval::Removed => readers_of(&edges, &name).await,
-                _ => Readers::Found(Vec::new()),
-            };
-            let mode = resource.secret_mode();
-            let current = mode.generated_into();
-            stale_secret_removed(
-                status
-                    .and_then(|s| s.generation_in_force)
-                    .unwrap_or_default(),
-                status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
-                &name,
-                &removal,
-                &readers,
-                current,
-                &edges.namespace,
-            )
-        }
-        Step::ClearRestoreAnnotation => {
-            let request = kube_io::restore_request(edges.resource);
-            let requested_by = kube_io::restore_requester(edges.resource.meta());
-            kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
-            // The request is answered in the status, so whoever waits for it knows.
-            let answered = restore_not_needed(status, request, requested_by, (ctx.clock)());
-            kube_io::write_status(&edges.api, &resource.name_any(), &answered, &ctx.manager)
-                .await?;
-            ctx.memory.remember_status(&edges.uid, answered);
-            return Ok(Action::await_change());
-        }
-        Step::Apply {
-            if_revision,
-            rotate,
-            restore,
-        } => {
-            let verdict = apply(
-                &edges,
-                status,
-                provided,
-                if_revision.as_deref(),
-                rotate,
-                if restore {
-                    Purpose::Restore
-                } else {
-                    Purpose::Declared
-                },
-            )
-            .await?;
-            with_approval(verdict, &observed.policy)
-        }
-        Step::LookBeforeCreate => {
-            let facts = drift_facts(&edges, status);
-            match look_before_create(edges.resource, ctx.admin.as_ref(), &facts).await {
-                Ok(Some(verdict)) => {
-                    if verdict.fields.revision.is_some() {
-                        ctx.memory.was_orphaned(
-                            K::KIND.object_kind(),
-                            &edges.resource.server_key(),
-                            true,
-                        );
-                    }
-                    note_server_view(&edges, &verdict);
-                    verdict
-                }
-                // Nothing there: created now (the step passed the write gate).
-                Ok(None) => apply(&edges, status, provided, None, None, Purpose::Declared).await?,
-                Err(ConvertError::Branding(error)) => unencodable_branding(&error),
-                Err(error) => return Err(error.into()),
-            }
-        }
-        Step::ReclaimSecret { name } => {
-            let (Some(revision), Some(client_id)) = (
-                status.and_then(|s| s.revision.as_deref()),
-                status.and_then(|s| s.client_id.as_deref()),
-            ) else {
-                return Ok(Action::await_change());
-            };
-            if !kube_io::reclaim_secret(&edges.secrets, edges.resource, &name, client_id).await? {
-                return Ok(Action::await_change());
-            }
-            secret_reclaimed(
-                status
-                    .and_then(|s| s.generation_in_force)
-                    .unwrap_or_default(),
-                revision,
-                &name,
-                client_id,
-            )
-        }
-        Step::TakeOver { from, rotate } => {
-            let verdict = apply(
-                &edges,
-                status,
-                provided,
-                Some(from.revision.as_str()),
-                rotate,
-                Purpose::TakeOver,
-            )
-            .await?;
-            if verdict.fields.revision.is_some() {
-                kube_io::clear_take_over_annotation(&edges.api, edges.resource).await?;
-                taken_over(verdict, &from)
-            } else {
-                verdict
-            }
-        }
-        Step::RefuseTakeOver { named } => {
-            let elsewhere = status.and_then(|s| s.managed_elsewhere.as_deref());
-            let cause = status.and_then(|s| s.cause).unwrap_or(Cause::Claimed);
-            match elsewhere {
-                Some(elsewhere) => take_over_refused(elsewhere, &named, cause),
-                None => return Ok(Action::await_change()),
-            }
-        }
-        Step::LetGo => {
-            let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) else {
-                return Ok(Action::await_change());
-            };
-            return finish_deletion(&edges, status, &released_elsewhere(elsewhere)).await;
-        }
-        Step::DeliverSecret => match minted {
-            Some(minted) => deliver(&edges, status, &minted).await,
-            None => return Ok(Action::await_change()),
-        },
-        Step::CheckDrift => {
-            let checked = check_drift(
-                edges.resource,
-                ctx.admin.as_ref(),
-                &drift_facts(&edges, status),
-            )
-            .await;
-            let verdict = refused_if_unencodable(checked)?;
-            note_server_view(&edges, &verdict);
-            verdict
-        }
-        Step::Delete { if_revision } => {
-            let deletion = delete(
-                edges.resource,
-                ctx.admin.as_ref(),
-                &ctx.manager,
-                &if_revision,
-            )
-            .await?;
-            // The revision the server answered with is what the next step looks at.
-            if let Some(held) = deletion.held_revision {
-                ctx.revisions.note(
-                    K::KIND.object_kind(),
-                    edges.resource.server_key(),
-                    Some(held),
-                );
-            }
-            let verdict = deletion.verdict;
-            let dependents = resource
-                .provides()
-                .map(|provided| ctx.prerequisites.dependents(&provided))
-                .unwrap_or_default();
-            let verdict = naming_dependents(verdict, &dependents);
-            return finish_deletion(&edges, status, &verdict).await;
-        }
-        Step::Release { reason } => {
-            let verdict = match release_secret(&edges, reason).await {
-                Some(release) => released_with_secret(reason, &release),
-                None => released(reason),
-            };
-            return finish_deletion(&edges, status, &verdict).await;
-        }
+    let step = step_to_carry_out(&edges, &mut observed).await?;
+    let verdict = match carry_out(&edges, step, &observed, provided, minted).await? {
+        Carried::Verdict(verdict) => *verdict,
+        Carried::Done(action) => return Ok(action),
     };
     // In force, but a manifest it names is gone: said at once.
     let verdict = match &observed.prerequisites.missing {
@@ -333,6 +96,360 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
         true,
     )
     .await
+}
+
+impl<'a, K: Managed, A> Edges<'a, K, A> {
+    fn of(ctx: &'a Context<A>, resource: &'a K) -> Result<Edges<'a, K, A>, ReconcileError> {
+        let namespace = resource
+            .namespace()
+            .ok_or(ReconcileError::MissingMetadata("namespace"))?;
+        Ok(Edges {
+            ctx,
+            resource,
+            api: Api::namespaced(ctx.client.clone(), &namespace),
+            secrets: Api::namespaced(ctx.client.clone(), &namespace),
+            uid: resource
+                .uid()
+                .ok_or(ReconcileError::MissingMetadata("uid"))?,
+            namespace,
+        })
+    }
+}
+
+/// The status this reconcile works from, as remembered; `Err` with the manager of the other
+/// reconciler that writes it, which this one then leaves the resource to.
+fn claimed_status<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+) -> Result<Option<ResourceStatus>, String> {
+    let ctx = edges.ctx;
+    let mut remembered = ctx.memory.status_or(&edges.uid, edges.resource.status());
+    let take_over_from = kube_io::take_over_from(edges.resource);
+    match status_claim(remembered.as_ref(), &ctx.manager, take_over_from.as_deref()) {
+        StatusClaim::Ours => {}
+        StatusClaim::Another { manager } => return Err(manager),
+        StatusClaim::HandedOver { from } => {
+            if let Some(status) = remembered.as_mut()
+                && status.managed_elsewhere.is_none()
+            {
+                status.managed_elsewhere = Some(Box::new(from));
+            }
+        }
+    }
+    Ok(remembered)
+}
+
+/// The next step that acts or reports: steps that only add a fact or the finalizer are taken
+/// here and go straight on to the next decision. Every step that writes passes the write gate
+/// first.
+async fn step_to_carry_out<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    observed: &mut Observed<'_>,
+) -> Result<Step, ReconcileError> {
+    loop {
+        let step = crate::decide::next_step(observed);
+        tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %edges.resource.name_any(), step = step.label(), "next step");
+        if step.writes() {
+            edges.ctx.leadership.gate()?;
+        }
+        match step {
+            Step::AddFinalizer => {
+                kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
+                observed.has_finalizer = true;
+            }
+            Step::ReadSecret => observed.secret_state = generated_secret_state(edges).await?,
+            step => return Ok(step),
+        }
+    }
+}
+
+/// What carrying out a step came to.
+enum Carried {
+    /// A verdict to record (boxed: a verdict is large, the other variant small).
+    Verdict(Box<Verdict>),
+    /// The reconcile is done (recorded already, or nothing to record): look again then.
+    Done(Action),
+}
+
+impl From<Verdict> for Carried {
+    fn from(verdict: Verdict) -> Carried {
+        Carried::Verdict(Box::new(verdict))
+    }
+}
+
+/// Carries out one step that acts or reports.
+async fn carry_out<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    step: Step,
+    observed: &Observed<'_>,
+    provided: Option<ReadSecret>,
+    minted: Option<Minted>,
+) -> Result<Carried, ReconcileError> {
+    let (ctx, resource, status) = (edges.ctx, edges.resource, observed.status);
+    let wait = Carried::Done(Action::await_change());
+    Ok(match step {
+        Step::AddFinalizer | Step::ReadSecret => unreachable!("taken before a step is carried out"),
+        Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest).into(),
+        Step::AwaitMissing { missing } => awaiting_missing(&missing).into(),
+        Step::HoldByPolicy => {
+            let approve =
+                nauthera_shared::policy::approve_command(&resource.name_any(), &edges.namespace);
+            match held_by_policy(&observed.policy, observed.generation, status, &approve) {
+                Some(verdict) => verdict.into(),
+                None => wait,
+            }
+        }
+        Step::Wait { after } => {
+            // The gauge of resources by reason is filled from the cache too, not only after a
+            // write: a restarted reconciler counts what it found.
+            if let Some(status) = status {
+                ctx.metrics
+                    .resource_from_status(K::KIND.as_str(), &edges.uid, status);
+            }
+            Carried::Done(after.map_or_else(Action::await_change, Action::requeue))
+        }
+        Step::ReportSecretForbidden => match resource.secret_mode() {
+            SecretMode::Generate { secret_name } => secret_unreadable(&secret_name).into(),
+            _ => wait,
+        },
+        Step::ReportSecretNameTaken { owner } => {
+            let mode = resource.secret_mode();
+            let (Some(secret_name), Some(delivered)) =
+                (mode.generated_into(), stale_secret(status, &mode))
+            else {
+                return Ok(wait);
+            };
+            let written = status.and_then(|s| s.generation_in_force) == Some(observed.generation);
+            secret_name_taken(secret_name, owner.as_deref(), delivered, written).into()
+        }
+        Step::RemoveStaleSecret { name } => remove_stale(edges, status, &name).await.into(),
+        Step::ClearRestoreAnnotation => {
+            answer_restore_not_needed(edges, status).await?;
+            wait
+        }
+        Step::Apply {
+            if_revision,
+            rotate,
+            restore,
+        } => {
+            let purpose = if restore {
+                Purpose::Restore
+            } else {
+                Purpose::Declared
+            };
+            let verdict = apply(
+                edges,
+                status,
+                provided,
+                if_revision.as_deref(),
+                rotate,
+                purpose,
+            )
+            .await?;
+            with_approval(verdict, &observed.policy).into()
+        }
+        Step::LookBeforeCreate => look_then_create(edges, status, provided).await?.into(),
+        Step::ReclaimSecret { name } => match reclaim(edges, status, &name).await? {
+            Some(verdict) => verdict.into(),
+            None => wait,
+        },
+        Step::TakeOver { from, rotate } => take_over(edges, status, provided, &from, rotate)
+            .await?
+            .into(),
+        Step::RefuseTakeOver { named } => {
+            let elsewhere = status.and_then(|s| s.managed_elsewhere.as_deref());
+            let cause = status.and_then(|s| s.cause).unwrap_or(Cause::Claimed);
+            match elsewhere {
+                Some(elsewhere) => take_over_refused(elsewhere, &named, cause).into(),
+                None => wait,
+            }
+        }
+        Step::LetGo => {
+            let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) else {
+                return Ok(wait);
+            };
+            Carried::Done(finish_deletion(edges, status, &released_elsewhere(elsewhere)).await?)
+        }
+        Step::DeliverSecret => match minted {
+            Some(minted) => deliver(edges, status, &minted).await.into(),
+            None => wait,
+        },
+        Step::CheckDrift => {
+            let checked = check_drift(
+                edges.resource,
+                ctx.admin.as_ref(),
+                &drift_facts(edges, status),
+            )
+            .await;
+            let verdict = refused_if_unencodable(checked)?;
+            note_server_view(edges, &verdict);
+            verdict.into()
+        }
+        Step::Delete { if_revision } => {
+            Carried::Done(delete_on_server(edges, status, &if_revision).await?)
+        }
+        Step::Release { reason } => {
+            let verdict = match release_secret(edges, reason).await {
+                Some(release) => released_with_secret(reason, &release),
+                None => released(reason),
+            };
+            Carried::Done(finish_deletion(edges, status, &verdict).await?)
+        }
+    })
+}
+
+/// Removes a Secret this resource delivered a generated secret into and no longer names, and
+/// says which workloads still read it.
+async fn remove_stale<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    name: &str,
+) -> Verdict {
+    let removal = remove_stale_secret(edges, name).await;
+    let readers = match removal {
+        StaleRemoval::Removed => readers_of(edges, name).await,
+        _ => Readers::Found(Vec::new()),
+    };
+    let mode = edges.resource.secret_mode();
+    stale_secret_removed(
+        status
+            .and_then(|s| s.generation_in_force)
+            .unwrap_or_default(),
+        status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
+        name,
+        &removal,
+        &readers,
+        mode.generated_into(),
+        &edges.namespace,
+    )
+}
+
+/// A restore asked for where nothing drifted: the annotation is removed, and the request is
+/// answered in the status, so whoever waits for it knows.
+async fn answer_restore_not_needed<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+) -> Result<(), ReconcileError> {
+    let ctx = edges.ctx;
+    let request = kube_io::restore_request(edges.resource);
+    let requested_by = kube_io::restore_requester(edges.resource.meta());
+    kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
+    let answered = restore_not_needed(status, request, requested_by, (ctx.clock)());
+    kube_io::write_status(
+        &edges.api,
+        &edges.resource.name_any(),
+        &answered,
+        &ctx.manager,
+    )
+    .await?;
+    ctx.memory.remember_status(&edges.uid, answered);
+    Ok(())
+}
+
+/// Reads what the server holds under the name before creating anything: an earlier write is
+/// adopted; nothing there is created now (the step passed the write gate).
+async fn look_then_create<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    provided: Option<ReadSecret>,
+) -> Result<Verdict, ReconcileError> {
+    let ctx = edges.ctx;
+    let facts = drift_facts(edges, status);
+    match look_before_create(edges.resource, ctx.admin.as_ref(), &facts).await {
+        Ok(Some(verdict)) => {
+            if verdict.fields.revision.is_some() {
+                ctx.memory
+                    .was_orphaned(K::KIND.object_kind(), &edges.resource.server_key(), true);
+            }
+            note_server_view(edges, &verdict);
+            Ok(verdict)
+        }
+        Ok(None) => apply(edges, status, provided, None, None, Purpose::Declared).await,
+        Err(ConvertError::Branding(error)) => Ok(unencodable_branding(&error)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Owns again the Secret a re-declared orphan's secret was released into; `None` when there is
+/// nothing to reclaim.
+async fn reclaim<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    name: &str,
+) -> Result<Option<Verdict>, ReconcileError> {
+    let (Some(revision), Some(client_id)) = (
+        status.and_then(|s| s.revision.as_deref()),
+        status.and_then(|s| s.client_id.as_deref()),
+    ) else {
+        return Ok(None);
+    };
+    if !kube_io::reclaim_secret(&edges.secrets, edges.resource, name, client_id).await? {
+        return Ok(None);
+    }
+    Ok(Some(secret_reclaimed(
+        status
+            .and_then(|s| s.generation_in_force)
+            .unwrap_or_default(),
+        revision,
+        name,
+        client_id,
+    )))
+}
+
+/// Writes the declared state over another reconciler's revision; once written, the take-over
+/// annotation is removed.
+async fn take_over<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    provided: Option<ReadSecret>,
+    from: &ManagedElsewhere,
+    rotate: Option<Rotation>,
+) -> Result<Verdict, ReconcileError> {
+    let verdict = apply(
+        edges,
+        status,
+        provided,
+        Some(from.revision.as_str()),
+        rotate,
+        Purpose::TakeOver,
+    )
+    .await?;
+    if verdict.fields.revision.is_none() {
+        return Ok(verdict);
+    }
+    kube_io::clear_take_over_annotation(&edges.api, edges.resource).await?;
+    Ok(taken_over(verdict, from))
+}
+
+/// Deletes the object on the server if it still holds the revision, and records the outcome
+/// with the manifests that still depend on it.
+async fn delete_on_server<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    if_revision: &str,
+) -> Result<Action, ReconcileError> {
+    let ctx = edges.ctx;
+    let deletion = delete(
+        edges.resource,
+        ctx.admin.as_ref(),
+        &ctx.manager,
+        if_revision,
+    )
+    .await?;
+    // The revision the server answered with is what the next step looks at.
+    if let Some(held) = deletion.held_revision {
+        ctx.revisions.note(
+            K::KIND.object_kind(),
+            edges.resource.server_key(),
+            Some(held),
+        );
+    }
+    let dependents = edges
+        .resource
+        .provides()
+        .map(|provided| ctx.prerequisites.dependents(&provided))
+        .unwrap_or_default();
+    let verdict = naming_dependents(deletion.verdict, &dependents);
+    finish_deletion(edges, status, &verdict).await
 }
 
 /// Tells the policy caches whether a policy holds the resource back, for the policy's status.
