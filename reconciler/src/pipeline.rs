@@ -17,7 +17,7 @@ use nauthera_shared::resources::{HeldResource, ManagedElsewhere, ResourceStatus}
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
+    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
     SecretRelease, SecretState, SentValue, StaleRemoval, Standing, StatusClaim, Step, ValueSent,
     Verdict, after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite,
     held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
@@ -29,11 +29,9 @@ use crate::decide::{
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
-use crate::memory::Minted;
+use crate::memory::{Minted, SecretValue};
 use crate::policies::Judged;
-use crate::server_calls::{
-    DriftFacts, WriteResult, check_drift, delete, look_before_create, write,
-};
+use crate::server_calls::{self, DriftFacts, WriteResult, check_drift, delete, look_before_create};
 
 /// The edges one reconcile works with.
 struct Edges<'a, K: Managed, A> {
@@ -694,26 +692,11 @@ async fn apply<K: Managed, A: AdminApi>(
     rotate: Option<Rotation>,
     purpose: Purpose,
 ) -> Result<Verdict, ReconcileError> {
-    let restore = purpose == Purpose::Restore;
     let ctx = edges.ctx;
     let resource = edges.resource;
-    let mode = resource.secret_mode();
-    let provided = match (&mode, resource.provided_secret()) {
-        (SecretMode::Provided, Some(_)) if already_read.is_some() => already_read,
-        (SecretMode::Provided, Some(reference)) => {
-            match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
-                Ok(read) => Some(read),
-                Err(problem) => {
-                    return Ok(secret_ref_unavailable(
-                        K::SECRET_REF_FIELD,
-                        &reference.name,
-                        &reference.key,
-                        problem,
-                    ));
-                }
-            }
-        }
-        _ => None,
+    let provided = match provided_to_send(edges, already_read).await? {
+        Ok(provided) => provided,
+        Err(unavailable) => return Ok(unavailable),
     };
     // Reading the team's Secret takes a while, in which the term may end.
     ctx.leadership.gate()?;
@@ -724,31 +707,26 @@ async fn apply<K: Managed, A: AdminApi>(
         digest: read.value.digest(),
     });
     let known = ctx.memory.sent_value(&edges.uid);
-    let value_changed = sending
-        .as_ref()
-        .is_some_and(|value| provided_value_changed(sent, known.as_ref(), value));
-    let registered_before = status.is_some_and(|s| s.revision.is_some());
-    // Over a drift: which of its fields the new generation declares as the server holds them
-    // (those are kept, not discarded), read before they are written over.
-    let still_differs = match status.and_then(|s| s.drift.as_ref()) {
-        Some(drift) if purpose == Purpose::Declared && !drift.removed => {
-            match resource.get(ctx.admin.as_ref()).await {
-                Ok(Ok(Some(held))) if held.revision == drift.server_revision => Some(held.differs),
-                _ => None,
-            }
-        }
-        _ => None,
+    let mut write = Write {
+        purpose,
+        rotate,
+        value_changed: sending
+            .as_ref()
+            .is_some_and(|value| provided_value_changed(sent, known.as_ref(), value)),
+        registered_before: status.is_some_and(|s| s.revision.is_some()),
+        still_differs: still_differing(edges, status, purpose).await,
+        if_revision: if_revision.map(str::to_owned),
+        provided,
     };
-    let mut if_revision = if_revision.map(str::to_owned);
     let mut resent = false;
     loop {
         let request = WriteRequest {
             manager: &ctx.manager,
-            if_revision: if_revision.as_deref(),
-            rotate_secret: rotate.is_some(),
-            provided: provided.as_ref().map(|read| &read.value),
+            if_revision: write.if_revision.as_deref(),
+            rotate_secret: write.rotate.is_some(),
+            provided: write.provided.as_ref().map(|read| &read.value),
         };
-        let written = match write(resource, ctx.admin.as_ref(), request).await {
+        let written = match server_calls::write(resource, ctx.admin.as_ref(), request).await {
             Ok(written) => written,
             Err(ConvertError::Branding(error)) => return Ok(unencodable_branding(&error)),
             Err(error) => return Err(error.into()),
@@ -759,71 +737,9 @@ async fn apply<K: Managed, A: AdminApi>(
                 organization,
                 minted,
             } => {
-                let (secret_name, delivery) = match (&mode, minted) {
-                    (SecretMode::Generate { secret_name }, Some(value)) => {
-                        let minted = Minted {
-                            value,
-                            client_id: applied.client_id.clone(),
-                            secret_name: secret_name.clone(),
-                            rotation: rotate.clone(),
-                        };
-                        // Kept in memory until the Secret is written, so a failed write is retried
-                        // without minting again.
-                        ctx.memory.remember_minted(&edges.uid, minted.clone());
-                        let result = deliver_minted(edges, &minted).await;
-                        (Some(secret_name.as_str()), Some(result))
-                    }
-                    _ => (None, None),
-                };
-                let request = kube_io::restore_request(resource);
-                if restore {
-                    kube_io::clear_restore_annotation(&edges.api, resource).await?;
-                }
-                // The secret in force is settled: delivered, or not a generated one any more.
-                let settled = match &mode {
-                    SecretMode::Generate { .. } => matches!(delivery, Some(Ok(()))),
-                    _ => true,
-                };
-                let mut verdict =
-                    after_apply(&applied, secret_name, delivery, restore, rotate.as_ref());
-                if settled {
-                    verdict = after_settled(edges, status, verdict, rotate.as_ref()).await;
-                }
-                // A new generation over a drift (not a restore): what it declares as the server
-                // held it is kept, the rest of the person's change is discarded.
-                if let Some(drift) = status
-                    .and_then(|s| s.drift.as_ref())
-                    .filter(|_| purpose == Purpose::Declared)
-                {
-                    verdict = superseding_drift(verdict, drift, still_differs.as_deref());
-                }
-                if restore {
-                    verdict = restored(
-                        verdict,
-                        request,
-                        kube_io::restore_requester(resource.meta()),
-                        status.and_then(|s| s.client_id.as_deref()),
-                        &applied,
-                        if_revision.as_deref(),
-                    );
-                }
-                verdict = in_organization(verdict, organization);
-                let reference = resource.provided_secret();
-                let value_sent = match (&provided, &reference) {
-                    (Some(read), Some(reference)) => Some(ValueSent {
-                        version: &read.version,
-                        changed: value_changed,
-                        registered_before,
-                        secret: ProvidedSecret {
-                            field: K::SECRET_REF_FIELD,
-                            secret: &reference.name,
-                            key: &reference.key,
-                            what: K::PROVIDED_SECRET,
-                        },
-                    }),
-                    _ => None,
-                };
-                verdict = with_value_sent(verdict, value_sent);
+                let verdict = after_written(edges, status, &write, &applied, minted).await?;
+                let verdict = in_organization(verdict, organization);
+                let verdict = with_value_sent(verdict, value_sent::<K>(&write, resource));
                 if let Some(value) = sending {
                     ctx.memory.remember_sent_value(&edges.uid, value);
                 }
@@ -834,10 +750,10 @@ async fn apply<K: Managed, A: AdminApi>(
                 let checked =
                     check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
                 let verdict = refused_if_unencodable(checked)?;
-                let read_version = provided.as_ref().map(|read| read.version.as_str());
+                let read_version = write.provided.as_ref().map(|read| read.version.as_str());
                 if let Some(revision) = resend_over(&verdict, resent, read_version, sent) {
                     resent = true;
-                    if_revision = Some(revision);
+                    write.if_revision = Some(revision);
                     continue;
                 }
                 note_server_view(edges, &verdict);
@@ -846,6 +762,148 @@ async fn apply<K: Managed, A: AdminApi>(
             WriteResult::Failed(verdict) => Ok(*verdict),
         };
     }
+}
+
+/// One write of the declared state: what it sends, and what its verdict depends on.
+struct Write {
+    purpose: Purpose,
+    /// Mint a new generated secret, and why.
+    rotate: Option<Rotation>,
+    /// The team's secret, as read for this write.
+    provided: Option<ReadSecret>,
+    /// Whether the team's value is new to the server (the first one, or a changed one).
+    value_changed: bool,
+    registered_before: bool,
+    /// Over a drift: the fields in which the server's drifted state differs from the new
+    /// generation.
+    still_differs: Option<Vec<String>>,
+    /// The revision the server must hold (`None`: nothing).
+    if_revision: Option<String>,
+}
+
+/// The team's Secret a write sends: the one observing read, else read now; `Err` with the
+/// verdict when it cannot be read. `None` when the manifest names none.
+async fn provided_to_send<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    already_read: Option<ReadSecret>,
+) -> Result<Result<Option<ReadSecret>, Verdict>, ReconcileError> {
+    let (SecretMode::Provided, Some(reference)) = (
+        edges.resource.secret_mode(),
+        edges.resource.provided_secret(),
+    ) else {
+        return Ok(Ok(None));
+    };
+    if already_read.is_some() {
+        return Ok(Ok(already_read));
+    }
+    Ok(
+        match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
+            Ok(read) => Ok(Some(read)),
+            Err(problem) => Err(secret_ref_unavailable(
+                K::SECRET_REF_FIELD,
+                &reference.name,
+                &reference.key,
+                problem,
+            )),
+        },
+    )
+}
+
+/// Over a drift: which of its fields the new generation declares as the server holds them
+/// (those are kept, not discarded), read before they are written over.
+async fn still_differing<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    purpose: Purpose,
+) -> Option<Vec<String>> {
+    let drift = status.and_then(|s| s.drift.as_ref())?;
+    if purpose != Purpose::Declared || drift.removed {
+        return None;
+    }
+    match edges.resource.get(edges.ctx.admin.as_ref()).await {
+        Ok(Ok(Some(held))) if held.revision == drift.server_revision => Some(held.differs),
+        _ => None,
+    }
+}
+
+/// The verdict of a write the server took: a minted secret delivered, the restore annotation
+/// removed, a settled secret's stale Secret removed, a drift superseded, a restore answered.
+async fn after_written<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    write: &Write,
+    applied: &Applied,
+    minted: Option<SecretValue>,
+) -> Result<Verdict, ReconcileError> {
+    let resource = edges.resource;
+    let restore = write.purpose == Purpose::Restore;
+    let mode = resource.secret_mode();
+    let rotate = write.rotate.as_ref();
+    let (secret_name, delivery) = match (&mode, minted) {
+        (SecretMode::Generate { secret_name }, Some(value)) => {
+            let minted = Minted {
+                value,
+                client_id: applied.client_id.clone(),
+                secret_name: secret_name.clone(),
+                rotation: write.rotate.clone(),
+            };
+            // Kept in memory until the Secret is written, so a failed write is retried
+            // without minting again.
+            edges.ctx.memory.remember_minted(&edges.uid, minted.clone());
+            let result = deliver_minted(edges, &minted).await;
+            (Some(secret_name.as_str()), Some(result))
+        }
+        _ => (None, None),
+    };
+    let request = kube_io::restore_request(resource);
+    if restore {
+        kube_io::clear_restore_annotation(&edges.api, resource).await?;
+    }
+    // The secret in force is settled: delivered, or not a generated one any more.
+    let settled = match &mode {
+        SecretMode::Generate { .. } => matches!(delivery, Some(Ok(()))),
+        _ => true,
+    };
+    let mut verdict = after_apply(applied, secret_name, delivery, restore, rotate);
+    if settled {
+        verdict = after_settled(edges, status, verdict, rotate).await;
+    }
+    // A new generation over a drift (not a restore): what it declares as the server held it
+    // is kept, the rest of the person's change is discarded.
+    if let Some(drift) = status
+        .and_then(|s| s.drift.as_ref())
+        .filter(|_| write.purpose == Purpose::Declared)
+    {
+        verdict = superseding_drift(verdict, drift, write.still_differs.as_deref());
+    }
+    if restore {
+        verdict = restored(
+            verdict,
+            request,
+            kube_io::restore_requester(resource.meta()),
+            status.and_then(|s| s.client_id.as_deref()),
+            applied,
+            write.if_revision.as_deref(),
+        );
+    }
+    Ok(verdict)
+}
+
+/// The team's value a write sent, where the manifest names one.
+fn value_sent<'a, K: Managed>(write: &'a Write, resource: &'a K) -> Option<ValueSent<'a>> {
+    let read = write.provided.as_ref()?;
+    let reference = resource.provided_secret()?;
+    Some(ValueSent {
+        version: &read.version,
+        changed: write.value_changed,
+        registered_before: write.registered_before,
+        secret: ProvidedSecret {
+            field: K::SECRET_REF_FIELD,
+            secret: &reference.name,
+            key: &reference.key,
+            what: K::PROVIDED_SECRET,
+        },
+    })
 }
 
 /// A branding the reconciler cannot encode is refused here, as a verdict; any other conversion
