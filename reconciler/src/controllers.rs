@@ -206,103 +206,11 @@ pub fn spawn<K: Managed, A: AdminApi>(
     delivered: Option<DeliveredStream>,
 ) {
     let (manifests, writer) = reflector::store::<Guarded<K>>();
-    // The namespace limit of ClientPolicies counts clients; every Branding is known once listed.
-    let counts_clients = K::KIND == Kind::OidcClient;
-    let lists_brandings = K::KIND == Kind::Branding;
-    if counts_clients {
-        let cached = manifests.clone();
-        wiring.policies.count_clients_from(
-            scope.clone(),
-            Box::new(move || {
-                cached
-                    .state()
-                    .iter()
-                    .filter_map(|guard| guard.0.as_ref().ok())
-                    .map(|resource| (resource.namespace().unwrap_or_default(), counted(resource)))
-                    .collect()
-            }),
-        );
-    }
-    let references = wiring.references.clone();
-    let prerequisites = wiring.prerequisites.clone();
-    prerequisites.find_dependents_with(dependents_in(manifests.clone()));
-    let policies = wiring.policies.clone();
-    let relisted_scope = scope.clone();
-    let watched = reflector::reflector(
-        writer,
-        watcher(
-            api_in::<Guarded<K>>(&wiring.client, scope.as_deref()),
-            watcher::Config::default().any_semantic(),
-        )
-        .modify(slim_manifest),
-    )
-    .default_backoff()
-    .inspect(move |event| {
-        // `live`: a change as it happens, not the initial listing.
-        let (guard, present, live) = match event {
-            Ok(watcher::Event::Apply(guard)) => (guard, true, true),
-            Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
-            Ok(watcher::Event::Delete(guard)) => (guard, false, true),
-            // A new listing: the namespace limit's index takes it from the cache.
-            Ok(watcher::Event::InitDone) if counts_clients => {
-                policies.clients_listed(relisted_scope.as_deref());
-                return;
-            }
-            // From now on a Branding this scope does not hold does not exist.
-            Ok(watcher::Event::InitDone) if lists_brandings => {
-                prerequisites.brandings_listed(relisted_scope.as_deref());
-                return;
-            }
-            _ => return,
-        };
-        if let Ok(resource) = &guard.0 {
-            record_references(&references, &prerequisites, resource, present, live);
-            if counts_clients {
-                policies.client_seen(
-                    &resource.namespace().unwrap_or_default(),
-                    counted(resource),
-                    present,
-                );
-            }
-            if !present {
-                policies.resource_gone(
-                    K::KIND.object_kind(),
-                    &resource.namespace().unwrap_or_default(),
-                    &resource.name_any(),
-                );
-            }
-        }
-    })
-    .applied_objects();
-    let in_scope = scope.clone();
-    let shard = wiring.shard.clone();
-    let locator = wiring.prerequisites.clone();
-    let cached = manifests.clone();
-    let named = BroadcastStream::new(wiring.routes.subscribe()).flat_map(move |route| {
-        let targets: Vec<(String, String)> = match route {
-            Ok(Route::Resource {
-                kind,
-                namespace,
-                name,
-            }) if kind == K::KIND.object_kind() => {
-                K::locate(&locator, namespace, name).into_iter().collect()
-            }
-            Ok(Route::Namespace { namespace }) => cached
-                .state()
-                .iter()
-                .filter(|guard| guard.namespace().as_deref() == Some(namespace.as_str()))
-                .map(|guard| (namespace.clone(), guard.name_any()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let refs: Vec<ObjectRef<Guarded<K>>> = targets
-            .into_iter()
-            .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
-            .filter(|(namespace, _)| shard.covers(K::KIND.object_kind(), namespace))
-            .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
-            .collect();
-        futures::stream::iter(refs)
-    });
+    wiring
+        .prerequisites
+        .find_dependents_with(dependents_in(manifests.clone()));
+    let watched = watch_manifests::<K>(wiring, scope.clone(), writer);
+    let named = routed::<K>(wiring, scope.clone(), manifests.clone());
     // A receiver that fell behind has lost routes: everything is reconciled instead.
     let everything = BroadcastStream::new(wiring.routes.subscribe()).filter_map(|route| {
         std::future::ready(matches!(route, Ok(Route::All) | Err(_)).then_some(()))
@@ -365,6 +273,127 @@ pub fn spawn<K: Managed, A: AdminApi>(
             })
             .await;
     });
+}
+
+/// The namespace limit of ClientPolicies counts the clients of a scope from its watch cache.
+fn count_clients_from<K: Managed>(
+    wiring: &Wiring,
+    scope: Option<String>,
+    manifests: reflector::Store<Guarded<K>>,
+) {
+    wiring.policies.count_clients_from(
+        scope,
+        Box::new(move || {
+            manifests
+                .state()
+                .iter()
+                .filter_map(|guard| guard.0.as_ref().ok())
+                .map(|resource| (resource.namespace().unwrap_or_default(), counted(resource)))
+                .collect()
+        }),
+    );
+}
+
+/// The watch of a kind's manifests in a scope, into the cache `writer` fills; each event also
+/// updates the indexes kept from the manifests (the Secrets they reference, what they provide,
+/// the clients a namespace limit counts, what the policies hold).
+fn watch_manifests<K: Managed>(
+    wiring: &Wiring,
+    scope: Option<String>,
+    writer: reflector::store::Writer<Guarded<K>>,
+) -> impl futures::Stream<Item = Result<Guarded<K>, watcher::Error>> + Send + 'static {
+    // The namespace limit of ClientPolicies counts clients; every Branding is known once listed.
+    let counts_clients = K::KIND == Kind::OidcClient;
+    let lists_brandings = K::KIND == Kind::Branding;
+    if counts_clients {
+        count_clients_from(wiring, scope.clone(), writer.as_reader());
+    }
+    let references = wiring.references.clone();
+    let prerequisites = wiring.prerequisites.clone();
+    let policies = wiring.policies.clone();
+    let relisted_scope = scope.clone();
+    reflector::reflector(
+        writer,
+        watcher(
+            api_in::<Guarded<K>>(&wiring.client, scope.as_deref()),
+            watcher::Config::default().any_semantic(),
+        )
+        .modify(slim_manifest),
+    )
+    .default_backoff()
+    .inspect(move |event| {
+        // `live`: a change as it happens, not the initial listing.
+        let (guard, present, live) = match event {
+            Ok(watcher::Event::Apply(guard)) => (guard, true, true),
+            Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
+            Ok(watcher::Event::Delete(guard)) => (guard, false, true),
+            // A new listing: the namespace limit's index takes it from the cache.
+            Ok(watcher::Event::InitDone) if counts_clients => {
+                policies.clients_listed(relisted_scope.as_deref());
+                return;
+            }
+            // From now on a Branding this scope does not hold does not exist.
+            Ok(watcher::Event::InitDone) if lists_brandings => {
+                prerequisites.brandings_listed(relisted_scope.as_deref());
+                return;
+            }
+            _ => return,
+        };
+        if let Ok(resource) = &guard.0 {
+            record_references(&references, &prerequisites, resource, present, live);
+            if counts_clients {
+                policies.client_seen(
+                    &resource.namespace().unwrap_or_default(),
+                    counted(resource),
+                    present,
+                );
+            }
+            if !present {
+                policies.resource_gone(
+                    K::KIND.object_kind(),
+                    &resource.namespace().unwrap_or_default(),
+                    &resource.name_any(),
+                );
+            }
+        }
+    })
+    .applied_objects()
+}
+
+/// The manifests of the kind that routes name (a resource, or every one of a namespace), within
+/// the scope and the shard.
+fn routed<K: Managed>(
+    wiring: &Wiring,
+    scope: Option<String>,
+    cached: reflector::Store<Guarded<K>>,
+) -> impl futures::Stream<Item = ObjectRef<Guarded<K>>> + Send + 'static {
+    let shard = wiring.shard.clone();
+    let locator = wiring.prerequisites.clone();
+    BroadcastStream::new(wiring.routes.subscribe()).flat_map(move |route| {
+        let targets: Vec<(String, String)> = match route {
+            Ok(Route::Resource {
+                kind,
+                namespace,
+                name,
+            }) if kind == K::KIND.object_kind() => {
+                K::locate(&locator, namespace, name).into_iter().collect()
+            }
+            Ok(Route::Namespace { namespace }) => cached
+                .state()
+                .iter()
+                .filter(|guard| guard.namespace().as_deref() == Some(namespace.as_str()))
+                .map(|guard| (namespace.clone(), guard.name_any()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let refs: Vec<ObjectRef<Guarded<K>>> = targets
+            .into_iter()
+            .filter(|(namespace, _)| scope.as_ref().is_none_or(|ns| ns == namespace))
+            .filter(|(namespace, _)| shard.covers(K::KIND.object_kind(), namespace))
+            .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
+            .collect();
+        futures::stream::iter(refs)
+    })
 }
 
 /// Follows the manifests of a kind this reconciler does not reconcile (another shard's, with
