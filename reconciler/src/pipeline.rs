@@ -18,14 +18,14 @@ use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
     Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
-    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, StatusClaim, Step, ValueSent,
-    Verdict, after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite,
+    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, ValueSent, Verdict,
+    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
     held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
     released, released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored,
     rotated, secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
-    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, status_claim,
-    superseding_drift, take_over_refused, taken_over, unencodable_branding, with_approval,
-    with_removal_told, with_stale_removal, with_value_sent,
+    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, superseding_drift,
+    take_over_refused, taken_over, unencodable_branding, with_approval, with_removal_told,
+    with_stale_removal, with_value_sent,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
@@ -63,7 +63,9 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
     // Only the leader reconciles: a follower reads nothing either.
     ctx.leadership.gate()?;
     let edges = Edges::of(ctx.as_ref(), resource.as_ref())?;
-    let remembered = match claimed_status(&edges) {
+    let remembered = ctx.memory.status_or(&edges.uid, resource.status());
+    let take_over_from = kube_io::take_over_from(edges.resource);
+    let remembered = match claimed_status(remembered, &ctx.manager, take_over_from.as_deref()) {
         Ok(remembered) => remembered,
         Err(manager) => {
             // An overlapping shard: its reconciler acts on the resource, this one never does.
@@ -112,28 +114,6 @@ impl<'a, K: Managed, A> Edges<'a, K, A> {
             namespace,
         })
     }
-}
-
-/// The status this reconcile works from, as remembered; `Err` with the manager of the other
-/// reconciler that writes it, which this one then leaves the resource to.
-fn claimed_status<K: Managed, A>(
-    edges: &Edges<'_, K, A>,
-) -> Result<Option<ResourceStatus>, String> {
-    let ctx = edges.ctx;
-    let mut remembered = ctx.memory.status_or(&edges.uid, edges.resource.status());
-    let take_over_from = kube_io::take_over_from(edges.resource);
-    match status_claim(remembered.as_ref(), &ctx.manager, take_over_from.as_deref()) {
-        StatusClaim::Ours => {}
-        StatusClaim::Another { manager } => return Err(manager),
-        StatusClaim::HandedOver { from } => {
-            if let Some(status) = remembered.as_mut()
-                && status.managed_elsewhere.is_none()
-            {
-                status.managed_elsewhere = Some(Box::new(from));
-            }
-        }
-    }
-    Ok(remembered)
 }
 
 /// The next step that acts or reports: steps that only add a fact or the finalizer are taken

@@ -13,8 +13,8 @@ mod step;
 
 pub use backoff::Backoff;
 pub use elsewhere::{
-    LastWrite, StatusClaim, Writer, elsewhere_gone, elsewhere_record, managed_elsewhere,
-    released_elsewhere, status_claim, take_over_refused, taken_over, writer,
+    LastWrite, Writer, claimed_status, elsewhere_gone, elsewhere_record, managed_elsewhere,
+    released_elsewhere, take_over_refused, taken_over, writer,
 };
 pub use outcome::{
     Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretRelease, SecretWriteFailure,
