@@ -281,11 +281,12 @@ fn lead(
         clock: system_clock,
         jitter: random_jitter,
     });
+    let moves = shard.clone();
     tasks.spawn(crate::policies::follow_policy_inputs(
         policies.clone(),
         client.clone(),
         scopes.clone(),
-        shard.clone(),
+        Box::new(move |namespace, before, after| moves.namespace_moved(namespace, before, after)),
     ));
     tasks.spawn(crate::policies::run_policy_controller(
         policies,
