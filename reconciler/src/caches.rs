@@ -1,13 +1,23 @@
-//! Watch caches that reconciles read instead of asking the API server each time.
+//! Watch caches that reconciles read instead of asking the API server each time, and the keys
+//! of a delivered Secret, which its cached summary reads and the delivery writes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::watcher;
+use nauthera_proto::v1::ObjectKind;
+use tokio::sync::watch;
 
-use crate::kube_io::CLIENT_SECRET_KEY;
+/// The key of a delivered Secret that holds the client secret.
+pub const CLIENT_SECRET_KEY: &str = "clientSecret";
+/// The key of a delivered Secret that holds the client id.
+pub const CLIENT_ID_KEY: &str = "clientId";
+/// The key of a delivered Secret that holds the issuer URL.
+pub const ISSUER_KEY: &str = "issuer";
+/// The key of a delivered Secret that holds the OpenID discovery document's URL.
+pub const DISCOVERY_URL_KEY: &str = "discoveryUrl";
 
 /// What deciding needs of a Secret a generated secret goes into: who owns it, whether it holds
 /// a client secret, and its version (an update of it names the version it read). A cached
@@ -186,6 +196,132 @@ impl DeliveredSecrets {
     }
 }
 
+/// Which manifests reference which Secret (`spec.secret.secretRef`, an identity provider's
+/// `secretRef`), kept from the manifests' watches so that a changed Secret finds them without a
+/// scan.
+#[derive(Debug)]
+pub struct SecretReferences {
+    index: RwLock<References>,
+    /// The namespaces where some manifest references a Secret: the only ones whose Secrets are
+    /// watched.
+    namespaces: watch::Sender<BTreeSet<String>>,
+}
+
+impl Default for SecretReferences {
+    fn default() -> SecretReferences {
+        SecretReferences {
+            index: RwLock::default(),
+            namespaces: watch::channel(BTreeSet::new()).0,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct References {
+    /// (namespace, Secret) → the manifests that reference it.
+    by_secret: HashMap<(String, String), BTreeSet<(ObjectKind, String)>>,
+    /// (kind, namespace, manifest) → the Secret it references.
+    by_manifest: HashMap<(ObjectKind, String, String), String>,
+    /// namespace → how many manifests in it reference a Secret.
+    per_namespace: HashMap<String, usize>,
+    /// (namespace, Secret) → its `resourceVersion`, for the Secrets of the watched namespaces.
+    versions: HashMap<(String, String), String>,
+}
+
+impl SecretReferences {
+    /// Records the Secret a manifest references now (or none).
+    pub fn record(&self, kind: ObjectKind, namespace: &str, name: &str, secret: Option<&str>) {
+        let Ok(mut index) = self.index.write() else {
+            return;
+        };
+        let manifest = (kind, namespace.to_owned(), name.to_owned());
+        if index.by_manifest.get(&manifest).map(String::as_str) == secret {
+            return;
+        }
+        if let Some(previous) = index.by_manifest.remove(&manifest) {
+            let key = (namespace.to_owned(), previous);
+            if let Some(set) = index.by_secret.get_mut(&key) {
+                set.remove(&(kind, name.to_owned()));
+                if set.is_empty() {
+                    index.by_secret.remove(&key);
+                }
+            }
+            if let Some(count) = index.per_namespace.get_mut(namespace) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    index.per_namespace.remove(namespace);
+                }
+            }
+        }
+        if let Some(secret) = secret {
+            index
+                .by_secret
+                .entry((namespace.to_owned(), secret.to_owned()))
+                .or_default()
+                .insert((kind, name.to_owned()));
+            index.by_manifest.insert(manifest, secret.to_owned());
+            *index.per_namespace.entry(namespace.to_owned()).or_default() += 1;
+        }
+        let referenced = index.per_namespace.contains_key(namespace);
+        self.namespaces.send_if_modified(|namespaces| {
+            if referenced {
+                namespaces.insert(namespace.to_owned())
+            } else {
+                namespaces.remove(namespace)
+            }
+        });
+    }
+
+    /// The namespaces where some manifest references a Secret, as they change.
+    pub fn namespaces(&self) -> watch::Receiver<BTreeSet<String>> {
+        self.namespaces.subscribe()
+    }
+
+    /// The `resourceVersion` of a Secret in a namespace whose Secrets are watched; `None` when
+    /// the watch has not seen it (not there, or not listed yet).
+    pub fn version(&self, namespace: &str, secret: &str) -> Option<String> {
+        self.index
+            .read()
+            .ok()?
+            .versions
+            .get(&(namespace.to_owned(), secret.to_owned()))
+            .cloned()
+    }
+
+    /// Records the `resourceVersion` the watch saw of a Secret (`None`: gone).
+    pub fn seen(&self, namespace: &str, secret: &str, version: Option<String>) {
+        let Ok(mut index) = self.index.write() else {
+            return;
+        };
+        let key = (namespace.to_owned(), secret.to_owned());
+        match version {
+            Some(version) => index.versions.insert(key, version),
+            None => index.versions.remove(&key),
+        };
+    }
+
+    /// Forgets the versions of a namespace whose Secrets are no longer watched.
+    pub fn forget_namespace(&self, namespace: &str) {
+        if let Ok(mut index) = self.index.write() {
+            index.versions.retain(|(ns, _), _| ns != namespace);
+        }
+    }
+
+    /// The manifests that reference a Secret.
+    pub fn referencing(&self, namespace: &str, secret: &str) -> Vec<(ObjectKind, String)> {
+        self.index
+            .read()
+            .ok()
+            .and_then(|index| {
+                index
+                    .by_secret
+                    .get(&(namespace.to_owned(), secret.to_owned()))
+                    .map(|set| set.iter().cloned().collect())
+            })
+            .unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +421,44 @@ mod tests {
             summaries.get("team", "web").is_some(),
             "trusted again after a listing"
         );
+    }
+
+    #[test]
+    fn a_changed_reference_moves_the_manifest_to_its_new_secret() {
+        let references = SecretReferences::default();
+        references.record(ObjectKind::Client, "team-a", "web", Some("creds"));
+        references.record(ObjectKind::Client, "team-a", "api", Some("creds"));
+        references.record(
+            ObjectKind::IdentityProvider,
+            "team-a",
+            "corp",
+            Some("creds"),
+        );
+        assert_eq!(
+            references.referencing("team-a", "creds"),
+            vec![
+                (ObjectKind::Client, "api".to_owned()),
+                (ObjectKind::Client, "web".to_owned()),
+                (ObjectKind::IdentityProvider, "corp".to_owned()),
+            ]
+        );
+        assert!(references.referencing("team-b", "creds").is_empty());
+
+        let namespaces = references.namespaces();
+        assert_eq!(*namespaces.borrow(), BTreeSet::from(["team-a".to_owned()]));
+        references.record(ObjectKind::Client, "team-a", "web", Some("web-creds"));
+        references.record(ObjectKind::Client, "team-a", "api", None);
+        assert_eq!(
+            references.referencing("team-a", "creds"),
+            vec![(ObjectKind::IdentityProvider, "corp".to_owned())]
+        );
+        assert_eq!(
+            references.referencing("team-a", "web-creds"),
+            vec![(ObjectKind::Client, "web".to_owned())]
+        );
+        // The last reference in a namespace gone: its Secrets are no longer watched.
+        references.record(ObjectKind::Client, "team-a", "web", None);
+        references.record(ObjectKind::IdentityProvider, "team-a", "corp", None);
+        assert!(references.namespaces().borrow().is_empty());
     }
 }

@@ -336,46 +336,25 @@ impl PodFacts {
 impl Args {
     /// Checks every setting and fills in the pod's facts.
     pub fn into_config(self, pod: PodFacts) -> Result<Config, ConfigError> {
-        let address = self.server_address.trim();
-        check_server_address(address)?;
-        let tls = tls_files(
+        let connect = connect_settings(
+            &self.server_address,
             self.tls_dir.as_deref(),
-            self.tls_cert,
-            self.tls_key,
-            self.tls_ca,
+            [self.tls_cert, self.tls_key, self.tls_ca],
+            self.tls_server_name,
         )?;
-        let mut connect = ConnectSettings::new(address, tls);
-        if let Some(name) = self.tls_server_name {
-            if name.trim().is_empty() {
-                return Err(invalid(
-                    setting("tls-server-name"),
-                    "is empty; leave it unset to use the address's host",
-                ));
-            }
-            connect = connect.with_server_name(name.trim());
-        }
-        let cluster_name = self
-            .cluster_name
-            .map(|name| name.trim().to_owned())
-            .filter(|name| !name.is_empty());
+        let cluster_name = trimmed(self.cluster_name);
         if let Some(name) = &cluster_name {
             check_cluster_name(name)
                 .map_err(|problem| invalid(setting("cluster-name"), problem))?;
         }
-        let prefix = self
-            .server_namespace_prefix
-            .map(|prefix| prefix.trim().to_owned())
-            .filter(|prefix| !prefix.is_empty());
+        let prefix = trimmed(self.server_namespace_prefix);
         if let Some(prefix) = &prefix {
             check_prefix(prefix)
                 .map_err(|problem| invalid(setting("server-namespace-prefix"), problem))?;
         }
         let namespace_mapping =
             NamespaceMapping::for_cluster(cluster_name.as_deref(), prefix.as_deref());
-        let shard = self
-            .shard
-            .map(|shard| shard.trim().to_owned())
-            .filter(|shard| !shard.is_empty());
+        let shard = trimmed(self.shard);
         if let Some(shard) = &shard {
             check_shard_name(shard)?;
         }
@@ -391,17 +370,7 @@ impl Args {
             None => default_manager(cluster_name.as_deref(), shard.as_deref()),
         };
         check_manager(&manager, given, shard.as_deref(), cluster_name.as_deref())?;
-        let mut namespaces = Vec::new();
-        for namespace in self.namespaces {
-            let namespace = namespace.trim().to_owned();
-            if namespace.is_empty() {
-                continue;
-            }
-            check_dns_label(&setting("namespace"), &namespace)?;
-            if !namespaces.contains(&namespace) {
-                namespaces.push(namespace);
-            }
-        }
+        let namespaces = listed_namespaces(self.namespaces)?;
         let namespace_selector = self
             .namespace_selector
             .filter(|selector| !selector.trim().is_empty())
@@ -450,63 +419,19 @@ impl Args {
                 )
             })?;
         check_identity(&identity)?;
-        let metrics_address = listen_address(&setting("metrics-address"), &self.metrics_address)?;
-        let probe_address = listen_address(&setting("probe-address"), &self.probe_address)?;
-        if metrics_address.port() != 0 && metrics_address == probe_address {
-            return Err(invalid(
-                setting("probe-address"),
-                format!("is the same as --metrics-address ({metrics_address}); use another port"),
-            ));
-        }
+        let (metrics_address, probe_address) =
+            listen_addresses(&self.metrics_address, &self.probe_address)?;
         if self.concurrency == 0 {
             return Err(invalid(setting("concurrency"), "must be at least 1"));
         }
-        let positive = |long: &str, value: Duration| {
-            if value.is_zero() {
-                Err(invalid(
-                    setting(long),
-                    "must be longer than zero; write it like 15s",
-                ))
-            } else {
-                Ok(value)
-            }
-        };
-        let lease_timing = LeaseTiming {
-            duration: positive("lease-duration", self.lease_duration)?,
-            renew_deadline: positive("lease-renew-deadline", self.lease_renew_deadline)?,
-            retry_period: positive("lease-retry-period", self.lease_retry_period)?,
-        };
-        let shown = nauthera_shared::duration::format;
-        if lease_timing.renew_deadline >= lease_timing.duration {
-            return Err(invalid(
-                setting("lease-renew-deadline"),
-                format!(
-                    "{} is not shorter than {} ({}): a leader that cannot renew must stop \
-                     writing before another replica may take over",
-                    shown(lease_timing.renew_deadline),
-                    setting("lease-duration"),
-                    shown(lease_timing.duration),
-                ),
-            ));
-        }
-        if lease_timing.retry_period >= lease_timing.renew_deadline {
-            return Err(invalid(
-                setting("lease-retry-period"),
-                format!(
-                    "{} is not shorter than {} ({}): the leader must try to renew more than \
-                     once before it stops",
-                    shown(lease_timing.retry_period),
-                    setting("lease-renew-deadline"),
-                    shown(lease_timing.renew_deadline),
-                ),
-            ));
-        }
+        let lease_timing = lease_timing(LeaseTiming {
+            duration: self.lease_duration,
+            renew_deadline: self.lease_renew_deadline,
+            retry_period: self.lease_retry_period,
+        })?;
         Ok(Config {
             connect,
-            tls_secret: self
-                .tls_secret
-                .map(|name| name.trim().to_owned())
-                .filter(|name| !name.is_empty()),
+            tls_secret: trimmed(self.tls_secret),
             manager,
             cluster_name,
             namespace_mapping,
@@ -528,6 +453,114 @@ impl Args {
             retry_backoff_max: positive("retry-backoff-max", self.retry_backoff_max)?,
         })
     }
+}
+
+/// A setting given as text, trimmed; blank is unset.
+fn trimmed(value: Option<String>) -> Option<String> {
+    value
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// How to reach the server: its address, the TLS files (from a folder, or the certificate, key
+/// and CA each), and the name its certificate must carry when not the address's host.
+fn connect_settings(
+    address: &str,
+    tls_dir: Option<&Path>,
+    [cert, key, ca]: [Option<PathBuf>; 3],
+    server_name: Option<String>,
+) -> Result<ConnectSettings, ConfigError> {
+    let address = address.trim();
+    check_server_address(address)?;
+    let tls = tls_files(tls_dir, cert, key, ca)?;
+    let connect = ConnectSettings::new(address, tls);
+    let Some(name) = server_name else {
+        return Ok(connect);
+    };
+    if name.trim().is_empty() {
+        return Err(invalid(
+            setting("tls-server-name"),
+            "is empty; leave it unset to use the address's host",
+        ));
+    }
+    Ok(connect.with_server_name(name.trim()))
+}
+
+/// The namespaces given, each once and checked; blank ones are left out.
+fn listed_namespaces(given: Vec<String>) -> Result<Vec<String>, ConfigError> {
+    let mut namespaces = Vec::new();
+    for namespace in given {
+        let namespace = namespace.trim().to_owned();
+        if namespace.is_empty() {
+            continue;
+        }
+        check_dns_label(&setting("namespace"), &namespace)?;
+        if !namespaces.contains(&namespace) {
+            namespaces.push(namespace);
+        }
+    }
+    Ok(namespaces)
+}
+
+/// The metrics and probe addresses, which must not be the same port.
+fn listen_addresses(metrics: &str, probe: &str) -> Result<(SocketAddr, SocketAddr), ConfigError> {
+    let metrics_address = listen_address(&setting("metrics-address"), metrics)?;
+    let probe_address = listen_address(&setting("probe-address"), probe)?;
+    if metrics_address.port() != 0 && metrics_address == probe_address {
+        return Err(invalid(
+            setting("probe-address"),
+            format!("is the same as --metrics-address ({metrics_address}); use another port"),
+        ));
+    }
+    Ok((metrics_address, probe_address))
+}
+
+/// A duration setting, which must be longer than zero.
+fn positive(long: &str, value: Duration) -> Result<Duration, ConfigError> {
+    if value.is_zero() {
+        Err(invalid(
+            setting(long),
+            "must be longer than zero; write it like 15s",
+        ))
+    } else {
+        Ok(value)
+    }
+}
+
+/// The Lease timing given, in its order: a leader stops writing before another replica may take
+/// the Lease, and tries to renew more than once before it stops.
+fn lease_timing(given: LeaseTiming) -> Result<LeaseTiming, ConfigError> {
+    let timing = LeaseTiming {
+        duration: positive("lease-duration", given.duration)?,
+        renew_deadline: positive("lease-renew-deadline", given.renew_deadline)?,
+        retry_period: positive("lease-retry-period", given.retry_period)?,
+    };
+    let shown = nauthera_shared::duration::format;
+    if timing.renew_deadline >= timing.duration {
+        return Err(invalid(
+            setting("lease-renew-deadline"),
+            format!(
+                "{} is not shorter than {} ({}): a leader that cannot renew must stop \
+                 writing before another replica may take over",
+                shown(timing.renew_deadline),
+                setting("lease-duration"),
+                shown(timing.duration),
+            ),
+        ));
+    }
+    if timing.retry_period >= timing.renew_deadline {
+        return Err(invalid(
+            setting("lease-retry-period"),
+            format!(
+                "{} is not shorter than {} ({}): the leader must try to renew more than \
+                 once before it stops",
+                shown(timing.retry_period),
+                setting("lease-renew-deadline"),
+                shown(timing.renew_deadline),
+            ),
+        ));
+    }
+    Ok(timing)
 }
 
 /// The Lease a reconciler leads on when none is named: one per shard.

@@ -11,13 +11,12 @@ use kube::{Resource, ResourceExt};
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER};
 use nauthera_shared::resources::ResourceStatus;
 
-use crate::caches::DeliveredSecrets;
+use crate::caches::{DeliveredSecrets, SecretReferences};
 use crate::changes::ServerRevisions;
-use crate::controllers::SecretReferences;
 use crate::decide::{Backoff, Verdict, events_for, status_after};
 use crate::events::EventQueue;
 use crate::kube_io::{self, NamespacedResource};
-use crate::leader::Leadership;
+use crate::leader::{Leadership, NotLeading};
 use crate::memory::Memory;
 use crate::metrics::Metrics;
 use crate::policies::Policies;
@@ -34,6 +33,9 @@ pub enum ReconcileError {
     MissingMetadata(&'static str),
     #[error("the reconcile stopped unfinished: {0}")]
     Stopped(#[from] tokio::task::JoinError),
+    /// Never reaches the error policy: the pipeline turns it into waiting for a change.
+    #[error(transparent)]
+    NotLeading(#[from] NotLeading),
 }
 
 /// Everything a reconcile needs.
@@ -73,7 +75,7 @@ pub fn random_jitter() -> f64 {
 
 impl<A> Context<A> {
     /// Records a verdict: the status (only when it changes), the events of the transition, the
-    /// metrics; and returns when to look again.
+    /// metrics; and returns when to look again. Records nothing unless the write gate lets it.
     pub async fn record<K>(
         &self,
         kind: &'static str,
@@ -92,17 +94,18 @@ impl<A> Context<A> {
         let now = (self.clock)();
         let uid = resource.uid().unwrap_or_default();
         let generation = resource.meta().generation.unwrap_or(0);
-        if !self.leadership.is_leader() {
-            return Ok(Action::await_change());
-        }
+        self.leadership.gate()?;
         if write_status && let Some(mut new_status) = status_after(status, verdict, generation, now)
         {
             new_status.manager = Some(self.manager.clone());
             kube_io::write_status(api, &resource.name_any(), &new_status, &self.manager).await?;
             self.memory.remember_status(&uid, new_status);
         }
+        // Queued, never awaited as written: an event must not hold up the reconcile.
         for event in events_for(status, verdict) {
-            kube_io::record_event(&self.events, resource, &event, now).await;
+            self.events
+                .send(resource.object_ref(&()), event.reason, &event.note, now)
+                .await;
         }
         self.metrics.reconciled(kind, verdict.reason, verdict.cause);
         let phase = verdict.reason.phase(verdict.retried);

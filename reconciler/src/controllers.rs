@@ -7,7 +7,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
@@ -23,20 +23,22 @@ use kube::{Client, Resource, ResourceExt};
 use nauthera_client::wire::KindWire;
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::catalog::ConditionType;
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::resources::ResourceStatus;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
 use tokio_stream::wrappers::{BroadcastStream, ReceiverStream};
 
 use crate::admin::AdminApi;
-use crate::caches::SecretSummaries;
+use crate::caches::{SecretReferences, SecretSummaries};
 use crate::changes::{Route, StartGate};
 use crate::context::{Context, ReconcileError};
+use crate::decide::Manifest;
 use crate::kube_io::{self, MANAGED_BY, MANAGED_BY_LABEL};
 use crate::managed::Managed;
 use crate::pipeline;
 use crate::policies::{CountedClient, Policies};
-use crate::prerequisites::{Manifest, Prerequisites};
+use crate::prerequisites::Prerequisites;
 use crate::shard::ShardScope;
 use nauthera_shared::guard::Guarded;
 
@@ -60,130 +62,6 @@ pub struct Wiring {
     /// The kinds and namespaces this reconciler reconciles.
     pub shard: Arc<ShardScope>,
     pub concurrency: u16,
-}
-
-/// Which manifests reference which Secret (`spec.secret.secretRef`, an identity provider's
-/// `secretRef`), kept from the manifests' watches so that a changed Secret finds them without a
-/// scan.
-#[derive(Debug)]
-pub struct SecretReferences {
-    index: RwLock<References>,
-    /// The namespaces where some manifest references a Secret: the only ones whose Secrets are
-    /// watched.
-    namespaces: watch::Sender<BTreeSet<String>>,
-}
-
-impl Default for SecretReferences {
-    fn default() -> SecretReferences {
-        SecretReferences {
-            index: RwLock::default(),
-            namespaces: watch::channel(BTreeSet::new()).0,
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct References {
-    /// (namespace, Secret) → the manifests that reference it.
-    by_secret: HashMap<(String, String), BTreeSet<(ObjectKind, String)>>,
-    /// (kind, namespace, manifest) → the Secret it references.
-    by_manifest: HashMap<(ObjectKind, String, String), String>,
-    /// namespace → how many manifests in it reference a Secret.
-    per_namespace: HashMap<String, usize>,
-    /// (namespace, Secret) → its `resourceVersion`, for the Secrets of the watched namespaces.
-    versions: HashMap<(String, String), String>,
-}
-
-impl SecretReferences {
-    /// Records the Secret a manifest references now (or none).
-    pub fn record(&self, kind: ObjectKind, namespace: &str, name: &str, secret: Option<&str>) {
-        let Ok(mut index) = self.index.write() else {
-            return;
-        };
-        let manifest = (kind, namespace.to_owned(), name.to_owned());
-        if index.by_manifest.get(&manifest).map(String::as_str) == secret {
-            return;
-        }
-        if let Some(previous) = index.by_manifest.remove(&manifest) {
-            let key = (namespace.to_owned(), previous);
-            if let Some(set) = index.by_secret.get_mut(&key) {
-                set.remove(&(kind, name.to_owned()));
-                if set.is_empty() {
-                    index.by_secret.remove(&key);
-                }
-            }
-            if let Some(count) = index.per_namespace.get_mut(namespace) {
-                *count = count.saturating_sub(1);
-                if *count == 0 {
-                    index.per_namespace.remove(namespace);
-                }
-            }
-        }
-        if let Some(secret) = secret {
-            index
-                .by_secret
-                .entry((namespace.to_owned(), secret.to_owned()))
-                .or_default()
-                .insert((kind, name.to_owned()));
-            index.by_manifest.insert(manifest, secret.to_owned());
-            *index.per_namespace.entry(namespace.to_owned()).or_default() += 1;
-        }
-        let referenced = index.per_namespace.contains_key(namespace);
-        self.namespaces.send_if_modified(|namespaces| {
-            if referenced {
-                namespaces.insert(namespace.to_owned())
-            } else {
-                namespaces.remove(namespace)
-            }
-        });
-    }
-
-    /// The namespaces where some manifest references a Secret, as they change.
-    pub fn namespaces(&self) -> watch::Receiver<BTreeSet<String>> {
-        self.namespaces.subscribe()
-    }
-
-    /// The `resourceVersion` of a Secret in a namespace whose Secrets are watched; `None` when
-    /// the watch has not seen it (not there, or not listed yet).
-    pub fn version(&self, namespace: &str, secret: &str) -> Option<String> {
-        self.index
-            .read()
-            .ok()?
-            .versions
-            .get(&(namespace.to_owned(), secret.to_owned()))
-            .cloned()
-    }
-
-    fn seen(&self, namespace: &str, secret: &str, version: Option<String>) {
-        let Ok(mut index) = self.index.write() else {
-            return;
-        };
-        let key = (namespace.to_owned(), secret.to_owned());
-        match version {
-            Some(version) => index.versions.insert(key, version),
-            None => index.versions.remove(&key),
-        };
-    }
-
-    fn forget_namespace(&self, namespace: &str) {
-        if let Ok(mut index) = self.index.write() {
-            index.versions.retain(|(ns, _), _| ns != namespace);
-        }
-    }
-
-    /// The manifests that reference a Secret.
-    pub fn referencing(&self, namespace: &str, secret: &str) -> Vec<(ObjectKind, String)> {
-        self.index
-            .read()
-            .ok()
-            .and_then(|index| {
-                index
-                    .by_secret
-                    .get(&(namespace.to_owned(), secret.to_owned()))
-                    .map(|set| set.iter().cloned().collect())
-            })
-            .unwrap_or_default()
-    }
 }
 
 fn api_in<K>(client: &Client, scope: Option<&str>) -> Api<K>
@@ -329,100 +207,11 @@ pub fn spawn<K: Managed, A: AdminApi>(
     delivered: Option<DeliveredStream>,
 ) {
     let (manifests, writer) = reflector::store::<Guarded<K>>();
-    if K::KIND.object_kind() == ObjectKind::Client {
-        let cached = manifests.clone();
-        wiring.policies.count_clients_from(
-            scope.clone(),
-            Box::new(move || {
-                cached
-                    .state()
-                    .iter()
-                    .filter_map(|guard| guard.0.as_ref().ok())
-                    .map(|resource| (resource.namespace().unwrap_or_default(), counted(resource)))
-                    .collect()
-            }),
-        );
-    }
-    let references = wiring.references.clone();
-    let prerequisites = wiring.prerequisites.clone();
-    prerequisites.find_dependents_with(dependents_in(manifests.clone()));
-    let policies = wiring.policies.clone();
-    let relisted_scope = scope.clone();
-    let watched = reflector::reflector(
-        writer,
-        watcher(
-            api_in::<Guarded<K>>(&wiring.client, scope.as_deref()),
-            watcher::Config::default().any_semantic(),
-        )
-        .modify(slim_manifest),
-    )
-    .default_backoff()
-    .inspect(move |event| {
-        // `live`: a change as it happens, not the initial listing.
-        let (guard, present, live) = match event {
-            Ok(watcher::Event::Apply(guard)) => (guard, true, true),
-            Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
-            Ok(watcher::Event::Delete(guard)) => (guard, false, true),
-            // A new listing: the namespace limit's index takes it from the cache.
-            Ok(watcher::Event::InitDone) if K::KIND.object_kind() == ObjectKind::Client => {
-                policies.clients_listed(relisted_scope.as_deref());
-                return;
-            }
-            // From now on a Branding this scope does not hold does not exist.
-            Ok(watcher::Event::InitDone) if K::KIND.object_kind() == ObjectKind::Branding => {
-                prerequisites.brandings_listed(relisted_scope.as_deref());
-                return;
-            }
-            _ => return,
-        };
-        if let Ok(resource) = &guard.0 {
-            record_references(&references, &prerequisites, resource, present, live);
-            if K::KIND.object_kind() == ObjectKind::Client {
-                policies.client_seen(
-                    &resource.namespace().unwrap_or_default(),
-                    counted(resource),
-                    present,
-                );
-            }
-            if !present {
-                policies.resource_gone(
-                    K::KIND.object_kind(),
-                    &resource.namespace().unwrap_or_default(),
-                    &resource.name_any(),
-                );
-            }
-        }
-    })
-    .applied_objects();
-    let in_scope = scope.clone();
-    let shard = wiring.shard.clone();
-    let locator = wiring.prerequisites.clone();
-    let cached = manifests.clone();
-    let named = BroadcastStream::new(wiring.routes.subscribe()).flat_map(move |route| {
-        let targets: Vec<(String, String)> = match route {
-            Ok(Route::Resource {
-                kind,
-                namespace,
-                name,
-            }) if kind == K::KIND.object_kind() => {
-                K::locate(&locator, namespace, name).into_iter().collect()
-            }
-            Ok(Route::Namespace { namespace }) => cached
-                .state()
-                .iter()
-                .filter(|guard| guard.namespace().as_deref() == Some(namespace.as_str()))
-                .map(|guard| (namespace.clone(), guard.name_any()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        let refs: Vec<ObjectRef<Guarded<K>>> = targets
-            .into_iter()
-            .filter(|(namespace, _)| in_scope.as_ref().is_none_or(|ns| ns == namespace))
-            .filter(|(namespace, _)| shard.covers(K::KIND.object_kind(), namespace))
-            .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
-            .collect();
-        futures::stream::iter(refs)
-    });
+    wiring
+        .prerequisites
+        .find_dependents_with(dependents_in(manifests.clone()));
+    let watched = watch_manifests::<K>(wiring, scope.clone(), writer);
+    let named = routed::<K>(wiring, scope.clone(), manifests.clone());
     // A receiver that fell behind has lost routes: everything is reconciled instead.
     let everything = BroadcastStream::new(wiring.routes.subscribe()).filter_map(|route| {
         std::future::ready(matches!(route, Ok(Route::All) | Err(_)).then_some(()))
@@ -485,6 +274,127 @@ pub fn spawn<K: Managed, A: AdminApi>(
             })
             .await;
     });
+}
+
+/// The namespace limit of ClientPolicies counts the clients of a scope from its watch cache.
+fn count_clients_from<K: Managed>(
+    wiring: &Wiring,
+    scope: Option<String>,
+    manifests: reflector::Store<Guarded<K>>,
+) {
+    wiring.policies.count_clients_from(
+        scope,
+        Box::new(move || {
+            manifests
+                .state()
+                .iter()
+                .filter_map(|guard| guard.0.as_ref().ok())
+                .map(|resource| (resource.namespace().unwrap_or_default(), counted(resource)))
+                .collect()
+        }),
+    );
+}
+
+/// The watch of a kind's manifests in a scope, into the cache `writer` fills; each event also
+/// updates the indexes kept from the manifests (the Secrets they reference, what they provide,
+/// the clients a namespace limit counts, what the policies hold).
+fn watch_manifests<K: Managed>(
+    wiring: &Wiring,
+    scope: Option<String>,
+    writer: reflector::store::Writer<Guarded<K>>,
+) -> impl futures::Stream<Item = Result<Guarded<K>, watcher::Error>> + Send + 'static {
+    // The namespace limit of ClientPolicies counts clients; every Branding is known once listed.
+    let counts_clients = K::KIND == Kind::OidcClient;
+    let lists_brandings = K::KIND == Kind::Branding;
+    if counts_clients {
+        count_clients_from(wiring, scope.clone(), writer.as_reader());
+    }
+    let references = wiring.references.clone();
+    let prerequisites = wiring.prerequisites.clone();
+    let policies = wiring.policies.clone();
+    let relisted_scope = scope.clone();
+    reflector::reflector(
+        writer,
+        watcher(
+            api_in::<Guarded<K>>(&wiring.client, scope.as_deref()),
+            watcher::Config::default().any_semantic(),
+        )
+        .modify(slim_manifest),
+    )
+    .default_backoff()
+    .inspect(move |event| {
+        // `live`: a change as it happens, not the initial listing.
+        let (guard, present, live) = match event {
+            Ok(watcher::Event::Apply(guard)) => (guard, true, true),
+            Ok(watcher::Event::InitApply(guard)) => (guard, true, false),
+            Ok(watcher::Event::Delete(guard)) => (guard, false, true),
+            // A new listing: the namespace limit's index takes it from the cache.
+            Ok(watcher::Event::InitDone) if counts_clients => {
+                policies.clients_listed(relisted_scope.as_deref());
+                return;
+            }
+            // From now on a Branding this scope does not hold does not exist.
+            Ok(watcher::Event::InitDone) if lists_brandings => {
+                prerequisites.brandings_listed(relisted_scope.as_deref());
+                return;
+            }
+            _ => return,
+        };
+        if let Ok(resource) = &guard.0 {
+            record_references(&references, &prerequisites, resource, present, live);
+            if counts_clients {
+                policies.client_seen(
+                    &resource.namespace().unwrap_or_default(),
+                    counted(resource),
+                    present,
+                );
+            }
+            if !present {
+                policies.resource_gone(
+                    K::KIND.object_kind(),
+                    &resource.namespace().unwrap_or_default(),
+                    &resource.name_any(),
+                );
+            }
+        }
+    })
+    .applied_objects()
+}
+
+/// The manifests of the kind that routes name (a resource, or every one of a namespace), within
+/// the scope and the shard.
+fn routed<K: Managed>(
+    wiring: &Wiring,
+    scope: Option<String>,
+    cached: reflector::Store<Guarded<K>>,
+) -> impl futures::Stream<Item = ObjectRef<Guarded<K>>> + Send + 'static {
+    let shard = wiring.shard.clone();
+    let locator = wiring.prerequisites.clone();
+    BroadcastStream::new(wiring.routes.subscribe()).flat_map(move |route| {
+        let targets: Vec<(String, String)> = match route {
+            Ok(Route::Resource {
+                kind,
+                namespace,
+                name,
+            }) if kind == K::KIND.object_kind() => {
+                K::locate(&locator, namespace, name).into_iter().collect()
+            }
+            Ok(Route::Namespace { namespace }) => cached
+                .state()
+                .iter()
+                .filter(|guard| guard.namespace().as_deref() == Some(namespace.as_str()))
+                .map(|guard| (namespace.clone(), guard.name_any()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let refs: Vec<ObjectRef<Guarded<K>>> = targets
+            .into_iter()
+            .filter(|(namespace, _)| scope.as_ref().is_none_or(|ns| ns == namespace))
+            .filter(|(namespace, _)| shard.covers(K::KIND.object_kind(), namespace))
+            .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
+            .collect();
+        futures::stream::iter(refs)
+    })
 }
 
 /// Follows the manifests of a kind this reconciler does not reconcile (another shard's, with
@@ -709,45 +619,6 @@ fn error_policy<K: Managed, A: AdminApi>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_changed_reference_moves_the_manifest_to_its_new_secret() {
-        let references = SecretReferences::default();
-        references.record(ObjectKind::Client, "team-a", "web", Some("creds"));
-        references.record(ObjectKind::Client, "team-a", "api", Some("creds"));
-        references.record(
-            ObjectKind::IdentityProvider,
-            "team-a",
-            "corp",
-            Some("creds"),
-        );
-        assert_eq!(
-            references.referencing("team-a", "creds"),
-            vec![
-                (ObjectKind::Client, "api".to_owned()),
-                (ObjectKind::Client, "web".to_owned()),
-                (ObjectKind::IdentityProvider, "corp".to_owned()),
-            ]
-        );
-        assert!(references.referencing("team-b", "creds").is_empty());
-
-        let namespaces = references.namespaces();
-        assert_eq!(*namespaces.borrow(), BTreeSet::from(["team-a".to_owned()]));
-        references.record(ObjectKind::Client, "team-a", "web", Some("web-creds"));
-        references.record(ObjectKind::Client, "team-a", "api", None);
-        assert_eq!(
-            references.referencing("team-a", "creds"),
-            vec![(ObjectKind::IdentityProvider, "corp".to_owned())]
-        );
-        assert_eq!(
-            references.referencing("team-a", "web-creds"),
-            vec![(ObjectKind::Client, "web".to_owned())]
-        );
-        // The last reference in a namespace gone: its Secrets are no longer watched.
-        references.record(ObjectKind::Client, "team-a", "web", None);
-        references.record(ObjectKind::IdentityProvider, "team-a", "corp", None);
-        assert!(references.namespaces().borrow().is_empty());
-    }
 
     #[tokio::test]
     async fn work_a_controller_started_ends_with_it() {

@@ -1,10 +1,9 @@
 //! The Kubernetes edges of the pipeline: finalizers, the restore annotation, status by server-side
-//! apply under the manager's name, Secrets and events. Nothing here decides anything.
+//! apply under the manager's name, and Secrets. Nothing here decides anything.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
-use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -18,21 +17,13 @@ use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION}
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::caches::SecretSummary;
-use crate::decide::{EventNote, SecretRefProblem, SecretState, SecretWriteFailure};
-use crate::events::EventQueue;
+use crate::caches::{
+    CLIENT_ID_KEY, CLIENT_SECRET_KEY, DISCOVERY_URL_KEY, ISSUER_KEY, SecretSummary,
+};
+use crate::decide::{SecretRefProblem, SecretState, SecretWriteFailure};
 use crate::memory::SecretValue;
 
 pub mod unread;
-
-/// The key of a delivered Secret that holds the client secret.
-pub const CLIENT_SECRET_KEY: &str = "clientSecret";
-/// The key of a delivered Secret that holds the client id.
-pub const CLIENT_ID_KEY: &str = "clientId";
-/// The key of a delivered Secret that holds the issuer URL.
-pub const ISSUER_KEY: &str = "issuer";
-/// The key of a delivered Secret that holds the OpenID discovery document's URL.
-pub const DISCOVERY_URL_KEY: &str = "discoveryUrl";
 
 /// The OpenID Connect discovery URL of an issuer.
 pub fn discovery_url(issuer: &str) -> String {
@@ -204,19 +195,6 @@ pub async fn write_status<K: NamespacedResource>(
         &Patch::Apply(&patch),
     )
     .await
-}
-
-/// Queues one event on the resource, observed at `now`; it is written in the background, and
-/// a failure is logged, never returned: an event must not hold up the reconcile.
-pub async fn record_event<K: NamespacedResource>(
-    events: &EventQueue,
-    resource: &K,
-    event: &EventNote,
-    now: Timestamp,
-) {
-    events
-        .send(resource.object_ref(&()), event.reason, &event.note, now)
-        .await;
 }
 
 fn owned_by(secret: &SecretSummary, uid: &str) -> bool {

@@ -1,8 +1,8 @@
 //! Leader election on a Lease. The leader renews every retry period and stops writing when it has
 //! not renewed within the renew deadline, which is shorter than the lease: so it has stopped
 //! before another replica may take the Lease, even when it lost only the Kubernetes API and still
-//! reaches the server. Writes check the term's end themselves ([`Leadership::is_leader`]), so a
-//! renewal that hangs cannot stretch it.
+//! reaches the server. Every write passes one gate ([`Leadership::gate`]), which checks the term's
+//! end itself, so a renewal that hangs cannot stretch it.
 
 use std::time::Duration;
 
@@ -91,17 +91,28 @@ impl Standing {
     }
 }
 
-/// Whether this replica may write. Cheap to clone; every write asks it.
+/// Whether this replica may write. Cheap to clone; every write passes its gate.
 #[derive(Clone, Debug)]
 pub struct Leadership(watch::Receiver<Standing>);
+
+/// A write was not made: this replica does not lead, or its term ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("this replica does not lead")]
+pub struct NotLeading;
 
 impl Leadership {
     pub fn new(receiver: watch::Receiver<Standing>) -> Leadership {
         Leadership(receiver)
     }
 
-    pub fn is_leader(&self) -> bool {
-        self.0.borrow().leads()
+    /// The write gate: the one place that asks whether this replica leads. Passed before each
+    /// write rather than once, since a term can end while a reconcile runs.
+    pub fn gate(&self) -> Result<(), NotLeading> {
+        if self.0.borrow().leads() {
+            Ok(())
+        } else {
+            Err(NotLeading)
+        }
     }
 }
 
@@ -417,12 +428,16 @@ mod tests {
             until: now + Duration::from_secs(3600),
         });
         let leadership = Leadership::new(receiver);
-        assert!(leadership.is_leader());
+        assert_eq!(leadership.gate(), Ok(()));
         // The same term, past its end: no write, though no message said so.
         sender.send_replace(Standing::Leading { until: now });
-        assert!(!leadership.is_leader(), "no write after the renew deadline");
+        assert_eq!(
+            leadership.gate(),
+            Err(NotLeading),
+            "no write after the renew deadline"
+        );
         sender.send_replace(Standing::Following { holder: "b".into() });
-        assert!(!leadership.is_leader());
+        assert_eq!(leadership.gate(), Err(NotLeading));
     }
 
     #[test]

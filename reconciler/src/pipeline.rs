@@ -1,6 +1,6 @@
 //! The one reconcile pipeline, for every kind: observe → decide the next step → carry it out →
 //! record the verdict. The finalizer, the deletion policy, the restore annotation, drift, the
-//! refusal resend, backoff and the leadership gate are here, once; what differs per kind comes
+//! refusal resend, backoff and the write gate are here, once; what differs per kind comes
 //! through [`Managed`].
 
 use std::sync::Arc;
@@ -13,28 +13,26 @@ use nauthera_client::convert::ConvertError;
 use nauthera_client::wire::KindWire;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::catalog::{Cause, Reason};
-use nauthera_shared::resources::{HeldResource, ResourceStatus, RestoreOutcome, RestoreRecord};
+use nauthera_shared::resources::{HeldResource, ManagedElsewhere, ResourceStatus};
 
 use crate::admin::AdminApi;
 use crate::context::{Context, ReconcileError};
 use crate::decide::{
-    DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
-    SecretRelease, SecretState, SentValue, StaleRemoval, StatusClaim, Step, Verdict, after_apply,
-    after_secret_failure, awaiting_missing, awaiting_prerequisite, held_by_policy,
-    naming_dependents, provided_value_changed, reference_missing, released, released_elsewhere,
-    released_with_secret, restore_not_needed, restore_told, rotated, secret_delivered,
-    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_unreadable,
-    secret_value_sent, stale_secret, stale_secret_removed, status_claim, superseding_drift,
-    take_over_refused, taken_over, unencodable_branding, with_removal_told, with_stale_removal,
+    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
+    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, ValueSent, Verdict,
+    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
+    held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
+    released, released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored,
+    rotated, secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
+    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, superseding_drift,
+    take_over_refused, taken_over, unencodable_branding, with_approval, with_removal_told,
+    with_stale_removal, with_value_sent,
 };
 use crate::kube_io::{self, ReadSecret};
 use crate::managed::{Managed, WriteRequest};
-use crate::memory::Minted;
+use crate::memory::{Minted, SecretValue};
 use crate::policies::Judged;
-use crate::prerequisites::Standing;
-use crate::server_calls::{
-    DriftFacts, WriteResult, check_drift, delete, look_before_create, write,
-};
+use crate::server_calls::{self, DriftFacts, WriteResult, check_drift, delete, look_before_create};
 
 /// The edges one reconcile works with.
 struct Edges<'a, K: Managed, A> {
@@ -46,283 +44,43 @@ struct Edges<'a, K: Managed, A> {
     namespace: String,
 }
 
-/// One reconcile of one resource.
+/// One reconcile of one resource. A replica that does not lead, or whose term ends on the way,
+/// stops at the write gate and waits for a change.
 pub async fn reconcile<K: Managed, A: AdminApi>(
     resource: Arc<K>,
     ctx: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
     let _timer = ctx.metrics.reconcile_timer(K::KIND.as_str());
-    // Only the leader reconciles; a replica that lost the lease stops here.
-    if !ctx.leadership.is_leader() {
-        return Ok(Action::await_change());
+    match reconcile_leading(resource, ctx).await {
+        Err(ReconcileError::NotLeading(_)) => Ok(Action::await_change()),
+        result => result,
     }
-    let namespace = resource
-        .namespace()
-        .ok_or(ReconcileError::MissingMetadata("namespace"))?;
-    let edges = Edges {
-        ctx: ctx.as_ref(),
-        resource: resource.as_ref(),
-        api: Api::namespaced(ctx.client.clone(), &namespace),
-        secrets: Api::namespaced(ctx.client.clone(), &namespace),
-        uid: resource
-            .uid()
-            .ok_or(ReconcileError::MissingMetadata("uid"))?,
-        namespace,
-    };
-    let mut remembered = ctx.memory.status_or(&edges.uid, resource.status());
+}
+
+async fn reconcile_leading<K: Managed, A: AdminApi>(
+    resource: Arc<K>,
+    ctx: Arc<Context<A>>,
+) -> Result<Action, ReconcileError> {
+    // Only the leader reconciles: a follower reads nothing either.
+    ctx.leadership.gate()?;
+    let edges = Edges::of(ctx.as_ref(), resource.as_ref())?;
+    let remembered = ctx.memory.status_or(&edges.uid, resource.status());
     let take_over_from = kube_io::take_over_from(edges.resource);
-    match status_claim(remembered.as_ref(), &ctx.manager, take_over_from.as_deref()) {
-        StatusClaim::Ours => {}
-        StatusClaim::Another { manager } => {
+    let remembered = match claimed_status(remembered, &ctx.manager, take_over_from.as_deref()) {
+        Ok(remembered) => remembered,
+        Err(manager) => {
             // An overlapping shard: its reconciler acts on the resource, this one never does.
             tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %resource.name_any(), manager = %manager, "left to another reconciler");
             return Ok(Action::await_change());
         }
-        StatusClaim::HandedOver { from } => {
-            if let Some(status) = remembered.as_mut()
-                && status.managed_elsewhere.is_none()
-            {
-                status.managed_elsewhere = Some(Box::new(from));
-            }
-        }
-    }
+    };
     let status = remembered.as_ref();
     let minted = ctx.memory.minted(&edges.uid);
     let (mut observed, provided) = observe(&edges, status, minted.is_some()).await?;
-
-    // Steps that only add a fact or the finalizer go straight on to the next decision.
-    let step = loop {
-        let step = crate::decide::next_step(&observed);
-        tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %resource.name_any(), step = step.label(), "next step");
-        match step {
-            Step::AddFinalizer => {
-                kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
-                observed.has_finalizer = true;
-            }
-            Step::ReadSecret => observed.secret_state = generated_secret_state(&edges).await?,
-            step => break step,
-        }
-    };
-
-    let verdict = match step {
-        Step::AddFinalizer | Step::ReadSecret => unreachable!("taken in the loop above"),
-        Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest),
-        Step::AwaitMissing { missing } => awaiting_missing(&missing),
-        Step::HoldByPolicy => {
-            let approve =
-                nauthera_shared::policy::approve_command(&resource.name_any(), &edges.namespace);
-            match held_by_policy(&observed.policy, observed.generation, status, &approve) {
-                Some(verdict) => verdict,
-                None => return Ok(Action::await_change()),
-            }
-        }
-        Step::Wait { after } => {
-            // The gauge of resources by reason is filled from the cache too, not only after a
-            // write: a restarted reconciler counts what it found.
-            if let Some(status) = status {
-                ctx.metrics
-                    .resource_from_status(K::KIND.as_str(), &edges.uid, status);
-            }
-            return Ok(after.map_or_else(Action::await_change, Action::requeue));
-        }
-        Step::ReportSecretForbidden => match resource.secret_mode() {
-            SecretMode::Generate { secret_name } => secret_unreadable(&secret_name),
-            _ => return Ok(Action::await_change()),
-        },
-        Step::ReportSecretNameTaken { owner } => {
-            let mode = resource.secret_mode();
-            let (Some(secret_name), Some(delivered)) =
-                (mode.generated_into(), stale_secret(status, &mode))
-            else {
-                return Ok(Action::await_change());
-            };
-            let written = status.and_then(|s| s.generation_in_force) == Some(observed.generation);
-            secret_name_taken(secret_name, owner.as_deref(), delivered, written)
-        }
-        Step::RemoveStaleSecret { name } => {
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
-            let removal = remove_stale_secret(&edges, &name).await;
-            let readers = match removal {
-                StaleRemoval::Removed => readers_of(&edges, &name).await,
-                _ => Readers::Found(Vec::new()),
-            };
-            let mode = resource.secret_mode();
-            let current = mode.generated_into();
-            stale_secret_removed(
-                status
-                    .and_then(|s| s.generation_in_force)
-                    .unwrap_or_default(),
-                status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
-                &name,
-                &removal,
-                &readers,
-                current,
-                &edges.namespace,
-            )
-        }
-        Step::ClearRestoreAnnotation => {
-            let request = kube_io::restore_request(edges.resource);
-            let requested_by = kube_io::restore_requester(edges.resource.meta());
-            kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
-            // The request is answered in the status, so whoever waits for it knows.
-            let answered = restore_not_needed(status, request, requested_by, (ctx.clock)());
-            kube_io::write_status(&edges.api, &resource.name_any(), &answered, &ctx.manager)
-                .await?;
-            ctx.memory.remember_status(&edges.uid, answered);
-            return Ok(Action::await_change());
-        }
-        Step::Apply {
-            if_revision,
-            rotate,
-            restore,
-        } => {
-            let mut verdict = apply(
-                &edges,
-                status,
-                provided,
-                if_revision.as_deref(),
-                rotate,
-                if restore {
-                    Purpose::Restore
-                } else {
-                    Purpose::Declared
-                },
-            )
-            .await?;
-            // What an approval policy lists is kept with the write that put it in force.
-            if verdict.fields.generation_in_force.is_some() {
-                verdict.fields.approval = observed.policy.approval_record().cloned();
-            }
-            verdict
-        }
-        Step::LookBeforeCreate => {
-            let facts = drift_facts(&edges, status);
-            match look_before_create(edges.resource, ctx.admin.as_ref(), &facts).await {
-                Ok(Some(verdict)) => {
-                    if verdict.fields.revision.is_some() {
-                        ctx.memory.was_orphaned(
-                            K::KIND.object_kind(),
-                            &edges.resource.server_key(),
-                            true,
-                        );
-                    }
-                    note_server_view(&edges, &verdict);
-                    verdict
-                }
-                // Nothing there: created now (the step was gated like a write).
-                Ok(None) => apply(&edges, status, provided, None, None, Purpose::Declared).await?,
-                Err(ConvertError::Branding(error)) => unencodable_branding(&error),
-                Err(error) => return Err(error.into()),
-            }
-        }
-        Step::ReclaimSecret { name } => {
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
-            let (Some(revision), Some(client_id)) = (
-                status.and_then(|s| s.revision.as_deref()),
-                status.and_then(|s| s.client_id.as_deref()),
-            ) else {
-                return Ok(Action::await_change());
-            };
-            if !kube_io::reclaim_secret(&edges.secrets, edges.resource, &name, client_id).await? {
-                return Ok(Action::await_change());
-            }
-            secret_reclaimed(
-                status
-                    .and_then(|s| s.generation_in_force)
-                    .unwrap_or_default(),
-                revision,
-                &name,
-                client_id,
-            )
-        }
-        Step::TakeOver { from, rotate } => {
-            let verdict = apply(
-                &edges,
-                status,
-                provided,
-                Some(from.revision.as_str()),
-                rotate,
-                Purpose::TakeOver,
-            )
-            .await?;
-            if verdict.fields.revision.is_some() {
-                kube_io::clear_take_over_annotation(&edges.api, edges.resource).await?;
-                taken_over(verdict, &from)
-            } else {
-                verdict
-            }
-        }
-        Step::RefuseTakeOver { named } => {
-            let elsewhere = status.and_then(|s| s.managed_elsewhere.as_deref());
-            let cause = status.and_then(|s| s.cause).unwrap_or(Cause::Claimed);
-            match elsewhere {
-                Some(elsewhere) => take_over_refused(elsewhere, &named, cause),
-                None => return Ok(Action::await_change()),
-            }
-        }
-        Step::LetGo => {
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
-            let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) else {
-                return Ok(Action::await_change());
-            };
-            return finish_deletion(&edges, status, &released_elsewhere(elsewhere)).await;
-        }
-        Step::DeliverSecret => match minted {
-            Some(minted) => deliver(&edges, status, &minted).await,
-            None => return Ok(Action::await_change()),
-        },
-        Step::CheckDrift => {
-            let checked = check_drift(
-                edges.resource,
-                ctx.admin.as_ref(),
-                &drift_facts(&edges, status),
-            )
-            .await;
-            let verdict = refused_if_unencodable(checked)?;
-            note_server_view(&edges, &verdict);
-            verdict
-        }
-        Step::Delete { if_revision } => {
-            let deletion = delete(
-                edges.resource,
-                ctx.admin.as_ref(),
-                &ctx.manager,
-                &if_revision,
-            )
-            .await?;
-            // The revision the server answered with is what the next step looks at.
-            if let Some(held) = deletion.held_revision {
-                ctx.revisions.note(
-                    K::KIND.object_kind(),
-                    edges.resource.server_key(),
-                    Some(held),
-                );
-            }
-            let verdict = deletion.verdict;
-            let dependents = resource
-                .provides()
-                .map(|provided| ctx.prerequisites.dependents(&provided))
-                .unwrap_or_default();
-            let verdict = naming_dependents(verdict, &dependents);
-            return finish_deletion(&edges, status, &verdict).await;
-        }
-        Step::Release { reason } => {
-            // The release is a write too: only the leader makes it.
-            if !ctx.leadership.is_leader() {
-                return Ok(Action::await_change());
-            }
-            let verdict = match release_secret(&edges, reason).await? {
-                Some(release) => released_with_secret(reason, &release),
-                None => released(reason),
-            };
-            return finish_deletion(&edges, status, &verdict).await;
-        }
+    let step = step_to_carry_out(&edges, &mut observed).await?;
+    let verdict = match carry_out(&edges, step, &observed, provided, minted).await? {
+        Carried::Verdict(verdict) => *verdict,
+        Carried::Done(action) => return Ok(action),
     };
     // In force, but a manifest it names is gone: said at once.
     let verdict = match &observed.prerequisites.missing {
@@ -339,6 +97,338 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
         true,
     )
     .await
+}
+
+impl<'a, K: Managed, A> Edges<'a, K, A> {
+    fn of(ctx: &'a Context<A>, resource: &'a K) -> Result<Edges<'a, K, A>, ReconcileError> {
+        let namespace = resource
+            .namespace()
+            .ok_or(ReconcileError::MissingMetadata("namespace"))?;
+        Ok(Edges {
+            ctx,
+            resource,
+            api: Api::namespaced(ctx.client.clone(), &namespace),
+            secrets: Api::namespaced(ctx.client.clone(), &namespace),
+            uid: resource
+                .uid()
+                .ok_or(ReconcileError::MissingMetadata("uid"))?,
+            namespace,
+        })
+    }
+}
+
+/// The next step that acts or reports: steps that only add a fact or the finalizer are taken
+/// here and go straight on to the next decision. Every step that writes passes the write gate
+/// first.
+async fn step_to_carry_out<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    observed: &mut Observed<'_>,
+) -> Result<Step, ReconcileError> {
+    loop {
+        let step = crate::decide::next_step(observed);
+        tracing::debug!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %edges.resource.name_any(), step = step.label(), "next step");
+        if step.writes() {
+            edges.ctx.leadership.gate()?;
+        }
+        match step {
+            Step::AddFinalizer => {
+                kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
+                observed.has_finalizer = true;
+            }
+            Step::ReadSecret => observed.secret_state = generated_secret_state(edges).await?,
+            step => return Ok(step),
+        }
+    }
+}
+
+/// What carrying out a step came to.
+enum Carried {
+    /// A verdict to record (boxed: a verdict is large, the other variant small).
+    Verdict(Box<Verdict>),
+    /// The reconcile is done (recorded already, or nothing to record): look again then.
+    Done(Action),
+}
+
+impl From<Verdict> for Carried {
+    fn from(verdict: Verdict) -> Carried {
+        Carried::Verdict(Box::new(verdict))
+    }
+}
+
+/// Carries out one step that acts or reports.
+async fn carry_out<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    step: Step,
+    observed: &Observed<'_>,
+    provided: Option<ReadSecret>,
+    minted: Option<Minted>,
+) -> Result<Carried, ReconcileError> {
+    let (ctx, resource, status) = (edges.ctx, edges.resource, observed.status);
+    let wait = Carried::Done(Action::await_change());
+    Ok(match step {
+        Step::AddFinalizer | Step::ReadSecret => unreachable!("taken before a step is carried out"),
+        Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest).into(),
+        Step::AwaitMissing { missing } => awaiting_missing(&missing).into(),
+        Step::HoldByPolicy => {
+            let approve =
+                nauthera_shared::policy::approve_command(&resource.name_any(), &edges.namespace);
+            match held_by_policy(&observed.policy, observed.generation, status, &approve) {
+                Some(verdict) => verdict.into(),
+                None => wait,
+            }
+        }
+        Step::Wait { after } => {
+            // The gauge of resources by reason is filled from the cache too, not only after a
+            // write: a restarted reconciler counts what it found.
+            if let Some(status) = status {
+                ctx.metrics
+                    .resource_from_status(K::KIND.as_str(), &edges.uid, status);
+            }
+            Carried::Done(after.map_or_else(Action::await_change, Action::requeue))
+        }
+        Step::ReportSecretForbidden => match resource.secret_mode() {
+            SecretMode::Generate { secret_name } => secret_unreadable(&secret_name).into(),
+            _ => wait,
+        },
+        Step::ReportSecretNameTaken { owner } => {
+            let mode = resource.secret_mode();
+            let (Some(secret_name), Some(delivered)) =
+                (mode.generated_into(), stale_secret(status, &mode))
+            else {
+                return Ok(wait);
+            };
+            let written = status.and_then(|s| s.generation_in_force) == Some(observed.generation);
+            secret_name_taken(secret_name, owner.as_deref(), delivered, written).into()
+        }
+        Step::RemoveStaleSecret { name } => remove_stale(edges, status, &name).await.into(),
+        Step::ClearRestoreAnnotation => {
+            answer_restore_not_needed(edges, status).await?;
+            wait
+        }
+        Step::Apply {
+            if_revision,
+            rotate,
+            restore,
+        } => {
+            let purpose = if restore {
+                Purpose::Restore
+            } else {
+                Purpose::Declared
+            };
+            let verdict = apply(
+                edges,
+                status,
+                provided,
+                if_revision.as_deref(),
+                rotate,
+                purpose,
+            )
+            .await?;
+            with_approval(verdict, &observed.policy).into()
+        }
+        Step::LookBeforeCreate => look_then_create(edges, status, provided).await?.into(),
+        Step::ReclaimSecret { name } => match reclaim(edges, status, &name).await? {
+            Some(verdict) => verdict.into(),
+            None => wait,
+        },
+        Step::TakeOver { from, rotate } => take_over(edges, status, provided, &from, rotate)
+            .await?
+            .into(),
+        Step::RefuseTakeOver { named } => {
+            let elsewhere = status.and_then(|s| s.managed_elsewhere.as_deref());
+            let cause = status.and_then(|s| s.cause).unwrap_or(Cause::Claimed);
+            match elsewhere {
+                Some(elsewhere) => take_over_refused(elsewhere, &named, cause).into(),
+                None => wait,
+            }
+        }
+        Step::LetGo => {
+            let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) else {
+                return Ok(wait);
+            };
+            Carried::Done(finish_deletion(edges, status, &released_elsewhere(elsewhere)).await?)
+        }
+        Step::DeliverSecret => match minted {
+            Some(minted) => deliver(edges, status, &minted).await.into(),
+            None => wait,
+        },
+        Step::CheckDrift => {
+            let checked = check_drift(
+                edges.resource,
+                ctx.admin.as_ref(),
+                &drift_facts(edges, status),
+            )
+            .await;
+            let verdict = refused_if_unencodable(checked)?;
+            note_server_view(edges, &verdict);
+            verdict.into()
+        }
+        Step::Delete { if_revision } => {
+            Carried::Done(delete_on_server(edges, status, &if_revision).await?)
+        }
+        Step::Release { reason } => {
+            let verdict = match release_secret(edges, reason).await {
+                Some(release) => released_with_secret(reason, &release),
+                None => released(reason),
+            };
+            Carried::Done(finish_deletion(edges, status, &verdict).await?)
+        }
+    })
+}
+
+/// Removes a Secret this resource delivered a generated secret into and no longer names, and
+/// says which workloads still read it.
+async fn remove_stale<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    name: &str,
+) -> Verdict {
+    let removal = remove_stale_secret(edges, name).await;
+    let readers = match removal {
+        StaleRemoval::Removed => readers_of(edges, name).await,
+        _ => Readers::Found(Vec::new()),
+    };
+    let mode = edges.resource.secret_mode();
+    stale_secret_removed(
+        status
+            .and_then(|s| s.generation_in_force)
+            .unwrap_or_default(),
+        status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
+        name,
+        &removal,
+        &readers,
+        mode.generated_into(),
+        &edges.namespace,
+    )
+}
+
+/// A restore asked for where nothing drifted: the annotation is removed, and the request is
+/// answered in the status, so whoever waits for it knows.
+async fn answer_restore_not_needed<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+) -> Result<(), ReconcileError> {
+    let ctx = edges.ctx;
+    let request = kube_io::restore_request(edges.resource);
+    let requested_by = kube_io::restore_requester(edges.resource.meta());
+    kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
+    let answered = restore_not_needed(status, request, requested_by, (ctx.clock)());
+    kube_io::write_status(
+        &edges.api,
+        &edges.resource.name_any(),
+        &answered,
+        &ctx.manager,
+    )
+    .await?;
+    ctx.memory.remember_status(&edges.uid, answered);
+    Ok(())
+}
+
+/// Reads what the server holds under the name before creating anything: an earlier write is
+/// adopted; nothing there is created now (the step passed the write gate).
+async fn look_then_create<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    provided: Option<ReadSecret>,
+) -> Result<Verdict, ReconcileError> {
+    let ctx = edges.ctx;
+    let facts = drift_facts(edges, status);
+    match look_before_create(edges.resource, ctx.admin.as_ref(), &facts).await {
+        Ok(Some(verdict)) => {
+            if verdict.fields.revision.is_some() {
+                ctx.memory
+                    .was_orphaned(K::KIND.object_kind(), &edges.resource.server_key(), true);
+            }
+            note_server_view(edges, &verdict);
+            Ok(verdict)
+        }
+        Ok(None) => apply(edges, status, provided, None, None, Purpose::Declared).await,
+        Err(ConvertError::Branding(error)) => Ok(unencodable_branding(&error)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Owns again the Secret a re-declared orphan's secret was released into; `None` when there is
+/// nothing to reclaim.
+async fn reclaim<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    name: &str,
+) -> Result<Option<Verdict>, ReconcileError> {
+    let (Some(revision), Some(client_id)) = (
+        status.and_then(|s| s.revision.as_deref()),
+        status.and_then(|s| s.client_id.as_deref()),
+    ) else {
+        return Ok(None);
+    };
+    if !kube_io::reclaim_secret(&edges.secrets, edges.resource, name, client_id).await? {
+        return Ok(None);
+    }
+    Ok(Some(secret_reclaimed(
+        status
+            .and_then(|s| s.generation_in_force)
+            .unwrap_or_default(),
+        revision,
+        name,
+        client_id,
+    )))
+}
+
+/// Writes the declared state over another reconciler's revision; once written, the take-over
+/// annotation is removed.
+async fn take_over<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    provided: Option<ReadSecret>,
+    from: &ManagedElsewhere,
+    rotate: Option<Rotation>,
+) -> Result<Verdict, ReconcileError> {
+    let verdict = apply(
+        edges,
+        status,
+        provided,
+        Some(from.revision.as_str()),
+        rotate,
+        Purpose::TakeOver,
+    )
+    .await?;
+    if verdict.fields.revision.is_none() {
+        return Ok(verdict);
+    }
+    kube_io::clear_take_over_annotation(&edges.api, edges.resource).await?;
+    Ok(taken_over(verdict, from))
+}
+
+/// Deletes the object on the server if it still holds the revision, and records the outcome
+/// with the manifests that still depend on it.
+async fn delete_on_server<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    if_revision: &str,
+) -> Result<Action, ReconcileError> {
+    let ctx = edges.ctx;
+    let deletion = delete(
+        edges.resource,
+        ctx.admin.as_ref(),
+        &ctx.manager,
+        if_revision,
+    )
+    .await?;
+    // The revision the server answered with is what the next step looks at.
+    if let Some(held) = deletion.held_revision {
+        ctx.revisions.note(
+            K::KIND.object_kind(),
+            edges.resource.server_key(),
+            Some(held),
+        );
+    }
+    let dependents = edges
+        .resource
+        .provides()
+        .map(|provided| ctx.prerequisites.dependents(&provided))
+        .unwrap_or_default();
+    let verdict = naming_dependents(deletion.verdict, &dependents);
+    finish_deletion(edges, status, &verdict).await
 }
 
 /// Tells the policy caches whether a policy holds the resource back, for the policy's status.
@@ -583,30 +673,14 @@ async fn apply<K: Managed, A: AdminApi>(
     rotate: Option<Rotation>,
     purpose: Purpose,
 ) -> Result<Verdict, ReconcileError> {
-    let restore = purpose == Purpose::Restore;
     let ctx = edges.ctx;
     let resource = edges.resource;
-    let mode = resource.secret_mode();
-    let provided = match (&mode, resource.provided_secret()) {
-        (SecretMode::Provided, Some(_)) if already_read.is_some() => already_read,
-        (SecretMode::Provided, Some(reference)) => {
-            match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
-                Ok(read) => Some(read),
-                Err(problem) => {
-                    return Ok(secret_ref_unavailable(
-                        K::SECRET_REF_FIELD,
-                        &reference.name,
-                        &reference.key,
-                        problem,
-                    ));
-                }
-            }
-        }
-        _ => None,
+    let provided = match provided_to_send(edges, already_read).await? {
+        Ok(provided) => provided,
+        Err(unavailable) => return Ok(unavailable),
     };
-    if !ctx.leadership.is_leader() {
-        return Ok(crate::decide::not_leader());
-    }
+    // Reading the team's Secret takes a while, in which the term may end.
+    ctx.leadership.gate()?;
     let sent = status.and_then(|s| s.secret_version.as_deref());
     // The value sent, and whether it is new to the server (the first one, or a changed one).
     let sending = provided.as_ref().map(|read| SentValue {
@@ -614,31 +688,26 @@ async fn apply<K: Managed, A: AdminApi>(
         digest: read.value.digest(),
     });
     let known = ctx.memory.sent_value(&edges.uid);
-    let value_changed = sending
-        .as_ref()
-        .is_some_and(|value| provided_value_changed(sent, known.as_ref(), value));
-    let registered_before = status.is_some_and(|s| s.revision.is_some());
-    // Over a drift: which of its fields the new generation declares as the server holds them
-    // (those are kept, not discarded), read before they are written over.
-    let still_differs = match status.and_then(|s| s.drift.as_ref()) {
-        Some(drift) if purpose == Purpose::Declared && !drift.removed => {
-            match resource.get(ctx.admin.as_ref()).await {
-                Ok(Ok(Some(held))) if held.revision == drift.server_revision => Some(held.differs),
-                _ => None,
-            }
-        }
-        _ => None,
+    let mut write = Write {
+        purpose,
+        rotate,
+        value_changed: sending
+            .as_ref()
+            .is_some_and(|value| provided_value_changed(sent, known.as_ref(), value)),
+        registered_before: status.is_some_and(|s| s.revision.is_some()),
+        still_differs: still_differing(edges, status, purpose).await,
+        if_revision: if_revision.map(str::to_owned),
+        provided,
     };
-    let mut if_revision = if_revision.map(str::to_owned);
     let mut resent = false;
     loop {
         let request = WriteRequest {
             manager: &ctx.manager,
-            if_revision: if_revision.as_deref(),
-            rotate_secret: rotate.is_some(),
-            provided: provided.as_ref().map(|read| &read.value),
+            if_revision: write.if_revision.as_deref(),
+            rotate_secret: write.rotate.is_some(),
+            provided: write.provided.as_ref().map(|read| &read.value),
         };
-        let written = match write(resource, ctx.admin.as_ref(), request).await {
+        let written = match server_calls::write(resource, ctx.admin.as_ref(), request).await {
             Ok(written) => written,
             Err(ConvertError::Branding(error)) => return Ok(unencodable_branding(&error)),
             Err(error) => return Err(error.into()),
@@ -649,82 +718,12 @@ async fn apply<K: Managed, A: AdminApi>(
                 organization,
                 minted,
             } => {
-                let (secret_name, delivery) = match (&mode, minted) {
-                    (SecretMode::Generate { secret_name }, Some(value)) => {
-                        let minted = Minted {
-                            value,
-                            client_id: applied.client_id.clone(),
-                            secret_name: secret_name.clone(),
-                            rotation: rotate.clone(),
-                        };
-                        // Kept in memory until the Secret is written, so a failed write is retried
-                        // without minting again.
-                        ctx.memory.remember_minted(&edges.uid, minted.clone());
-                        let result = deliver_minted(edges, &minted).await;
-                        (Some(secret_name.as_str()), Some(result))
-                    }
-                    _ => (None, None),
-                };
-                let request = kube_io::restore_request(resource);
-                if restore {
-                    kube_io::clear_restore_annotation(&edges.api, resource).await?;
-                }
-                // The secret in force is settled: delivered, or not a generated one any more.
-                let settled = match &mode {
-                    SecretMode::Generate { .. } => matches!(delivery, Some(Ok(()))),
-                    _ => true,
-                };
-                let mut verdict =
-                    after_apply(&applied, secret_name, delivery, restore, rotate.as_ref());
-                if settled {
-                    verdict = after_settled(edges, status, verdict, rotate.as_ref()).await;
-                }
-                // A new generation over a drift (not a restore): what it declares as the server
-                // held it is kept, the rest of the person's change is discarded.
-                if let Some(drift) = status
-                    .and_then(|s| s.drift.as_ref())
-                    .filter(|_| purpose == Purpose::Declared)
-                {
-                    verdict = superseding_drift(verdict, drift, still_differs.as_deref());
-                }
-                if restore {
-                    let requested_by = kube_io::restore_requester(resource.meta());
-                    verdict = restore_told(
-                        verdict,
-                        requested_by.as_deref(),
-                        status.and_then(|s| s.client_id.as_deref()),
-                        &applied,
-                    );
-                    verdict.fields.last_restore = Some(RestoreRecord {
-                        request,
-                        requested_by,
-                        outcome: RestoreOutcome::Restored,
-                        revision: Some(applied.revision.clone()),
-                        overwritten_revision: Some(if_revision.clone().unwrap_or_default()),
-                        completed_at: None,
-                    });
-                }
-                verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
-                // The team's value counts as set when it is new to the server, and a changed one
-                // is told (never the value).
-                verdict.fields.secret_set |= value_changed;
-                if let (true, true, Some(reference)) =
-                    (value_changed, registered_before, resource.provided_secret())
-                {
-                    verdict = secret_value_sent(
-                        verdict,
-                        &ProvidedSecret {
-                            field: K::SECRET_REF_FIELD,
-                            secret: &reference.name,
-                            key: &reference.key,
-                            what: K::PROVIDED_SECRET,
-                        },
-                    );
-                }
+                let verdict = after_written(edges, status, &write, &applied, minted).await?;
+                let verdict = in_organization(verdict, organization);
+                let verdict = with_value_sent(verdict, value_sent::<K>(&write, resource));
                 if let Some(value) = sending {
                     ctx.memory.remember_sent_value(&edges.uid, value);
                 }
-                verdict.fields.secret_version = provided.map(|read| read.version);
                 note_server_view(edges, &verdict);
                 Ok(verdict)
             }
@@ -732,18 +731,10 @@ async fn apply<K: Managed, A: AdminApi>(
                 let checked =
                     check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
                 let verdict = refused_if_unencodable(checked)?;
-                // The server holds this reconciler's own write whose answer was lost: adopted. Which
-                // value of the team's secret that write carried is not known, so the one read now
-                // is sent again over it at once, rather than recorded as sent or left for a later
-                // reconcile to find.
-                let adopted = (verdict.reason == Reason::Registered)
-                    .then(|| verdict.fields.revision.clone())
-                    .flatten();
-                if let (false, Some(read), Some(revision)) = (resent, &provided, adopted)
-                    && sent != Some(read.version.as_str())
-                {
+                let read_version = write.provided.as_ref().map(|read| read.version.as_str());
+                if let Some(revision) = resend_over(&verdict, resent, read_version, sent) {
                     resent = true;
-                    if_revision = Some(revision);
+                    write.if_revision = Some(revision);
                     continue;
                 }
                 note_server_view(edges, &verdict);
@@ -752,6 +743,148 @@ async fn apply<K: Managed, A: AdminApi>(
             WriteResult::Failed(verdict) => Ok(*verdict),
         };
     }
+}
+
+/// One write of the declared state: what it sends, and what its verdict depends on.
+struct Write {
+    purpose: Purpose,
+    /// Mint a new generated secret, and why.
+    rotate: Option<Rotation>,
+    /// The team's secret, as read for this write.
+    provided: Option<ReadSecret>,
+    /// Whether the team's value is new to the server (the first one, or a changed one).
+    value_changed: bool,
+    registered_before: bool,
+    /// Over a drift: the fields in which the server's drifted state differs from the new
+    /// generation.
+    still_differs: Option<Vec<String>>,
+    /// The revision the server must hold (`None`: nothing).
+    if_revision: Option<String>,
+}
+
+/// The team's Secret a write sends: the one observing read, else read now; `Err` with the
+/// verdict when it cannot be read. `None` when the manifest names none.
+async fn provided_to_send<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    already_read: Option<ReadSecret>,
+) -> Result<Result<Option<ReadSecret>, Verdict>, ReconcileError> {
+    let (SecretMode::Provided, Some(reference)) = (
+        edges.resource.secret_mode(),
+        edges.resource.provided_secret(),
+    ) else {
+        return Ok(Ok(None));
+    };
+    if already_read.is_some() {
+        return Ok(Ok(already_read));
+    }
+    Ok(
+        match kube_io::read_secret_ref(&edges.secrets, &reference.name, &reference.key).await? {
+            Ok(read) => Ok(Some(read)),
+            Err(problem) => Err(secret_ref_unavailable(
+                K::SECRET_REF_FIELD,
+                &reference.name,
+                &reference.key,
+                problem,
+            )),
+        },
+    )
+}
+
+/// Over a drift: which of its fields the new generation declares as the server holds them
+/// (those are kept, not discarded), read before they are written over.
+async fn still_differing<K: Managed, A: AdminApi>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    purpose: Purpose,
+) -> Option<Vec<String>> {
+    let drift = status.and_then(|s| s.drift.as_ref())?;
+    if purpose != Purpose::Declared || drift.removed {
+        return None;
+    }
+    match edges.resource.get(edges.ctx.admin.as_ref()).await {
+        Ok(Ok(Some(held))) if held.revision == drift.server_revision => Some(held.differs),
+        _ => None,
+    }
+}
+
+/// The verdict of a write the server took: a minted secret delivered, the restore annotation
+/// removed, a settled secret's stale Secret removed, a drift superseded, a restore answered.
+async fn after_written<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    write: &Write,
+    applied: &Applied,
+    minted: Option<SecretValue>,
+) -> Result<Verdict, ReconcileError> {
+    let resource = edges.resource;
+    let restore = write.purpose == Purpose::Restore;
+    let mode = resource.secret_mode();
+    let rotate = write.rotate.as_ref();
+    let (secret_name, delivery) = match (&mode, minted) {
+        (SecretMode::Generate { secret_name }, Some(value)) => {
+            let minted = Minted {
+                value,
+                client_id: applied.client_id.clone(),
+                secret_name: secret_name.clone(),
+                rotation: write.rotate.clone(),
+            };
+            // Kept in memory until the Secret is written, so a failed write is retried
+            // without minting again.
+            edges.ctx.memory.remember_minted(&edges.uid, minted.clone());
+            let result = deliver_minted(edges, &minted).await;
+            (Some(secret_name.as_str()), Some(result))
+        }
+        _ => (None, None),
+    };
+    let request = kube_io::restore_request(resource);
+    if restore {
+        kube_io::clear_restore_annotation(&edges.api, resource).await?;
+    }
+    // The secret in force is settled: delivered, or not a generated one any more.
+    let settled = match &mode {
+        SecretMode::Generate { .. } => matches!(delivery, Some(Ok(()))),
+        _ => true,
+    };
+    let mut verdict = after_apply(applied, secret_name, delivery, restore, rotate);
+    if settled {
+        verdict = after_settled(edges, status, verdict, rotate).await;
+    }
+    // A new generation over a drift (not a restore): what it declares as the server held it
+    // is kept, the rest of the person's change is discarded.
+    if let Some(drift) = status
+        .and_then(|s| s.drift.as_ref())
+        .filter(|_| write.purpose == Purpose::Declared)
+    {
+        verdict = superseding_drift(verdict, drift, write.still_differs.as_deref());
+    }
+    if restore {
+        verdict = restored(
+            verdict,
+            request,
+            kube_io::restore_requester(resource.meta()),
+            status.and_then(|s| s.client_id.as_deref()),
+            applied,
+            write.if_revision.as_deref(),
+        );
+    }
+    Ok(verdict)
+}
+
+/// The team's value a write sent, where the manifest names one.
+fn value_sent<'a, K: Managed>(write: &'a Write, resource: &'a K) -> Option<ValueSent<'a>> {
+    let read = write.provided.as_ref()?;
+    let reference = resource.provided_secret()?;
+    Some(ValueSent {
+        version: &read.version,
+        changed: write.value_changed,
+        registered_before: write.registered_before,
+        secret: ProvidedSecret {
+            field: K::SECRET_REF_FIELD,
+            secret: &reference.name,
+            key: &reference.key,
+            what: K::PROVIDED_SECRET,
+        },
+    })
 }
 
 /// A branding the reconciler cannot encode is refused here, as a verdict; any other conversion
@@ -908,37 +1041,27 @@ async fn remove_stale_secret<K: Managed, A>(edges: &Edges<'_, K, A>, name: &str)
     }
 }
 
-/// When the manifest goes and its object stays on the server (`Orphan`, or a drifted object left
-/// in place), the Secret a generated secret was delivered into is released from it first, or
-/// the garbage collector would take the only copy of a secret the server still accepts. `None`
-/// when there is no such Secret.
+/// Releases the Secret a deletion that leaves the object on the server releases
+/// ([`secret_to_release`]); `None` when there is no such Secret.
 async fn release_secret<K: Managed, A>(
     edges: &Edges<'_, K, A>,
-    reason: nauthera_shared::catalog::Reason,
-) -> Result<Option<SecretRelease>, ReconcileError> {
-    use nauthera_shared::catalog::Reason;
-    let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
-        return Ok(None);
-    };
+    reason: Reason,
+) -> Option<SecretRelease> {
     let registered = edges
         .ctx
         .memory
         .status_or(&edges.uid, edges.resource.status())
         .is_some_and(|status| status.revision.is_some());
-    if !matches!(reason, Reason::Orphaned | Reason::DeletionSkippedDrifted) || !registered {
-        return Ok(None);
+    let secret_name = secret_to_release(reason, edges.resource.secret_mode(), registered)?;
+    match kube_io::release_secret(&edges.secrets, edges.resource, &secret_name).await {
+        Ok(kube_io::Release::Released) => Some(SecretRelease::Released { secret_name }),
+        Ok(kube_io::Release::Nothing) => None,
+        Err(error) => Some(SecretRelease::Failed {
+            forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
+            message: error.to_string(),
+            secret_name,
+        }),
     }
-    Ok(
-        match kube_io::release_secret(&edges.secrets, edges.resource, &secret_name).await {
-            Ok(kube_io::Release::Released) => Some(SecretRelease::Released { secret_name }),
-            Ok(kube_io::Release::Nothing) => None,
-            Err(error) => Some(SecretRelease::Failed {
-                forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
-                message: error.to_string(),
-                secret_name,
-            }),
-        },
-    )
 }
 
 /// Records a deletion outcome and lets the manifest go; a retried failure keeps the finalizer.
@@ -961,7 +1084,7 @@ async fn finish_deletion<K: Managed, A>(
             )
             .await;
     }
-    if verdict.reason == nauthera_shared::catalog::Reason::Orphaned {
+    if verdict.reason == Reason::Orphaned {
         ctx.memory
             .orphaned(K::KIND.object_kind(), edges.resource.server_key());
     }
@@ -979,9 +1102,8 @@ async fn finish_deletion<K: Managed, A>(
             false,
         )
         .await?;
-    if ctx.leadership.is_leader() {
-        kube_io::set_finalizer(&edges.api, edges.resource, false).await?;
-        ctx.memory.finished_deletion(&edges.uid, (ctx.clock)());
-    }
+    ctx.leadership.gate()?;
+    kube_io::set_finalizer(&edges.api, edges.resource, false).await?;
+    ctx.memory.finished_deletion(&edges.uid, (ctx.clock)());
     Ok(action)
 }

@@ -14,6 +14,7 @@ use nauthera_shared::catalog::Reason;
 use tokio::sync::broadcast;
 
 use crate::changes::Route;
+use crate::decide::{Manifest, Missing, Standing};
 
 /// What a manifest can depend on.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,65 +34,12 @@ impl Prerequisite {
     }
 }
 
-/// A manifest: its kind, namespace and name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Manifest {
-    pub kind: ObjectKind,
-    pub namespace: String,
-    pub name: String,
-}
-
-impl Manifest {
-    pub fn new(kind: ObjectKind, namespace: &str, name: &str) -> Manifest {
-        Manifest {
-            kind,
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-
-    /// `Kind namespace/name`, as messages name a manifest.
-    pub fn describe(&self) -> String {
-        format!("{} {}/{}", kind_name(self.kind), self.namespace, self.name)
-    }
-}
-
-/// The manifest kind's name.
-pub fn kind_name(kind: ObjectKind) -> &'static str {
-    nauthera_client::wire::kind_of(kind).map_or("object", |kind| kind.as_str())
-}
-
 /// A manifest that provides a prerequisite, and since when the server holds what it declared
 /// (`None`: not registered yet).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Provider {
     manifest: Manifest,
     registered_at: Option<Timestamp>,
-}
-
-/// A manifest a resource names that does not exist (a Branding its `spec.brandingRef` names),
-/// and how the last one of that name went, when this reconciler saw it go.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Missing {
-    pub manifest: Manifest,
-    /// The deletion outcome of the manifest that declared it (`Deleted`, `Orphaned`,
-    /// `DeletionSkippedDrifted`); `None` when it never existed, or went unseen.
-    pub went: Option<Reason>,
-}
-
-/// Where a resource stands with its prerequisites.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Standing {
-    /// A prerequisite declared by a manifest that is not registered yet: wait for it.
-    pub waiting_for: Option<Manifest>,
-    /// A manifest the resource names that does not exist: wait for it to be applied (and say
-    /// so at once when the resource is registered already).
-    pub missing: Option<Missing>,
-    /// Since when this generation waits (filled in by the reconcile, which remembers it).
-    pub waiting_since: Option<Timestamp>,
-    /// The latest time one of its prerequisites' manifests registered: a refusal older than that
-    /// (a missing reference, say) is sent again.
-    pub ready_at: Option<Timestamp>,
 }
 
 impl Index {

@@ -17,11 +17,11 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
 
 use crate::admin::Admin;
-use crate::caches::DeliveredSecrets;
+use crate::caches::{DeliveredSecrets, SecretReferences};
 use crate::changes::{Route, Router, ServerRevisions, StartGate, follow_changes};
 use crate::config::Config;
 use crate::context::{Context, random_jitter, system_clock};
-use crate::controllers::{self, SecretReferences, Wiring};
+use crate::controllers::{self, DeliveredStream, Wiring};
 use crate::decide::Backoff;
 use crate::events::{EventQueue, EventRecorder, Reporter};
 use crate::http;
@@ -260,7 +260,6 @@ fn lead(
             controllers::delivered_secrets(&client, scope.as_deref(), wiring.routes.clone())
         })
         .unzip();
-    let mut delivered = delivered.into_iter();
     let context = Arc::new(Context {
         client: client.clone(),
         admin: admin.clone(),
@@ -282,11 +281,12 @@ fn lead(
         clock: system_clock,
         jitter: random_jitter,
     });
+    let moves = shard.clone();
     tasks.spawn(crate::policies::follow_policy_inputs(
         policies.clone(),
         client.clone(),
         scopes.clone(),
-        shard.clone(),
+        Box::new(move |namespace, before, after| moves.namespace_moved(namespace, before, after)),
     ));
     tasks.spawn(crate::policies::run_policy_controller(
         policies,
@@ -296,11 +296,48 @@ fn lead(
         leadership,
         policy_reporting,
     ));
+    spawn_controllers(&mut tasks, &wiring, &context, scopes, delivered.into_iter());
+    // Started after every controller subscribed, so none misses the first listing's route.
+    spawn_change_routing(
+        &mut tasks,
+        config,
+        admin,
+        revisions,
+        routes,
+        shard.clone(),
+        gate,
+    );
+    // The other shards' published states, for the overlaps this one reports in its own.
+    let (overlaps_sender, overlaps) = watch::channel(Vec::<ShardOverlap>::new());
+    tasks.spawn(shard::follow_shards(
+        Api::namespaced(client.clone(), &config.own_namespace),
+        Api::namespaced(client.clone(), &config.own_namespace),
+        config.state_configmap.clone(),
+        shard.clone(),
+        context.metrics.clone(),
+        overlaps_sender,
+        // A Lease that stopped being renewed is noticed within about a lease duration.
+        config.lease_timing.duration,
+    ));
+    spawn_state_publisher(&mut tasks, config, client, probe, overlaps);
+    tasks
+}
+
+/// Starts the controllers of the kinds this shard reconciles, in each scope, and follows what
+/// they need of the kinds it does not.
+fn spawn_controllers(
+    tasks: &mut JoinSet<()>,
+    wiring: &Wiring,
+    context: &Arc<Context<Admin>>,
+    scopes: Vec<Option<String>>,
+    mut delivered: impl Iterator<Item = DeliveredStream>,
+) {
+    let runs = |kind: ObjectKind| wiring.shard.covers_kind(kind);
     for scope in scopes {
         if runs(ObjectKind::Client) {
             controllers::spawn::<OIDCClient, _>(
-                &mut tasks,
-                &wiring,
+                tasks,
+                wiring,
                 scope.clone(),
                 context.clone(),
                 delivered.next(),
@@ -308,26 +345,20 @@ fn lead(
         }
         if runs(ObjectKind::Organization) {
             controllers::spawn::<Organization, _>(
-                &mut tasks,
-                &wiring,
+                tasks,
+                wiring,
                 scope.clone(),
                 context.clone(),
                 None,
             );
         }
         if runs(ObjectKind::Branding) {
-            controllers::spawn::<Branding, _>(
-                &mut tasks,
-                &wiring,
-                scope.clone(),
-                context.clone(),
-                None,
-            );
+            controllers::spawn::<Branding, _>(tasks, wiring, scope.clone(), context.clone(), None);
         }
         if runs(ObjectKind::IdentityProvider) {
             controllers::spawn::<IdentityProvider, _>(
-                &mut tasks,
-                &wiring,
+                tasks,
+                wiring,
                 scope.clone(),
                 context.clone(),
                 None,
@@ -354,69 +385,71 @@ fn lead(
             ));
         }
     }
-    // Started after every controller subscribed, so none misses the first listing's route.
-    {
-        let admin = admin.clone();
-        let revisions = revisions.clone();
-        let namespaces = config.namespaces.clone();
-        let interval = config.change_poll_interval;
-        let routes = routes.clone();
-        let manager = config.manager.clone();
-        let shard = shard.clone();
-        tasks.spawn(async move {
-            let covers = |kind: ObjectKind, namespace: &str| shard.covers(kind, namespace);
-            let router = Router {
-                routes: &routes,
-                manager: &manager,
-                gate: &gate,
-                covers: &covers,
-            };
-            follow_changes(admin.as_ref(), &revisions, &namespaces, interval, &router).await;
-        });
-    }
-    // The other shards' published states, for the overlaps this one reports in its own.
-    let (overlaps_sender, overlaps) = watch::channel(Vec::<ShardOverlap>::new());
-    tasks.spawn(shard::follow_shards(
-        Api::namespaced(client.clone(), &config.own_namespace),
-        Api::namespaced(client.clone(), &config.own_namespace),
-        config.state_configmap.clone(),
-        shard.clone(),
-        context.metrics.clone(),
-        overlaps_sender,
-        // A Lease that stopped being renewed is noticed within about a lease duration.
-        config.lease_timing.duration,
-    ));
-    {
-        let configmaps: Api<ConfigMap> = Api::namespaced(client, &config.own_namespace);
-        let leader = config.identity.clone();
-        let manager = config.manager.clone();
-        let address = config.connect.address.clone();
-        // The Lease that says how fresh the state is; none is renewed without leader election.
-        let lease = config.leader_election.then(|| config.lease_name.clone());
-        let tls_secret = config.tls_secret.clone();
-        let cluster_name = config.cluster_name.clone();
-        let namespace_mapping = config.namespace_mapping.clone();
-        // A reconciler limited in any way (or a shard) says so; one of every kind in every
-        // namespace publishes what older ones did.
-        let scope = (config.scope.shard.is_some() || config.scope.is_limited())
-            .then(|| config.scope.clone());
-        let state_configmap = config.state_configmap.clone();
-        tasks.spawn(async move {
-            let publisher = Publisher {
-                leader: &leader,
-                manager: &manager,
-                server_address: &address,
-                lease: lease.as_deref(),
-                tls_secret: tls_secret.as_deref(),
-                cluster_name: cluster_name.as_deref(),
-                namespace_mapping: &namespace_mapping,
-                scope: scope.as_ref(),
-                configmap: &state_configmap,
-            };
-            publish_state(&configmaps, &publisher, probe, overlaps).await;
-        });
-    }
-    tasks
+}
+
+/// Routes the server's changes to the controllers, as the change feed (or its polling) tells
+/// them.
+fn spawn_change_routing(
+    tasks: &mut JoinSet<()>,
+    config: &Config,
+    admin: Arc<Admin>,
+    revisions: Arc<ServerRevisions>,
+    routes: broadcast::Sender<Route>,
+    shard: Arc<ShardScope>,
+    gate: Arc<StartGate>,
+) {
+    let namespaces = config.namespaces.clone();
+    let interval = config.change_poll_interval;
+    let manager = config.manager.clone();
+    tasks.spawn(async move {
+        let covers = |kind: ObjectKind, namespace: &str| shard.covers(kind, namespace);
+        let router = Router {
+            routes: &routes,
+            manager: &manager,
+            gate: &gate,
+            covers: &covers,
+        };
+        follow_changes(admin.as_ref(), &revisions, &namespaces, interval, &router).await;
+    });
+}
+
+/// Publishes this reconciler's state (its scope, its overlaps, how fresh it is) in its
+/// ConfigMap, for the plugin and the other shards.
+fn spawn_state_publisher(
+    tasks: &mut JoinSet<()>,
+    config: &Config,
+    client: Client,
+    probe: watch::Receiver<ProbeState>,
+    overlaps: watch::Receiver<Vec<ShardOverlap>>,
+) {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client, &config.own_namespace);
+    let leader = config.identity.clone();
+    let manager = config.manager.clone();
+    let address = config.connect.address.clone();
+    // The Lease that says how fresh the state is; none is renewed without leader election.
+    let lease = config.leader_election.then(|| config.lease_name.clone());
+    let tls_secret = config.tls_secret.clone();
+    let cluster_name = config.cluster_name.clone();
+    let namespace_mapping = config.namespace_mapping.clone();
+    // A reconciler limited in any way (or a shard) says so; one of every kind in every
+    // namespace publishes what older ones did.
+    let scope =
+        (config.scope.shard.is_some() || config.scope.is_limited()).then(|| config.scope.clone());
+    let state_configmap = config.state_configmap.clone();
+    tasks.spawn(async move {
+        let publisher = Publisher {
+            leader: &leader,
+            manager: &manager,
+            server_address: &address,
+            lease: lease.as_deref(),
+            tls_secret: tls_secret.as_deref(),
+            cluster_name: cluster_name.as_deref(),
+            namespace_mapping: &namespace_mapping,
+            scope: scope.as_ref(),
+            configmap: &state_configmap,
+        };
+        publish_state(&configmaps, &publisher, probe, overlaps).await;
+    });
 }
 
 /// Publishes the control-plane state when its content changes (once when the term starts): a

@@ -196,6 +196,26 @@ pub fn status_claim(
     }
 }
 
+/// The status a reconcile works from, once the resource is claimed: one handed over to this
+/// reconciler names the reconciler it is taken over from, unless it names one already. `Err`
+/// with the manager of another reconciler that keeps the resource.
+pub fn claimed_status(
+    status: Option<ResourceStatus>,
+    own_manager: &str,
+    take_over_from: Option<&str>,
+) -> Result<Option<ResourceStatus>, String> {
+    match status_claim(status.as_ref(), own_manager, take_over_from) {
+        StatusClaim::Ours => Ok(status),
+        StatusClaim::Another { manager } => Err(manager),
+        StatusClaim::HandedOver { from } => Ok(status.map(|mut status| {
+            if status.managed_elsewhere.is_none() {
+                status.managed_elsewhere = Some(Box::new(from));
+            }
+            status
+        })),
+    }
+}
+
 /// `status.managedElsewhere` from the last write the server reports.
 pub fn elsewhere_record(
     last: &LastWrite<'_>,
@@ -330,6 +350,48 @@ mod tests {
             status_claim(Some(&status), mine, Some("nauthera-reconciler/shard-a")),
             StatusClaim::Ours
         );
+    }
+
+    #[test]
+    fn a_status_handed_over_names_the_reconciler_it_is_taken_over_from() {
+        let shard_a = "nauthera-reconciler/shard-a";
+        let mine = "nauthera-reconciler/shard-b";
+        let status = ResourceStatus {
+            manager: Some(shard_a.into()),
+            revision: Some("r3".into()),
+            generation_in_force: Some(2),
+            ..ResourceStatus::default()
+        };
+        assert_eq!(
+            claimed_status(Some(status.clone()), mine, None),
+            Err(shard_a.to_owned())
+        );
+        assert_eq!(claimed_status(None, mine, None), Ok(None));
+        let handed = claimed_status(Some(status.clone()), mine, Some(shard_a))
+            .unwrap()
+            .unwrap();
+        let from = handed.managed_elsewhere.unwrap();
+        assert_eq!(
+            (
+                from.manager.as_str(),
+                from.revision.as_str(),
+                from.generation
+            ),
+            (shard_a, "r3", 2)
+        );
+        // One it names already is kept.
+        let named = ResourceStatus {
+            managed_elsewhere: Some(Box::new(ManagedElsewhere {
+                manager: shard_a.into(),
+                revision: "r1".into(),
+                ..ManagedElsewhere::default()
+            })),
+            ..status
+        };
+        let kept = claimed_status(Some(named), mine, Some(shard_a))
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept.managed_elsewhere.unwrap().revision, "r1");
     }
 
     #[test]

@@ -13,26 +13,29 @@ mod step;
 
 pub use backoff::Backoff;
 pub use elsewhere::{
-    LastWrite, StatusClaim, Writer, elsewhere_gone, elsewhere_record, managed_elsewhere,
-    released_elsewhere, status_claim, take_over_refused, taken_over, writer,
+    LastWrite, Writer, claimed_status, elsewhere_gone, elsewhere_record, managed_elsewhere,
+    released_elsewhere, take_over_refused, taken_over, writer,
 };
 pub use outcome::{
     Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretRelease, SecretWriteFailure,
     Verdict, adopted, adopted_from, after_apply, after_apply_failure, after_delete,
     after_delete_failure, after_drift_check_failure, after_secret_failure, awaiting_missing,
-    awaiting_prerequisite, drifted, is_conflict, naming_dependents, no_drift, not_leader,
-    reference_missing, refusal_message, released, released_with_secret, restore_told,
-    secret_delivered, secret_reclaimed, secret_ref_unavailable, secret_unreadable,
+    awaiting_prerequisite, drifted, in_organization, is_conflict, naming_dependents, no_drift,
+    reference_missing, refusal_message, released, released_with_secret, restored, secret_delivered,
+    secret_reclaimed, secret_ref_unavailable, secret_to_release, secret_unreadable,
     superseding_drift, unencodable_branding,
 };
-pub use policy::{PolicyGate, held_by_policy};
-pub use provided::{ProvidedSecret, SentValue, provided_value_changed, secret_value_sent};
+pub use policy::{PolicyGate, held_by_policy, with_approval};
+pub use provided::{
+    ProvidedSecret, SentValue, ValueSent, provided_value_changed, resend_over, with_value_sent,
+};
 pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
 };
 pub use step::{
-    Observed, Rotation, SecretMode, SecretState, ServerView, Step, next_step, stale_secret,
+    Manifest, Missing, Observed, Rotation, SecretMode, SecretState, ServerView, Standing, Step,
+    next_step, stale_secret,
 };
 
 use jiff::Timestamp;

@@ -9,11 +9,11 @@ use nauthera_client::{CallError, ConnectError, ServerError};
 use nauthera_shared::RESTORE_ANNOTATION;
 use nauthera_shared::branding::BrandingError;
 use nauthera_shared::catalog::{Cause, EventReason, Reason, ServerReason};
-use nauthera_shared::resources::{Drift, LocalRef, SupersededDrift};
+use nauthera_shared::resources::{Drift, LocalRef, RestoreOutcome, RestoreRecord, SupersededDrift};
 
-use crate::prerequisites::{Manifest, Missing};
-
-use super::{DriftUpdate, EventNote, FieldUpdates, Rotation, Update};
+use super::{
+    DriftUpdate, EventNote, FieldUpdates, Manifest, Missing, Rotation, SecretMode, Update,
+};
 
 /// What a step's outcome means for the resource.
 #[derive(Clone, Debug, PartialEq)]
@@ -248,6 +248,40 @@ pub fn restore_told(
     verdict
 }
 
+/// A restore written: who asked is told ([`restore_told`]), and the request is recorded as
+/// answered by the revision written over the drifted one (`overwritten`).
+pub fn restored(
+    verdict: Verdict,
+    request: Option<String>,
+    requested_by: Option<String>,
+    previous_client_id: Option<&str>,
+    applied: &Applied,
+    overwritten: Option<&str>,
+) -> Verdict {
+    let mut verdict = restore_told(
+        verdict,
+        requested_by.as_deref(),
+        previous_client_id,
+        applied,
+    );
+    verdict.fields.last_restore = Some(RestoreRecord {
+        request,
+        requested_by,
+        outcome: RestoreOutcome::Restored,
+        revision: Some(applied.revision.clone()),
+        overwritten_revision: Some(overwritten.unwrap_or_default().to_owned()),
+        completed_at: None,
+    });
+    verdict
+}
+
+/// A write keeps the organization the server placed the object in (its slug); an empty one is
+/// none.
+pub fn in_organization(mut verdict: Verdict, organization: String) -> Verdict {
+    verdict.fields.slug = Some(organization).filter(|s| !s.is_empty());
+    verdict
+}
+
 /// The minted secret held in memory was written into its Secret.
 pub fn secret_delivered(generation: i64, revision: &str, secret_name: &str) -> Verdict {
     in_force(generation, revision, false)
@@ -473,17 +507,6 @@ pub fn is_conflict(error: &CallError) -> bool {
 pub fn after_drift_check_failure(error: &CallError, method: &str) -> Verdict {
     let mut verdict = failure_verdict(error, method);
     verdict.fields.generation_in_force = None;
-    verdict
-}
-
-/// This replica lost the lease before the write; nothing is written or recorded.
-pub fn not_leader() -> Verdict {
-    let mut verdict = Verdict::new(
-        Reason::Pending,
-        Cause::None,
-        "this replica is no longer the leader".to_owned(),
-    );
-    verdict.retried = true;
     verdict
 }
 
@@ -856,6 +879,18 @@ pub enum SecretRelease {
         forbidden: bool,
         message: String,
     },
+}
+
+/// The Secret a deletion releases before the manifest goes: the one a generated secret was
+/// delivered into, when the object stays on the server (`Orphan`, or a drifted object left in
+/// place) and was registered. Else the garbage collector would take the only copy of a secret
+/// the server still accepts.
+pub fn secret_to_release(reason: Reason, mode: SecretMode, registered: bool) -> Option<String> {
+    let SecretMode::Generate { secret_name } = mode else {
+        return None;
+    };
+    (matches!(reason, Reason::Orphaned | Reason::DeletionSkippedDrifted) && registered)
+        .then_some(secret_name)
 }
 
 /// The outcome of a deletion that leaves the object on the server, with the Secret's release.

@@ -45,6 +45,14 @@ impl PolicyGate {
     }
 }
 
+/// What an approval policy lists is kept with the write that put it in force.
+pub fn with_approval(mut verdict: Verdict, gate: &PolicyGate) -> Verdict {
+    if verdict.fields.generation_in_force.is_some() {
+        verdict.fields.approval = gate.approval_record().cloned();
+    }
+    verdict
+}
+
 /// The verdict of a generation a policy holds back: nothing of it is sent; a registered object
 /// keeps the generation in force. `command`: how to approve it, for the message.
 pub fn held_by_policy(

@@ -43,6 +43,55 @@ pub fn provided_value_changed(
     }
 }
 
+/// The team's value a write sent.
+#[derive(Clone, Copy, Debug)]
+pub struct ValueSent<'a> {
+    /// The Secret's version the value was read at.
+    pub version: &'a str,
+    /// Whether the value is new to the server (the first one, or a changed one).
+    pub changed: bool,
+    /// Whether the object was registered before this write.
+    pub registered_before: bool,
+    pub secret: ProvidedSecret<'a>,
+}
+
+/// What a write records of the team's value it sent (`None`: it sent none): the secret counts as
+/// set when the value is new to the server, a changed value sent to an object registered before
+/// is told ([`secret_value_sent`]), and the version sent is kept.
+pub fn with_value_sent(mut verdict: Verdict, sent: Option<ValueSent<'_>>) -> Verdict {
+    let Some(sent) = sent else {
+        verdict.fields.secret_version = None;
+        return verdict;
+    };
+    verdict.fields.secret_set |= sent.changed;
+    if sent.changed && sent.registered_before {
+        verdict = secret_value_sent(verdict, &sent.secret);
+    }
+    verdict.fields.secret_version = Some(sent.version.to_owned());
+    verdict
+}
+
+/// The revision to send the team's value again over, when a write found the server holding
+/// this reconciler's own earlier write whose answer was lost, and adopted it: which value that
+/// write carried is not known, so the one read now (`read_version`) is sent again at once, once,
+/// rather than recorded as sent or left for a later reconcile to find. Not when the status
+/// records that very version as sent.
+pub fn resend_over(
+    adopted: &Verdict,
+    already_resent: bool,
+    read_version: Option<&str>,
+    sent_version: Option<&str>,
+) -> Option<String> {
+    if already_resent || adopted.reason != Reason::Registered {
+        return None;
+    }
+    let read = read_version?;
+    if sent_version == Some(read) {
+        return None;
+    }
+    adopted.fields.revision.clone()
+}
+
 /// Where the team's secret is: the field that names the Secret, the Secret and its key, and
 /// what the secret is (`client secret`, `upstream client secret`).
 #[derive(Clone, Copy, Debug)]

@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use jiff::Timestamp;
+use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
-use nauthera_shared::resources::{DeletionPolicy, ManagedElsewhere, ResourceStatus};
+use nauthera_shared::resources::{DeletionPolicy, Drift, ManagedElsewhere, ResourceStatus};
 
 use super::PolicyGate;
-use crate::prerequisites::{Manifest, Missing, Standing};
 
 /// How the manifest wants the client secret made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +96,59 @@ pub enum ServerView {
     /// A kind the server does not list, and no change or read told of it since the start: read
     /// it once to notice what changed while the reconciler was away.
     Unchecked,
+}
+
+/// A manifest: its kind, namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Manifest {
+    pub kind: ObjectKind,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Manifest {
+    pub fn new(kind: ObjectKind, namespace: &str, name: &str) -> Manifest {
+        Manifest {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// `Kind namespace/name`, as messages name a manifest.
+    pub fn describe(&self) -> String {
+        format!("{} {}/{}", kind_name(self.kind), self.namespace, self.name)
+    }
+}
+
+/// The manifest kind's name.
+fn kind_name(kind: ObjectKind) -> &'static str {
+    nauthera_client::wire::kind_of(kind).map_or("object", |kind| kind.as_str())
+}
+
+/// A manifest a resource names that does not exist (a Branding its `spec.brandingRef` names),
+/// and how the last one of that name went, when this reconciler saw it go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Missing {
+    pub manifest: Manifest,
+    /// The deletion outcome of the manifest that declared it (`Deleted`, `Orphaned`,
+    /// `DeletionSkippedDrifted`); `None` when it never existed, or went unseen.
+    pub went: Option<Reason>,
+}
+
+/// Where a resource stands with its prerequisites.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Standing {
+    /// A prerequisite declared by a manifest that is not registered yet: wait for it.
+    pub waiting_for: Option<Manifest>,
+    /// A manifest the resource names that does not exist: wait for it to be applied (and say
+    /// so at once when the resource is registered already).
+    pub missing: Option<Missing>,
+    /// Since when this generation waits (filled in by the reconcile, which remembers it).
+    pub waiting_since: Option<Timestamp>,
+    /// The latest time one of its prerequisites' manifests registered: a refusal older than that
+    /// (a missing reference, say) is sent again.
+    pub ready_at: Option<Timestamp>,
 }
 
 /// Everything the next step depends on.
@@ -222,6 +275,34 @@ impl Step {
             Step::Wait { .. } => "wait",
         }
     }
+
+    /// Whether carrying the step out writes to Kubernetes or the server (beyond the status of
+    /// its verdict, which is recorded behind the write gate anyway): such a step passes the write
+    /// gate first.
+    pub fn writes(&self) -> bool {
+        match self {
+            Step::AddFinalizer
+            | Step::Apply { .. }
+            | Step::DeliverSecret
+            | Step::ClearRestoreAnnotation
+            | Step::RemoveStaleSecret { .. }
+            | Step::Delete { .. }
+            | Step::Release { .. }
+            | Step::LookBeforeCreate
+            | Step::ReclaimSecret { .. }
+            | Step::TakeOver { .. }
+            | Step::LetGo => true,
+            Step::ReadSecret
+            | Step::CheckDrift
+            | Step::ReportSecretForbidden
+            | Step::ReportSecretNameTaken { .. }
+            | Step::AwaitPrerequisite { .. }
+            | Step::AwaitMissing { .. }
+            | Step::HoldByPolicy
+            | Step::RefuseTakeOver { .. }
+            | Step::Wait { .. } => false,
+        }
+    }
 }
 
 /// How long a write waits quietly for a manifest it depends on before its status says so: when
@@ -286,43 +367,10 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
 fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     let status = observed.status;
     let written = status.and_then(|s| s.revision.clone());
-    let drift = status.and_then(|s| s.drift.as_ref());
+    let drift = status.and_then(|s| s.drift.as_deref());
 
     if observed.deleting {
-        if !observed.has_finalizer || observed.deletion_finished {
-            return Step::Wait { after: None };
-        }
-        if status.is_some_and(|s| s.managed_elsewhere.is_some()) {
-            return Step::LetGo;
-        }
-        if let Some(wait) = still_backing_off(observed) {
-            return wait;
-        }
-        // The server holds a revision this resource did not record (its own write whose answer
-        // was lost, or somebody's change): look before deleting or releasing anything. An own
-        // write is adopted and then deleted; anyone else's is reported and left in place.
-        let unrecorded = matches!(
-            &observed.server,
-            ServerView::Holds { revision } if Some(revision) != written.as_ref()
-        );
-        if observed.deletion_policy == DeletionPolicy::Delete && drift.is_none() && unrecorded {
-            return Step::CheckDrift;
-        }
-        return match (observed.deletion_policy, written) {
-            (DeletionPolicy::Orphan, _) => Step::Release {
-                reason: Reason::Orphaned,
-            },
-            // Nothing was ever registered: nothing to delete.
-            (DeletionPolicy::Delete, None) => Step::Release {
-                reason: Reason::Deleted,
-            },
-            (DeletionPolicy::Delete, Some(_)) if drift.is_some() => Step::Release {
-                reason: Reason::DeletionSkippedDrifted,
-            },
-            (DeletionPolicy::Delete, Some(revision)) => Step::Delete {
-                if_revision: revision,
-            },
-        };
+        return deletion_step(observed, written, drift);
     }
     if !observed.has_finalizer {
         return Step::AddFinalizer;
@@ -336,34 +384,7 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
         return elsewhere_step(observed, elsewhere);
     }
     if let Some(drift) = drift {
-        let held = (!drift.removed).then(|| drift.server_revision.clone());
-        if observed.restore_requested {
-            return Step::Apply {
-                if_revision: held,
-                rotate: None,
-                restore: true,
-            };
-        }
-        // A new generation written after the drift was reported is a person's decision about
-        // the declared state: write it over what the server holds.
-        if !generation_seen {
-            return Step::Apply {
-                if_revision: held,
-                rotate: None,
-                restore: false,
-            };
-        }
-        // The server moved on since the drift was reported (undone, changed again, removed):
-        // look again, so the report names what the server holds now.
-        let moved = match &observed.server {
-            ServerView::Holds { revision } => drift.removed || *revision != drift.server_revision,
-            ServerView::Absent => !drift.removed,
-            ServerView::Unknown | ServerView::Unchecked => false,
-        };
-        if moved {
-            return Step::CheckDrift;
-        }
-        return Step::Wait { after: None };
+        return drift_step(observed, drift, generation_seen);
     }
     if observed.restore_requested {
         return Step::ClearRestoreAnnotation;
@@ -374,48 +395,140 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
 
     let in_force = written.is_some()
         && status.and_then(|s| s.generation_in_force) == Some(observed.generation);
-    if !in_force {
-        if let Some(wait) = refusal_stands(observed, generation_seen) {
-            return wait;
-        }
-        // Nothing recorded yet, and the server may hold the object (an orphan declared again, a
-        // create whose answer was lost): look first, and write nothing it would refuse.
-        if written.is_none()
-            && matches!(
-                observed.server,
-                ServerView::Holds { .. } | ServerView::Unchecked
-            )
-        {
-            return Step::LookBeforeCreate;
-        }
-        // A new Secret name rotates the secret with the same write, once the name is free.
-        let rotate = match (
-            &observed.secret_mode,
-            stale_secret(observed.status, &observed.secret_mode),
-        ) {
-            (SecretMode::Generate { .. }, Some(from)) => match &observed.secret_state {
-                SecretState::Unknown => return Step::ReadSecret,
-                SecretState::Forbidden => return Step::ReportSecretForbidden,
-                SecretState::Foreign { owner } => {
-                    return Step::ReportSecretNameTaken {
-                        owner: owner.clone(),
-                    };
-                }
-                SecretState::Released { .. } => {
-                    return Step::ReportSecretNameTaken { owner: None };
-                }
-                _ => Some(Rotation::Renamed {
-                    from: from.to_owned(),
-                }),
-            },
-            _ => None,
-        };
+    if in_force {
+        in_force_step(observed, written)
+    } else {
+        not_in_force_step(observed, written, generation_seen)
+    }
+}
+
+/// The manifest is being deleted: the object is deleted on the server, or left there and the
+/// manifest released, as its deletion policy says and what the server holds allows.
+fn deletion_step(observed: &Observed<'_>, written: Option<String>, drift: Option<&Drift>) -> Step {
+    let status = observed.status;
+    if !observed.has_finalizer || observed.deletion_finished {
+        return Step::Wait { after: None };
+    }
+    if status.is_some_and(|s| s.managed_elsewhere.is_some()) {
+        return Step::LetGo;
+    }
+    if let Some(wait) = still_backing_off(observed) {
+        return wait;
+    }
+    // The server holds a revision this resource did not record (its own write whose answer
+    // was lost, or somebody's change): look before deleting or releasing anything. An own
+    // write is adopted and then deleted; anyone else's is reported and left in place.
+    let unrecorded = matches!(
+        &observed.server,
+        ServerView::Holds { revision } if Some(revision) != written.as_ref()
+    );
+    if observed.deletion_policy == DeletionPolicy::Delete && drift.is_none() && unrecorded {
+        return Step::CheckDrift;
+    }
+    match (observed.deletion_policy, written) {
+        (DeletionPolicy::Orphan, _) => Step::Release {
+            reason: Reason::Orphaned,
+        },
+        // Nothing was ever registered: nothing to delete.
+        (DeletionPolicy::Delete, None) => Step::Release {
+            reason: Reason::Deleted,
+        },
+        (DeletionPolicy::Delete, Some(_)) if drift.is_some() => Step::Release {
+            reason: Reason::DeletionSkippedDrifted,
+        },
+        (DeletionPolicy::Delete, Some(revision)) => Step::Delete {
+            if_revision: revision,
+        },
+    }
+}
+
+/// A drift is reported: restored on request, written over by a new generation, looked at again
+/// when the server moved on, and otherwise left as reported.
+fn drift_step(observed: &Observed<'_>, drift: &Drift, generation_seen: bool) -> Step {
+    let held = (!drift.removed).then(|| drift.server_revision.clone());
+    if observed.restore_requested {
         return Step::Apply {
-            if_revision: written,
-            rotate,
+            if_revision: held,
+            rotate: None,
+            restore: true,
+        };
+    }
+    // A new generation written after the drift was reported is a person's decision about
+    // the declared state: write it over what the server holds.
+    if !generation_seen {
+        return Step::Apply {
+            if_revision: held,
+            rotate: None,
             restore: false,
         };
     }
+    // The server moved on since the drift was reported (undone, changed again, removed):
+    // look again, so the report names what the server holds now.
+    let moved = match &observed.server {
+        ServerView::Holds { revision } => drift.removed || *revision != drift.server_revision,
+        ServerView::Absent => !drift.removed,
+        ServerView::Unknown | ServerView::Unchecked => false,
+    };
+    if moved {
+        return Step::CheckDrift;
+    }
+    Step::Wait { after: None }
+}
+
+/// The declared generation is not in force: written, unless a refusal stands, the server may
+/// hold an object to look at first, or the Secret a new name generates into is not free.
+fn not_in_force_step(
+    observed: &Observed<'_>,
+    written: Option<String>,
+    generation_seen: bool,
+) -> Step {
+    if let Some(wait) = refusal_stands(observed, generation_seen) {
+        return wait;
+    }
+    // Nothing recorded yet, and the server may hold the object (an orphan declared again, a
+    // create whose answer was lost): look first, and write nothing it would refuse.
+    if written.is_none()
+        && matches!(
+            observed.server,
+            ServerView::Holds { .. } | ServerView::Unchecked
+        )
+    {
+        return Step::LookBeforeCreate;
+    }
+    // A new Secret name rotates the secret with the same write, once the name is free.
+    let rotate = match (
+        &observed.secret_mode,
+        stale_secret(observed.status, &observed.secret_mode),
+    ) {
+        (SecretMode::Generate { .. }, Some(from)) => match &observed.secret_state {
+            SecretState::Unknown => return Step::ReadSecret,
+            SecretState::Forbidden => return Step::ReportSecretForbidden,
+            SecretState::Foreign { owner } => {
+                return Step::ReportSecretNameTaken {
+                    owner: owner.clone(),
+                };
+            }
+            SecretState::Released { .. } => {
+                return Step::ReportSecretNameTaken { owner: None };
+            }
+            _ => Some(Rotation::Renamed {
+                from: from.to_owned(),
+            }),
+        },
+        _ => None,
+    };
+    Step::Apply {
+        if_revision: written,
+        rotate,
+        restore: false,
+    }
+}
+
+/// The declared generation is in force: a changed team secret is sent again, a generated
+/// secret lost from its Secret minted again, a stale Secret removed, and the server's view
+/// checked when it disagrees or the status is not settled.
+fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
+    let status = observed.status;
     // The team changed the secret it holds: send it again.
     if observed.secret_mode == SecretMode::Provided && observed.provided_secret_changed {
         return Step::Apply {

@@ -12,9 +12,9 @@ use nauthera_shared::catalog::{Cause, EventReason, Phase, Reason};
 use nauthera_shared::resources::{DeletionPolicy, Drift, ResourceStatus};
 use tonic::Code;
 
-use super::outcome::{AdoptedFrom, failure_verdict, in_force, printable};
+use super::outcome::{AdoptedFrom, failure_verdict, in_force, printable, restore_told};
+use super::provided::secret_value_sent;
 use super::*;
-use crate::prerequisites::Manifest;
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + seconds).unwrap()
@@ -45,7 +45,7 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         provided_secret_changed: false,
         server: ServerView::Unknown,
         retry_not_before: None,
-        prerequisites: crate::prerequisites::Standing::default(),
+        prerequisites: Standing::default(),
         policy: PolicyGate::Open,
         now: at(100),
     }
@@ -81,6 +81,34 @@ fn server_error(code: Code, reason: Option<&str>, metadata: &[(&str, &str)]) -> 
         None => tonic::Status::new(code, "it failed"),
     };
     ServerError::from_status(&status)
+}
+
+#[test]
+fn only_steps_that_write_pass_the_write_gate() {
+    for step in [
+        Step::AddFinalizer,
+        apply(Some("r1")),
+        Step::DeliverSecret,
+        Step::Delete {
+            if_revision: "r1".into(),
+        },
+        Step::Release {
+            reason: Reason::Orphaned,
+        },
+        Step::LookBeforeCreate,
+        Step::LetGo,
+    ] {
+        assert!(step.writes(), "{}", step.label());
+    }
+    for step in [
+        Step::ReadSecret,
+        Step::CheckDrift,
+        Step::HoldByPolicy,
+        Step::ReportSecretForbidden,
+        Step::Wait { after: None },
+    ] {
+        assert!(!step.writes(), "{}", step.label());
+    }
 }
 
 #[test]
@@ -1736,7 +1764,6 @@ fn an_object_managed_elsewhere_is_left_alone_until_a_person_hands_it_over() {
 
 #[test]
 fn a_reference_to_a_manifest_or_secret_that_does_not_exist_waits_and_names_it() {
-    use crate::prerequisites::Missing;
     let branding = Manifest::new(ObjectKind::Branding, "team-a", "sign-in");
     let missing = Missing {
         manifest: branding.clone(),
@@ -1786,7 +1813,6 @@ fn a_reference_to_a_manifest_or_secret_that_does_not_exist_waits_and_names_it() 
 
 #[test]
 fn a_registered_resource_says_at_once_that_what_it_names_is_gone() {
-    use crate::prerequisites::Missing;
     let registered = registered(1, "r1");
     let gone = Missing {
         manifest: Manifest::new(ObjectKind::Branding, "team-a", "sign-in"),
@@ -2046,4 +2072,141 @@ fn a_restore_names_who_asked_and_a_recreated_client_its_new_id() {
             .all(|e| e.reason != EventReason::ClientIdChanged)
     );
     assert!(!told.message.contains("requested by"));
+}
+
+#[test]
+fn a_write_that_found_its_own_lost_write_sends_the_value_read_again_once() {
+    let applied = Applied {
+        client_id: String::new(),
+        revision: "r5".into(),
+        generation_in_force: 1,
+        created: false,
+    };
+    let adopted = after_apply(&applied, None, None, false, None);
+    assert_eq!(
+        resend_over(&adopted, false, Some("v2"), Some("v1")),
+        Some("r5".to_owned())
+    );
+    // Once only; never what the status records as sent; nothing when nothing was read.
+    assert_eq!(resend_over(&adopted, true, Some("v2"), Some("v1")), None);
+    assert_eq!(resend_over(&adopted, false, Some("v2"), Some("v2")), None);
+    assert_eq!(resend_over(&adopted, false, None, Some("v1")), None);
+    // Not adopted: nothing to send over.
+    let orphaned = released(Reason::Orphaned);
+    assert_eq!(resend_over(&orphaned, false, Some("v2"), Some("v1")), None);
+}
+
+#[test]
+fn a_write_records_the_value_it_sent_and_tells_a_changed_one() {
+    let applied = Applied {
+        client_id: String::new(),
+        revision: "r3".into(),
+        generation_in_force: 2,
+        created: false,
+    };
+    let secret = ProvidedSecret {
+        field: "spec.secretRef",
+        secret: "github-oauth-app",
+        key: "clientSecret",
+        what: "upstream client secret",
+    };
+    let sent = |changed, registered_before| ValueSent {
+        version: "v7",
+        changed,
+        registered_before,
+        secret,
+    };
+    let written = after_apply(&applied, None, None, false, None);
+    let changed = with_value_sent(written.clone(), Some(sent(true, true)));
+    assert!(changed.fields.secret_set);
+    assert_eq!(changed.fields.secret_version.as_deref(), Some("v7"));
+    assert_eq!(changed.cause, Cause::SecretChanged);
+    // The first value of a new object is set, not told as a change.
+    let first = with_value_sent(written.clone(), Some(sent(true, false)));
+    assert!(first.fields.secret_set);
+    assert!(
+        first
+            .events
+            .iter()
+            .all(|e| e.reason != EventReason::SecretChanged)
+    );
+    let same = with_value_sent(written.clone(), Some(sent(false, true)));
+    assert!(!same.fields.secret_set);
+    assert_eq!(same.fields.secret_version.as_deref(), Some("v7"));
+    let none = with_value_sent(written, None);
+    assert_eq!(none.fields.secret_version, None);
+    assert!(!none.fields.secret_set);
+}
+
+#[test]
+fn only_a_registered_object_left_on_the_server_releases_its_generated_secret() {
+    let generate = || SecretMode::Generate {
+        secret_name: "web-oidc".into(),
+    };
+    assert_eq!(
+        secret_to_release(Reason::Orphaned, generate(), true),
+        Some("web-oidc".to_owned())
+    );
+    assert_eq!(
+        secret_to_release(Reason::DeletionSkippedDrifted, generate(), true),
+        Some("web-oidc".to_owned())
+    );
+    assert_eq!(secret_to_release(Reason::Orphaned, generate(), false), None);
+    assert_eq!(secret_to_release(Reason::Deleted, generate(), true), None);
+    assert_eq!(
+        secret_to_release(Reason::Orphaned, SecretMode::Provided, true),
+        None
+    );
+}
+
+#[test]
+fn a_write_in_force_keeps_what_the_approval_listed_and_a_restore_its_answer() {
+    let approval = ApprovalRecord {
+        generation: 2,
+        fields: vec!["spec.redirectUris".into()],
+        digest: "d".into(),
+        ..ApprovalRecord::default()
+    };
+    let gate = PolicyGate::OpenApproved {
+        approval: approval.clone(),
+    };
+    let applied = Applied {
+        client_id: "cid".into(),
+        revision: "r9".into(),
+        generation_in_force: 2,
+        created: false,
+    };
+    let written = after_apply(&applied, None, None, true, None);
+    assert_eq!(
+        with_approval(written.clone(), &gate).fields.approval,
+        Some(approval)
+    );
+    assert_eq!(
+        with_approval(written.clone(), &PolicyGate::Open)
+            .fields
+            .approval,
+        None
+    );
+    // Nothing put in force: nothing kept.
+    let orphaned = released(Reason::Orphaned);
+    assert_eq!(with_approval(orphaned, &gate).fields.approval, None);
+
+    let answered = restored(
+        written,
+        Some("2026-12-04T20:00:00Z".into()),
+        Some("kubectl-nauthera".into()),
+        Some("cid"),
+        &applied,
+        Some("r8"),
+    );
+    assert!(
+        answered
+            .message
+            .ends_with("(requested by kubectl-nauthera)")
+    );
+    let record = answered.fields.last_restore.unwrap();
+    assert_eq!(record.outcome, RestoreOutcome::Restored);
+    assert_eq!(record.revision.as_deref(), Some("r9"));
+    assert_eq!(record.overwritten_revision.as_deref(), Some("r8"));
+    assert_eq!(record.requested_by.as_deref(), Some("kubectl-nauthera"));
 }

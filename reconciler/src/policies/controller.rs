@@ -168,7 +168,7 @@ async fn reconcile(
     policy: Arc<ClientPolicy>,
     ctx: Arc<PolicyContext>,
 ) -> Result<Action, PolicyControllerError> {
-    if !ctx.leadership.is_leader() || policy.meta().deletion_timestamp.is_some() {
+    if ctx.leadership.gate().is_err() || policy.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     let name = policy.name_any();

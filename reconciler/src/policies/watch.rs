@@ -1,6 +1,7 @@
 //! The watches that feed the policy caches: ClientPolicies (compiled as they come), the labels of
 //! Namespaces and the ClientApprovals. Each change routes the reconciles it can affect. The
-//! namespace labels also decide the shard's namespace selector ([`ShardScope`]).
+//! namespace labels also decide the shard's namespace selector: each move is told to it
+//! ([`NamespaceMoved`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -18,7 +19,16 @@ use nauthera_shared::resources::{ClientApproval, ClientPolicy};
 
 use super::{Approval, Loaded, Policies};
 use crate::changes::Route;
-use crate::shard::ShardScope;
+
+/// Told that a namespace's labels moved from `before` to `after` (`None`: not there); answers
+/// whether that moved the namespace into or out of the shard's scope (the shard's
+/// `ShardScope::namespace_moved`, passed in so that this module does not depend on the shard,
+/// which reads the labels kept here).
+pub type NamespaceMoved = Box<
+    dyn Fn(&str, Option<&BTreeMap<String, String>>, Option<&BTreeMap<String, String>>) -> bool
+        + Send
+        + Sync,
+>;
 
 /// Follows policies, namespace labels and approvals (in each scope: every namespace, or the
 /// configured ones) until the leader steps down.
@@ -26,7 +36,7 @@ pub async fn follow_policy_inputs(
     policies: Arc<Policies>,
     client: Client,
     scopes: Vec<Option<String>>,
-    shard: Arc<ShardScope>,
+    namespace_moved: NamespaceMoved,
 ) {
     let approvals = futures::future::join_all(scopes.iter().map(|scope| {
         let api: Api<ClientApproval> = match scope {
@@ -37,7 +47,7 @@ pub async fn follow_policy_inputs(
     }));
     tokio::join!(
         follow_policies(&policies, Api::all(client.clone())),
-        follow_namespaces(&policies, &shard, Api::all(client.clone())),
+        follow_namespaces(&policies, &namespace_moved, Api::all(client.clone())),
         approvals,
         mark_approvals_loaded(&policies, scopes.len()),
     );
@@ -201,7 +211,7 @@ fn replace_all(policies: &Policies, listing: Vec<ClientPolicy>) -> bool {
 
 async fn follow_namespaces(
     policies: &Policies,
-    shard: &ShardScope,
+    namespace_moved: &NamespaceMoved,
     api: Api<PartialObjectMeta<Namespace>>,
 ) {
     let mut listing: HashMap<String, BTreeMap<String, String>> = HashMap::new();
@@ -224,7 +234,7 @@ async fn follow_namespaces(
                         .iter()
                         .filter(|(name, l)| labels.get(*name) != Some(l))
                         .map(|(name, l)| {
-                            let moved = shard.namespace_moved(name, labels.get(name), Some(l));
+                            let moved = namespace_moved(name, labels.get(name), Some(l));
                             (name.clone(), moved)
                         })
                         .collect();
@@ -233,7 +243,7 @@ async fn follow_namespaces(
                             .iter()
                             .filter(|(name, _)| !listing.contains_key(*name))
                             .map(|(name, l)| {
-                                let moved = shard.namespace_moved(name, Some(l), None);
+                                let moved = namespace_moved(name, Some(l), None);
                                 (name.clone(), moved)
                             }),
                     );
@@ -258,7 +268,7 @@ async fn follow_namespaces(
                     continue;
                 };
                 if before.as_ref() != Some(&labels) {
-                    let moved = shard.namespace_moved(&name, before.as_ref(), Some(&labels));
+                    let moved = namespace_moved(&name, before.as_ref(), Some(&labels));
                     route_namespace(policies, name, moved);
                 }
             }
@@ -270,7 +280,7 @@ async fn follow_namespaces(
                     .ok()
                     .and_then(|mut all| all.remove(&name));
                 // Its resources go with it; nothing to route.
-                shard.namespace_moved(&name, before.as_ref(), None);
+                namespace_moved(&name, before.as_ref(), None);
             }
             Err(error) => tracing::warn!(error = %error, "watching Namespaces"),
         }
