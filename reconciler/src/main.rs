@@ -1,38 +1,19 @@
 //! `nauthera-reconciler`: makes Kubernetes manifests the source of truth for nauthera-server.
+//!
+//! Four rooms: `reconcile` (the core: one pipeline over every kind, its pure decisions, the
+//! kinds), `server` (the edge to nauthera-server), `kubernetes` (the edge to the API server) and
+//! `process` (settings, start-up, controllers, shards, probes, metrics around the core).
 
-mod admin;
-mod caches;
-mod changes;
-mod config;
-mod context;
-mod controllers;
-mod decide;
-mod events;
-mod http;
-mod kinds;
-mod kube_io;
-mod leader;
-mod logging;
-mod managed;
-mod memory;
-mod metrics;
-mod namespace_map;
-mod pipeline;
-mod policies;
-mod prerequisites;
-mod probe;
-mod run;
-mod server_calls;
-mod shard;
-mod state;
-#[cfg(test)]
-mod test_cluster;
+mod kubernetes;
+mod process;
+mod reconcile;
+mod server;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::config::{Args, PodFacts};
+use crate::process::config::{Args, PodFacts};
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -43,7 +24,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    logging::init(config.log_format);
+    process::logging::init(config.log_format);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         server = %config.connect.address,
@@ -68,7 +49,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run::run(config)) {
+    match runtime.block_on(process::run::run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!(error = %error, "stopped");

@@ -1,0 +1,548 @@
+//! The Kubernetes edges of the pipeline: finalizers, the restore annotation, status by server-side
+//! apply under the manager's name, and Secrets. Nothing here decides anything.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    ManagedFieldsEntry, ObjectMeta, OwnerReference,
+};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Resource, ResourceExt};
+use nauthera_shared::resources::ResourceStatus;
+use nauthera_shared::topology::TAKE_OVER_ANNOTATION;
+use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::kubernetes::caches::{
+    CLIENT_ID_KEY, CLIENT_SECRET_KEY, DISCOVERY_URL_KEY, ISSUER_KEY, SecretSummary,
+};
+use crate::process::memory::SecretValue;
+use crate::reconcile::decide::{SecretRefProblem, SecretState, SecretWriteFailure};
+
+pub mod unread;
+
+/// The OpenID Connect discovery URL of an issuer.
+pub fn discovery_url(issuer: &str) -> String {
+    format!(
+        "{}/.well-known/openid-configuration",
+        issuer.trim_end_matches('/')
+    )
+}
+
+/// The label on every Secret the reconciler writes, so it watches only those.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "nauthera-reconciler";
+
+/// A resource kind the pipeline handles.
+pub trait NamespacedResource:
+    Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> NamespacedResource for K where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Adds the finalizer (or removes it), checking the resourceVersion so that a concurrent change
+/// is not lost.
+pub async fn set_finalizer<K: NamespacedResource>(
+    api: &Api<K>,
+    resource: &K,
+    present: bool,
+) -> Result<(), kube::Error> {
+    let mut finalizers: Vec<String> = resource.finalizers().to_vec();
+    finalizers.retain(|f| f != FINALIZER);
+    if present {
+        finalizers.push(FINALIZER.to_owned());
+    }
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": resource.resource_version(),
+        }
+    });
+    unread::patch(
+        api,
+        &resource.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+/// Whether the restore annotation asks for a restore.
+pub fn restore_requested<K: Resource>(resource: &K) -> bool {
+    resource
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RESTORE_ANNOTATION))
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
+}
+
+/// The request the restore annotation came with (`nauthera.io/restore-request`), if any.
+pub fn restore_request<K: Resource>(resource: &K) -> Option<String> {
+    resource
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RESTORE_REQUEST_ANNOTATION))
+        .filter(|value| !value.is_empty())
+        .cloned()
+}
+
+/// Who set the restore annotation: the field manager whose managedFields entry owns it (the
+/// newest, should several). The API server keeps it; nothing the requester writes can change it.
+pub fn restore_requester(meta: &ObjectMeta) -> Option<String> {
+    meta.managed_fields
+        .as_deref()?
+        .iter()
+        .filter(|entry| owns_restore_annotation(entry))
+        .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
+        .and_then(|entry| entry.manager.clone())
+}
+
+/// Whether a managedFields entry owns the restore annotation.
+pub fn owns_restore_annotation(entry: &ManagedFieldsEntry) -> bool {
+    entry
+        .fields_v1
+        .as_ref()
+        .and_then(|fields| fields.0.get("f:metadata"))
+        .and_then(|metadata| metadata.get("f:annotations"))
+        .is_some_and(|annotations| annotations.get(format!("f:{RESTORE_ANNOTATION}")).is_some())
+}
+
+/// The manager `nauthera.io/take-over-from` names, if set.
+pub fn take_over_from<K: Resource>(resource: &K) -> Option<String> {
+    resource
+        .meta()
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(TAKE_OVER_ANNOTATION))
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// Removes the take-over annotation once the object is taken over.
+pub async fn clear_take_over_annotation<K: NamespacedResource>(
+    api: &Api<K>,
+    resource: &K,
+) -> Result<(), kube::Error> {
+    let patch =
+        serde_json::json!({ "metadata": { "annotations": { TAKE_OVER_ANNOTATION: null } } });
+    unread::patch(
+        api,
+        &resource.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+/// Removes the restore annotation and the request beside it.
+pub async fn clear_restore_annotation<K: NamespacedResource>(
+    api: &Api<K>,
+    resource: &K,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "metadata": { "annotations": { RESTORE_ANNOTATION: null, RESTORE_REQUEST_ANNOTATION: null } }
+    });
+    unread::patch(
+        api,
+        &resource.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+/// Writes the status by server-side apply under the manager's name, forced: the status belongs
+/// to the reconciler.
+pub async fn write_status<K: NamespacedResource>(
+    api: &Api<K>,
+    name: &str,
+    status: &ResourceStatus,
+    manager: &str,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    unread::patch_status(
+        api,
+        name,
+        &PatchParams::apply(manager).force(),
+        &Patch::Apply(&patch),
+    )
+    .await
+}
+
+fn owned_by(secret: &SecretSummary, uid: &str) -> bool {
+    secret.owner_uids.iter().any(|owner| **owner == *uid)
+}
+
+/// A Secret released from an earlier manifest of this kind and name (deleted with `Orphan`),
+/// owned by nothing: the client id it holds, for a re-declared orphan to take it back.
+fn released_for<K: NamespacedResource>(secret: &Secret, resource: &K) -> Option<String> {
+    let labels = secret.metadata.labels.as_ref()?;
+    let from = secret
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(RELEASED_FROM_ANNOTATION)?;
+    let owned = secret
+        .metadata
+        .owner_references
+        .as_ref()
+        .is_some_and(|owners| !owners.is_empty());
+    let expected = format!("{}/{}", K::kind(&()), resource.name_any());
+    if owned || labels.get(RELEASED_LABEL).map(String::as_str) != Some("true") || *from != expected
+    {
+        return None;
+    }
+    let data = secret.data.as_ref()?;
+    let has_value = data.get(CLIENT_SECRET_KEY).is_some_and(|v| !v.0.is_empty());
+    let client_id = String::from_utf8(data.get(CLIENT_ID_KEY)?.0.clone()).ok()?;
+    (has_value && !client_id.is_empty()).then_some(client_id)
+}
+
+/// What the Secret a generated secret goes into holds for `resource`, read from the API
+/// server; a Secret released from an earlier manifest of its name is told apart.
+pub async fn secret_state_for<K: NamespacedResource>(
+    secrets: &Api<Secret>,
+    name: &str,
+    resource: &K,
+) -> Result<SecretState, kube::Error> {
+    let owner_uid = resource.uid().unwrap_or_default();
+    Ok(match secrets.get_opt(name).await {
+        Ok(Some(secret)) => match released_for(&secret, resource) {
+            Some(client_id) => SecretState::Released { client_id },
+            None => state_of(&SecretSummary::from(&secret), &owner_uid),
+        },
+        Ok(None) => SecretState::Absent,
+        Err(kube::Error::Api(status)) if status.code == 403 => SecretState::Forbidden,
+        Err(error) => return Err(error),
+    })
+}
+
+/// Takes back a Secret released from an earlier manifest of this name: owned by `owner` (its
+/// controller) and labelled as delivered again, only while it is still released and holds
+/// `client_id`. `false` when it is not (any more).
+pub async fn reclaim_secret<K: NamespacedResource>(
+    secrets: &Api<Secret>,
+    owner: &K,
+    name: &str,
+    client_id: &str,
+) -> Result<bool, kube::Error> {
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(false);
+    };
+    if released_for(&secret, owner).as_deref() != Some(client_id) {
+        return Ok(false);
+    }
+    let Some(owner_reference) = owner.controller_owner_ref(&()) else {
+        return Ok(false);
+    };
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": secret.metadata.resource_version,
+            "ownerReferences": [OwnerReference {
+                block_owner_deletion: Some(true),
+                ..owner_reference
+            }],
+            "labels": { MANAGED_BY_LABEL: MANAGED_BY, RELEASED_LABEL: null },
+            "annotations": { RELEASED_FROM_ANNOTATION: null },
+        },
+    });
+    secrets
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(true)
+}
+
+/// What an existing Secret holds for the resource with `owner_uid`.
+pub fn state_of(secret: &SecretSummary, owner_uid: &str) -> SecretState {
+    if owned_by(secret, owner_uid) {
+        SecretState::Owned {
+            has_value: secret.has_value,
+        }
+    } else {
+        SecretState::Foreign {
+            owner: secret.first_owner.as_ref().map(ToString::to_string),
+        }
+    }
+}
+
+/// The label and annotation a released Secret carries: it outlived the manifest that owned it.
+pub const RELEASED_LABEL: &str = "nauthera.io/released";
+pub const RELEASED_FROM_ANNOTATION: &str = "nauthera.io/released-from";
+
+/// What releasing a delivered Secret found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The Secret no longer names the resource as its owner, and is labelled released.
+    Released,
+    /// There was nothing of this resource's to release: no Secret, or one it does not own.
+    Nothing,
+}
+
+/// Releases the Secret a resource owns before the resource goes while its object stays on the
+/// server: without the owner reference the garbage collector keeps the only copy of a secret
+/// the server still accepts. The Secret is labelled and annotated with where it came from, and
+/// no longer carries the managed-by label, so the reconciler stops watching it.
+pub async fn release_secret<K: NamespacedResource>(
+    secrets: &Api<Secret>,
+    owner: &K,
+    name: &str,
+) -> Result<Release, kube::Error> {
+    let owner_uid = owner.uid().unwrap_or_default();
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(Release::Nothing);
+    };
+    let references = secret.metadata.owner_references.clone().unwrap_or_default();
+    if !references.iter().any(|r| r.uid == owner_uid) {
+        return Ok(Release::Nothing);
+    }
+    let remaining: Vec<&OwnerReference> =
+        references.iter().filter(|r| r.uid != owner_uid).collect();
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": secret.metadata.resource_version,
+            "ownerReferences": remaining,
+            "labels": { MANAGED_BY_LABEL: null, RELEASED_LABEL: "true" },
+            "annotations": {
+                RELEASED_FROM_ANNOTATION: format!("{}/{}", K::kind(&()), owner.name_any()),
+            },
+        },
+    });
+    secrets
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(Release::Released)
+}
+
+/// Deletes a Secret if this resource (`owner_uid`) owns it, no matter what else changed in it
+/// since; `false` when there is no such Secret of this resource's (gone, released, or someone
+/// else's now). The preconditions keep a Secret recreated in between from being taken.
+pub async fn remove_owned_secret(
+    secrets: &Api<Secret>,
+    name: &str,
+    owner_uid: &str,
+) -> Result<bool, kube::Error> {
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(false);
+    };
+    if !owned_by(&SecretSummary::from(&secret), owner_uid) {
+        return Ok(false);
+    }
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: secret.metadata.uid.clone(),
+            resource_version: secret.metadata.resource_version.clone(),
+        }),
+        ..DeleteParams::default()
+    };
+    match secrets.delete(name, &params).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// What a workload needs to use a client: its id and secret, the issuer and where to discover it.
+#[derive(Clone, Copy, Debug)]
+pub struct Delivery<'a> {
+    pub secret_name: &'a str,
+    pub client_id: &'a str,
+    pub issuer: &'a str,
+    pub value: &'a SecretValue,
+}
+
+/// Writes a minted secret into a Secret owned by `owner`; never over a Secret it does not own.
+/// A new Secret is created at once; `cached` (the watch cache's copy, if any) saves a read
+/// before updating one this resource owns.
+pub async fn deliver_secret<K: NamespacedResource>(
+    secrets: &Api<Secret>,
+    owner: &K,
+    delivery: Delivery<'_>,
+    cached: Option<&SecretSummary>,
+) -> Result<(), SecretWriteFailure> {
+    let owner_uid = owner.uid().unwrap_or_default();
+    let data = secret_data(&delivery);
+    let name = delivery.secret_name;
+    let existing = match cached.filter(|secret| owned_by(secret, &owner_uid)) {
+        Some(secret) => secret.clone(),
+        None => match unread::create(
+            secrets,
+            &PostParams::default(),
+            &new_secret(owner, name, &data)?,
+        )
+        .await
+        {
+            Ok(()) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                match secrets.get_opt(name).await.map_err(write_failure)? {
+                    Some(secret) => SecretSummary::from(&secret),
+                    // Gone again in between: written on the next attempt.
+                    None => {
+                        return Err(SecretWriteFailure::Other {
+                            message: format!("Secret {name} was deleted while it was written"),
+                        });
+                    }
+                }
+            }
+            Err(error) => return Err(write_failure(error)),
+        },
+    };
+    if !owned_by(&existing, &owner_uid) {
+        return Err(SecretWriteFailure::Foreign {
+            owner: existing.first_owner.as_ref().map(ToString::to_string),
+        });
+    }
+    // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
+    // `update`, and the resourceVersion keeps it from racing another writer (a stale cached
+    // copy fails and is retried).
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": existing.resource_version,
+            "labels": { MANAGED_BY_LABEL: MANAGED_BY },
+        },
+        "data": data,
+    });
+    unread::patch(
+        secrets,
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(write_failure)
+}
+
+/// What a delivered Secret holds.
+fn secret_data(delivery: &Delivery<'_>) -> BTreeMap<String, ByteString> {
+    let bytes = |text: &str| ByteString(text.as_bytes().to_vec());
+    BTreeMap::from([
+        (CLIENT_SECRET_KEY.to_owned(), bytes(delivery.value.expose())),
+        (CLIENT_ID_KEY.to_owned(), bytes(delivery.client_id)),
+        (ISSUER_KEY.to_owned(), bytes(delivery.issuer)),
+        (
+            DISCOVERY_URL_KEY.to_owned(),
+            bytes(&discovery_url(delivery.issuer)),
+        ),
+    ])
+}
+
+/// A new Secret owned (as its controller) by `owner`, labelled as delivered by the reconciler.
+fn new_secret<K: NamespacedResource>(
+    owner: &K,
+    name: &str,
+    data: &BTreeMap<String, ByteString>,
+) -> Result<Secret, SecretWriteFailure> {
+    let owner_reference =
+        owner
+            .controller_owner_ref(&())
+            .ok_or_else(|| SecretWriteFailure::Other {
+                message: "the resource has no uid yet".to_owned(),
+            })?;
+    Ok(Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: owner.namespace(),
+            owner_references: Some(vec![OwnerReference {
+                block_owner_deletion: Some(true),
+                ..owner_reference
+            }]),
+            labels: Some(BTreeMap::from([(
+                MANAGED_BY_LABEL.to_owned(),
+                MANAGED_BY.to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        data: Some(data.clone()),
+        ..Secret::default()
+    })
+}
+
+fn write_failure(error: kube::Error) -> SecretWriteFailure {
+    match &error {
+        kube::Error::Api(status) if status.code == 403 => SecretWriteFailure::Forbidden {
+            message: status.message.clone(),
+        },
+        _ => SecretWriteFailure::Other {
+            message: error.to_string(),
+        },
+    }
+}
+
+/// The value of a Secret the team holds, and the version it was read at.
+#[derive(Debug)]
+pub struct ReadSecret {
+    pub value: SecretValue,
+    /// The Secret's `resourceVersion`.
+    pub version: String,
+}
+
+/// Reads the value of a Secret the team holds (`spec.secret.secretRef`); never writes it. The
+/// outer error is a failed read, retried; the inner one a problem the team fixes.
+pub async fn read_secret_ref(
+    secrets: &Api<Secret>,
+    name: &str,
+    key: &str,
+) -> Result<Result<ReadSecret, SecretRefProblem>, kube::Error> {
+    let secret = match secrets.get_opt(name).await {
+        Ok(Some(secret)) => secret,
+        Ok(None) => return Ok(Err(SecretRefProblem::Missing)),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            return Ok(Err(SecretRefProblem::Forbidden));
+        }
+        Err(error) => return Err(error),
+    };
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|v| v.0.clone())
+        .or_else(|| {
+            secret
+                .string_data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(|v| v.clone().into_bytes())
+        });
+    let version = secret.metadata.resource_version.clone().unwrap_or_default();
+    Ok(match bytes {
+        None => Err(SecretRefProblem::NoKey),
+        Some(bytes) if bytes.is_empty() => Err(SecretRefProblem::EmptyKey),
+        Some(bytes) => String::from_utf8(bytes)
+            .map(|value| ReadSecret {
+                value: SecretValue::new(value),
+                version,
+            })
+            .map_err(|_| SecretRefProblem::NotText),
+    })
+}
+
+#[cfg(test)]
+mod tests;

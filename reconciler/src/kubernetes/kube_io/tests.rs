@@ -1,0 +1,261 @@
+//! The Kubernetes edges against the API emulator on loopback: status by server-side apply,
+//! finalizers, the restore annotation, Secret delivery (never over a foreign Secret) and reading
+//! a referenced Secret.
+
+use kube::api::{Api, PostParams};
+use nauthera_shared::catalog::{Phase, Reason};
+use nauthera_shared::resources::OIDCClient;
+
+use super::*;
+
+const NAMESPACE: &str = "team-a";
+const ISSUER: &str = "https://login.example.test/acme";
+
+fn delivery<'a>(secret_name: &'a str, value: &'a SecretValue) -> Delivery<'a> {
+    Delivery {
+        secret_name,
+        client_id: "cid",
+        issuer: ISSUER,
+        value,
+    }
+}
+
+async fn cluster() -> (nauthera_kube_emulator::Emulator, kube::Client) {
+    crate::kubernetes::test_cluster::cluster(
+        NAMESPACE,
+        crate::kubernetes::test_cluster::Crds::Project,
+    )
+    .await
+}
+
+/// Creates an OIDCClient, retrying while the CRD is being established.
+async fn create_client(api: &Api<OIDCClient>, name: &str) -> OIDCClient {
+    let client: OIDCClient = serde_json::from_value(serde_json::json!({
+        "apiVersion": "nauthera.io/v1alpha1",
+        "kind": "OIDCClient",
+        "metadata": { "name": name, "namespace": NAMESPACE },
+        "spec": {
+            "issuer": "https://login.example.test/acme",
+            "redirectUris": ["https://app.example.test/cb"],
+            "secret": { "generate": true }
+        }
+    }))
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match api.create(&PostParams::default(), &client).await {
+            Ok(created) => return created,
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                let _ = error;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("cannot create the OIDCClient: {error}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn status_finalizer_and_annotation_edges() {
+    let (_emulator, client) = cluster().await;
+    let api: Api<OIDCClient> = Api::namespaced(client.clone(), NAMESPACE);
+    let web = create_client(&api, "web").await;
+
+    set_finalizer(&api, &web, true).await.unwrap();
+    let web = api.get("web").await.unwrap();
+    assert_eq!(web.finalizers(), [nauthera_shared::FINALIZER.to_owned()]);
+
+    let status = ResourceStatus {
+        observed_generation: Some(1),
+        phase: Some(Phase::Registered),
+        reason: Some(Reason::Registered),
+        revision: Some("r1".into()),
+        ..ResourceStatus::default()
+    };
+    write_status(&api, "web", &status, "nauthera-reconciler")
+        .await
+        .unwrap();
+    let read = api.get("web").await.unwrap().status.unwrap();
+    assert_eq!(read.revision.as_deref(), Some("r1"));
+    assert_eq!(read.phase, Some(Phase::Registered));
+    // A field left out of the next apply is removed: the status belongs to the reconciler.
+    let without_revision = ResourceStatus {
+        revision: None,
+        ..status
+    };
+    write_status(&api, "web", &without_revision, "nauthera-reconciler")
+        .await
+        .unwrap();
+    assert_eq!(api.get("web").await.unwrap().status.unwrap().revision, None);
+
+    let patch = serde_json::json!({
+        "metadata": { "annotations": { nauthera_shared::RESTORE_ANNOTATION: "true" } }
+    });
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let web = api.get("web").await.unwrap();
+    assert!(restore_requested(&web));
+    clear_restore_annotation(&api, &web).await.unwrap();
+    let web = api.get("web").await.unwrap();
+    assert!(!restore_requested(&web));
+
+    set_finalizer(&api, &web, false).await.unwrap();
+    assert!(api.get("web").await.unwrap().finalizers().is_empty());
+}
+
+#[tokio::test]
+async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read() {
+    let (_emulator, client) = cluster().await;
+    let api: Api<OIDCClient> = Api::namespaced(client.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
+    let web = create_client(&api, "web").await;
+    let value = SecretValue::new("first-secret-value".into());
+
+    assert_eq!(
+        secret_state_for(&secrets, "web", &web).await.unwrap(),
+        SecretState::Absent
+    );
+    deliver_secret(&secrets, &web, delivery("web", &value), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        secret_state_for(&secrets, "web", &web).await.unwrap(),
+        SecretState::Owned { has_value: true }
+    );
+    let written = secrets.get("web").await.unwrap();
+    let owner = &written.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("OIDCClient", Some(true))
+    );
+    let data = written.data.as_ref().unwrap();
+    assert_eq!(data[CLIENT_SECRET_KEY].0, b"first-secret-value");
+    assert_eq!(data[CLIENT_ID_KEY].0, b"cid");
+    assert_eq!(data[ISSUER_KEY].0, ISSUER.as_bytes());
+    assert_eq!(
+        data[DISCOVERY_URL_KEY].0,
+        b"https://login.example.test/acme/.well-known/openid-configuration"
+    );
+    // Delivered again (a rotation): the owned Secret is replaced, found by a read or from the
+    // cached copy; a stale cached copy fails rather than writing over a newer version.
+    let rotated = SecretValue::new("second-secret-value".into());
+    deliver_secret(&secrets, &web, delivery("web", &rotated), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        secrets.get("web").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
+        b"second-secret-value"
+    );
+    let third = SecretValue::new("third-secret-value".into());
+    let current = secrets.get("web").await.unwrap();
+    deliver_secret(
+        &secrets,
+        &web,
+        delivery("web", &third),
+        Some(&(&written).into()),
+    )
+    .await
+    .unwrap_err();
+    deliver_secret(
+        &secrets,
+        &web,
+        delivery("web", &third),
+        Some(&(&current).into()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        secrets.get("web").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
+        b"third-secret-value"
+    );
+
+    // A Secret someone else made is never written over.
+    let foreign: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "taken", "namespace": NAMESPACE },
+        "stringData": { "clientSecret": "theirs", "empty": "" }
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    assert_eq!(
+        deliver_secret(&secrets, &web, delivery("taken", &value), None).await,
+        Err(SecretWriteFailure::Foreign { owner: None })
+    );
+    assert_eq!(
+        secret_state_for(&secrets, "taken", &web).await.unwrap(),
+        SecretState::Foreign { owner: None }
+    );
+    assert_eq!(
+        secrets.get("taken").await.unwrap().data.unwrap()[CLIENT_SECRET_KEY].0,
+        b"theirs"
+    );
+
+    // A referenced Secret is read, never written.
+    assert_eq!(
+        read_secret_ref(&secrets, "missing", "clientSecret")
+            .await
+            .unwrap()
+            .unwrap_err(),
+        SecretRefProblem::Missing
+    );
+    assert_eq!(
+        read_secret_ref(&secrets, "taken", "other-key")
+            .await
+            .unwrap()
+            .unwrap_err(),
+        SecretRefProblem::NoKey
+    );
+    assert_eq!(
+        read_secret_ref(&secrets, "taken", "empty")
+            .await
+            .unwrap()
+            .unwrap_err(),
+        SecretRefProblem::EmptyKey
+    );
+    let read = read_secret_ref(&secrets, "taken", "clientSecret")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.value.expose(), "theirs");
+    // The version is the one the cluster reports, so a later change is told apart.
+    let cluster_version = secrets
+        .get("taken")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    assert_eq!(Some(read.version), cluster_version);
+}
+
+#[test]
+fn the_restore_requester_is_the_manager_that_set_the_annotation() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+    let entry = |manager: &str, fields: serde_json::Value, second: i64| ManagedFieldsEntry {
+        manager: Some(manager.to_owned()),
+        fields_v1: Some(FieldsV1(fields)),
+        time: Some(Time(jiff::Timestamp::from_second(second).unwrap())),
+        ..ManagedFieldsEntry::default()
+    };
+    let annotation = serde_json::json!({
+        "f:metadata": { "f:annotations": { "f:nauthera.io/restore": {} } }
+    });
+    let meta = ObjectMeta {
+        managed_fields: Some(vec![
+            entry(
+                "kubectl-client-side-apply",
+                serde_json::json!({"f:spec": {}}),
+                30,
+            ),
+            entry("kubectl-annotate", annotation.clone(), 10),
+            entry("kubectl-nauthera", annotation, 20),
+        ]),
+        ..ObjectMeta::default()
+    };
+    assert_eq!(
+        restore_requester(&meta).as_deref(),
+        Some("kubectl-nauthera")
+    );
+    assert_eq!(restore_requester(&ObjectMeta::default()), None);
+}
