@@ -38,13 +38,6 @@ pub fn cause_of_error(reason: Option<ServerReason>, code: Code) -> Cause {
     reason.map_or_else(|| cause_of_code(code), Cause::from_server_reason)
 }
 
-/// Like [`cause_of_error`], with the reason as the name in `google.rpc.ErrorInfo`
-/// (`"OUTSIDE_GRANT"`). A reason this build does not know falls back to the code, as the
-/// contract asks.
-pub fn cause_of_error_info(reason: Option<&str>, code: Code) -> Cause {
-    cause_of_error(reason.and_then(ServerReason::parse), code)
-}
-
 /// The cause of a gRPC code that came without a stable reason.
 pub const fn cause_of_code(code: Code) -> Cause {
     match code {
@@ -75,11 +68,6 @@ pub const RETRIED_CODES: [Code; 5] = [
     Code::ResourceExhausted,
     Code::Unavailable,
 ];
-
-/// Whether a call that failed with `code` is retried with backoff.
-pub fn is_retried(code: Code) -> bool {
-    RETRIED_CODES.contains(&code)
-}
 
 /// The `code` label of `nauthera_operator_server_calls_total`: the code's CamelCase name.
 pub const fn code_label(code: Code) -> &'static str {
@@ -240,24 +228,24 @@ mod tests {
     #[test]
     fn error_info_names_parse_and_unknown_names_fall_back_to_the_code() {
         assert_eq!(
-            cause_of_error_info(Some("OUTSIDE_GRANT"), Code::PermissionDenied),
+            cause_of_error(ServerReason::parse("OUTSIDE_GRANT"), Code::PermissionDenied),
             Cause::OutsideGrant
         );
         assert_eq!(
-            cause_of_error_info(Some("A_REASON_FROM_A_NEWER_SERVER"), Code::InvalidArgument),
+            cause_of_error(
+                ServerReason::parse("A_REASON_FROM_A_NEWER_SERVER"),
+                Code::InvalidArgument
+            ),
             Cause::FieldViolation
         );
-        assert_eq!(
-            cause_of_error_info(None, Code::Unavailable),
-            Cause::Transient
-        );
+        assert_eq!(cause_of_error(None, Code::Unavailable), Cause::Transient);
     }
 
     #[test]
     fn exactly_the_five_documented_codes_are_retried() {
         let retried: Vec<Code> = (0..17)
             .map(Code::from_i32)
-            .filter(|c| is_retried(*c))
+            .filter(|c| crate::is_retryable_code(*c))
             .collect();
         assert_eq!(
             retried,

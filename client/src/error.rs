@@ -183,14 +183,7 @@ impl ServerError {
 
 /// Whether a gRPC code is one the reconciler retries with backoff.
 pub fn is_retryable_code(code: Code) -> bool {
-    matches!(
-        code,
-        Code::Aborted
-            | Code::Internal
-            | Code::Unknown
-            | Code::ResourceExhausted
-            | Code::Unavailable
-    )
+    crate::causes::RETRIED_CODES.contains(&code)
 }
 
 impl fmt::Display for ServerError {
