@@ -31,6 +31,13 @@ pub const ANNOTATION_PREFIX: &str = "nauthera.io/";
 /// Set beside the restore annotation to tell one restore request from another: the reconciler
 /// names it in `status.lastRestore.request` once the request is carried out.
 pub const RESTORE_REQUEST_ANNOTATION: &str = "nauthera.io/restore-request";
+/// The pod-template annotation `kubectl rollout restart` sets (to the time of the restart): a
+/// new value makes the workload's controller roll out new pods.
+pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
+/// The pod-template annotation the reconciler sets beside `RESTARTED_AT_ANNOTATION` when it
+/// restarts a workload for a new client secret (`spec.secret.restart: Rollout`): the delivery it
+/// restarted for (`SECRET@RESOURCEVERSION`), so that one delivery restarts a workload once.
+pub const RESTARTED_FOR_ANNOTATION: &str = "nauthera.io/restarted-for";
 /// Client names nauthera-server keeps for itself; it refuses a client of such a name
 /// (`RESERVED_NAME`), in any case.
 pub const RESERVED_CLIENT_NAMES: [&str; 6] = [

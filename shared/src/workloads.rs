@@ -2,7 +2,7 @@
 //! the pod templates, with the one listing the reconciler and the plugin both make.
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::PodSpec;
+use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use kube::api::{Api, ListParams};
 use serde::Serialize;
 
@@ -12,6 +12,22 @@ pub struct PodTemplate {
     pub kind: &'static str,
     pub name: String,
     pub spec: Option<PodSpec>,
+    /// A Deployment whose rollout is paused (`spec.paused`): a restart would wait for a person.
+    pub paused: bool,
+    /// The delivery the reconciler last restarted it for (`nauthera.io/restarted-for` on the pod
+    /// template).
+    pub restarted_for: Option<String>,
+}
+
+/// The `nauthera.io/restarted-for` annotation of a pod template.
+fn restarted_for(template: &PodTemplateSpec) -> Option<String> {
+    template
+        .metadata
+        .as_ref()?
+        .annotations
+        .as_ref()?
+        .get(crate::RESTARTED_FOR_ANNOTATION)
+        .cloned()
 }
 
 impl PodTemplate {
@@ -23,6 +39,15 @@ impl PodTemplate {
                 .spec
                 .as_ref()
                 .and_then(|spec| spec.template.spec.clone()),
+            paused: item
+                .spec
+                .as_ref()
+                .and_then(|spec| spec.paused)
+                .unwrap_or(false),
+            restarted_for: item
+                .spec
+                .as_ref()
+                .and_then(|spec| restarted_for(&spec.template)),
         }
     }
 
@@ -34,6 +59,11 @@ impl PodTemplate {
                 .spec
                 .as_ref()
                 .and_then(|spec| spec.template.spec.clone()),
+            paused: false,
+            restarted_for: item
+                .spec
+                .as_ref()
+                .and_then(|spec| restarted_for(&spec.template)),
         }
     }
 
@@ -45,6 +75,11 @@ impl PodTemplate {
                 .spec
                 .as_ref()
                 .and_then(|spec| spec.template.spec.clone()),
+            paused: false,
+            restarted_for: item
+                .spec
+                .as_ref()
+                .and_then(|spec| restarted_for(&spec.template)),
         }
     }
 }
@@ -184,6 +219,8 @@ mod tests {
             kind,
             name: name.into(),
             spec: Some(serde_json::from_value(spec).unwrap()),
+            paused: false,
+            restarted_for: None,
         }
     }
 

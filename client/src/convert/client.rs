@@ -149,6 +149,8 @@ pub fn oidc_client_spec_from_server(
                 .secret_name
                 .filter(|_| declared_secret.generate),
             secret_ref: None,
+            // Kubernetes' side alone: the server knows nothing of it.
+            restart: declared_secret.restart.filter(|_| declared_secret.generate),
         }),
         SecretSource::Provided => Some(ClientSecret {
             generate: false,
@@ -158,6 +160,7 @@ pub fn oidc_client_spec_from_server(
                 name: String::new(),
                 key: SecretKeyRef::DEFAULT_KEY.to_owned(),
             })),
+            restart: None,
         }),
         SecretSource::None => None,
     };
@@ -311,6 +314,7 @@ mod tests {
             generate: true,
             secret_name: None,
             secret_ref: None,
+            restart: None,
         });
         assert_eq!(
             client_spec(&generated, None).unwrap().secret,

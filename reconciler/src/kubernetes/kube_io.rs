@@ -23,6 +23,7 @@ use crate::kubernetes::caches::{
 use crate::process::memory::SecretValue;
 use crate::reconcile::decide::{SecretRefProblem, SecretState, SecretWriteFailure};
 
+pub mod restart;
 pub mod unread;
 
 /// The OpenID Connect discovery URL of an issuer.

@@ -8,7 +8,7 @@ use nauthera_client::CallError;
 use nauthera_client::convert::ConvertError;
 use nauthera_client::wire::KindWire;
 use nauthera_proto::v1;
-use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef};
+use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef, WorkloadRestart};
 
 use kube::ResourceExt;
 
@@ -90,6 +90,12 @@ pub trait Managed: NamespacedResource {
 
     /// The Secret and key whose value is sent with the declared state.
     fn provided_secret(&self) -> Option<&SecretKeyRef> {
+        None
+    }
+
+    /// What happens to the workloads that read the delivered Secret when a new secret replaces
+    /// the one they held.
+    fn workload_restart(&self) -> Option<WorkloadRestart> {
         None
     }
 

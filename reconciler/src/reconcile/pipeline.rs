@@ -13,20 +13,22 @@ use nauthera_client::convert::ConvertError;
 use nauthera_client::wire::KindWire;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::catalog::{Cause, Reason};
-use nauthera_shared::resources::{HeldResource, ManagedElsewhere, ResourceStatus};
+use nauthera_shared::resources::{HeldResource, ManagedElsewhere, ResourceStatus, WorkloadRestart};
+use nauthera_shared::workloads::PodTemplate;
 
 use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{
-    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
-    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, ValueSent, Verdict,
-    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
-    held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
-    released, released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored,
-    rotated, secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
-    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, superseding_drift,
-    take_over_refused, taken_over, unencodable_branding, with_approval, with_removal_told,
+    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, RestartOutcome,
+    RestartPlan, Rotation, SecretMode, SecretRelease, SecretState, SentValue, StaleRemoval,
+    Standing, Step, ValueSent, Verdict, after_apply, after_secret_failure, awaiting_missing,
+    awaiting_prerequisite, claimed_status, held_by_policy, in_organization, naming_dependents,
+    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
+    resend_over, restart_plan, restore_not_needed, restored, rotated, secret_delivered,
+    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_to_release,
+    secret_unreadable, stale_secret, stale_secret_removed, superseding_drift, take_over_refused,
+    taken_over, unencodable_branding, with_approval, with_removal_told, with_restarts,
     with_stale_removal, with_value_sent,
 };
 use crate::reconcile::managed::{Managed, WriteRequest};
@@ -991,7 +993,17 @@ async fn after_settled<K: Managed, A>(
     };
     let told_rotation = match (rotation, current) {
         (Some(rotation), Some(current)) if rotation.replaces_a_delivered_secret() => {
-            let readers = readers_of(edges, current).await;
+            let (readers, templates) = readers_and_templates(edges, current).await;
+            let rollout = edges.resource.workload_restart() == Some(WorkloadRestart::Rollout);
+            let readers = match (readers, templates.as_deref()) {
+                (Readers::Found(found), Some(_)) if rollout && !found.is_empty() => {
+                    Readers::Restarting(found)
+                }
+                (readers, _) => readers,
+            };
+            if let (Readers::Restarting(_), Some(templates)) = (&readers, &templates) {
+                verdict = restart_readers(edges, verdict, current, templates).await;
+            }
             verdict = rotated(
                 verdict,
                 rotation,
@@ -1018,16 +1030,79 @@ async fn after_settled<K: Managed, A>(
 /// The workloads in the resource's namespace that read the Secret: three listings, made only
 /// when a secret was rotated or a Secret removed.
 async fn readers_of<K: Managed, A>(edges: &Edges<'_, K, A>, secret: &str) -> Readers {
+    readers_and_templates(edges, secret).await.0
+}
+
+/// Restarts the workloads that read the Secret a new client secret was just delivered into
+/// (`spec.secret.restart: Rollout`), once for the delivery, and tells how it went. Only the
+/// leader patches.
+async fn restart_readers<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    verdict: Verdict,
+    secret: &str,
+    templates: &[PodTemplate],
+) -> Verdict {
+    use crate::kubernetes::kube_io::restart::{WorkloadKind, delivery_of, restart_workload};
+    if edges.ctx.leadership.gate().is_err() {
+        return verdict;
+    }
+    let now = (edges.ctx.clock)();
+    let restarted_at = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    // The Secret's version right after the write names the delivery; unreadable, the time does.
+    let delivery = delivery_of(&edges.secrets, secret)
+        .await
+        .unwrap_or_else(|| format!("{secret}@{restarted_at}"));
+    let mut outcomes = Vec::new();
+    for (consumer, plan) in restart_plan(templates, secret, &delivery) {
+        let outcome = match (plan, WorkloadKind::of(&consumer.kind)) {
+            (RestartPlan::AlreadyRestarted, _) => RestartOutcome::AlreadyRestarted,
+            (RestartPlan::Paused, _) => RestartOutcome::Paused,
+            (RestartPlan::Restart, None) => continue,
+            (RestartPlan::Restart, Some(kind)) => match restart_workload(
+                &edges.ctx.client,
+                &edges.namespace,
+                kind,
+                &consumer.name,
+                &restarted_at,
+                &delivery,
+            )
+            .await
+            {
+                Ok(()) => RestartOutcome::Restarted,
+                Err(kube::Error::Api(status)) if status.code == 403 => RestartOutcome::Forbidden {
+                    resource: kind.resource(),
+                },
+                Err(error) => RestartOutcome::Failed(error.to_string()),
+            },
+        };
+        tracing::info!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %edges.resource.name_any(), workload = %format!("{}/{}", consumer.kind, consumer.name), outcome = ?outcome, "workload restart");
+        outcomes.push((consumer, outcome));
+    }
+    with_restarts(verdict, secret, &delivery, &edges.namespace, &outcomes)
+}
+
+/// The workloads that read the Secret, with the pod templates they were found in (`None` when
+/// they could not be listed).
+async fn readers_and_templates<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    secret: &str,
+) -> (Readers, Option<Vec<PodTemplate>>) {
     match nauthera_shared::workloads::pod_templates(&edges.ctx.client, &edges.namespace).await {
-        Ok(templates) => Readers::Found(nauthera_shared::workloads::consumers(&templates, secret)),
-        Err(failure) => Readers::Unlisted(match &failure.error {
-            kube::Error::Api(status) if status.code == 403 => format!(
-                "listing {} is forbidden; grant the reconciler list on deployments, \
+        Ok(templates) => (
+            Readers::Found(nauthera_shared::workloads::consumers(&templates, secret)),
+            Some(templates),
+        ),
+        Err(failure) => (
+            Readers::Unlisted(match &failure.error {
+                kube::Error::Api(status) if status.code == 403 => format!(
+                    "listing {} is forbidden; grant the reconciler list on deployments, \
                  statefulsets and daemonsets",
-                failure.resource
-            ),
-            error => format!("listing {}: {error}", failure.resource),
-        }),
+                    failure.resource
+                ),
+                error => format!("listing {}: {error}", failure.resource),
+            }),
+            None,
+        ),
     }
 }
 

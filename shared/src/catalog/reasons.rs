@@ -75,6 +75,15 @@ reasons_and_events! {
             "a new client secret replaced one workloads held (its Secret deleted or emptied, or \
              `spec.secret.secretName` changed); the note names the Secret, the workloads that \
              read it and the command that restarts each";
+        WorkloadsRestarted: Normal,
+            "with `spec.secret.restart: Rollout`, the workloads that read a Secret holding a new \
+             client secret were restarted the way `kubectl rollout restart` does, once for the \
+             delivery; the note names them (`status.lastWorkloadRestart` too)";
+        WorkloadsNotRestarted: Warning,
+            "with `spec.secret.restart: Rollout`, workloads that read a Secret holding a new \
+             client secret were not restarted: the reconciler may not patch them (the \
+             workload-restart permission is not installed), a Deployment's rollout is paused, or \
+             the patch failed; the note names each with why and what to do";
         SecretRemoved: Normal,
             "a Secret holding a generated client secret the server no longer accepts was \
              removed (the manifest names another Secret, or generates none)";

@@ -11,6 +11,7 @@ mod identity_provider;
 mod oidc_client;
 mod organization;
 mod status;
+mod workload_restart;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -34,6 +35,9 @@ pub use status::{
     ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
     RestoreRecord, SupersededDrift, TakeOverRecord, progress_conditions, ready_condition,
     reason_conditions, set_condition, set_conditions,
+};
+pub use workload_restart::{
+    NotRestartedBecause, WorkloadNotRestarted, WorkloadRestart, WorkloadRestartRecord,
 };
 
 /// The CustomResourceDefinitions of every kind, in a stable order.

@@ -20,6 +20,7 @@ pub(crate) mod rules {
         "!('authorization_code' in self.grantTypes) || size(self.redirectUris) > 0";
     pub const SECRET_SOURCES_EXCLUSIVE: &str = "!(self.generate && has(self.secretRef))";
     pub const SECRET_NAME_NEEDS_GENERATE: &str = "!has(self.secretName) || self.generate";
+    pub const RESTART_NEEDS_GENERATE: &str = "!has(self.restart) || self.generate";
     // `REDIRECT_URI_PATTERN` as a CEL string (each backslash doubled): a rule, not the schema's
     // `pattern`, so that a refusal says what is allowed instead of printing the expression.
     pub const REDIRECT_URIS_ALLOWED: &str = r"self.redirectUris.all(u, u.matches('^(https://[\\x21\\x22\\x24-\\x2e\\x30-\\x3e\\x40-\\x7e]+[\\x21\\x22\\x24-\\x7e]*|http://(127\\.0\\.0\\.1|\\[::1\\]|localhost)(:[0-9]{1,5})?([/?][\\x21\\x22\\x24-\\x7e]*)?)$'))";
@@ -216,6 +217,11 @@ impl OIDCClientSpec {
                 rules::SECRET_NAME_NEEDS_GENERATE,
                 secret.secret_name.is_none() || secret.generate,
             ));
+            outcomes.push(RuleOutcome::new(
+                "spec.secret",
+                rules::RESTART_NEEDS_GENERATE,
+                secret.restart.is_none() || secret.generate,
+            ));
         }
         outcomes
     }
@@ -351,6 +357,10 @@ impl TokenEndpointAuthMethod {
     {
         "rule": rules::SECRET_NAME_NEEDS_GENERATE,
         "message": "spec.secret.secretName names the Secret a generated secret is delivered into: it needs spec.secret.generate: true"
+    },
+    {
+        "rule": rules::RESTART_NEEDS_GENERATE,
+        "message": "spec.secret.restart restarts the workloads that read a generated secret's Secret when a new one is delivered: it needs spec.secret.generate: true"
     }
 ]))]
 pub struct ClientSecret {
@@ -365,4 +375,9 @@ pub struct ClientSecret {
     /// A Secret the team holds the client secret in; the reconciler reads it and never writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretKeyRef>,
+    /// What happens to the workloads that read the delivered Secret when a new client secret
+    /// replaces the one they held: `Rollout` restarts them (see `WorkloadRestart`); absent, the
+    /// `SecretRotated` event names them with the command that restarts each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<super::WorkloadRestart>,
 }

@@ -115,6 +115,11 @@ pub struct ResourceStatus {
     /// The last handover to this resource (`nauthera.io/take-over-from`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_take_over: Option<Box<TakeOverRecord>>,
+    /// The last restart of the workloads that read the delivered Secret, after a new client
+    /// secret replaced one they held (`spec.secret.restart: Rollout`): which were restarted,
+    /// which were not and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_workload_restart: Option<Box<super::WorkloadRestartRecord>>,
 }
 
 /// The other reconciler that wrote the object last.

@@ -897,6 +897,13 @@ fn the_cel_rules_refuse_with_their_messages() {
         (
             serde_json::json!({
                 "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+                "secret": { "secretRef": { "name": "s" }, "restart": "Rollout" }
+            }),
+            "spec.secret: spec.secret.restart restarts the workloads that read a generated secret's Secret when a new one is delivered: it needs spec.secret.generate: true",
+        ),
+        (
+            serde_json::json!({
+                "issuer": issuer, "redirectUris": ["https://a.example.test/"],
                 "tokenEndpointAuthMethod": "none", "secret": { "generate": true }
             }),
             "spec: a public client (tokenEndpointAuthMethod none) has no secret: remove spec.secret",
@@ -918,6 +925,7 @@ fn the_cel_rules_refuse_with_their_messages() {
         serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "tokenEndpointAuthMethod": "none" }),
         serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "tokenEndpointAuthMethod": "private_key_jwt" }),
         serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "secret": { "generate": true, "secretName": "s" } }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "secret": { "generate": true, "restart": "Rollout" } }),
     ];
     for spec in fine {
         assert_eq!(

@@ -259,3 +259,20 @@ fn the_restore_requester_is_the_manager_that_set_the_annotation() {
     );
     assert_eq!(restore_requester(&ObjectMeta::default()), None);
 }
+
+#[test]
+fn a_restart_patches_the_pod_template_as_kubectl_rollout_restart_does_and_names_the_delivery() {
+    use super::restart::{WorkloadKind, restart_patch};
+    let patch = restart_patch("2026-12-04T23:00:00Z", "shop@42");
+    let annotations = &patch["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(
+        annotations["kubectl.kubernetes.io/restartedAt"],
+        "2026-12-04T23:00:00Z"
+    );
+    assert_eq!(annotations["nauthera.io/restarted-for"], "shop@42");
+    assert_eq!(
+        WorkloadKind::of("StatefulSet").map(WorkloadKind::resource),
+        Some("statefulsets")
+    );
+    assert_eq!(WorkloadKind::of("CronJob"), None);
+}

@@ -8,6 +8,7 @@ mod elsewhere;
 mod outcome;
 mod policy;
 mod provided;
+mod restart;
 mod rotation;
 mod step;
 
@@ -29,6 +30,7 @@ pub use policy::{PolicyGate, held_by_policy, with_approval};
 pub use provided::{
     ProvidedSecret, SentValue, ValueSent, provided_value_changed, resend_over, with_value_sent,
 };
+pub use restart::{RestartOutcome, RestartPlan, restart_plan, with_restarts};
 pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
@@ -123,6 +125,14 @@ pub fn status_after(
             ..record.clone()
         }));
     }
+    if let Some(record) = &fields.last_workload_restart {
+        new.last_workload_restart = Some(Box::new(
+            nauthera_shared::resources::WorkloadRestartRecord {
+                completed_at: Some(Time(now)),
+                ..record.clone()
+            },
+        ));
+    }
     if verdict.record_attempt {
         new.last_attempt_time = Some(Time(now));
     }
@@ -169,6 +179,8 @@ pub struct FieldUpdates {
     pub managed_elsewhere: Option<ManagedElsewhere>,
     /// The handover this verdict's write carried out.
     pub last_take_over: Option<TakeOverRecord>,
+    /// The restart of the workloads that read a Secret holding a new client secret.
+    pub last_workload_restart: Option<nauthera_shared::resources::WorkloadRestartRecord>,
 }
 
 /// The status after a restore request found nothing drifted: the request is answered, nothing

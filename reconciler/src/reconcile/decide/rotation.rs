@@ -15,6 +15,9 @@ pub enum Readers {
     Found(Vec<Consumer>),
     /// The workloads could not be listed; why.
     Unlisted(String),
+    /// Found, and restarted by the reconciler (`spec.secret.restart: Rollout`): the restart's
+    /// own events tell how it went.
+    Restarting(Vec<Consumer>),
 }
 
 /// What became of a Secret that holds a generated secret the server no longer accepts.
@@ -226,7 +229,7 @@ fn readers_sentence(readers: &Readers, secret: &str, namespace: &str, need: Use)
                  {secret}"
             );
         }
-        Readers::Found(found) => found,
+        Readers::Found(found) | Readers::Restarting(found) => found,
     };
     let named = found
         .iter()
@@ -239,6 +242,10 @@ fn readers_sentence(readers: &Readers, secret: &str, namespace: &str, need: Use)
         rest => format!(" and {rest} more"),
     };
     match need {
+        Use::Restart if matches!(readers, Readers::Restarting(_)) => format!(
+            "; read by {named}{more}: spec.secret.restart: Rollout restarts them (see the \
+             WorkloadsRestarted and WorkloadsNotRestarted events)"
+        ),
         Use::Restart => {
             let commands = found
                 .iter()

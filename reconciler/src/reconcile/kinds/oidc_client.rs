@@ -9,6 +9,7 @@ use nauthera_client::wire::KindWire;
 use nauthera_proto::v1;
 use nauthera_shared::resources::{
     DeletionPolicy, OIDCClient, ResourceStatus, SecretKeyRef, TokenEndpointAuthMethod,
+    WorkloadRestart,
 };
 
 use crate::process::memory::SecretValue;
@@ -52,6 +53,10 @@ impl Managed for OIDCClient {
 
     fn provided_secret(&self) -> Option<&SecretKeyRef> {
         self.spec.secret.as_ref()?.secret_ref.as_ref()
+    }
+
+    fn workload_restart(&self) -> Option<WorkloadRestart> {
+        self.spec.secret.as_ref()?.restart
     }
 
     /// Clients are listed (`ListClientRevisions`), so the view covers every one of them.

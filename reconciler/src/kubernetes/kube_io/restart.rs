@@ -1,0 +1,86 @@
+//! Restarting the workloads that read a Secret, the way `kubectl rollout restart` does: one
+//! merge patch of the pod template's annotations. Nothing here decides which.
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams};
+use nauthera_shared::{RESTARTED_AT_ANNOTATION, RESTARTED_FOR_ANNOTATION};
+
+/// The workload kinds a restart patches, as `PodTemplate::kind` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+}
+
+impl WorkloadKind {
+    /// The kind of a pod template's `kind` (`Deployment`, `StatefulSet`, `DaemonSet`).
+    pub fn of(kind: &str) -> Option<WorkloadKind> {
+        match kind {
+            "Deployment" => Some(WorkloadKind::Deployment),
+            "StatefulSet" => Some(WorkloadKind::StatefulSet),
+            "DaemonSet" => Some(WorkloadKind::DaemonSet),
+            _ => None,
+        }
+    }
+
+    /// The resource, as RBAC names it.
+    pub fn resource(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "deployments",
+            WorkloadKind::StatefulSet => "statefulsets",
+            WorkloadKind::DaemonSet => "daemonsets",
+        }
+    }
+}
+
+/// The patch `kubectl rollout restart` makes, with the delivery it restarts for beside it: a
+/// new pod template, so the workload's controller rolls out new pods.
+pub fn restart_patch(restarted_at: &str, delivery: &str) -> serde_json::Value {
+    serde_json::json!({
+        "spec": {"template": {"metadata": {"annotations": {
+            RESTARTED_AT_ANNOTATION: restarted_at,
+            RESTARTED_FOR_ANNOTATION: delivery,
+        }}}}
+    })
+}
+
+/// Restarts one workload (see [`restart_patch`]).
+pub async fn restart_workload(
+    client: &kube::Client,
+    namespace: &str,
+    kind: WorkloadKind,
+    name: &str,
+    restarted_at: &str,
+    delivery: &str,
+) -> Result<(), kube::Error> {
+    let patch = Patch::Merge(restart_patch(restarted_at, delivery));
+    let params = PatchParams::default();
+    match kind {
+        WorkloadKind::Deployment => {
+            Api::<Deployment>::namespaced(client.clone(), namespace)
+                .patch(name, &params, &patch)
+                .await?;
+        }
+        WorkloadKind::StatefulSet => {
+            Api::<StatefulSet>::namespaced(client.clone(), namespace)
+                .patch(name, &params, &patch)
+                .await?;
+        }
+        WorkloadKind::DaemonSet => {
+            Api::<DaemonSet>::namespaced(client.clone(), namespace)
+                .patch(name, &params, &patch)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// The delivery a Secret holds now (`SECRET@RESOURCEVERSION`): read right after a delivery,
+/// the delivery's own. `None` when it cannot be read.
+pub async fn delivery_of(secrets: &Api<Secret>, name: &str) -> Option<String> {
+    let secret = secrets.get_opt(name).await.ok()??;
+    let version = secret.metadata.resource_version?;
+    Some(format!("{name}@{version}"))
+}
