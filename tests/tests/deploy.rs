@@ -846,6 +846,64 @@ fn every_overlay_puts_each_namespaced_object_in_its_namespace() {
 }
 
 #[test]
+fn only_the_workload_restart_component_lets_the_reconciler_patch_workloads() {
+    const WORKLOADS: [&str; 3] = ["deployments", "statefulsets", "daemonsets"];
+    let patches_workloads = |objects: &[Value]| {
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "ClusterRole" || o["kind"] == "Role")
+            .filter(|role| WORKLOADS.iter().any(|r| grants(role, "apps", r, "patch")))
+            .map(describe)
+            .collect::<Vec<_>>()
+    };
+    // The default install lists workloads (to name them in events) and never changes them.
+    for overlay in ["deploy/base", "deploy/overlays/production"] {
+        assert_eq!(
+            patches_workloads(&render(overlay)),
+            Vec::<String>::new(),
+            "{overlay}"
+        );
+    }
+    let objects = render("deploy/overlays/workload-restart");
+    let role = find(
+        &objects,
+        "ClusterRole",
+        "nauthera-reconciler-workload-restart",
+    );
+    for resource in WORKLOADS {
+        assert!(
+            grants(role, "apps", resource, "patch"),
+            "{resource}: {role}"
+        );
+        for verb in WRITE_VERBS.iter().filter(|v| **v != "patch") {
+            assert!(
+                !grants(role, "apps", resource, verb),
+                "{verb} {resource}: {role}"
+            );
+        }
+    }
+    assert_eq!(
+        listed(&role["rules"][0], "verbs"),
+        ["patch"],
+        "patch alone: {role}"
+    );
+    let binding = find(
+        &objects,
+        "ClusterRoleBinding",
+        "nauthera-reconciler-workload-restart",
+    );
+    assert_eq!(
+        binding["roleRef"]["name"],
+        "nauthera-reconciler-workload-restart"
+    );
+    assert_eq!(binding["subjects"][0]["name"], "nauthera-reconciler");
+    assert_eq!(binding["subjects"][0]["namespace"], BASE_NAMESPACE);
+    // Everything else is the production overlay's.
+    let production = render("deploy/overlays/production");
+    assert_eq!(objects.len(), production.len() + 2);
+}
+
+#[test]
 fn every_component_is_rendered_by_an_overlay() {
     let mut used = BTreeSet::new();
     for overlay in kustomizations_under("overlays") {

@@ -160,8 +160,8 @@ stringData:
     stack
         .apply(&generated_client("refused").replace(ISSUER, "https://login.example.com/nobody"))
         .await;
-    // A Secret without the key the manifest names (a Secret that is not there at all is waited
-    // for as Pending).
+    // A Secret with the key the manifest names empty (a Secret or key that is not there at all
+    // is waited for as Pending).
     stack
         .apply(
             "apiVersion: v1
@@ -169,7 +169,7 @@ kind: Secret
 metadata:
   name: keyless-secret
 stringData:
-  other: not the key the manifest names
+  clientSecret: \"\"
 ",
         )
         .await;

@@ -169,10 +169,11 @@ async fn an_oidc_client_in_every_phase_reads_as_kstatus_and_kubectl_wait_expect(
     judged(&stack, &foreign, "SecretUndeliverable-foreign_secret").await;
     captured.push(Reason::SecretUndeliverable);
 
-    // A Secret without the key the manifest names: Failed.
+    // A Secret whose key the manifest names is empty: Failed (a key not there yet is waited
+    // for as Pending).
     stack
         .apply(
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: keyless\nstringData:\n  other: x\n",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: keyless\nstringData:\n  clientSecret: \"\"\n",
         )
         .await;
     stack

@@ -4,8 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use nauthera_shared::catalog::{Cause, Phase, Reason};
+use nauthera_shared::resources::IdentityProvider;
 use nauthera_tests::e2e::{
-    Stack, generated_client, secret_ref_client, secret_value, sha256_hex, status_of,
+    ISSUER, Stack, generated_client, secret_ref_client, secret_value, sha256_hex, status_of,
 };
 
 async fn a_foreign_secret_is_never_written_and_the_client_recovers_once_it_is_removed() {
@@ -238,6 +239,141 @@ async fn a_missing_secret_ref_is_waited_for_until_the_secret_appears() {
     );
 }
 nauthera_tests::e2e_test!(a_missing_secret_ref_is_waited_for_until_the_secret_appears);
+
+/// A Secret that exists without the key the manifest names (a tool that fills it in later):
+/// the client waits as Pending naming the Secret and the key, nothing reaches the server, and
+/// the key put in wakes it.
+async fn a_secret_ref_without_its_key_waits_until_the_key_appears() {
+    let stack = Stack::start().await;
+    stack
+        .apply(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: worker-credentials
+stringData:
+  username: reports
+",
+        )
+        .await;
+    stack
+        .apply(&secret_ref_client("worker", "worker-credentials"))
+        .await;
+    let worker = stack
+        .wait_for("worker", "waiting for the key", |c| {
+            c.status.as_ref().and_then(|s| s.cause) == Some(Cause::ReferenceNotReady)
+        })
+        .await;
+    let status = status_of(&worker);
+    assert_eq!(status.reason, Some(Reason::Pending), "{status:?}");
+    assert_eq!(status.phase, Some(Phase::Pending), "{status:?}");
+    let message = status.message.clone().unwrap();
+    assert!(
+        message.contains("key clientSecret")
+            && message.contains("Secret worker-credentials")
+            && message.contains("spec.secret.secretRef"),
+        "{message}"
+    );
+    assert!(
+        stack.server.client(&stack.object_ref("worker")).is_none(),
+        "nothing is sent without the key"
+    );
+
+    // The key put in (a change of the Secret, not of the manifest) wakes the client.
+    stack
+        .apply(&team_secret("worker-credentials", "team-held-value-3"))
+        .await;
+    stack.wait_reason("worker", Reason::Registered).await;
+    assert_eq!(
+        stack.server.client_secret_hash(&stack.object_ref("worker")),
+        Some(sha256_hex(b"team-held-value-3"))
+    );
+}
+nauthera_tests::e2e_test!(a_secret_ref_without_its_key_waits_until_the_key_appears);
+
+fn identity_provider(secret: &str) -> String {
+    format!(
+        "apiVersion: nauthera.io/v1alpha1
+kind: IdentityProvider
+metadata:
+  name: github
+spec:
+  issuer: {ISSUER}
+  kind: github
+  displayName: GitHub
+  clientId: nauthera-acme
+  secretRef:
+    name: {secret}
+    key: clientSecret
+  scopes: [read:user]
+"
+    )
+}
+
+/// An IdentityProvider whose upstream Secret is not there, then there without the key: it waits
+/// as Pending naming each in turn, registers nothing, and goes on once the key is there.
+async fn an_identity_provider_waits_for_its_secret_and_its_key() {
+    let stack = Stack::start().await;
+    stack.apply(&identity_provider("github-oauth-app")).await;
+    let waiting = |what: &'static str| {
+        let stack = &stack;
+        async move {
+            stack
+                .wait_for_kind::<IdentityProvider>("github", what, |p| {
+                    p.status.as_ref().is_some_and(|s| {
+                        s.cause == Some(Cause::ReferenceNotReady)
+                            && s.message.as_deref().is_some_and(|m| m.contains(what))
+                    })
+                })
+                .await
+        }
+    };
+    let absent = waiting("does not exist").await;
+    let status = absent.status.as_ref().unwrap();
+    assert_eq!(status.reason, Some(Reason::Pending), "{status:?}");
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("Secret github-oauth-app"),
+        "{status:?}"
+    );
+
+    stack
+        .apply(
+            "apiVersion: v1
+kind: Secret
+metadata:
+  name: github-oauth-app
+stringData:
+  clientId: nauthera-acme
+",
+        )
+        .await;
+    let keyless = waiting("key clientSecret").await;
+    assert_eq!(
+        keyless.status.as_ref().unwrap().reason,
+        Some(Reason::Pending)
+    );
+    let github = stack.object_ref("github");
+    assert!(
+        stack.server.identity_provider(&github).is_none(),
+        "nothing is registered without the secret"
+    );
+
+    stack
+        .apply(&team_secret("github-oauth-app", "upstream-value-1"))
+        .await;
+    stack
+        .wait_reason_of::<IdentityProvider>("github", Reason::Registered)
+        .await;
+    assert_eq!(
+        stack.server.identity_provider_secret_hash(&github),
+        Some(sha256_hex(b"upstream-value-1"))
+    );
+}
+nauthera_tests::e2e_test!(an_identity_provider_waits_for_its_secret_and_its_key);
 
 /// Every Secret permission revoked: a new client and a registered one whose Secret is deleted
 /// meanwhile both say SecretUndeliverable (cause forbidden) while it lasts, and recover once the

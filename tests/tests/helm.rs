@@ -542,6 +542,29 @@ fn the_switches_leave_out_what_they_name() {
             .iter()
             .any(|k| k == "ClusterRole nauthera-client-policy-admin")
     );
+    // The permission to restart workloads is opt-in, and goes with the rest of the RBAC.
+    let restart_role = "ClusterRole nauthera-reconciler-workload-restart";
+    let restart_binding = "ClusterRoleBinding nauthera-reconciler-workload-restart";
+    for (values, rendered) in [
+        (&[][..], false),
+        (&["rbac.workloadRestart=true"][..], true),
+        (
+            &["rbac.workloadRestart=true", "rbac.create=false"][..],
+            false,
+        ),
+    ] {
+        let kinds: Vec<String> = template("nauthera-system", &set(values))
+            .iter()
+            .map(describe)
+            .collect();
+        for name in [restart_role, restart_binding] {
+            assert_eq!(
+                kinds.iter().any(|k| k == name),
+                rendered,
+                "{values:?} renders {name}: {rendered}"
+            );
+        }
+    }
     let objects = template("nauthera-system", &set(&["rbac.clientPolicyRoles=false"]));
     assert!(objects.iter().all(|o| {
         !o["metadata"]["name"]

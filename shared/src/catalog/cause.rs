@@ -36,7 +36,8 @@ words! {
         ReferenceNotFound = "reference_not_found",
         /// Something this resource names is not there yet: a manifest it depends on (the
         /// Organization manifest that serves its issuer, or the Branding its `spec.brandingRef`
-        /// names) is not Registered, or the Branding or Secret it names does not exist. It waits as
+        /// names) is not Registered, or the Branding or Secret it names does not exist (or the
+        /// Secret lacks the key it names). It waits as
         /// Pending instead of being sent to the server, and proceeds by itself as soon as that is
         /// there; a registered resource whose Branding goes away says so with it.
         ReferenceNotReady = "reference_not_ready",
@@ -53,7 +54,7 @@ words! {
         ForeignSecret = "foreign_secret",
         /// Kubernetes RBAC forbids the reconciler the Secret write or read.
         Forbidden = "forbidden",
-        /// A referenced Secret, or its key, does not exist.
+        /// The key of a referenced Secret holds an empty or non-text value.
         SecretRefMissing = "secret_ref_missing",
         /// A failure that is retried with backoff (retried codes, timeouts, lost connections).
         Transient = "transient",

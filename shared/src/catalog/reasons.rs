@@ -20,7 +20,8 @@ reasons_and_events! {
         SecretUndeliverable: Warning => entries::SECRET_UNDELIVERABLE,
             "the resource enters `SecretUndeliverable`";
         /// The Secret named by `spec.secret.secretRef` (or an identity provider's `secretRef`)
-        /// is missing or lacks the key.
+        /// holds no usable value under the key, or may not be read (a Secret or key not there
+        /// yet is waited for as `Pending`).
         SecretRefUnavailable: Warning => entries::SECRET_REF_UNAVAILABLE,
             "the resource enters `SecretRefUnavailable`";
         /// Changed or removed on the server by something else; not written over.

@@ -15,7 +15,7 @@ pub enum WorkloadRestart {
     /// Secret, the way `kubectl rollout restart` does (annotation
     /// `kubectl.kubernetes.io/restartedAt` on the pod template). A paused Deployment is left
     /// alone. Needs `patch` on deployments, statefulsets and daemonsets (the kustomize component
-    /// `deploy/components/workload-restart`, or the Helm value `workloadRestart.enabled`).
+    /// `deploy/components/workload-restart`, or the Helm value `rbac.workloadRestart`).
     Rollout,
 }
 

@@ -597,7 +597,8 @@ fn secret_ref_present(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
         Some(Ok(secret)) if !secret.keys.iter().any(|k| k == key) => (
             CheckStatus::Failed,
             vec![format!(
-                "Secret {name} has no key {key} (it has: {}); fix secretRef.key or the Secret",
+                "Secret {name} has no key {key} (it has: {}): the resource waits as Pending \
+                 until it is there; put the key in the Secret, or fix secretRef.key",
                 if secret.keys.is_empty() {
                     "none".to_owned()
                 } else {

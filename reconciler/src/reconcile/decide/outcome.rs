@@ -368,10 +368,20 @@ pub fn secret_ref_unavailable(
             verdict.keep_trying = true;
             return verdict;
         }
-        SecretRefProblem::NoKey => (
-            Cause::SecretRefMissing,
-            format!("Secret {name} has no key {key}"),
-        ),
+        // So does one to a key not put in yet (a Secret written in parts, or by a tool that
+        // fills it in later): a change to the Secret wakes the resource.
+        SecretRefProblem::NoKey => {
+            let mut verdict = Verdict::new(
+                Reason::Pending,
+                Cause::ReferenceNotReady,
+                format!(
+                    "waiting for the key {key} in Secret {name}, which {field} names: the Secret \
+                     exists without it; nothing is sent to the server until the key is there"
+                ),
+            );
+            verdict.keep_trying = true;
+            return verdict;
+        }
         SecretRefProblem::EmptyKey => (
             Cause::SecretRefMissing,
             format!("key {key} of Secret {name} is empty; put the secret's value in it"),

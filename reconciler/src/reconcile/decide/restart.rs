@@ -103,7 +103,7 @@ pub fn with_restarts(
                     format!(
                         "the reconciler may not patch {resource}: grant it with the kustomize \
                          component deploy/components/workload-restart or the Helm value \
-                         workloadRestart.enabled=true; until then restart it yourself \
+                         rbac.workloadRestart=true; until then restart it yourself \
                          ({command})"
                     ),
                 ),
@@ -283,7 +283,7 @@ mod tests {
                 && verdict
                     .message
                     .contains("deploy/components/workload-restart")
-                && verdict.message.contains("workloadRestart.enabled=true")
+                && verdict.message.contains("rbac.workloadRestart=true")
                 && verdict
                     .message
                     .contains("kubectl -n team-a rollout restart deployment/web")

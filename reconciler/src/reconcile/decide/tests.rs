@@ -1362,11 +1362,19 @@ fn secret_ref_problems_name_the_secret() {
         "clientSecret",
         SecretRefProblem::NoKey,
     );
-    assert_eq!(verdict.reason, Reason::SecretRefUnavailable);
+    // A key not put in yet is waited for, as a Secret not made yet is.
+    assert_eq!(
+        (verdict.reason, verdict.cause),
+        (Reason::Pending, Cause::ReferenceNotReady)
+    );
     assert!(
         verdict
             .message
-            .contains("Secret creds has no key clientSecret")
+            .contains("waiting for the key clientSecret in Secret creds")
+            && verdict.message.contains("spec.secret.secretRef")
+            && verdict.message.contains("nothing is sent"),
+        "{}",
+        verdict.message
     );
     assert!(!verdict.record_attempt);
     assert!(verdict.keep_trying);
@@ -1382,6 +1390,10 @@ fn secret_ref_problems_name_the_secret() {
             .contains("key clientSecret of Secret creds is empty"),
         "{}",
         empty.message
+    );
+    assert_eq!(
+        (empty.reason, empty.cause),
+        (Reason::SecretRefUnavailable, Cause::SecretRefMissing)
     );
 }
 

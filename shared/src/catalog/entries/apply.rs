@@ -91,9 +91,11 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
              Organization manifest that serves its issuer or the Branding its `spec.brandingRef` \
              names exists but is not `Registered` yet, or the Branding or the Secret it names \
              (`spec.brandingRef`, `spec.secret.secretRef`, an IdentityProvider's `secretRef`) \
-             does not exist at all. The reconciler sends nothing of this resource to the server \
-             until it is there, and this resource proceeds by itself within a second of that \
-             manifest registering or that Secret being created. An issuer no Organization \
+             does not exist at all, or that Secret exists without the key the reference names \
+             (yet). The reconciler sends nothing of this resource to the server until it is \
+             there (it registers nothing and mints nothing), and this resource proceeds by itself \
+             within a second of that manifest registering or that Secret being created or given \
+             the key. An issuer no Organization \
              manifest declares is the server's own organization and is not waited for.",
             "A resource already `Registered` whose Branding goes away (its manifest deleted) \
              turns `Pending` with `reference_not_ready` at once, without a write: the message \
@@ -105,7 +107,9 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
             "The condition message names the last failure, if there was one, or what the \
              resource waits for, by kind and namespace/name (for example `waiting for \
              Organization platform/acme to be Registered`, or `waiting for Branding \
-             team-a/acme-sign-in, which spec.brandingRef names and does not exist`).",
+             team-a/acme-sign-in, which spec.brandingRef names and does not exist`, or \
+             `waiting for the key clientSecret in Secret worker-credentials, which \
+             spec.secret.secretRef names`).",
         ],
         impact: &[
             "The change is not applied yet; the server keeps the last generation in force, or \
@@ -160,8 +164,8 @@ pub(in crate::catalog) static PENDING: ReasonEntry = ReasonEntry {
             "No leader in `kubectl nauthera status`: check the reconciler's pods and its Lease \
              with `kubectl -n <reconciler-ns> get pods,leases`.",
             "`reference_not_ready` naming something that does not exist: apply the Branding, or \
-             create the Secret, that the message names (or correct the reference); this resource \
-             proceeds by itself once it is there.",
+             create the Secret (or put the key in it), that the message names (or correct the \
+             reference); this resource proceeds by itself once it is there.",
             "`reference_not_ready`: nothing to do on this resource. Look at the manifest the \
              message names, with `kubectl nauthera diagnose KIND/NAME -n NAMESPACE` (its kind, \
              name and namespace from the message). Once it is `Registered`, this resource \
@@ -234,8 +238,9 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
              and show as [Pending](Pending.md). A refusal waits: the declared state is sent \
              again on the next edit of the manifest, or after five minutes; a missing reference \
              (`reference_not_found`) is also sent again as soon as a manifest the resource \
-             depends on registers. A Branding or Secret that does not exist in the cluster is \
-             never sent and refused: the resource waits for it as [Pending](Pending.md).",
+             depends on registers. A Branding or Secret that does not exist in the cluster, or a \
+             Secret without the key the manifest names, is never sent and refused: the resource \
+             waits for it as [Pending](Pending.md).",
         ],
         impact: &[
             "The team's change is not in force. An object registered before stays at the \

@@ -110,17 +110,18 @@ pub(in crate::catalog) static SECRET_REF_UNAVAILABLE: ReasonEntry = ReasonEntry 
     runbook: Runbook {
         title: "The referenced Secret cannot be read",
         summary: "The Secret the manifest references (an OIDCClient's `spec.secret.secretRef`, an \
-            IdentityProvider's `secretRef`) lacks the key, holds no usable value, or may not be \
+            IdentityProvider's `secretRef`) holds no usable value under the key, or may not be \
             read; Ready=False, phase Pending until it can be read.",
         meaning: &[
             "The manifest says the team holds the secret itself, in a Secret the reconciler \
              reads and never writes: an OIDCClient with `spec.secret.secretRef`, or an \
              IdentityProvider whose `secretRef` holds its upstream client secret. That Secret \
-             lacks the key the manifest names, or holds an empty or non-text value \
+             holds an empty or non-text value under the key the manifest names \
              (`secret_ref_missing`), or the reconciler may not read it (`forbidden`). A Secret \
-             that does not exist at all is not this reason: the resource waits for it as \
-             [Pending](Pending.md) (`reference_not_ready`), naming it, and nothing is sent until \
-             it is created.",
+             that does not exist at all, or exists without that key (yet), is not this reason: \
+             the resource waits for it as [Pending](Pending.md) (`reference_not_ready`), naming \
+             the Secret and the key; nothing is sent (nothing registered, nothing minted) until \
+             the key is there, and a change to the Secret wakes the resource.",
             "Nothing is sent to the server until the Secret can be read. The reconciler watches \
              Secrets, so one that appears later is picked up without an edit of the manifest. A \
              Secret another controller produces (a SealedSecret, an external secrets operator) \

@@ -458,8 +458,11 @@ fn cluster_secret(view: &ResourceView, secret: &SecretFacts) -> Option<(CheckSta
             ),
         ),
         SecretUse::Referenced { name, key } if !secret.keys.contains(key) => (
-            CheckStatus::Failed,
-            format!("Secret {name} has no key {key}"),
+            CheckStatus::Warning,
+            format!(
+                "Secret {name} has no key {key} yet: the resource waits as Pending \
+                 (reference_not_ready) and nothing is sent until the key is there"
+            ),
         ),
         SecretUse::Referenced { name, key } if secret.empty_keys.contains(key) => (
             CheckStatus::Failed,
