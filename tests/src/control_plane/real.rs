@@ -46,6 +46,25 @@ pub fn add_api_server_flags(flags: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Controllers this test binary adds to its controller managers, set before the first one
+/// starts.
+static EXTRA_CONTROLLERS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Adds controllers to the kube-controller-managers this test binary starts (for example
+/// `deployment-controller`, so that a changed pod template starts a new ReplicaSet as in a
+/// cluster). Call it before the first test starts a cluster; a test binary has one setting, and
+/// a later call with others fails. The harness still reports the reconciler's own Deployment as
+/// ready where it runs the reconciler outside the cluster.
+pub fn add_controllers(controllers: &[&str]) -> anyhow::Result<()> {
+    let wanted: Vec<String> = controllers.iter().map(|c| (*c).to_owned()).collect();
+    let set = EXTRA_CONTROLLERS.get_or_init(|| wanted.clone());
+    anyhow::ensure!(
+        *set == wanted,
+        "this test binary's controller managers already run {set:?}, not {wanted:?}"
+    );
+    Ok(())
+}
+
 /// What a test needs to reach the shared control plane: no handles, only facts.
 #[derive(Clone, Debug)]
 pub struct RealPlane {
@@ -283,12 +302,18 @@ fn start(bin: &Path, slot: usize, children: &mut Vec<Child>) -> anyhow::Result<R
             format!("--kubeconfig={}", manager_kubeconfig.display()),
             // The controllers a cluster's objects depend on; no Deployment or ReplicaSet
             // controller, so the harness reports the reconciler's Deployment as the kubelet
-            // would for the processes it runs outside the cluster.
-            "--controllers=garbage-collector-controller,namespace-controller,\
-             serviceaccount-controller,serviceaccount-token-controller,\
-             root-ca-certificate-publisher-controller,\
-             validatingadmissionpolicy-status-controller"
-                .to_owned(),
+            // would for the processes it runs outside the cluster (a test binary may add the
+            // Deployment controller: `add_controllers`).
+            std::iter::once(
+                "--controllers=garbage-collector-controller,namespace-controller,\
+                 serviceaccount-controller,serviceaccount-token-controller,\
+                 root-ca-certificate-publisher-controller,\
+                 validatingadmissionpolicy-status-controller"
+                    .to_owned(),
+            )
+            .chain(EXTRA_CONTROLLERS.get().cloned().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(","),
             format!(
                 "--service-account-private-key-file={}",
                 files.account_private.display()
