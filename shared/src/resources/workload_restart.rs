@@ -6,8 +6,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// How the workloads that read the delivered Secret learn of a new client secret. Absent: the
-/// `SecretRotated` event names them with the command that restarts each, and a person runs it.
+/// What happens to the workloads that read the delivered Secret when a new client secret
+/// replaces the one they held (the Secret deleted or emptied, `secretName` changed). `Rollout`:
+/// once per delivery, after the Secret is written, the reconciler restarts every Deployment,
+/// StatefulSet and DaemonSet of the namespace that mounts or reads the Secret, as `kubectl
+/// rollout restart` does (a paused Deployment is left alone); `status.lastWorkloadRestart` and
+/// the events `WorkloadsRestarted` and `WorkloadsNotRestarted` say which were restarted and which
+/// not. It needs patch on those kinds (kustomize component `deploy/components/workload-restart`,
+/// Helm value `rbac.workloadRestart`); without it the reconciler says the permission is missing.
+/// Absent: the `SecretRotated` event names the workloads with the command that restarts each.
+/// Needs `generate: true`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum WorkloadRestart {
     /// Once per delivery of a new secret, after the Secret is written, the reconciler restarts
