@@ -1,5 +1,5 @@
-//! The install on a real API server: `deploy/overlays/production`, `deploy/overlays/shards` and
-//! `deploy/overlays/downstream-cluster`, rendered by `kubectl kustomize`, are accepted by a
+//! The install on a real API server: `deploy/overlays/production`, `deploy/overlays/shards`,
+//! `deploy/overlays/downstream-cluster` and `deploy/overlays/workload-restart`, rendered by `kubectl kustomize`, are accepted by a
 //! server-side dry run and then by a server-side apply, with the cert-manager and Prometheus
 //! Operator CRDs installed first from those projects' own Go modules. The reconciler then runs
 //! under the ServiceAccount and RBAC the overlays applied (as a pod would, with a token of that
@@ -18,7 +18,12 @@ use nauthera_tests::e2e::{RECONCILER_NAMESPACE, Stack, StackOptions, kubectl};
 use nauthera_tests::{installed, manifests};
 use tokio::io::AsyncWriteExt;
 
-const OVERLAYS: [&str; 3] = ["production", "shards", "downstream-cluster"];
+const OVERLAYS: [&str; 4] = [
+    "production",
+    "shards",
+    "downstream-cluster",
+    "workload-restart",
+];
 
 async fn the_overlays_install_on_a_real_api_server_and_the_reconciler_registers_the_examples() {
     let stack = Stack::start_with(StackOptions {
