@@ -1,14 +1,15 @@
 //! `spec.secret.restart: Rollout`: after a new client secret is delivered into a Secret
 //! workloads held, the reconciler restarts exactly the workloads that read it, the way `kubectl
 //! rollout restart` does, once for the delivery; on the real control plane its Deployment
-//! controller starts a new ReplicaSet for each. A paused Deployment is left alone, and an
+//! controller starts a new ReplicaSet for each Deployment (a StatefulSet is checked by its pod
+//! template, as everything is on the emulator, which runs no controller). A paused Deployment is left alone, and an
 //! install without the permission says so instead of restarting nothing silently.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use kube::api::{Api, DynamicObject, ListParams};
 use nauthera_shared::catalog::Reason;
 use nauthera_shared::resources::{NotRestartedBecause, OIDCClient, WorkloadRestartRecord};
@@ -71,6 +72,36 @@ spec:
             - name: CLIENT_SECRET
               valueFrom:
                 secretKeyRef: {{name: {secret}, key: clientSecret}}
+"
+    )
+}
+
+/// A StatefulSet that mounts Secret `secret` as a volume.
+fn stateful_set_mounting(name: &str, secret: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {name}
+spec:
+  serviceName: {name}
+  replicas: 1
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      containers:
+        - name: app
+          image: registry.example.test/{name}:1
+          volumeMounts:
+            - name: oidc
+              mountPath: /etc/oidc
+      volumes:
+        - name: oidc
+          secret:
+            secretName: {secret}
 "
     )
 }
@@ -163,6 +194,7 @@ async fn a_new_secret_restarts_exactly_the_workloads_that_read_it() {
         .apply(&deployment_reading("other", "billing", false))
         .await;
     stack.apply(&deployment_reading("held", "shop", true)).await;
+    stack.apply(&stateful_set_mounting("cache", "shop")).await;
     if runs_deployments(&stack) {
         stack
             .eventually("the first ReplicaSets", async || {
@@ -179,7 +211,11 @@ async fn a_new_secret_restarts_exactly_the_workloads_that_read_it() {
         .expect("the Secret is deleted");
     let record = restart_recorded(&stack, "shop").await;
     assert_eq!(record.secret, "shop");
-    assert_eq!(record.restarted, vec!["Deployment/reader"], "{record:?}");
+    assert_eq!(
+        record.restarted,
+        vec!["Deployment/reader", "StatefulSet/cache"],
+        "{record:?}"
+    );
     assert_eq!(record.not_restarted.len(), 1, "{record:?}");
     assert_eq!(record.not_restarted[0].workload, "Deployment/held");
     assert_eq!(
@@ -205,6 +241,16 @@ async fn a_new_secret_restarts_exactly_the_workloads_that_read_it() {
     let reader = template_annotations(&stack, "reader").await;
     assert!(reader.contains_key(RESTARTED_AT_ANNOTATION), "{reader:?}");
     assert_eq!(reader.get(RESTARTED_FOR_ANNOTATION), Some(&record.delivery));
+    let cache = Api::<StatefulSet>::namespaced(stack.client(), stack.namespace())
+        .get("cache")
+        .await
+        .unwrap()
+        .spec
+        .and_then(|spec| spec.template.metadata)
+        .and_then(|metadata| metadata.annotations)
+        .unwrap_or_default();
+    assert_eq!(cache.get(RESTARTED_FOR_ANNOTATION), Some(&record.delivery));
+    assert!(cache.contains_key(RESTARTED_AT_ANNOTATION), "{cache:?}");
     for untouched in ["other", "held"] {
         let annotations = template_annotations(&stack, untouched).await;
         assert!(

@@ -78,9 +78,10 @@ pub async fn restart_workload(
 }
 
 /// The delivery a Secret holds now (`SECRET@RESOURCEVERSION`): read right after a delivery,
-/// the delivery's own. `None` when it cannot be read.
+/// the delivery's own. Its metadata only: the value is not read again. `None` when it cannot be
+/// read.
 pub async fn delivery_of(secrets: &Api<Secret>, name: &str) -> Option<String> {
-    let secret = secrets.get_opt(name).await.ok()??;
+    let secret = secrets.get_metadata_opt(name).await.ok()??;
     let version = secret.metadata.resource_version?;
     Some(format!("{name}@{version}"))
 }
