@@ -20,16 +20,15 @@ use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{
-    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, RestartOutcome,
-    RestartPlan, Rotation, SecretMode, SecretRelease, SecretState, SentValue, StaleRemoval,
-    Standing, Step, ValueSent, Verdict, after_apply, after_secret_failure, awaiting_missing,
-    awaiting_prerequisite, claimed_status, held_by_policy, in_organization, naming_dependents,
-    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
-    resend_over, restart_plan, restore_not_needed, restored, rotated, secret_delivered,
-    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_to_release,
-    secret_unreadable, stale_secret, stale_secret_removed, superseding_drift, take_over_refused,
-    taken_over, unencodable_branding, with_approval, with_removal_told, with_restarts,
-    with_stale_removal, with_value_sent,
+    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
+    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, ValueSent, Verdict,
+    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
+    held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
+    released, released_elsewhere, released_with_secret, resend_over, restart_plan,
+    restore_not_needed, restored, rotated, secret_delivered, secret_name_taken, secret_reclaimed,
+    secret_ref_unavailable, secret_to_release, secret_unreadable, stale_secret,
+    stale_secret_removed, superseding_drift, take_over_refused, taken_over, unencodable_branding,
+    with_approval, with_removal_told, with_restarts, with_stale_removal, with_value_sent,
 };
 use crate::reconcile::managed::{Managed, WriteRequest};
 use crate::reconcile::policies::Judged;
@@ -1042,41 +1041,28 @@ async fn restart_readers<K: Managed, A>(
     secret: &str,
     templates: &[PodTemplate],
 ) -> Verdict {
-    use crate::kubernetes::kube_io::restart::{WorkloadKind, delivery_of, restart_workload};
+    use crate::kubernetes::kube_io::restart::{delivery_of, restart_planned};
     if edges.ctx.leadership.gate().is_err() {
         return verdict;
     }
-    let now = (edges.ctx.clock)();
-    let restarted_at = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let restarted_at = (edges.ctx.clock)()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
     // The Secret's version right after the write names the delivery; unreadable, the time does.
     let delivery = delivery_of(&edges.secrets, secret)
         .await
         .unwrap_or_else(|| format!("{secret}@{restarted_at}"));
-    let mut outcomes = Vec::new();
-    for (consumer, plan) in restart_plan(templates, secret, &delivery) {
-        let outcome = match (plan, WorkloadKind::of(&consumer.kind)) {
-            (RestartPlan::AlreadyRestarted, _) => RestartOutcome::AlreadyRestarted,
-            (RestartPlan::Paused, _) => RestartOutcome::Paused,
-            (RestartPlan::Restart, None) => continue,
-            (RestartPlan::Restart, Some(kind)) => match restart_workload(
-                &edges.ctx.client,
-                &edges.namespace,
-                kind,
-                &consumer.name,
-                &restarted_at,
-                &delivery,
-            )
-            .await
-            {
-                Ok(()) => RestartOutcome::Restarted,
-                Err(kube::Error::Api(status)) if status.code == 403 => RestartOutcome::Forbidden {
-                    resource: kind.resource(),
-                },
-                Err(error) => RestartOutcome::Failed(error.to_string()),
-            },
-        };
+    let planned = restart_plan(templates, secret, &delivery);
+    let outcomes = restart_planned(
+        &edges.ctx.client,
+        &edges.namespace,
+        planned,
+        &restarted_at,
+        &delivery,
+    )
+    .await;
+    for (consumer, outcome) in &outcomes {
         tracing::info!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %edges.resource.name_any(), workload = %format!("{}/{}", consumer.kind, consumer.name), outcome = ?outcome, "workload restart");
-        outcomes.push((consumer, outcome));
     }
     with_restarts(verdict, secret, &delivery, &edges.namespace, &outcomes)
 }

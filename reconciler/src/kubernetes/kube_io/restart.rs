@@ -4,7 +4,10 @@
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
+use nauthera_shared::workloads::Consumer;
 use nauthera_shared::{RESTARTED_AT_ANNOTATION, RESTARTED_FOR_ANNOTATION};
+
+use crate::reconcile::decide::{RestartOutcome, RestartPlan};
 
 /// The workload kinds a restart patches, as `PodTemplate::kind` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +78,47 @@ pub async fn restart_workload(
         }
     }
     Ok(())
+}
+
+/// Carries out a restart plan: patches the workloads planned for a restart, one after the
+/// other, and says what came of each (a workload of a kind it does not patch is left out).
+pub async fn restart_planned(
+    client: &kube::Client,
+    namespace: &str,
+    planned: Vec<(Consumer, RestartPlan)>,
+    restarted_at: &str,
+    delivery: &str,
+) -> Vec<(Consumer, RestartOutcome)> {
+    let mut outcomes = Vec::new();
+    for (consumer, plan) in planned {
+        let outcome = match (plan, WorkloadKind::of(&consumer.kind)) {
+            (RestartPlan::AlreadyRestarted, _) => RestartOutcome::AlreadyRestarted,
+            (RestartPlan::Paused, _) => RestartOutcome::Paused,
+            (RestartPlan::Restart, None) => continue,
+            (RestartPlan::Restart, Some(kind)) => {
+                let patched = restart_workload(
+                    client,
+                    namespace,
+                    kind,
+                    &consumer.name,
+                    restarted_at,
+                    delivery,
+                )
+                .await;
+                match patched {
+                    Ok(()) => RestartOutcome::Restarted,
+                    Err(kube::Error::Api(status)) if status.code == 403 => {
+                        RestartOutcome::Forbidden {
+                            resource: kind.resource(),
+                        }
+                    }
+                    Err(error) => RestartOutcome::Failed(error.to_string()),
+                }
+            }
+        };
+        outcomes.push((consumer, outcome));
+    }
+    outcomes
 }
 
 /// The delivery a Secret holds now (`SECRET@RESOURCEVERSION`): read right after a delivery,
