@@ -225,6 +225,46 @@ mod tests {
     }
 
     #[test]
+    fn the_rotation_says_its_readers_are_restarted_instead_of_asking_for_it() {
+        use crate::reconcile::decide::{Applied, Readers, Rotation, after_apply, rotated};
+        let applied = Applied {
+            client_id: "cid".into(),
+            revision: "r2".into(),
+            generation_in_force: 1,
+            created: false,
+        };
+        let delivered = after_apply(
+            &applied,
+            Some("shop"),
+            Some(Ok(())),
+            false,
+            Some(&Rotation::Deleted),
+        );
+        let verdict = rotated(
+            delivered,
+            &Rotation::Deleted,
+            "shop",
+            "team-a",
+            &Readers::Restarting(vec![consumer("Deployment", "web")]),
+            None,
+        );
+        let note = &verdict
+            .events
+            .iter()
+            .find(|e| e.reason == EventReason::SecretRotated)
+            .expect("a SecretRotated event")
+            .note;
+        assert!(
+            note.contains("read by Deployment/web: spec.secret.restart: Rollout restarts them"),
+            "{note}"
+        );
+        assert!(
+            !note.contains("kubectl -n team-a rollout restart"),
+            "{note}"
+        );
+    }
+
+    #[test]
     fn restarted_workloads_are_told_and_recorded_and_the_message_stays() {
         let verdict = secret_delivered(3, "r3", "shop");
         let before = verdict.message.clone();
@@ -249,6 +289,15 @@ mod tests {
         let told: Vec<_> = verdict.events.iter().map(|e| e.reason).collect();
         assert!(told.contains(&EventReason::WorkloadsRestarted), "{told:?}");
         assert!(!told.contains(&EventReason::WorkloadsNotRestarted));
+        // The status records it, with when.
+        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        let status = crate::reconcile::decide::status_after(None, &verdict, 3, now).unwrap();
+        let recorded = status.last_workload_restart.unwrap();
+        assert_eq!(recorded.restarted, record.restarted);
+        assert_eq!(
+            recorded.completed_at,
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now))
+        );
     }
 
     #[test]
