@@ -147,8 +147,14 @@ pub fn oidc_client_spec_from_server(
             generate: true,
             secret_name: declared_secret
                 .secret_name
+                .clone()
                 .filter(|_| declared_secret.generate),
             secret_ref: None,
+            // The Secret's shape is the cluster's, not the server's: shown as declared.
+            template: declared_secret
+                .template
+                .clone()
+                .filter(|_| declared_secret.generate),
         }),
         SecretSource::Provided => Some(ClientSecret {
             generate: false,
@@ -158,6 +164,7 @@ pub fn oidc_client_spec_from_server(
                 name: String::new(),
                 key: SecretKeyRef::DEFAULT_KEY.to_owned(),
             })),
+            template: None,
         }),
         SecretSource::None => None,
     };
@@ -311,6 +318,7 @@ mod tests {
             generate: true,
             secret_name: None,
             secret_ref: None,
+            template: None,
         });
         assert_eq!(
             client_spec(&generated, None).unwrap().secret,

@@ -841,7 +841,7 @@ fn every_cel_rule_has_a_rust_mirror_and_every_mirror_a_rule() {
     let client = client_with(serde_json::json!({
         "issuer": "https://login.example.test/acme",
         "redirectUris": ["https://app.example.test/cb"],
-        "secret": { "generate": true }
+        "secret": { "generate": true, "template": {} }
     }));
     let provider = serde_json::json!({
         "apiVersion": "nauthera.io/v1alpha1", "kind": "IdentityProvider", "metadata": { "name": "x" },
