@@ -93,6 +93,12 @@ pub trait Managed: NamespacedResource {
         None
     }
 
+    /// The shape of the Secret a generated secret is delivered into; the four keys of old when
+    /// absent.
+    fn secret_template(&self) -> Option<&nauthera_shared::resources::SecretTemplate> {
+        None
+    }
+
     /// The field that names that Secret, as messages name it.
     const SECRET_REF_FIELD: &'static str = "spec.secretRef";
     /// What the value in that Secret is, as messages name it.

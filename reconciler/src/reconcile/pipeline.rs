@@ -14,17 +14,20 @@ use nauthera_client::wire::KindWire;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::resources::{HeldResource, ManagedElsewhere, ResourceStatus};
+use nauthera_shared::secret_render::{self, shape_digest};
 
 use crate::kubernetes::kube_io::{self, ReadSecret};
+use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{
     Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
     SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, ValueSent, Verdict,
     after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
-    held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
-    released, released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored,
-    rotated, secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
+    held_by_policy, in_organization, invalid_secret_template, naming_dependents,
+    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
+    resend_over, restore_not_needed, restored, rotated, secret_delivered, secret_name_taken,
+    secret_reclaimed, secret_ref_unavailable, secret_reshape_failed, secret_reshaped,
     secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, superseding_drift,
     take_over_refused, taken_over, unencodable_branding, with_approval, with_removal_told,
     with_stale_removal, with_value_sent,
@@ -252,6 +255,10 @@ async fn carry_out<K: Managed, A: AdminApi>(
         }
         Step::DeliverSecret => match minted {
             Some(minted) => deliver(edges, status, &minted).await.into(),
+            None => wait,
+        },
+        Step::ReshapeSecret => match reshape(edges, status).await {
+            Some(verdict) => verdict.into(),
             None => wait,
         },
         Step::CheckDrift => {
@@ -615,14 +622,23 @@ async fn generated_secret_state<K: Managed, A>(
     let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
         return Ok(SecretState::NotApplicable);
     };
+    let shape = edges.resource.secret_template().map(shape_digest);
     let cached = edges
         .ctx
         .delivered
         .get(&edges.namespace, &secret_name)
-        .map(|secret| kube_io::state_of(&secret, &edges.uid));
+        .map(|secret| kube_io::state_of(&secret, &edges.uid, shape.as_deref()));
     Ok(match cached {
-        Some(owned @ SecretState::Owned { .. }) => owned,
-        _ => kube_io::secret_state_for(&edges.secrets, &secret_name, edges.resource).await?,
+        Some(owned @ (SecretState::Owned { .. } | SecretState::OtherShape)) => owned,
+        _ => {
+            kube_io::secret_state_for(
+                &edges.secrets,
+                &secret_name,
+                edges.resource,
+                shape.as_deref(),
+            )
+            .await?
+        }
     })
 }
 
@@ -677,6 +693,13 @@ async fn apply<K: Managed, A: AdminApi>(
 ) -> Result<Verdict, ReconcileError> {
     let ctx = edges.ctx;
     let resource = edges.resource;
+    // A template that does not render would leave a minted secret undeliverable: nothing is
+    // sent until it is fixed.
+    if let Some(template) = resource.secret_template()
+        && let Err(problem) = secret_render::check(template, resource.issuer())
+    {
+        return Ok(invalid_secret_template(&problem));
+    }
     let provided = match provided_to_send(edges, already_read).await? {
         Ok(provided) => provided,
         Err(unavailable) => return Ok(unavailable),
@@ -935,6 +958,7 @@ async fn deliver_minted<K: Managed, A>(
             client_id: &minted.client_id,
             issuer: edges.resource.issuer(),
             value: &minted.value,
+            template: edges.resource.secret_template(),
         },
         cached.as_ref(),
     )
@@ -943,6 +967,38 @@ async fn deliver_minted<K: Managed, A>(
         edges.ctx.memory.forget_minted(&edges.uid);
     }
     result
+}
+
+/// Rewrites the Secret of the generated secret in the declared shape, with the client secret
+/// it holds; `None` when there is nothing to rewrite (the watch tells what became of it).
+async fn reshape<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+) -> Option<Verdict> {
+    let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
+        return None;
+    };
+    let client_id = status.and_then(|s| s.client_id.as_deref())?;
+    let outcome = secret_shape::reshape_secret(
+        &edges.secrets,
+        edges.resource,
+        &secret_name,
+        edges.resource.secret_template(),
+        client_id,
+        edges.resource.issuer(),
+    )
+    .await;
+    match outcome {
+        Ok(Reshaped::Rewritten) => Some(secret_reshaped(
+            status
+                .and_then(|s| s.generation_in_force)
+                .unwrap_or_default(),
+            status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
+            &secret_name,
+        )),
+        Ok(Reshaped::Nothing) => None,
+        Err(failure) => Some(secret_reshape_failed(&failure, &secret_name)),
+    }
 }
 
 /// Writes the minted secret held in memory (a delivery that failed before).

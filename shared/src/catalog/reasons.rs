@@ -75,6 +75,10 @@ reasons_and_events! {
             "a new client secret replaced one workloads held (its Secret deleted or emptied, or \
              `spec.secret.secretName` changed); the note names the Secret, the workloads that \
              read it and the command that restarts each";
+        SecretReshaped: Normal,
+            "the Secret of a generated client secret was rewritten in the shape \
+             `spec.secret.template` declares now (keys, files, type, labels, annotations) with \
+             the client secret it held: nothing was minted; the note names the Secret";
         SecretRemoved: Normal,
             "a Secret holding a generated client secret the server no longer accepts was \
              removed (the manifest names another Secret, or generates none)";

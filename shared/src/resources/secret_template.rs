@@ -112,7 +112,7 @@ pub struct SecretTemplate {
     /// `oauth2-proxy.cfg` or an `.env` file. Any other name is an error; nothing but the
     /// Secret ever holds the rendered text.
     #[serde(default)]
-    #[schemars(extend("maxProperties" = 16), inner(length(max = 16384)))]
+    #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "string", "maxLength": 16384}))]
     pub files: BTreeMap<String, String>,
     /// The Secret's type: `Opaque`, `kubernetes.io/basic-auth`, or a type of your own.
     /// Kubernetes does not change the type of a Secret: a new type replaces the Secret (deleted
@@ -126,13 +126,13 @@ pub struct SecretTemplate {
     /// Labels of the Secret, for tools that copy or select it (Reflector, Kyverno). Labels
     /// others add to the Secret are left alone.
     #[serde(default)]
-    #[schemars(extend("maxProperties" = 32), inner(length(max = 63)))]
+    #[schemars(extend("maxProperties" = 32, "additionalProperties" = {"type": "string", "maxLength": 63}))]
     pub labels: BTreeMap<String, String>,
     /// Annotations of the Secret, for tools that copy it (Reflector's
     /// `reflector.v1.k8s.emberstack.com/reflection-allowed`, say). Annotations others add are
     /// left alone.
     #[serde(default)]
-    #[schemars(extend("maxProperties" = 32), inner(length(max = 4096)))]
+    #[schemars(extend("maxProperties" = 32, "additionalProperties" = {"type": "string", "maxLength": 4096}))]
     pub annotations: BTreeMap<String, String>,
 }
 

@@ -9,6 +9,7 @@ mod outcome;
 mod policy;
 mod provided;
 mod rotation;
+mod shape;
 mod step;
 
 pub use backoff::Backoff;
@@ -33,6 +34,7 @@ pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
 };
+pub use shape::{invalid_secret_template, secret_reshape_failed, secret_reshaped};
 pub use step::{
     Manifest, Missing, Observed, Rotation, SecretMode, SecretState, ServerView, Standing, Step,
     next_step, stale_secret,

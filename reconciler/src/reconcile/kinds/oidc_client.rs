@@ -54,6 +54,11 @@ impl Managed for OIDCClient {
         self.spec.secret.as_ref()?.secret_ref.as_ref()
     }
 
+    fn secret_template(&self) -> Option<&nauthera_shared::resources::SecretTemplate> {
+        let secret = self.spec.secret.as_ref()?;
+        secret.template.as_ref().filter(|_| secret.generate)
+    }
+
     /// Clients are listed (`ListClientRevisions`), so the view covers every one of them.
     fn server_view(&self, revisions: &ServerRevisions) -> ServerView {
         revisions.view_of(
