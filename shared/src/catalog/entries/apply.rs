@@ -306,8 +306,8 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
             "`unencodable_branding`: fix `spec.branding` as the message says (a supported logo \
              type, colours as `#rrggbb`, known colour and text roles).",
             "`invalid_secret_template`: fix the file the message names; `kubectl nauthera \
-             diagnose -f <manifest>` renders the template with placeholder facts before it is \
-             applied. The Secret delivered before keeps its shape and the client secret in force \
+             diagnose -f` on the manifest's file renders the template with placeholder facts \
+             before it is applied. The Secret delivered before keeps its shape and the client secret in force \
              until a template that renders is applied.",
             "Retried codes need nothing unless they persist; see [Pending](Pending.md).",
         ],
