@@ -424,9 +424,7 @@ pub async fn deliver_secret<K: NamespacedResource>(
                 message: format!("Secret {name} was deleted while it was written"),
             });
         };
-        return secret_shape::write_shape(secrets, owner, name, &secret, &rendered)
-            .await
-            .map_err(write_failure);
+        return secret_shape::write_shape(secrets, owner, name, &secret, &rendered).await;
     }
     // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
     // `update`, and the resourceVersion keeps it from racing another writer (a stale cached

@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::kubernetes::caches::{SecretSummary, client_secret_key};
-use crate::kubernetes::kube_io::{MANAGED_BY, MANAGED_BY_LABEL, NamespacedResource, new_secret};
+use crate::kubernetes::kube_io::{
+    MANAGED_BY, MANAGED_BY_LABEL, NamespacedResource, new_secret, write_failure,
+};
 use crate::reconcile::decide::SecretWriteFailure;
 
 /// The labels and annotations a template set on a Secret, recorded on it so that those the
@@ -163,8 +165,9 @@ pub async fn write_shape<K: NamespacedResource>(
     name: &str,
     existing: &Secret,
     rendered: &RenderedSecret,
-) -> Result<(), kube::Error> {
+) -> Result<(), SecretWriteFailure> {
     if needs_replacement(existing, rendered) {
+        let replacement = new_secret(owner, name, rendered)?;
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: existing.metadata.uid.clone(),
@@ -172,14 +175,12 @@ pub async fn write_shape<K: NamespacedResource>(
             }),
             ..DeleteParams::default()
         };
-        secrets.delete(name, &params).await?;
-        let Ok(secret) = new_secret(owner, name, rendered) else {
-            return Ok(());
-        };
+        secrets.delete(name, &params).await.map_err(write_failure)?;
         return secrets
-            .create(&PostParams::default(), &secret)
+            .create(&PostParams::default(), &replacement)
             .await
-            .map(|_| ());
+            .map(|_| ())
+            .map_err(write_failure);
     }
     let patch = shape_patch(
         Some(existing),
@@ -190,6 +191,7 @@ pub async fn write_shape<K: NamespacedResource>(
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map(|_| ())
+        .map_err(write_failure)
 }
 
 /// What rewriting a Secret in the declared shape came to.
@@ -203,21 +205,19 @@ pub enum Reshaped {
 }
 
 /// Rewrites the Secret `owner` owns in the declared shape, with the client secret it holds
-/// (read under the key recorded on it): nothing is minted.
+/// (read under the key recorded on it): nothing is minted. Before a Secret is replaced (a new
+/// type), its value is handed to `hold`, so that a create that fails after the delete is
+/// retried from memory rather than minting a new secret.
 pub async fn reshape_secret<K: NamespacedResource>(
     secrets: &Api<Secret>,
     owner: &K,
     name: &str,
-    template: Option<&SecretTemplate>,
-    client_id: &str,
-    issuer: &str,
+    facts: (Option<&SecretTemplate>, &str, &str),
+    hold: impl FnOnce(String),
 ) -> Result<Reshaped, SecretWriteFailure> {
+    let (template, client_id, issuer) = facts;
     let owner_uid = kube::ResourceExt::uid(owner).unwrap_or_default();
-    let Some(existing) = secrets
-        .get_opt(name)
-        .await
-        .map_err(crate::kubernetes::kube_io::write_failure)?
-    else {
+    let Some(existing) = secrets.get_opt(name).await.map_err(write_failure)? else {
         return Ok(Reshaped::Nothing);
     };
     let owned = SecretSummary::from(&existing)
@@ -247,9 +247,10 @@ pub async fn reshape_secret<K: NamespacedResource>(
     {
         return Ok(Reshaped::Nothing);
     }
-    write_shape(secrets, owner, name, &existing, &rendered)
-        .await
-        .map_err(crate::kubernetes::kube_io::write_failure)?;
+    if needs_replacement(&existing, &rendered) {
+        hold(value);
+    }
+    write_shape(secrets, owner, name, &existing, &rendered).await?;
     Ok(Reshaped::Rewritten)
 }
 

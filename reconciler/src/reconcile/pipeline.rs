@@ -979,15 +979,34 @@ async fn reshape<K: Managed, A>(
         return None;
     };
     let client_id = status.and_then(|s| s.client_id.as_deref())?;
+    let hold = |value: String| {
+        edges.ctx.memory.remember_minted(
+            &edges.uid,
+            Minted {
+                value: SecretValue::new(value),
+                client_id: client_id.to_owned(),
+                secret_name: secret_name.clone(),
+                rotation: None,
+            },
+        );
+    };
     let outcome = secret_shape::reshape_secret(
         &edges.secrets,
         edges.resource,
         &secret_name,
-        edges.resource.secret_template(),
-        client_id,
-        edges.resource.issuer(),
+        (
+            edges.resource.secret_template(),
+            client_id,
+            edges.resource.issuer(),
+        ),
+        hold,
     )
     .await;
+    // Written (or not replaced): the value held for a replacement is not needed any more; after
+    // a failed replacement it stays, and is delivered from memory.
+    if outcome.is_ok() {
+        edges.ctx.memory.forget_minted(&edges.uid);
+    }
     match outcome {
         Ok(Reshaped::Rewritten) => Some(secret_reshaped(
             status

@@ -160,10 +160,18 @@ async fn a_template_change_rewrites_the_secret_with_the_value_it_holds() {
         state_of(&summary, &uid, Some(&second_shape)),
         SecretState::OtherShape
     );
-    let reshaped = reshape_secret(&secrets, &web, "web", Some(&second), "cid", ISSUER)
-        .await
-        .unwrap();
+    let mut held = None;
+    let reshaped = reshape_secret(&secrets, &web, "web", (Some(&second), "cid", ISSUER), |v| {
+        held = Some(v);
+    })
+    .await
+    .unwrap();
     assert_eq!(reshaped, Reshaped::Rewritten);
+    assert_eq!(
+        held.as_deref(),
+        Some("minted-value"),
+        "held in memory across the replacement"
+    );
     let rewritten = secrets.get("web").await.unwrap();
     assert_eq!(rewritten.type_.as_deref(), Some("kubernetes.io/basic-auth"));
     let data = rewritten.data.clone().unwrap();
@@ -176,13 +184,19 @@ async fn a_template_change_rewrites_the_secret_with_the_value_it_holds() {
 
     // Back to Opaque with a same-typed change: patched in place, others' labels kept.
     let third = template(serde_json::json!({ "labels": { "tier": "frontend" } }));
-    reshape_secret(&secrets, &web, "web", Some(&third), "cid", ISSUER)
+    reshape_secret(&secrets, &web, "web", (Some(&third), "cid", ISSUER), |_| {})
         .await
         .unwrap();
     let fourth = template(serde_json::json!({ "labels": { "tier": "backend" } }));
-    reshape_secret(&secrets, &web, "web", Some(&fourth), "cid", ISSUER)
-        .await
-        .unwrap();
+    reshape_secret(
+        &secrets,
+        &web,
+        "web",
+        (Some(&fourth), "cid", ISSUER),
+        |_| {},
+    )
+    .await
+    .unwrap();
     let last = secrets.get("web").await.unwrap();
     assert_eq!(
         last.data.as_ref().unwrap()["clientSecret"].0,
