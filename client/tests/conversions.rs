@@ -87,6 +87,7 @@ fn generated_secret() -> ClientSecret {
         generate: true,
         secret_name: Some("billing-web-oidc".into()),
         secret_ref: None,
+        template: None,
         restart: None,
     }
 }
@@ -99,6 +100,7 @@ fn provided_secret() -> ClientSecret {
             name: "billing-credentials".into(),
             key: "secret".into(),
         }),
+        template: None,
         restart: None,
     }
 }

@@ -17,6 +17,7 @@ pub mod kube_names;
 pub mod policy;
 pub mod re2;
 pub mod resources;
+pub mod secret_render;
 pub mod topology;
 pub mod workloads;
 
@@ -31,6 +32,15 @@ pub const ANNOTATION_PREFIX: &str = "nauthera.io/";
 /// Set beside the restore annotation to tell one restore request from another: the reconciler
 /// names it in `status.lastRestore.request` once the request is carried out.
 pub const RESTORE_REQUEST_ANNOTATION: &str = "nauthera.io/restore-request";
+/// On a delivered Secret of a templated shape: the key that holds the client secret (without
+/// it, `clientSecret`).
+pub const CLIENT_SECRET_KEY_ANNOTATION: &str = "nauthera.io/client-secret-key";
+/// On a delivered Secret of a templated shape: the digest of `spec.secret.template` it was
+/// written from, so that a changed template is seen without reading the Secret's data.
+pub const SECRET_SHAPE_ANNOTATION: &str = "nauthera.io/secret-shape";
+/// On a delivered Secret of a templated shape: the labels and annotations the template set
+/// (JSON), so that those it no longer declares are removed and those others set are kept.
+pub const SECRET_METADATA_ANNOTATION: &str = "nauthera.io/secret-template-metadata";
 /// The pod-template annotation `kubectl rollout restart` sets (to the time of the restart): a
 /// new value makes the workload's controller roll out new pods.
 pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";

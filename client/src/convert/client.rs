@@ -147,8 +147,14 @@ pub fn oidc_client_spec_from_server(
             generate: true,
             secret_name: declared_secret
                 .secret_name
+                .clone()
                 .filter(|_| declared_secret.generate),
             secret_ref: None,
+            // The Secret's shape is the cluster's, not the server's: shown as declared.
+            template: declared_secret
+                .template
+                .clone()
+                .filter(|_| declared_secret.generate),
             // Kubernetes' side alone: the server knows nothing of it.
             restart: declared_secret.restart.filter(|_| declared_secret.generate),
         }),
@@ -160,6 +166,7 @@ pub fn oidc_client_spec_from_server(
                 name: String::new(),
                 key: SecretKeyRef::DEFAULT_KEY.to_owned(),
             })),
+            template: None,
             restart: None,
         }),
         SecretSource::None => None,
@@ -314,6 +321,7 @@ mod tests {
             generate: true,
             secret_name: None,
             secret_ref: None,
+            template: None,
             restart: None,
         });
         assert_eq!(

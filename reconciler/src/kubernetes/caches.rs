@@ -8,16 +8,11 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::watcher;
 use nauthera_proto::v1::ObjectKind;
+use nauthera_shared::{CLIENT_SECRET_KEY_ANNOTATION, SECRET_SHAPE_ANNOTATION};
 use tokio::sync::watch;
 
-/// The key of a delivered Secret that holds the client secret.
-pub const CLIENT_SECRET_KEY: &str = "clientSecret";
-/// The key of a delivered Secret that holds the client id.
-pub const CLIENT_ID_KEY: &str = "clientId";
-/// The key of a delivered Secret that holds the issuer URL.
-pub const ISSUER_KEY: &str = "issuer";
-/// The key of a delivered Secret that holds the OpenID discovery document's URL.
-pub const DISCOVERY_URL_KEY: &str = "discoveryUrl";
+/// The keys of a Secret delivered without a template (`spec.secret.template`).
+pub use nauthera_shared::secret_render::{CLIENT_ID_KEY, CLIENT_SECRET_KEY};
 
 /// What deciding needs of a Secret a generated secret goes into: who owns it, whether it holds
 /// a client secret, and its version (an update of it names the version it read). A cached
@@ -30,8 +25,12 @@ pub struct SecretSummary {
     pub owner_uids: Box<[Box<str>]>,
     /// Its first owner.
     pub first_owner: Option<OwnerName>,
-    /// Whether it holds a non-empty client secret.
+    /// Whether it holds a non-empty client secret, under the key recorded on it
+    /// (`nauthera.io/client-secret-key`; `clientSecret` without).
     pub has_value: bool,
+    /// The digest of the template it was written from (`nauthera.io/secret-shape`); `None` for
+    /// a Secret of the four keys of no template.
+    pub shape: Option<Box<str>>,
 }
 
 /// An owner of a Secret by kind and name (shown as `Kind/name`).
@@ -67,10 +66,25 @@ impl From<&Secret> for SecretSummary {
             has_value: secret
                 .data
                 .as_ref()
-                .and_then(|data| data.get(CLIENT_SECRET_KEY))
+                .and_then(|data| data.get(client_secret_key(secret)))
                 .is_some_and(|value| !value.0.is_empty()),
+            shape: annotation(secret, SECRET_SHAPE_ANNOTATION).map(Box::from),
         }
     }
+}
+
+/// The key of a delivered Secret that holds the client secret, as recorded on it.
+pub fn client_secret_key(secret: &Secret) -> &str {
+    annotation(secret, CLIENT_SECRET_KEY_ANNOTATION).unwrap_or(CLIENT_SECRET_KEY)
+}
+
+fn annotation<'a>(secret: &'a Secret, name: &str) -> Option<&'a str> {
+    secret
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(name))
+        .map(String::as_str)
 }
 
 /// The summaries of one scope's Secrets by namespace, then name: a namespace's name is kept
@@ -365,10 +379,30 @@ mod tests {
                     name: "web".into(),
                 }),
                 has_value: true,
+                shape: None,
             }
         );
         assert!(!format!("{summary:?}").contains("s3cr3t"));
         assert!(!SecretSummary::from(&secret("web", "uid-1", "")).has_value);
+    }
+
+    #[test]
+    fn a_templated_secret_is_summarized_by_the_key_and_shape_recorded_on_it() {
+        let mut templated = secret("web", "uid-1", "");
+        let annotations = templated.metadata.annotations.get_or_insert_default();
+        annotations.insert(CLIENT_SECRET_KEY_ANNOTATION.into(), "CLIENT_SECRET".into());
+        annotations.insert(SECRET_SHAPE_ANNOTATION.into(), "0123456789abcdef".into());
+        let summary = SecretSummary::from(&templated);
+        assert!(
+            !summary.has_value,
+            "clientSecret is empty, and not the key recorded"
+        );
+        assert_eq!(summary.shape.as_deref(), Some("0123456789abcdef"));
+        templated.data.get_or_insert_default().insert(
+            "CLIENT_SECRET".into(),
+            k8s_openapi::ByteString(b"s".to_vec()),
+        );
+        assert!(SecretSummary::from(&templated).has_value);
     }
 
     #[test]

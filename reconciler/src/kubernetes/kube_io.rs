@@ -1,10 +1,8 @@
 //! The Kubernetes edges of the pipeline: finalizers, the restore annotation, status by server-side
 //! apply under the manager's name, and Secrets. Nothing here decides anything.
 
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     ManagedFieldsEntry, ObjectMeta, OwnerReference,
@@ -17,22 +15,14 @@ use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION}
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::kubernetes::caches::{
-    CLIENT_ID_KEY, CLIENT_SECRET_KEY, DISCOVERY_URL_KEY, ISSUER_KEY, SecretSummary,
-};
+use crate::kubernetes::caches::{CLIENT_ID_KEY, SecretSummary};
+use crate::kubernetes::secret_shape;
 use crate::process::memory::SecretValue;
 use crate::reconcile::decide::{SecretRefProblem, SecretState, SecretWriteFailure};
+use nauthera_shared::secret_render::RenderedSecret;
 
 pub mod restart;
 pub mod unread;
-
-/// The OpenID Connect discovery URL of an issuer.
-pub fn discovery_url(issuer: &str) -> String {
-    format!(
-        "{}/.well-known/openid-configuration",
-        issuer.trim_end_matches('/')
-    )
-}
 
 /// The label on every Secret the reconciler writes, so it watches only those.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -222,7 +212,7 @@ fn released_for<K: NamespacedResource>(secret: &Secret, resource: &K) -> Option<
         return None;
     }
     let data = secret.data.as_ref()?;
-    let has_value = data.get(CLIENT_SECRET_KEY).is_some_and(|v| !v.0.is_empty());
+    let has_value = SecretSummary::from(secret).has_value;
     let client_id = String::from_utf8(data.get(CLIENT_ID_KEY)?.0.clone()).ok()?;
     (has_value && !client_id.is_empty()).then_some(client_id)
 }
@@ -233,12 +223,13 @@ pub async fn secret_state_for<K: NamespacedResource>(
     secrets: &Api<Secret>,
     name: &str,
     resource: &K,
+    shape: Option<&str>,
 ) -> Result<SecretState, kube::Error> {
     let owner_uid = resource.uid().unwrap_or_default();
     Ok(match secrets.get_opt(name).await {
         Ok(Some(secret)) => match released_for(&secret, resource) {
             Some(client_id) => SecretState::Released { client_id },
-            None => state_of(&SecretSummary::from(&secret), &owner_uid),
+            None => state_of(&SecretSummary::from(&secret), &owner_uid, shape),
         },
         Ok(None) => SecretState::Absent,
         Err(kube::Error::Api(status)) if status.code == 403 => SecretState::Forbidden,
@@ -281,9 +272,13 @@ pub async fn reclaim_secret<K: NamespacedResource>(
     Ok(true)
 }
 
-/// What an existing Secret holds for the resource with `owner_uid`.
-pub fn state_of(secret: &SecretSummary, owner_uid: &str) -> SecretState {
+/// What an existing Secret holds for the resource with `owner_uid`, whose manifest declares
+/// the shape `shape` (the template's digest; `None` without a template).
+pub fn state_of(secret: &SecretSummary, owner_uid: &str, shape: Option<&str>) -> SecretState {
     if owned_by(secret, owner_uid) {
+        if secret.has_value && secret.shape.as_deref() != shape {
+            return SecretState::OtherShape;
+        }
         SecretState::Owned {
             has_value: secret.has_value,
         }
@@ -377,6 +372,8 @@ pub struct Delivery<'a> {
     pub client_id: &'a str,
     pub issuer: &'a str,
     pub value: &'a SecretValue,
+    /// The Secret's shape (`spec.secret.template`); the four keys of old when absent.
+    pub template: Option<&'a nauthera_shared::resources::SecretTemplate>,
 }
 
 /// Writes a minted secret into a Secret owned by `owner`; never over a Secret it does not own.
@@ -389,14 +386,14 @@ pub async fn deliver_secret<K: NamespacedResource>(
     cached: Option<&SecretSummary>,
 ) -> Result<(), SecretWriteFailure> {
     let owner_uid = owner.uid().unwrap_or_default();
-    let data = secret_data(&delivery);
+    let rendered = rendered_secret(&delivery)?;
     let name = delivery.secret_name;
     let existing = match cached.filter(|secret| owned_by(secret, &owner_uid)) {
         Some(secret) => secret.clone(),
         None => match unread::create(
             secrets,
             &PostParams::default(),
-            &new_secret(owner, name, &data)?,
+            &new_secret(owner, name, &rendered)?,
         )
         .await
         {
@@ -420,16 +417,20 @@ pub async fn deliver_secret<K: NamespacedResource>(
             owner: existing.first_owner.as_ref().map(ToString::to_string),
         });
     }
+    // Another shape (a template changed since): read whole, so that what it no longer
+    // declares is removed, or the Secret replaced for a new type.
+    if !secret_shape::same_shape(&existing, &rendered) {
+        let Some(secret) = secrets.get_opt(name).await.map_err(write_failure)? else {
+            return Err(SecretWriteFailure::Other {
+                message: format!("Secret {name} was deleted while it was written"),
+            });
+        };
+        return secret_shape::write_shape(secrets, owner, name, &secret, &rendered).await;
+    }
     // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
     // `update`, and the resourceVersion keeps it from racing another writer (a stale cached
     // copy fails and is retried).
-    let patch = serde_json::json!({
-        "metadata": {
-            "resourceVersion": existing.resource_version,
-            "labels": { MANAGED_BY_LABEL: MANAGED_BY },
-        },
-        "data": data,
-    });
+    let patch = secret_shape::shape_patch(None, &rendered, existing.resource_version.as_deref());
     unread::patch(
         secrets,
         name,
@@ -440,25 +441,23 @@ pub async fn deliver_secret<K: NamespacedResource>(
     .map_err(write_failure)
 }
 
-/// What a delivered Secret holds.
-fn secret_data(delivery: &Delivery<'_>) -> BTreeMap<String, ByteString> {
-    let bytes = |text: &str| ByteString(text.as_bytes().to_vec());
-    BTreeMap::from([
-        (CLIENT_SECRET_KEY.to_owned(), bytes(delivery.value.expose())),
-        (CLIENT_ID_KEY.to_owned(), bytes(delivery.client_id)),
-        (ISSUER_KEY.to_owned(), bytes(delivery.issuer)),
-        (
-            DISCOVERY_URL_KEY.to_owned(),
-            bytes(&discovery_url(delivery.issuer)),
-        ),
-    ])
+/// What a delivered Secret holds: the facts in the declared shape.
+fn rendered_secret(delivery: &Delivery<'_>) -> Result<RenderedSecret, SecretWriteFailure> {
+    secret_shape::render(
+        delivery.template,
+        &nauthera_shared::secret_render::SecretFacts {
+            client_id: delivery.client_id,
+            client_secret: delivery.value.expose(),
+            issuer: delivery.issuer,
+        },
+    )
 }
 
 /// A new Secret owned (as its controller) by `owner`, labelled as delivered by the reconciler.
-fn new_secret<K: NamespacedResource>(
+pub(crate) fn new_secret<K: NamespacedResource>(
     owner: &K,
     name: &str,
-    data: &BTreeMap<String, ByteString>,
+    rendered: &RenderedSecret,
 ) -> Result<Secret, SecretWriteFailure> {
     let owner_reference =
         owner
@@ -474,19 +473,18 @@ fn new_secret<K: NamespacedResource>(
                 block_owner_deletion: Some(true),
                 ..owner_reference
             }]),
-            labels: Some(BTreeMap::from([(
-                MANAGED_BY_LABEL.to_owned(),
-                MANAGED_BY.to_owned(),
-            )])),
+            labels: Some(secret_shape::secret_labels(rendered)),
+            annotations: Some(secret_shape::secret_annotations(rendered))
+                .filter(|annotations| !annotations.is_empty()),
             ..ObjectMeta::default()
         },
-        type_: Some("Opaque".to_owned()),
-        data: Some(data.clone()),
+        type_: Some(rendered.type_.clone()),
+        data: Some(secret_shape::secret_data(rendered)),
         ..Secret::default()
     })
 }
 
-fn write_failure(error: kube::Error) -> SecretWriteFailure {
+pub(crate) fn write_failure(error: kube::Error) -> SecretWriteFailure {
     match &error {
         kube::Error::Api(status) if status.code == 403 => SecretWriteFailure::Forbidden {
             message: status.message.clone(),

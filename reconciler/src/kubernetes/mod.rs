@@ -5,6 +5,7 @@ pub(crate) mod caches;
 pub(crate) mod events;
 pub(crate) mod kube_io;
 pub(crate) mod leader;
+pub(crate) mod secret_shape;
 pub(crate) mod state;
 #[cfg(test)]
 pub(crate) mod test_cluster;

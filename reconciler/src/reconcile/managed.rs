@@ -93,6 +93,12 @@ pub trait Managed: NamespacedResource {
         None
     }
 
+    /// The shape of the Secret a generated secret is delivered into; the four keys of old when
+    /// absent.
+    fn secret_template(&self) -> Option<&nauthera_shared::resources::SecretTemplate> {
+        None
+    }
+
     /// What happens to the workloads that read the delivered Secret when a new secret replaces
     /// the one they held.
     fn workload_restart(&self) -> Option<WorkloadRestart> {

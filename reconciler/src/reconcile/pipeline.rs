@@ -14,21 +14,24 @@ use nauthera_client::wire::KindWire;
 use nauthera_shared::FINALIZER;
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::resources::{HeldResource, ManagedElsewhere, ResourceStatus, WorkloadRestart};
+use nauthera_shared::secret_render::{self, shape_digest};
 use nauthera_shared::workloads::PodTemplate;
 
 use crate::kubernetes::kube_io::{self, ReadSecret};
+use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{
     Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
     SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, ValueSent, Verdict,
     after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
-    held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
-    released, released_elsewhere, released_with_secret, resend_over, restart_plan,
-    restore_not_needed, restored, rotated, secret_delivered, secret_name_taken, secret_reclaimed,
-    secret_ref_unavailable, secret_to_release, secret_unreadable, stale_secret,
-    stale_secret_removed, superseding_drift, take_over_refused, taken_over, unencodable_branding,
-    with_approval, with_removal_told, with_restarts, with_stale_removal, with_value_sent,
+    held_by_policy, in_organization, invalid_secret_template, naming_dependents,
+    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
+    resend_over, restart_plan, restore_not_needed, restored, rotated, secret_delivered,
+    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_reshape_failed,
+    secret_reshaped, secret_to_release, secret_unreadable, stale_secret, stale_secret_removed,
+    superseding_drift, take_over_refused, taken_over, unencodable_branding, with_approval,
+    with_removal_told, with_restarts, with_stale_removal, with_value_sent,
 };
 use crate::reconcile::managed::{Managed, WriteRequest};
 use crate::reconcile::policies::Judged;
@@ -253,6 +256,10 @@ async fn carry_out<K: Managed, A: AdminApi>(
         }
         Step::DeliverSecret => match minted {
             Some(minted) => deliver(edges, status, &minted).await.into(),
+            None => wait,
+        },
+        Step::ReshapeSecret => match reshape(edges, status).await {
+            Some(verdict) => verdict.into(),
             None => wait,
         },
         Step::CheckDrift => {
@@ -616,14 +623,23 @@ async fn generated_secret_state<K: Managed, A>(
     let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
         return Ok(SecretState::NotApplicable);
     };
+    let shape = edges.resource.secret_template().map(shape_digest);
     let cached = edges
         .ctx
         .delivered
         .get(&edges.namespace, &secret_name)
-        .map(|secret| kube_io::state_of(&secret, &edges.uid));
+        .map(|secret| kube_io::state_of(&secret, &edges.uid, shape.as_deref()));
     Ok(match cached {
-        Some(owned @ SecretState::Owned { .. }) => owned,
-        _ => kube_io::secret_state_for(&edges.secrets, &secret_name, edges.resource).await?,
+        Some(owned @ (SecretState::Owned { .. } | SecretState::OtherShape)) => owned,
+        _ => {
+            kube_io::secret_state_for(
+                &edges.secrets,
+                &secret_name,
+                edges.resource,
+                shape.as_deref(),
+            )
+            .await?
+        }
     })
 }
 
@@ -678,6 +694,13 @@ async fn apply<K: Managed, A: AdminApi>(
 ) -> Result<Verdict, ReconcileError> {
     let ctx = edges.ctx;
     let resource = edges.resource;
+    // A template that does not render would leave a minted secret undeliverable: nothing is
+    // sent until it is fixed.
+    if let Some(template) = resource.secret_template()
+        && let Err(problem) = secret_render::check(template, resource.issuer())
+    {
+        return Ok(invalid_secret_template(&problem));
+    }
     let provided = match provided_to_send(edges, already_read).await? {
         Ok(provided) => provided,
         Err(unavailable) => return Ok(unavailable),
@@ -936,6 +959,7 @@ async fn deliver_minted<K: Managed, A>(
             client_id: &minted.client_id,
             issuer: edges.resource.issuer(),
             value: &minted.value,
+            template: edges.resource.secret_template(),
         },
         cached.as_ref(),
     )
@@ -944,6 +968,57 @@ async fn deliver_minted<K: Managed, A>(
         edges.ctx.memory.forget_minted(&edges.uid);
     }
     result
+}
+
+/// Rewrites the Secret of the generated secret in the declared shape, with the client secret
+/// it holds; `None` when there is nothing to rewrite (the watch tells what became of it).
+async fn reshape<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+) -> Option<Verdict> {
+    let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
+        return None;
+    };
+    let client_id = status.and_then(|s| s.client_id.as_deref())?;
+    let hold = |value: String| {
+        edges.ctx.memory.remember_minted(
+            &edges.uid,
+            Minted {
+                value: SecretValue::new(value),
+                client_id: client_id.to_owned(),
+                secret_name: secret_name.clone(),
+                rotation: None,
+            },
+        );
+    };
+    let outcome = secret_shape::reshape_secret(
+        &edges.secrets,
+        edges.resource,
+        &secret_name,
+        (
+            edges.resource.secret_template(),
+            client_id,
+            edges.resource.issuer(),
+        ),
+        hold,
+    )
+    .await;
+    // Written (or not replaced): the value held for a replacement is not needed any more; after
+    // a failed replacement it stays, and is delivered from memory.
+    if outcome.is_ok() {
+        edges.ctx.memory.forget_minted(&edges.uid);
+    }
+    match outcome {
+        Ok(Reshaped::Rewritten) => Some(secret_reshaped(
+            status
+                .and_then(|s| s.generation_in_force)
+                .unwrap_or_default(),
+            status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
+            &secret_name,
+        )),
+        Ok(Reshaped::Nothing) => None,
+        Err(failure) => Some(secret_reshape_failed(&failure, &secret_name)),
+    }
 }
 
 /// Writes the minted secret held in memory (a delivery that failed before).

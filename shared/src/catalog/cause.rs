@@ -50,6 +50,8 @@ words! {
         ServerObjection = "server_objection",
         /// The reconciler itself cannot encode `spec.branding` into the server's format.
         UnencodableBranding = "unencodable_branding",
+        /// A file of `spec.secret.template` does not render: the reconciler sends nothing.
+        InvalidSecretTemplate = "invalid_secret_template",
         /// The Secret to write exists and is not owned by this resource.
         ForeignSecret = "foreign_secret",
         /// Kubernetes RBAC forbids the reconciler the Secret write or read.

@@ -76,6 +76,10 @@ reasons_and_events! {
             "a new client secret replaced one workloads held (its Secret deleted or emptied, or \
              `spec.secret.secretName` changed); the note names the Secret, the workloads that \
              read it and the command that restarts each";
+        SecretReshaped: Normal,
+            "the Secret of a generated client secret was rewritten in the shape \
+             `spec.secret.template` declares now (keys, files, type, labels, annotations) with \
+             the client secret it held: nothing was minted; the note names the Secret";
         WorkloadsRestarted: Normal,
             "with `spec.secret.restart: Rollout`, the workloads that read a Secret holding a new \
              client secret were restarted the way `kubectl rollout restart` does, once for the \

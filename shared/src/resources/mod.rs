@@ -10,6 +10,7 @@ mod common;
 mod identity_provider;
 mod oidc_client;
 mod organization;
+mod secret_template;
 mod status;
 mod workload_restart;
 
@@ -31,6 +32,7 @@ pub use oidc_client::{
     ClientSecret, GrantType, OIDCClient, OIDCClientSpec, ResponseType, TokenEndpointAuthMethod,
 };
 pub use organization::{FapiMode, Organization, OrganizationSpec};
+pub use secret_template::{SecretFact, SecretKeys, SecretTemplate};
 pub use status::{
     ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
     RestoreRecord, SupersededDrift, TakeOverRecord, progress_conditions, ready_condition,

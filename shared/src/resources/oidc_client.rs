@@ -9,6 +9,7 @@ use super::common::{
     DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN,
     REDIRECT_URI_PATTERN, SCOPE_PATTERN, SecretKeyRef,
 };
+use super::secret_template::SecretTemplate;
 use super::status::ResourceStatus;
 
 /// The CEL rules (`x-kubernetes-validations`) of the schema; `OIDCClientSpec::rule_outcomes`
@@ -20,6 +21,7 @@ pub(crate) mod rules {
         "!('authorization_code' in self.grantTypes) || size(self.redirectUris) > 0";
     pub const SECRET_SOURCES_EXCLUSIVE: &str = "!(self.generate && has(self.secretRef))";
     pub const SECRET_NAME_NEEDS_GENERATE: &str = "!has(self.secretName) || self.generate";
+    pub const TEMPLATE_NEEDS_GENERATE: &str = "!has(self.template) || self.generate";
     pub const RESTART_NEEDS_GENERATE: &str = "!has(self.restart) || self.generate";
     // `REDIRECT_URI_PATTERN` as a CEL string (each backslash doubled): a rule, not the schema's
     // `pattern`, so that a refusal says what is allowed instead of printing the expression.
@@ -219,6 +221,14 @@ impl OIDCClientSpec {
             ));
             outcomes.push(RuleOutcome::new(
                 "spec.secret",
+                rules::TEMPLATE_NEEDS_GENERATE,
+                secret.template.is_none() || secret.generate,
+            ));
+            if let Some(template) = &secret.template {
+                outcomes.extend(template.rule_outcomes());
+            }
+            outcomes.push(RuleOutcome::new(
+                "spec.secret",
                 rules::RESTART_NEEDS_GENERATE,
                 secret.restart.is_none() || secret.generate,
             ));
@@ -359,6 +369,10 @@ impl TokenEndpointAuthMethod {
         "message": "spec.secret.secretName names the Secret a generated secret is delivered into: it needs spec.secret.generate: true"
     },
     {
+        "rule": rules::TEMPLATE_NEEDS_GENERATE,
+        "message": "spec.secret.template shapes the Secret a generated secret is delivered into: it needs spec.secret.generate: true"
+    },
+    {
         "rule": rules::RESTART_NEEDS_GENERATE,
         "message": "spec.secret.restart restarts the workloads that read a generated secret's Secret when a new one is delivered: it needs spec.secret.generate: true"
     }
@@ -375,6 +389,10 @@ pub struct ClientSecret {
     /// A Secret the team holds the client secret in; the reconciler reads it and never writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretKeyRef>,
+    /// The shape of the Secret a generated secret is delivered into: key names, extra files
+    /// rendered from the facts, type, labels and annotations. Needs `generate: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<SecretTemplate>,
     /// What happens to the workloads that read the delivered Secret when a new client secret
     /// replaces the one they held: `Rollout` restarts them (see `WorkloadRestart`); absent, the
     /// `SecretRotated` event names them with the command that restarts each.

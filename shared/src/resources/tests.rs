@@ -841,7 +841,7 @@ fn every_cel_rule_has_a_rust_mirror_and_every_mirror_a_rule() {
     let client = client_with(serde_json::json!({
         "issuer": "https://login.example.test/acme",
         "redirectUris": ["https://app.example.test/cb"],
-        "secret": { "generate": true }
+        "secret": { "generate": true, "template": {} }
     }));
     let provider = serde_json::json!({
         "apiVersion": "nauthera.io/v1alpha1", "kind": "IdentityProvider", "metadata": { "name": "x" },
@@ -1019,5 +1019,92 @@ fn the_redirect_uri_rules_quote_the_redirect_uri_pattern() {
     assert_eq!(
         rules::POST_LOGOUT_REDIRECT_URIS_ALLOWED,
         format!("self.postLogoutRedirectUris.all(u, u.matches({quoted}))")
+    );
+}
+
+#[test]
+fn the_template_rules_refuse_with_their_messages_and_admit_a_full_template() {
+    let with_template = |template: Value| {
+        client_with(serde_json::json!({
+            "issuer": "https://login.example.test/acme",
+            "redirectUris": ["https://a.example.test/"],
+            "secret": { "generate": true, "template": template }
+        }))
+    };
+    let refusal = |template: Value| {
+        admission::admission_violations(&with_template(template), None)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        refusal(serde_json::json!({
+            "keys": { "clientId": "ID", "clientSecret": "password" },
+            "omit": ["discoveryUrl"],
+            "files": { "oauth2-proxy.cfg": "client_id = {{ clientId }}", ".env": "" },
+            "type": "kubernetes.io/basic-auth",
+            "labels": { "team": "web", "example.com/tier": "" },
+            "annotations": { "reflector.v1.k8s.emberstack.com/reflection-allowed": "true" }
+        })),
+        ""
+    );
+    let cases = [
+        (
+            serde_json::json!({ "keys": { "clientId": "same", "issuer": "same" } }),
+            "spec.secret.template.keys: the five keys of spec.secret.template.keys must differ",
+        ),
+        (
+            serde_json::json!({ "files": { "issuer": "x" } }),
+            "spec.secret.template.files: a key of spec.secret.template.files must differ",
+        ),
+        (
+            serde_json::json!({ "files": { "a/b": "x" } }),
+            "spec.secret.template.files: every key of spec.secret.template.files must be a valid Secret key",
+        ),
+        (
+            serde_json::json!({ "type": "kubernetes.io/tls" }),
+            "spec.secret.template.type: spec.secret.template.type must be Opaque",
+        ),
+        (
+            serde_json::json!({ "type": "kubernetes.io/basic-auth" }),
+            "spec.secret.template.type: a kubernetes.io/basic-auth Secret needs",
+        ),
+        (
+            serde_json::json!({ "labels": { "nauthera.io/released": "true" } }),
+            "spec.secret.template.labels: spec.secret.template.labels may not set nauthera.io/",
+        ),
+        (
+            serde_json::json!({ "labels": { "app.kubernetes.io/managed-by": "me" } }),
+            "spec.secret.template.labels: spec.secret.template.labels may not set",
+        ),
+        (
+            serde_json::json!({ "labels": { "team": "not valid" } }),
+            "spec.secret.template.labels: every value of spec.secret.template.labels",
+        ),
+        (
+            serde_json::json!({ "labels": { "-bad": "x" } }),
+            "spec.secret.template.labels: every key of spec.secret.template.labels",
+        ),
+        (
+            serde_json::json!({ "annotations": { "nauthera.io/secret-shape": "x" } }),
+            "spec.secret.template.annotations: spec.secret.template.annotations may not set",
+        ),
+    ];
+    for (template, expected) in cases {
+        let found = refusal(template.clone());
+        assert!(found.starts_with(expected), "{template}: {found}");
+    }
+    let without_generate = client_with(serde_json::json!({
+        "issuer": "https://login.example.test/acme",
+        "redirectUris": ["https://a.example.test/"],
+        "secret": { "secretRef": { "name": "s" }, "template": {} }
+    }));
+    let found = admission::admission_violations(&without_generate, None);
+    assert!(
+        found
+            .iter()
+            .any(|v| v.message.contains("spec.secret.template shapes")),
+        "{found:?}"
     );
 }

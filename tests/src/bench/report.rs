@@ -203,7 +203,7 @@ impl Report {
         for size in &self.sizes {
             let n = size.clients.to_string();
             let workload = size.workload.name().to_owned();
-            if size.workload != WorkloadKind::Clients {
+            if size.workload == WorkloadKind::Mixed {
                 table.add_row(vec![
                     n.clone(),
                     workload.clone(),

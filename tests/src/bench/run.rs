@@ -84,7 +84,7 @@ fn stack_options(settings: &Settings, workload: WorkloadKind) -> StackOptions {
     };
     match workload {
         // The server holds the organization every client names.
-        WorkloadKind::Clients => options,
+        WorkloadKind::Clients | WorkloadKind::Templated => options,
         // The workload's Organization manifests create every organization, so the server starts
         // with none; the reconciler's identity may do all four operations anywhere.
         WorkloadKind::Mixed => StackOptions {

@@ -9,6 +9,11 @@
 //!   for the rest, spread over the namespaces and the organizations' issuers; a third of the
 //!   clients name a Branding of their namespace and issuer in `brandingRef`. The reconciler has to
 //!   order them: everything waits for its Organization, a client for its Branding.
+//! - `templated`: the `clients` workload, each client delivering its secret in a declared shape
+//!   (`spec.secret.template`: a renamed key, an oauth2-proxy config file rendered from the facts,
+//!   a label and an annotation). Against `clients` it measures what rendering costs: the
+//!   MiniJinja rendering of each Secret, the larger Secrets written, and the shape's digest kept
+//!   in each cached Secret summary.
 //!
 //! Every figure is computed from the index of an object (no per-object lookups), so generating
 //! 10,000 manifests costs nothing next to creating them.
@@ -48,6 +53,9 @@ pub enum WorkloadKind {
     /// Secret), and OIDCClients with generated secrets (the rest, a third with a brandingRef);
     /// clients and brandings wait for their Organization, a client for its Branding.
     Mixed,
+    /// The clients workload with every Secret in a declared shape (`spec.secret.template`): a
+    /// renamed key, a rendered oauth2-proxy config file, a label and an annotation.
+    Templated,
 }
 
 impl WorkloadKind {
@@ -56,13 +64,14 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Clients => "clients",
             WorkloadKind::Mixed => "mixed",
+            WorkloadKind::Templated => "templated",
         }
     }
 
     /// The fewest manifests the workload can be made of.
     pub fn minimum_size(self) -> usize {
         match self {
-            WorkloadKind::Clients => 1,
+            WorkloadKind::Clients | WorkloadKind::Templated => 1,
             // One of each kind.
             WorkloadKind::Mixed => 4,
         }
@@ -117,6 +126,8 @@ pub struct ClientItem {
     pub issuer: String,
     /// The Branding of its namespace and issuer it names in `brandingRef`, if any.
     pub branding: Option<String>,
+    /// Its Secret is of a declared shape (`spec.secret.template`).
+    pub templated: bool,
 }
 
 impl ClientItem {
@@ -226,7 +237,7 @@ impl Workload {
     /// How many of each kind.
     pub fn composition(&self) -> Composition {
         match self.kind {
-            WorkloadKind::Clients => Composition {
+            WorkloadKind::Clients | WorkloadKind::Templated => Composition {
                 clients: self.size,
                 ..Composition::default()
             },
@@ -290,7 +301,7 @@ impl Workload {
 
     fn issuer(&self, composition: &Composition, i: usize) -> String {
         match self.kind {
-            WorkloadKind::Clients => ISSUER.to_owned(),
+            WorkloadKind::Clients | WorkloadKind::Templated => ISSUER.to_owned(),
             WorkloadKind::Mixed => Workload::organization_issuer(self.pair(composition, i).1),
         }
     }
@@ -359,6 +370,7 @@ impl Workload {
                 branding: self
                     .branding_of_client(&composition, j)
                     .map(Workload::branding_name),
+                templated: self.kind == WorkloadKind::Templated,
             })
             .collect()
     }
@@ -388,6 +400,17 @@ impl Workload {
         });
         if let Some(branding) = &item.branding {
             spec["brandingRef"] = serde_json::json!({ "name": branding });
+        }
+        if item.templated {
+            // The client secret stays under `clientSecret`, where the observer looks for it.
+            spec["secret"]["template"] = serde_json::json!({
+                "keys": { "clientId": "OAUTH2_PROXY_CLIENT_ID" },
+                "files": {
+                    "oauth2-proxy.cfg": "provider = \"oidc\"\noidc_issuer_url = \"{{ issuer }}\"\nclient_id = \"{{ clientId }}\"\nclient_secret = \"{{ clientSecret }}\"\nredeem_url = \"{{ tokenEndpoint }}\"\n",
+                },
+                "labels": { "app.kubernetes.io/part-of": name },
+                "annotations": { "reflector.v1.k8s.emberstack.com/reflection-allowed": "true" },
+            });
         }
         serde_json::from_value(serde_json::json!({
             "apiVersion": "nauthera.io/v1alpha1",
@@ -601,7 +624,7 @@ where
 /// The kinds a workload's manifests are of, for the observer.
 pub fn kinds_of(kind: WorkloadKind) -> &'static [Kind] {
     match kind {
-        WorkloadKind::Clients => &[Kind::OIDCClient],
+        WorkloadKind::Clients | WorkloadKind::Templated => &[Kind::OIDCClient],
         WorkloadKind::Mixed => &Kind::ALL,
     }
 }
@@ -630,6 +653,15 @@ mod tests {
                 .all(|c| c.issuer == ISSUER && c.branding.is_none())
         );
         assert!(Workload::client_manifest(&clients[0]).is_ok());
+        let templated = Workload {
+            kind: WorkloadKind::Templated,
+            size: 3,
+            namespaces: 2,
+        };
+        let client = Workload::client_manifest(&templated.clients()[0]).unwrap();
+        let template = client.spec.secret.and_then(|s| s.template).unwrap();
+        assert!(template.files.contains_key("oauth2-proxy.cfg"));
+        assert!(nauthera_shared::secret_render::check(&template, ISSUER).is_ok());
         assert!(workload.organizations().is_empty() && workload.brandings().is_empty());
         assert_eq!(workload.composition().manifests(), 5);
     }

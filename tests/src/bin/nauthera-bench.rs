@@ -16,7 +16,7 @@ struct Args {
     #[command(subcommand)]
     helper: Option<Helper>,
     /// The workloads to measure, comma-separated, each at every size of --clients (for example
-    /// `clients,mixed`). The plugin is compared with kubectl on the clients workload only.
+    /// `clients,mixed,templated`). The plugin is compared with kubectl on the clients workload only.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "clients")]
     workload: Vec<WorkloadKind>,
     /// Sizes N to measure the reconciler at, comma-separated: the number of manifests (of every

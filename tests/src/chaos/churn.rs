@@ -1,5 +1,6 @@
-//! The churn: creates, updates (including moves of a client's secretName and new upstream
-//! secrets) and deletes across the kinds, applied to the cluster the way a GitOps tool applies
+//! The churn: creates, updates (including moves of a client's secretName, clients whose Secret
+//! takes a declared shape on every other generation, and new upstream secrets) and deletes
+//! across the kinds, applied to the cluster the way a GitOps tool applies
 //! them (server-side apply), at a steady rate while a scenario's faults act.
 
 use std::collections::BTreeMap;
@@ -309,6 +310,21 @@ pub fn manifest(declared: &Declared) -> Value {
             if let Some(secret_name) = &declared.secret_name {
                 secret.insert("secretName".to_owned(), json!(secret_name));
             }
+            // Every other generation delivers its secret in a declared shape, so that updates
+            // rewrite Secrets into and out of a template (the leak scan covers the rendering);
+            // the client secret stays under `clientSecret`, where the invariants read it.
+            if version % 2 == 0 {
+                secret.insert(
+                    "template".to_owned(),
+                    json!({
+                        "files": {
+                            "app.env": "CLIENT_ID={{ clientId }}\nCLIENT_SECRET={{ clientSecret }}\nTOKEN_URL={{ tokenEndpoint }}\n",
+                        },
+                        "labels": { "chaos.example.test/templated": "true" },
+                        "annotations": { "chaos.example.test/version": version.to_string() },
+                    }),
+                );
+            }
             json!({
                 "issuer": declared.issuer,
                 "displayName": format!("Chaos app {name} v{version}"),
@@ -358,6 +374,15 @@ mod tests {
                 .as_ref()
                 .and_then(|s| s.secret_name.as_deref()),
             Some("x-00001-s1")
+        );
+        let template = client
+            .spec
+            .secret
+            .as_ref()
+            .and_then(|s| s.template.as_ref());
+        assert!(
+            template.is_some_and(|t| t.files.contains_key("app.env")),
+            "an even version is templated"
         );
         let _: Branding = serde_json::from_value(manifest(&declared(Kind::Branding))).unwrap();
         let provider: IdentityProvider =

@@ -7,6 +7,8 @@ use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::OIDCClient;
 
 use super::*;
+use crate::kubernetes::caches::CLIENT_SECRET_KEY;
+use nauthera_shared::secret_render::{CLIENT_ID_KEY, DISCOVERY_URL_KEY, ISSUER_KEY};
 
 const NAMESPACE: &str = "team-a";
 const ISSUER: &str = "https://login.example.test/acme";
@@ -17,6 +19,7 @@ fn delivery<'a>(secret_name: &'a str, value: &'a SecretValue) -> Delivery<'a> {
         client_id: "cid",
         issuer: ISSUER,
         value,
+        template: None,
     }
 }
 
@@ -112,14 +115,14 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     let value = SecretValue::new("first-secret-value".into());
 
     assert_eq!(
-        secret_state_for(&secrets, "web", &web).await.unwrap(),
+        secret_state_for(&secrets, "web", &web, None).await.unwrap(),
         SecretState::Absent
     );
     deliver_secret(&secrets, &web, delivery("web", &value), None)
         .await
         .unwrap();
     assert_eq!(
-        secret_state_for(&secrets, "web", &web).await.unwrap(),
+        secret_state_for(&secrets, "web", &web, None).await.unwrap(),
         SecretState::Owned { has_value: true }
     );
     let written = secrets.get("web").await.unwrap();
@@ -184,7 +187,9 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         Err(SecretWriteFailure::Foreign { owner: None })
     );
     assert_eq!(
-        secret_state_for(&secrets, "taken", &web).await.unwrap(),
+        secret_state_for(&secrets, "taken", &web, None)
+            .await
+            .unwrap(),
         SecretState::Foreign { owner: None }
     );
     assert_eq!(

@@ -10,6 +10,7 @@ mod policy;
 mod provided;
 mod restart;
 mod rotation;
+mod shape;
 mod step;
 
 pub use backoff::Backoff;
@@ -35,6 +36,7 @@ pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
 };
+pub use shape::{invalid_secret_template, secret_reshape_failed, secret_reshaped};
 pub use step::{
     Manifest, Missing, Observed, Rotation, SecretMode, SecretState, ServerView, Standing, Step,
     next_step, stale_secret,

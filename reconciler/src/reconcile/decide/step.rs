@@ -48,6 +48,9 @@ pub enum SecretState {
     Absent,
     /// A Secret this resource owns; `has_value` when it holds the client secret.
     Owned { has_value: bool },
+    /// A Secret this resource owns, holding the client secret in another shape than the
+    /// manifest declares (`spec.secret.template` changed): rewritten with that secret.
+    OtherShape,
     /// A Secret someone else owns (or nobody), which the reconciler never writes over.
     Foreign { owner: Option<String> },
     /// A Secret released from an earlier manifest of this name (deleted with `Orphan`), owned by
@@ -202,6 +205,9 @@ pub enum Step {
     },
     /// Write the minted secret held in memory into its Secret.
     DeliverSecret,
+    /// Rewrite the Secret in the shape the manifest declares, with the client secret it holds:
+    /// nothing is minted.
+    ReshapeSecret,
     /// The next step depends on the Secret a generated secret goes into: read it, then decide
     /// again.
     ReadSecret,
@@ -256,6 +262,7 @@ impl Step {
             Step::Apply { restore: true, .. } => "restore",
             Step::Apply { .. } => "apply",
             Step::DeliverSecret => "deliver_secret",
+            Step::ReshapeSecret => "reshape_secret",
             Step::ReadSecret => "read_secret",
             Step::CheckDrift => "check_drift",
             Step::ClearRestoreAnnotation => "clear_restore_annotation",
@@ -284,6 +291,7 @@ impl Step {
             Step::AddFinalizer
             | Step::Apply { .. }
             | Step::DeliverSecret
+            | Step::ReshapeSecret
             | Step::ClearRestoreAnnotation
             | Step::RemoveStaleSecret { .. }
             | Step::Delete { .. }
@@ -548,6 +556,7 @@ fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
                 };
             }
             SecretState::Forbidden => return Step::ReportSecretForbidden,
+            SecretState::OtherShape => return Step::ReshapeSecret,
             SecretState::Released { client_id }
                 if status.and_then(|s| s.client_id.as_deref()) == Some(client_id.as_str())
                     && stale_secret(observed.status, &observed.secret_mode).is_none() =>

@@ -571,6 +571,25 @@ fn every_rotation_says_why_and_a_secret_left_with_a_dead_value_is_removed() {
             }),
             Step::Wait { after: None },
         ),
+        (
+            "a Secret in another shape than the template declares is rewritten, nothing minted",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.secret_mode = generate("app");
+                o.secret_state = SecretState::OtherShape;
+            }),
+            Step::ReshapeSecret,
+        ),
+        (
+            "a new template is written to the server first (its generation), then reshaped",
+            Box::new(|o| {
+                o.status = Some(&delivered);
+                o.generation = 2;
+                o.secret_mode = generate("app");
+                o.secret_state = SecretState::OtherShape;
+            }),
+            apply(Some("r1")),
+        ),
     ];
     for (name, change, expected) in cases {
         let mut o = observed(None);

@@ -55,6 +55,11 @@ impl Managed for OIDCClient {
         self.spec.secret.as_ref()?.secret_ref.as_ref()
     }
 
+    fn secret_template(&self) -> Option<&nauthera_shared::resources::SecretTemplate> {
+        let secret = self.spec.secret.as_ref()?;
+        secret.template.as_ref().filter(|_| secret.generate)
+    }
+
     fn workload_restart(&self) -> Option<WorkloadRestart> {
         self.spec.secret.as_ref()?.restart
     }

@@ -204,6 +204,7 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
         Cause::Unimplemented,
         Cause::ServerObjection,
         Cause::UnencodableBranding,
+        Cause::InvalidSecretTemplate,
     ],
     progress: Progress::Stalled,
     progress_by_cause: &[],
@@ -232,7 +233,11 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
              made on the server.\n\
              - `unimplemented`: the server is older than the call.\n\
              - `unencodable_branding`: `spec.branding` cannot be encoded into the server's \
-             format; the reconciler did not call the server.",
+             format; the reconciler did not call the server.\n\
+             - `invalid_secret_template`: a file of an OIDCClient's `spec.secret.template` does \
+             not render (a syntax error, or a name other than the five facts `clientId`, \
+             `clientSecret`, `issuer`, `discoveryUrl` and `tokenEndpoint`); the message names \
+             the file and line. The reconciler did not call the server, so nothing was minted.",
             "Calls failing with `Aborted`, `Internal`, `Unknown`, `ResourceExhausted` or \
              `Unavailable` are no refusal: they are retried with exponential backoff and jitter \
              and show as [Pending](Pending.md). A refusal waits: the declared state is sent \
@@ -305,6 +310,10 @@ pub(in crate::catalog) static REFUSED: ReasonEntry = ReasonEntry {
             "`unimplemented`: upgrade the server to a version that serves the call.",
             "`unencodable_branding`: fix `spec.branding` as the message says (a supported logo \
              type, colours as `#rrggbb`, known colour and text roles).",
+            "`invalid_secret_template`: fix the file the message names; `kubectl nauthera \
+             diagnose -f` on the manifest's file renders the template with placeholder facts \
+             before it is applied. The Secret delivered before keeps its shape and the client secret in force \
+             until a template that renders is applied.",
             "Retried codes need nothing unless they persist; see [Pending](Pending.md).",
         ],
         escalation: &[

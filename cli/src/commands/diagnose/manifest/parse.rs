@@ -150,6 +150,7 @@ fn typed_view(
     match kind {
         Kind::OidcClient => serde_json::from_value::<OIDCClient>(document).map(|client| {
             parsed.rule_violations = server_client_rules(&client);
+            parsed.rule_violations.extend(renderable_template(&client));
             parsed.branding_ref = client.spec.branding_ref.as_ref().map(|r| r.name.clone());
             parsed.object = serde_json::to_value(&client).ok();
             ResourceView::of_client(&client)
@@ -220,6 +221,30 @@ fn server_client_rules(client: &OIDCClient) -> Vec<String> {
     } else {
         Vec::new()
     }
+}
+
+/// A `spec.secret.template` whose files do not render (a syntax error, an unknown name), which
+/// the reconciler refuses without sending anything: rendered here with placeholder facts, so
+/// nothing of a real secret can show.
+fn renderable_template(client: &OIDCClient) -> Vec<String> {
+    let Some(template) = client
+        .spec
+        .secret
+        .as_ref()
+        .filter(|secret| secret.generate)
+        .and_then(|secret| secret.template.as_ref())
+    else {
+        return Vec::new();
+    };
+    nauthera_shared::secret_render::check(template, &client.spec.issuer)
+        .err()
+        .map(|problem| {
+            vec![format!(
+                "{problem}; the reconciler refuses it (Refused, invalid_secret_template) and \
+                 sends nothing"
+            )]
+        })
+        .unwrap_or_default()
 }
 
 /// A branding the reconciler cannot encode, which it refuses without sending it.

@@ -277,6 +277,62 @@ spec:
 }
 
 #[test]
+fn a_secret_template_is_rendered_with_placeholders_and_its_field_named() {
+    let client = |file: &str, labels: &str| {
+        format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata: {{name: proxy}}
+spec:
+  issuer: https://id.example.com/acme
+  redirectUris: [https://proxy.example.com/oauth2/callback]
+  secret:
+    generate: true
+    template:
+      files:
+        oauth2-proxy.cfg: {file:?}
+      labels: {labels}
+"
+        )
+    };
+    let findings = |text: &str, check: &str| {
+        reports(text)[0]
+            .checks
+            .iter()
+            .find(|c| c.name == check)
+            .map(|c| c.findings.join("\n"))
+            .unwrap_or_default()
+    };
+    let good = client("client_secret = \"{{ clientSecret }}\"", "{team: web}");
+    let report = &reports(&good)[0];
+    assert_eq!(
+        status_of(report, "rules"),
+        Some(CheckStatus::Passed),
+        "{report:#?}"
+    );
+    assert!(!format!("{report:?}").contains("placeholder-client-secret"));
+
+    let unknown = client("password = {{ password }}", "{team: web}");
+    let found = findings(&unknown, "rules");
+    assert!(
+        found.contains("spec.secret.template.files[oauth2-proxy.cfg]")
+            && found.contains("undefined")
+            && found.contains("invalid_secret_template"),
+        "{found}"
+    );
+    let broken = client("{{ clientId ", "{team: web}");
+    assert!(findings(&broken, "rules").contains("syntax error"));
+    // A rule of the schema: the project's own labels are the reconciler's.
+    let reserved = client("x", "{app.kubernetes.io/managed-by: me}");
+    let found = findings(&reserved, "schema");
+    assert!(
+        found.contains("spec.secret.template.labels")
+            && found.contains("app.kubernetes.io/managed-by"),
+        "{found}"
+    );
+}
+
+#[test]
 fn a_branding_ref_is_checked_against_the_files_and_the_cluster() {
     let client = |branding: &str| {
         format!(
