@@ -391,8 +391,9 @@ pub struct ClientSecret {
     pub secret_ref: Option<SecretKeyRef>,
     /// The shape of the Secret a generated secret is delivered into: key names, extra files
     /// rendered from the facts, type, labels and annotations. Needs `generate: true`.
+    // Boxed: most clients have none, and every cached client would carry its room.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub template: Option<SecretTemplate>,
+    pub template: Option<Box<SecretTemplate>>,
     /// What happens to the workloads that read the delivered Secret when a new client secret
     /// replaces the one they held: `Rollout` restarts them (see `WorkloadRestart`); absent, the
     /// `SecretRotated` event names them with the command that restarts each.

@@ -313,7 +313,7 @@ pub fn manifest(declared: &Declared) -> Value {
             // Every other generation delivers its secret in a declared shape, so that updates
             // rewrite Secrets into and out of a template (the leak scan covers the rendering);
             // the client secret stays under `clientSecret`, where the invariants read it.
-            if version % 2 == 0 {
+            if version.is_multiple_of(2) {
                 secret.insert(
                     "template".to_owned(),
                     json!({

@@ -57,7 +57,7 @@ impl Managed for OIDCClient {
 
     fn secret_template(&self) -> Option<&nauthera_shared::resources::SecretTemplate> {
         let secret = self.spec.secret.as_ref()?;
-        secret.template.as_ref().filter(|_| secret.generate)
+        secret.template.as_deref().filter(|_| secret.generate)
     }
 
     fn workload_restart(&self) -> Option<WorkloadRestart> {
