@@ -149,6 +149,10 @@ pub fn oidc_client_spec_from_server(
                 .secret_name
                 .filter(|_| declared_secret.generate),
             secret_ref: None,
+            // The schedule is the reconciler's, not the server's: the declared one.
+            rotation: declared_secret
+                .rotation
+                .filter(|_| declared_secret.generate),
         }),
         SecretSource::Provided => Some(ClientSecret {
             generate: false,
@@ -158,6 +162,7 @@ pub fn oidc_client_spec_from_server(
                 name: String::new(),
                 key: SecretKeyRef::DEFAULT_KEY.to_owned(),
             })),
+            rotation: None,
         }),
         SecretSource::None => None,
     };
@@ -311,6 +316,7 @@ mod tests {
             generate: true,
             secret_name: None,
             secret_ref: None,
+            rotation: None,
         });
         assert_eq!(
             client_spec(&generated, None).unwrap().secret,

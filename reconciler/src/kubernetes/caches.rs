@@ -32,6 +32,8 @@ pub struct SecretSummary {
     pub first_owner: Option<OwnerName>,
     /// Whether it holds a non-empty client secret.
     pub has_value: bool,
+    /// The rotation request whose secret it holds (`nauthera.io/rotation-request`).
+    pub rotation_request: Option<Box<str>>,
 }
 
 /// An owner of a Secret by kind and name (shown as `Kind/name`).
@@ -69,6 +71,14 @@ impl From<&Secret> for SecretSummary {
                 .as_ref()
                 .and_then(|data| data.get(CLIENT_SECRET_KEY))
                 .is_some_and(|value| !value.0.is_empty()),
+            rotation_request: secret
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|annotations| {
+                    annotations.get(nauthera_shared::ROTATION_REQUEST_ANNOTATION)
+                })
+                .map(|request| Box::from(request.as_str())),
         }
     }
 }
@@ -365,6 +375,7 @@ mod tests {
                     name: "web".into(),
                 }),
                 has_value: true,
+                rotation_request: None,
             }
         );
         assert!(!format!("{summary:?}").contains("s3cr3t"));

@@ -61,6 +61,8 @@ pub struct Context<A> {
     pub backoff: Backoff,
     pub clock: fn() -> Timestamp,
     pub jitter: fn() -> f64,
+    /// The shortest `spec.secret.rotation.every` honoured (`--min-rotation-interval`).
+    pub min_rotation_interval: Duration,
 }
 
 /// The system clock.

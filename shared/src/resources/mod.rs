@@ -10,6 +10,7 @@ mod common;
 mod identity_provider;
 mod oidc_client;
 mod organization;
+mod secret_rotation;
 mod status;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -30,9 +31,12 @@ pub use oidc_client::{
     ClientSecret, GrantType, OIDCClient, OIDCClientSpec, ResponseType, TokenEndpointAuthMethod,
 };
 pub use organization::{FapiMode, Organization, OrganizationSpec};
+pub use secret_rotation::{
+    Day, Planned, RotationWindow, Schedule, SecretRotation, Window, parse_every,
+};
 pub use status::{
     ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
-    RestoreRecord, SupersededDrift, TakeOverRecord, progress_conditions, ready_condition,
+    RestoreRecord, RotationOutcome, RotationRecord, SupersededDrift, TakeOverRecord, progress_conditions, ready_condition,
     reason_conditions, set_condition, set_conditions,
 };
 

@@ -9,6 +9,7 @@ use super::common::{
     DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN,
     REDIRECT_URI_PATTERN, SCOPE_PATTERN, SecretKeyRef,
 };
+use super::secret_rotation::SecretRotation;
 use super::status::ResourceStatus;
 
 /// The CEL rules (`x-kubernetes-validations`) of the schema; `OIDCClientSpec::rule_outcomes`
@@ -20,6 +21,7 @@ pub(crate) mod rules {
         "!('authorization_code' in self.grantTypes) || size(self.redirectUris) > 0";
     pub const SECRET_SOURCES_EXCLUSIVE: &str = "!(self.generate && has(self.secretRef))";
     pub const SECRET_NAME_NEEDS_GENERATE: &str = "!has(self.secretName) || self.generate";
+    pub const ROTATION_NEEDS_GENERATE: &str = "!has(self.rotation) || self.generate";
     // `REDIRECT_URI_PATTERN` as a CEL string (each backslash doubled): a rule, not the schema's
     // `pattern`, so that a refusal says what is allowed instead of printing the expression.
     pub const REDIRECT_URIS_ALLOWED: &str = r"self.redirectUris.all(u, u.matches('^(https://[\\x21\\x22\\x24-\\x2e\\x30-\\x3e\\x40-\\x7e]+[\\x21\\x22\\x24-\\x7e]*|http://(127\\.0\\.0\\.1|\\[::1\\]|localhost)(:[0-9]{1,5})?([/?][\\x21\\x22\\x24-\\x7e]*)?)$'))";
@@ -216,6 +218,14 @@ impl OIDCClientSpec {
                 rules::SECRET_NAME_NEEDS_GENERATE,
                 secret.secret_name.is_none() || secret.generate,
             ));
+            outcomes.push(RuleOutcome::new(
+                "spec.secret",
+                rules::ROTATION_NEEDS_GENERATE,
+                secret.rotation.is_none() || secret.generate,
+            ));
+            if let Some(rotation) = &secret.rotation {
+                outcomes.extend(rotation.rule_outcomes());
+            }
         }
         outcomes
     }
@@ -351,6 +361,10 @@ impl TokenEndpointAuthMethod {
     {
         "rule": rules::SECRET_NAME_NEEDS_GENERATE,
         "message": "spec.secret.secretName names the Secret a generated secret is delivered into: it needs spec.secret.generate: true"
+    },
+    {
+        "rule": rules::ROTATION_NEEDS_GENERATE,
+        "message": "spec.secret.rotation rotates a generated secret: it needs spec.secret.generate: true (a secret from secretRef is rotated by whoever holds it)"
     }
 ]))]
 pub struct ClientSecret {
@@ -365,4 +379,7 @@ pub struct ClientSecret {
     /// A Secret the team holds the client secret in; the reconciler reads it and never writes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretKeyRef>,
+    /// Rotates a generated secret on a schedule (needs `generate: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<SecretRotation>,
 }

@@ -17,6 +17,7 @@ fn delivery<'a>(secret_name: &'a str, value: &'a SecretValue) -> Delivery<'a> {
         client_id: "cid",
         issuer: ISSUER,
         value,
+        rotation_request: None,
     }
 }
 
@@ -112,14 +113,14 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     let value = SecretValue::new("first-secret-value".into());
 
     assert_eq!(
-        secret_state_for(&secrets, "web", &web).await.unwrap(),
+        read_generated_secret(&secrets, "web", &web).await.unwrap().0,
         SecretState::Absent
     );
     deliver_secret(&secrets, &web, delivery("web", &value), None)
         .await
         .unwrap();
     assert_eq!(
-        secret_state_for(&secrets, "web", &web).await.unwrap(),
+        read_generated_secret(&secrets, "web", &web).await.unwrap().0,
         SecretState::Owned { has_value: true }
     );
     let written = secrets.get("web").await.unwrap();
@@ -184,7 +185,7 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         Err(SecretWriteFailure::Foreign { owner: None })
     );
     assert_eq!(
-        secret_state_for(&secrets, "taken", &web).await.unwrap(),
+        read_generated_secret(&secrets, "taken", &web).await.unwrap().0,
         SecretState::Foreign { owner: None }
     );
     assert_eq!(

@@ -8,7 +8,8 @@ use nauthera_client::convert::{
 use nauthera_client::wire::KindWire;
 use nauthera_proto::v1;
 use nauthera_shared::resources::{
-    DeletionPolicy, OIDCClient, ResourceStatus, SecretKeyRef, TokenEndpointAuthMethod,
+    DeletionPolicy, OIDCClient, ResourceStatus, SecretKeyRef, SecretRotation,
+    TokenEndpointAuthMethod,
 };
 
 use crate::process::memory::SecretValue;
@@ -32,6 +33,15 @@ impl Managed for OIDCClient {
 
     fn issuer(&self) -> &str {
         &self.spec.issuer
+    }
+
+    fn secret_rotation(&self) -> Option<&SecretRotation> {
+        self.spec
+            .secret
+            .as_ref()
+            .filter(|secret| secret.generate)?
+            .rotation
+            .as_ref()
     }
 
     fn secret_mode(&self) -> SecretMode {
