@@ -272,10 +272,7 @@ mod tests {
             None
         );
         // A rotation request too: who asked is read from them.
-        assert_eq!(
-            managers(&object(r#"{"nauthera.io/rotate":"n1"}"#)),
-            Some(1)
-        );
+        assert_eq!(managers(&object(r#"{"nauthera.io/rotate":"n1"}"#)), Some(1));
         // The key quoted inside another annotation's text is not the annotation.
         let applied = r#"{"kubectl.kubernetes.io/last-applied-configuration":"{\"nauthera.io/restore\":\"true\"}"}"#;
         assert_eq!(managers(&object(applied)), None);

@@ -135,6 +135,11 @@ pub fn owns_restore_annotation(entry: &ManagedFieldsEntry) -> bool {
     owns_annotation(entry, RESTORE_ANNOTATION)
 }
 
+/// Whether a managedFields entry owns the rotate annotation.
+pub fn owns_rotate_annotation(entry: &ManagedFieldsEntry) -> bool {
+    owns_annotation(entry, ROTATE_ANNOTATION)
+}
+
 fn owns_annotation(entry: &ManagedFieldsEntry, annotation: &str) -> bool {
     entry
         .fields_v1

@@ -19,16 +19,16 @@ use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{
-    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation,
-    RotationRequest, ScheduledRotation, SecretMode, SecretRelease, SecretState, SentValue,
-    StaleRemoval, Standing, Step, Update, ValueSent, Verdict,
-    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
-    held_by_policy, in_organization, naming_dependents, provided_value_changed, reference_missing,
-    released, released_elsewhere, released_with_secret, resend_over, restore_not_needed, restored,
-    rotated, secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
-    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, superseding_drift,
-    rotation_answered, take_over_refused, taken_over, unencodable_branding, with_approval,
-    with_removal_told, with_rotation_recorded, with_stale_removal, with_value_sent,
+    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, RotationRequest,
+    ScheduledRotation, SecretMode, SecretRelease, SecretState, SentValue, StaleRemoval, Standing,
+    Step, Update, ValueSent, Verdict, after_apply, after_secret_failure, awaiting_missing,
+    awaiting_prerequisite, claimed_status, held_by_policy, in_organization, naming_dependents,
+    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
+    resend_over, restore_not_needed, restored, rotated, rotation_answered, secret_delivered,
+    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_to_release,
+    secret_unreadable, stale_secret, stale_secret_removed, superseding_drift, take_over_refused,
+    taken_over, unencodable_branding, with_approval, with_removal_told, with_rotation_recorded,
+    with_stale_removal, with_value_sent,
 };
 use crate::reconcile::managed::{Managed, WriteRequest};
 use crate::reconcile::policies::Judged;
@@ -139,8 +139,12 @@ fn next_rotation<K: Managed, A>(
         Some(scheduled) => {
             let next = scheduled.next(now);
             Update::Set(
-                next.round(jiff::TimestampRound::new().smallest(jiff::Unit::Second).mode(jiff::RoundMode::Ceil))
-                    .unwrap_or(next),
+                next.round(
+                    jiff::TimestampRound::new()
+                        .smallest(jiff::Unit::Second)
+                        .mode(jiff::RoundMode::Ceil),
+                )
+                .unwrap_or(next),
             )
         }
         None => Update::Clear,

@@ -36,8 +36,8 @@ pub use secret_rotation::{
 };
 pub use status::{
     ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
-    RestoreRecord, RotationOutcome, RotationRecord, SupersededDrift, TakeOverRecord, progress_conditions, ready_condition,
-    reason_conditions, set_condition, set_conditions,
+    RestoreRecord, RotationOutcome, RotationRecord, SupersededDrift, TakeOverRecord,
+    progress_conditions, ready_condition, reason_conditions, set_condition, set_conditions,
 };
 
 /// The CustomResourceDefinitions of every kind, in a stable order.

@@ -209,8 +209,12 @@ impl Window {
                 return None;
             }
             let midnight = day.to_zoned(TimeZone::UTC).ok()?.timestamp();
-            let opens = midnight.checked_add(SignedDuration::from_secs(self.start)).ok()?;
-            let closes = midnight.checked_add(SignedDuration::from_secs(self.end)).ok()?;
+            let opens = midnight
+                .checked_add(SignedDuration::from_secs(self.start))
+                .ok()?;
+            let closes = midnight
+                .checked_add(SignedDuration::from_secs(self.end))
+                .ok()?;
             if at >= closes {
                 return None;
             }
@@ -252,11 +256,17 @@ impl Schedule {
     pub fn planned(&self, set_at: Timestamp, key: &str, now: Timestamp) -> Planned {
         let offset = self.spread().mul_f64(fraction(key, 0));
         let due = set_at
-            .checked_add(SignedDuration::try_from(self.every + offset).unwrap_or(SignedDuration::MAX))
+            .checked_add(
+                SignedDuration::try_from(self.every + offset).unwrap_or(SignedDuration::MAX),
+            )
             .unwrap_or(Timestamp::MAX);
         let from = due.max(now);
         let Some(window) = &self.window else {
-            return if now >= due { Planned::Due } else { Planned::At(due) };
+            return if now >= due {
+                Planned::Due
+            } else {
+                Planned::At(due)
+            };
         };
         match window.first_at_or_after(from) {
             // Inside the window and due: now.

@@ -113,14 +113,20 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     let value = SecretValue::new("first-secret-value".into());
 
     assert_eq!(
-        read_generated_secret(&secrets, "web", &web).await.unwrap().0,
+        read_generated_secret(&secrets, "web", &web)
+            .await
+            .unwrap()
+            .0,
         SecretState::Absent
     );
     deliver_secret(&secrets, &web, delivery("web", &value), None)
         .await
         .unwrap();
     assert_eq!(
-        read_generated_secret(&secrets, "web", &web).await.unwrap().0,
+        read_generated_secret(&secrets, "web", &web)
+            .await
+            .unwrap()
+            .0,
         SecretState::Owned { has_value: true }
     );
     let written = secrets.get("web").await.unwrap();
@@ -185,7 +191,10 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         Err(SecretWriteFailure::Foreign { owner: None })
     );
     assert_eq!(
-        read_generated_secret(&secrets, "taken", &web).await.unwrap().0,
+        read_generated_secret(&secrets, "taken", &web)
+            .await
+            .unwrap()
+            .0,
         SecretState::Foreign { owner: None }
     );
     assert_eq!(

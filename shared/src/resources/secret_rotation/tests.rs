@@ -35,7 +35,11 @@ fn every_reads_weeks_days_hours_minutes_and_seconds() {
         ("45s", 45),
     ];
     for (text, seconds) in cases {
-        assert_eq!(parse_every(text), Ok(Duration::from_secs(seconds)), "{text}");
+        assert_eq!(
+            parse_every(text),
+            Ok(Duration::from_secs(seconds)),
+            "{text}"
+        );
     }
     for wrong in ["", "90", "d", "1.5h", "-1d", "0s", "1y"] {
         assert!(parse_every(wrong).is_err(), "{wrong} must be refused");
@@ -63,7 +67,12 @@ fn without_a_window_the_rotation_falls_after_every_plus_the_objects_offset() {
     assert!(waited < Duration::from_secs(11 * 86_400), "{waited:?}");
     assert_eq!(plan.planned(set, "uid-a", next), Planned::Due);
     assert_eq!(
-        plan.planned(set, "uid-a", next.checked_sub(jiff::SignedDuration::from_secs(1)).unwrap()),
+        plan.planned(
+            set,
+            "uid-a",
+            next.checked_sub(jiff::SignedDuration::from_secs(1))
+                .unwrap()
+        ),
         Planned::At(next)
     );
 }
@@ -79,7 +88,11 @@ fn a_fleet_with_one_schedule_is_spread_and_each_object_keeps_its_instant() {
             Planned::Due => panic!("not due"),
         })
         .collect();
-    assert!(instants.len() > 45, "spread over {} instants", instants.len());
+    assert!(
+        instants.len() > 45,
+        "spread over {} instants",
+        instants.len()
+    );
     assert_eq!(
         plan.planned(set, "uid-7", set),
         plan.planned(set, "uid-7", set),
@@ -87,14 +100,20 @@ fn a_fleet_with_one_schedule_is_spread_and_each_object_keeps_its_instant() {
     );
     let last = instants.iter().max().unwrap();
     let spread = Duration::try_from(set.duration_until(*last)).unwrap();
-    assert!(spread <= Duration::from_secs(91 * 86_400), "at most a day of spread");
+    assert!(
+        spread <= Duration::from_secs(91 * 86_400),
+        "at most a day of spread"
+    );
 }
 
 #[test]
 fn inside_its_window_a_due_rotation_happens_now() {
     let plan = schedule("1h", Some((&[], "00:00", "24:00")));
     let set = at("2026-01-01T00:00:00Z");
-    assert_eq!(plan.planned(set, "uid", at("2026-01-01T03:00:00Z")), Planned::Due);
+    assert_eq!(
+        plan.planned(set, "uid", at("2026-01-01T03:00:00Z")),
+        Planned::Due
+    );
 }
 
 #[test]
@@ -107,7 +126,10 @@ fn outside_its_window_a_due_rotation_waits_for_the_window_to_open() {
         panic!("outside the window nothing is due");
     };
     assert!(next >= at("2026-01-03T02:00:00Z"), "{next}");
-    assert!(next < at("2026-01-03T03:00:00Z"), "in the window's first half: {next}");
+    assert!(
+        next < at("2026-01-03T03:00:00Z"),
+        "in the window's first half: {next}"
+    );
     assert_eq!(plan.planned(set, "uid", next), Planned::Due);
     // Past the window's close on Saturday: the next Saturday.
     let Planned::At(later) = plan.planned(set, "uid", at("2026-01-03T04:00:00Z")) else {

@@ -190,7 +190,10 @@ fn an_answer_without_a_mint_says_why() {
     assert_eq!(record.requested_by.as_deref(), Some("kubectl-nauthera"));
     assert_eq!(record.time, Some(Time(at(100))));
     let done = rotation_answered(Some(&status), &request("n1"), true, at(100)).unwrap();
-    assert_eq!(done.last_rotation.unwrap().outcome, RotationOutcome::Requested);
+    assert_eq!(
+        done.last_rotation.unwrap().outcome,
+        RotationOutcome::Requested
+    );
 }
 
 #[test]
@@ -251,14 +254,24 @@ fn a_delivered_rotation_is_recorded_with_who_asked() {
         generation_in_force: 1,
         created: false,
     };
-    let verdict = after_apply(&applied, Some("app"), Some(Ok(())), false, Some(&requested()));
+    let verdict = after_apply(
+        &applied,
+        Some("app"),
+        Some(Ok(())),
+        false,
+        Some(&requested()),
+    );
     let verdict = with_rotation_recorded(verdict, Some(&requested()), Some(&request("n1")));
     let status = status_after(Some(&delivered()), &verdict, 1, at(100)).unwrap();
     let record = status.last_rotation.clone().unwrap();
     assert_eq!(record.request.as_deref(), Some("n1"));
     assert_eq!(record.requested_by.as_deref(), Some("kubectl-nauthera"));
     assert_eq!(record.outcome, RotationOutcome::Requested);
-    assert_eq!(status.secret_set_time, Some(Time(at(100))), "secretSetTime moves");
+    assert_eq!(
+        status.secret_set_time,
+        Some(Time(at(100))),
+        "secretSetTime moves"
+    );
 
     // Not delivered: nothing recorded, the request waits.
     let failed = after_apply(
@@ -291,7 +304,13 @@ fn the_rotated_event_says_who_asked_and_when_and_who_reads_the_secret() {
         generation_in_force: 1,
         created: false,
     };
-    let verdict = after_apply(&applied, Some("app"), Some(Ok(())), false, Some(&requested()));
+    let verdict = after_apply(
+        &applied,
+        Some("app"),
+        Some(Ok(())),
+        false,
+        Some(&requested()),
+    );
     let verdict = rotated(
         verdict,
         &requested(),
@@ -309,7 +328,9 @@ fn the_rotated_event_says_who_asked_and_when_and_who_reads_the_secret() {
     assert!(event.note.contains("by kubectl-nauthera"), "{}", event.note);
     assert!(event.note.contains(&at(50).to_string()), "{}", event.note);
     assert!(
-        event.note.contains("no Deployment, StatefulSet or DaemonSet"),
+        event
+            .note
+            .contains("no Deployment, StatefulSet or DaemonSet"),
         "{}",
         event.note
     );
