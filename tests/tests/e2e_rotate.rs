@@ -80,17 +80,43 @@ async fn a_requested_rotation_mints_one_secret_and_says_who_asked() {
     let set_before = status_of(&before).secret_set_time.clone().unwrap();
     let writes = stack.server.counters().writes_by(MANAGER);
 
-    ask_rotation(&stack, "web", "n-1", "e2e-rotate").await;
-    let after = wait_answered(&stack, "web", "n-1").await;
+    // A dry run shows the Secret that changes and changes nothing.
+    let dry = stack
+        .plugin(&["rotate", "oidcclient/web", "--dry-run"])
+        .await;
+    assert_eq!(dry.code, 1, "{}", dry.all());
+    assert!(dry.all().contains("Secret web"), "{}", dry.all());
+    assert_eq!(stack.server.counters().writes_by(MANAGER), writes);
+
+    let rotated = stack
+        .plugin(&[
+            "rotate",
+            "oidcclient/web",
+            "--yes",
+            "--timeout",
+            "60s",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(rotated.code, 0, "{}", rotated.all());
+    let report: serde_json::Value = serde_json::from_str(&rotated.stdout).unwrap();
+    assert_eq!(report["outcome"], "rotated", "{}", rotated.all());
+    let request = report["request"].as_str().unwrap().to_owned();
+    let after = wait_answered(&stack, "web", &request).await;
     let new = secret_in_force(&stack, "web").await;
     assert_ne!(new, old, "a new secret is delivered");
+    assert!(
+        !rotated.all().contains(&new) && !rotated.all().contains(&old),
+        "the plugin never shows a secret"
+    );
     let last = status_of(&after).last_rotation.clone().unwrap();
     assert_eq!(last.outcome, RotationOutcome::Requested);
-    assert_eq!(last.requested_by.as_deref(), Some("e2e-rotate"));
+    let requested_by = last.requested_by.clone().expect("who asked is recorded");
     assert!(status_of(&after).secret_set_time.clone().unwrap().0 >= set_before.0);
     assert_eq!(
         delivered_request(&stack, "web").await.as_deref(),
-        Some("n-1")
+        Some(request.as_str())
     );
     assert_eq!(
         stack.server.counters().writes_by(MANAGER),
@@ -99,7 +125,7 @@ async fn a_requested_rotation_mints_one_secret_and_says_who_asked() {
     );
     let event = stack.wait_event("web", "SecretRotated").await;
     assert!(
-        event.message.contains("requested") && event.message.contains("by e2e-rotate"),
+        event.message.contains("requested") && event.message.contains(&requested_by),
         "{}",
         event.message
     );
@@ -178,6 +204,17 @@ stringData:
         .await;
     stack.wait_reason("reports", Reason::Registered).await;
     let writes = stack.server.counters().writes_by(MANAGER);
+    // The plugin refuses, saying where the secret comes from.
+    let refused = stack
+        .plugin(&["rotate", "oidcclient/reports", "--yes"])
+        .await;
+    assert_eq!(refused.code, 2, "{}", refused.all());
+    assert!(
+        refused.all().contains("spec.secret.secretRef"),
+        "{}",
+        refused.all()
+    );
+    // The annotation set by hand is answered, and nothing is written.
     ask_rotation(&stack, "reports", "n-ref", "e2e-rotate").await;
     let client = wait_answered(&stack, "reports", "n-ref").await;
     assert_eq!(
