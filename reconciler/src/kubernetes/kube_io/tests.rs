@@ -269,3 +269,60 @@ fn the_restore_requester_is_the_manager_that_set_the_annotation() {
     );
     assert_eq!(restore_requester(&ObjectMeta::default()), None);
 }
+
+#[tokio::test]
+async fn a_delivery_carries_the_rotation_request_it_carries_out_and_only_that() {
+    let (_emulator, client) = cluster().await;
+    let api: Api<OIDCClient> = Api::namespaced(client.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
+    let web = create_client(&api, "web").await;
+    let first = SecretValue::new("first-secret-value".into());
+    let requested = Delivery {
+        rotation_request: Some("rotate-1"),
+        ..delivery("web", &first)
+    };
+    deliver_secret(&secrets, &web, requested, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        read_generated_secret(&secrets, "web", &web).await.unwrap(),
+        (
+            SecretState::Owned { has_value: true },
+            Some("rotate-1".to_owned())
+        ),
+        "created with the request"
+    );
+    // A later delivery for another reason (a deleted Secret's value minted again, say) says
+    // it carries out no request.
+    let second = SecretValue::new("second-secret-value".into());
+    let cached = SecretSummary::from(&secrets.get("web").await.unwrap());
+    assert_eq!(cached.rotation_request.as_deref(), Some("rotate-1"));
+    deliver_secret(&secrets, &web, delivery("web", &second), Some(&cached))
+        .await
+        .unwrap();
+    assert_eq!(
+        read_generated_secret(&secrets, "web", &web)
+            .await
+            .unwrap()
+            .1,
+        None
+    );
+
+    // The rotate annotation: who asked is read from the managed fields, and it is removed.
+    let patch = serde_json::json!({
+        "metadata": { "annotations": { nauthera_shared::ROTATE_ANNOTATION: "rotate-2" } }
+    });
+    let params = PatchParams {
+        field_manager: Some("desk".to_owned()),
+        ..PatchParams::default()
+    };
+    api.patch("web", &params, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let web = api.get("web").await.unwrap();
+    let request = rotation_request(&web).unwrap();
+    assert_eq!(request.request, "rotate-2");
+    assert_eq!(request.requested_by.as_deref(), Some("desk"));
+    clear_rotate_annotation(&api, &web).await.unwrap();
+    assert_eq!(rotation_request(&api.get("web").await.unwrap()), None);
+}
