@@ -72,10 +72,13 @@ fn requested() -> Rotation {
     }
 }
 
+/// A change to the observed facts, for a table of cases.
+type Change = Box<dyn Fn(&mut Observed<'_>)>;
+
 #[test]
 fn a_request_mints_once_and_is_then_only_answered() {
     let status = delivered();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Observed<'_>)>, Step)> = vec![
+    let cases: Vec<(&str, Change, Step)> = vec![
         (
             "a request the Secret does not hold yet mints a new secret",
             Box::new(|o| o.rotation_request = Some(request("n1"))),
