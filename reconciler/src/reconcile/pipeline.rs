@@ -395,7 +395,11 @@ async fn answer_rotation<K: Managed, A>(
 ) -> Result<(), ReconcileError> {
     let ctx = edges.ctx;
     let generated = edges.resource.secret_mode().generated_into().is_some();
+    // The annotation first: its removal is checked against the resourceVersion read, which
+    // the status write would move.
+    kube_io::clear_rotate_annotation(&edges.api, edges.resource).await?;
     if let Some(answered) = rotation_answered(status, request, generated, (ctx.clock)()) {
+        ctx.leadership.gate()?;
         kube_io::write_status(
             &edges.api,
             &edges.resource.name_any(),
@@ -405,8 +409,6 @@ async fn answer_rotation<K: Managed, A>(
         .await?;
         ctx.memory.remember_status(&edges.uid, answered);
     }
-    ctx.leadership.gate()?;
-    kube_io::clear_rotate_annotation(&edges.api, edges.resource).await?;
     Ok(())
 }
 
