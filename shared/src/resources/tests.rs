@@ -1031,3 +1031,42 @@ fn the_redirect_uri_rules_quote_the_redirect_uri_pattern() {
         format!("self.postLogoutRedirectUris.all(u, u.matches({quoted}))")
     );
 }
+
+#[test]
+fn a_rotation_schedule_is_checked_before_it_is_applied() {
+    let issuer = "https://login.example.test/acme";
+    let with_rotation = |rotation: Value| {
+        client_with(serde_json::json!({
+            "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+            "secret": { "generate": true, "rotation": rotation }
+        }))
+    };
+    for (rotation, field) in [
+        (
+            serde_json::json!({ "every": "1y" }),
+            "spec.secret.rotation.every",
+        ),
+        (
+            serde_json::json!({ "every": "90" }),
+            "spec.secret.rotation.every",
+        ),
+        (
+            serde_json::json!({ "every": "90d", "window": { "start": "2:00", "end": "04:00" } }),
+            "spec.secret.rotation.window.start",
+        ),
+        (
+            serde_json::json!({ "every": "90d", "window": { "days": ["Someday"], "start": "02:00", "end": "04:00" } }),
+            "spec.secret.rotation.window.days[0]",
+        ),
+    ] {
+        let errors = admission_errors(&with_rotation(rotation.clone()));
+        assert!(
+            errors.iter().any(|e| e.starts_with(field)),
+            "{rotation}: {errors:?}"
+        );
+    }
+    assert_eq!(
+        admission_errors(&with_rotation(serde_json::json!({ "every": "1d12h" }))),
+        Vec::<String>::new()
+    );
+}
