@@ -87,6 +87,7 @@ fn generated_secret() -> ClientSecret {
         generate: true,
         secret_name: Some("billing-web-oidc".into()),
         secret_ref: None,
+        rotation: None,
         template: None,
         restart: None,
     }
@@ -100,6 +101,7 @@ fn provided_secret() -> ClientSecret {
             name: "billing-credentials".into(),
             key: "secret".into(),
         }),
+        rotation: None,
         template: None,
         restart: None,
     }

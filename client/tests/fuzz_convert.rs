@@ -89,6 +89,7 @@ fn client_secret() -> impl Strategy<Value = ClientSecret> {
             generate,
             secret_name,
             secret_ref,
+            rotation: None,
             template: None,
             restart: None,
         },

@@ -179,6 +179,10 @@ pub fn runbook_files() -> Vec<GeneratedFile> {
             contents: catalog::runbook_page(reason.entry(), &facts),
         })
         .collect();
+    files.extend(catalog::ALERTS.iter().map(|alert| GeneratedFile {
+        path: PathBuf::from(alert.path()),
+        contents: catalog::alert_runbook_page(alert, &facts),
+    }));
     files.push(GeneratedFile {
         path: Path::new(catalog::RUNBOOK_DIR).join("README.md"),
         contents: catalog::runbook_index(),

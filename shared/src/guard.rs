@@ -22,8 +22,9 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The object's text as it came (the API server's answers are always JSON).
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        // A manifest that asks for a restore keeps them: who asked is read from them.
-        let text = if asks_for_restore(raw.get()) {
+        // A manifest that asks for a restore or a rotation keeps them: who asked is read from
+        // them.
+        let text = if asks_for_restore(raw.get()) || asks_for_rotation(raw.get()) {
             Cow::Borrowed(raw.get())
         } else {
             without_managed_fields(raw.get())
@@ -48,6 +49,13 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
 fn asks_for_restore(text: &str) -> bool {
     static KEY: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("\"{}\"", crate::RESTORE_ANNOTATION));
+    text.contains(KEY.as_str())
+}
+
+/// Whether the object's text carries the rotate annotation (as a key, like the restore one).
+fn asks_for_rotation(text: &str) -> bool {
+    static KEY: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("\"{}\"", crate::ROTATE_ANNOTATION));
     text.contains(KEY.as_str())
 }
 
@@ -263,6 +271,8 @@ mod tests {
             managers(&object(r#"{"nauthera.io/restore-request":"r1"}"#)),
             None
         );
+        // A rotation request too: who asked is read from them.
+        assert_eq!(managers(&object(r#"{"nauthera.io/rotate":"n1"}"#)), Some(1));
         // The key quoted inside another annotation's text is not the annotation.
         let applied = r#"{"kubectl.kubernetes.io/last-applied-configuration":"{\"nauthera.io/restore\":\"true\"}"}"#;
         assert_eq!(managers(&object(applied)), None);

@@ -32,6 +32,14 @@ pub const ANNOTATION_PREFIX: &str = "nauthera.io/";
 /// Set beside the restore annotation to tell one restore request from another: the reconciler
 /// names it in `status.lastRestore.request` once the request is carried out.
 pub const RESTORE_REQUEST_ANNOTATION: &str = "nauthera.io/restore-request";
+/// Asks the reconciler to rotate a generated client secret now; its value is the request (a
+/// nonce), which the reconciler names in `status.lastRotation.request` once carried out, and
+/// removes.
+pub const ROTATE_ANNOTATION: &str = "nauthera.io/rotate";
+/// On a delivered Secret: the rotation request (the `nauthera.io/rotate` value) whose secret it
+/// holds. Written with the value itself, so that a request whose answer or clean-up was lost is
+/// seen as done and never minted twice.
+pub const ROTATION_REQUEST_ANNOTATION: &str = "nauthera.io/rotation-request";
 /// On a delivered Secret of a templated shape: the key that holds the client secret (without
 /// it, `clientSecret`).
 pub const CLIENT_SECRET_KEY_ANNOTATION: &str = "nauthera.io/client-secret-key";

@@ -637,7 +637,12 @@ fn production_overlay_adds_the_certificate_and_alerts_that_link_to_runbooks() {
         .as_array()
         .expect("alert rules");
     assert!(alerts.len() >= 4);
-    let runbooks: Vec<String> = Reason::ALL.iter().map(|r| runbook_url(*r)).collect();
+    let mut runbooks: Vec<String> = Reason::ALL.iter().map(|r| runbook_url(*r)).collect();
+    runbooks.extend(
+        nauthera_shared::catalog::ALERTS
+            .iter()
+            .map(|alert| alert.url()),
+    );
     let index = runbook_url(Reason::Registered).replace("Registered.md", "README.md");
     let labels: Vec<&str> = Reason::ALL.iter().map(|r| r.entry().metric_label).collect();
     for alert in alerts {

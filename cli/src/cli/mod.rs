@@ -151,6 +151,8 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Write the declared state back over drifted resources (the restore annotation).
     Restore(RestoreArgs),
+    /// Mint a new generated client secret for an OIDCClient (the rotate annotation).
+    Rotate(RotateArgs),
     /// Approve a generation of an OIDCClient that a ClientPolicy holds for approval.
     Approve(ApproveArgs),
     /// Print a shell completion script.
@@ -231,6 +233,36 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// How long to wait for the resources to be restored (e.g. 90s, 2m).
+    #[arg(long, value_parser = nauthera_shared::duration::parse, default_value = "2m")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Only a client secret the server generates (spec.secret.generate: true) is
+rotated here; one from spec.secret.secretRef is rotated by whoever holds that Secret. The
+reconciler writes the new secret into the client's Secret, records the request in
+status.lastRotation and removes the annotation; the workloads that read the Secret are named
+with the command that restarts each.
+
+Examples:
+  kubectl nauthera rotate oidcclient/shop -n team-a
+  kubectl nauthera rotate oidcclient/shop -n team-a --dry-run
+  kubectl nauthera rotate oidcclient/shop -n team-a --yes --timeout 5m
+
+Exit codes: 0 rotated, 1 not rotated (timeout, cancelled, dry run), 2 an error (refused: the
+secret is not generated, the client is drifted or being deleted)."
+)]
+pub struct RotateArgs {
+    /// oidcclient/NAME: the client whose generated secret to rotate.
+    pub target: String,
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Show what would change and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How long to wait for the new secret to be delivered (e.g. 90s, 2m).
     #[arg(long, value_parser = nauthera_shared::duration::parse, default_value = "2m")]
     pub timeout: Duration,
 }

@@ -226,8 +226,10 @@ fn read_typed<'a>(
 }
 
 /// `approve` takes OIDCClients only; the other subcommands every kind.
+/// Whether the subcommand takes a resource of this kind: approvals and rotations are for
+/// OIDCClients only.
 fn approvable(subcommand: &str, kind: Kind) -> bool {
-    subcommand != "approve" || kind == Kind::OidcClient
+    !matches!(subcommand, "approve" | "rotate") || kind == Kind::OidcClient
 }
 
 /// The completion output: candidates that start with what is typed, then the directive.
@@ -336,7 +338,14 @@ mod tests {
     fn subcommands_flags_and_values() {
         assert_eq!(
             fixed("").0,
-            vec!["status", "diagnose", "restore", "approve", "completion"]
+            vec![
+                "status",
+                "diagnose",
+                "restore",
+                "rotate",
+                "approve",
+                "completion"
+            ]
         );
         assert_eq!(fixed("ap").0, vec!["approve"]);
         assert!(fixed("approve --g").0.contains(&"--generation".to_owned()));

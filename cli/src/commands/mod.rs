@@ -5,6 +5,7 @@ mod complete;
 mod completion;
 mod diagnose;
 mod restore;
+mod rotate;
 mod status;
 
 use crate::Outcome;
@@ -16,6 +17,7 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Status(args) => status::run(&cli.global, args).await,
         Command::Diagnose(args) => diagnose::run(&cli.global, args).await,
         Command::Restore(args) => restore::run(&cli.global, args).await,
+        Command::Rotate(args) => rotate::run(&cli.global, args).await,
         Command::Approve(args) => approve::run(&cli.global, args).await,
         Command::Completion(args) => completion::run(args),
         Command::Complete { words } => complete::run(&cli.global, words).await,

@@ -150,6 +150,10 @@ pub fn oidc_client_spec_from_server(
                 .clone()
                 .filter(|_| declared_secret.generate),
             secret_ref: None,
+            // The schedule is the reconciler's, not the server's: the declared one.
+            rotation: declared_secret
+                .rotation
+                .filter(|_| declared_secret.generate),
             // The Secret's shape is the cluster's, not the server's: shown as declared.
             template: declared_secret
                 .template
@@ -166,6 +170,7 @@ pub fn oidc_client_spec_from_server(
                 name: String::new(),
                 key: SecretKeyRef::DEFAULT_KEY.to_owned(),
             })),
+            rotation: None,
             template: None,
             restart: None,
         }),
@@ -321,6 +326,7 @@ mod tests {
             generate: true,
             secret_name: None,
             secret_ref: None,
+            rotation: None,
             template: None,
             restart: None,
         });

@@ -31,6 +31,8 @@ pub struct SecretSummary {
     /// The digest of the template it was written from (`nauthera.io/secret-shape`); `None` for
     /// a Secret of the four keys of no template.
     pub shape: Option<Box<str>>,
+    /// The rotation request whose secret it holds (`nauthera.io/rotation-request`).
+    pub rotation_request: Option<Box<str>>,
 }
 
 /// An owner of a Secret by kind and name (shown as `Kind/name`).
@@ -69,6 +71,14 @@ impl From<&Secret> for SecretSummary {
                 .and_then(|data| data.get(client_secret_key(secret)))
                 .is_some_and(|value| !value.0.is_empty()),
             shape: annotation(secret, SECRET_SHAPE_ANNOTATION).map(Box::from),
+            rotation_request: secret
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|annotations| {
+                    annotations.get(nauthera_shared::ROTATION_REQUEST_ANNOTATION)
+                })
+                .map(|request| Box::from(request.as_str())),
         }
     }
 }
@@ -380,6 +390,7 @@ mod tests {
                 }),
                 has_value: true,
                 shape: None,
+                rotation_request: None,
             }
         );
         assert!(!format!("{summary:?}").contains("s3cr3t"));

@@ -11,14 +11,19 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions
 use kube::{Resource, ResourceExt};
 use nauthera_shared::resources::ResourceStatus;
 use nauthera_shared::topology::TAKE_OVER_ANNOTATION;
-use nauthera_shared::{FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION};
+use nauthera_shared::{
+    FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION, ROTATE_ANNOTATION,
+    ROTATION_REQUEST_ANNOTATION,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::kubernetes::caches::{CLIENT_ID_KEY, SecretSummary};
 use crate::kubernetes::secret_shape;
 use crate::process::memory::SecretValue;
-use crate::reconcile::decide::{SecretRefProblem, SecretState, SecretWriteFailure};
+use crate::reconcile::decide::{
+    RotationRequest, SecretRefProblem, SecretState, SecretWriteFailure,
+};
 use nauthera_shared::secret_render::RenderedSecret;
 
 pub mod restart;
@@ -104,22 +109,77 @@ pub fn restore_request<K: Resource>(resource: &K) -> Option<String> {
 /// Who set the restore annotation: the field manager whose managedFields entry owns it (the
 /// newest, should several). The API server keeps it; nothing the requester writes can change it.
 pub fn restore_requester(meta: &ObjectMeta) -> Option<String> {
+    annotation_setter(meta, RESTORE_ANNOTATION).and_then(|entry| entry.manager.clone())
+}
+
+/// The newest managedFields entry that owns an annotation.
+fn annotation_setter<'a>(meta: &'a ObjectMeta, annotation: &str) -> Option<&'a ManagedFieldsEntry> {
     meta.managed_fields
         .as_deref()?
         .iter()
-        .filter(|entry| owns_restore_annotation(entry))
+        .filter(|entry| owns_annotation(entry, annotation))
         .max_by_key(|entry| entry.time.as_ref().map(|time| time.0))
-        .and_then(|entry| entry.manager.clone())
 }
 
 /// Whether a managedFields entry owns the restore annotation.
 pub fn owns_restore_annotation(entry: &ManagedFieldsEntry) -> bool {
+    owns_annotation(entry, RESTORE_ANNOTATION)
+}
+
+/// Whether a managedFields entry owns the rotate annotation.
+pub fn owns_rotate_annotation(entry: &ManagedFieldsEntry) -> bool {
+    owns_annotation(entry, ROTATE_ANNOTATION)
+}
+
+fn owns_annotation(entry: &ManagedFieldsEntry, annotation: &str) -> bool {
     entry
         .fields_v1
         .as_ref()
         .and_then(|fields| fields.0.get("f:metadata"))
         .and_then(|metadata| metadata.get("f:annotations"))
-        .is_some_and(|annotations| annotations.get(format!("f:{RESTORE_ANNOTATION}")).is_some())
+        .is_some_and(|annotations| annotations.get(format!("f:{annotation}")).is_some())
+}
+
+/// The rotation `nauthera.io/rotate` asks for, with who set it and when (from the
+/// managedFields, which the requester cannot forge).
+pub fn rotation_request<K: Resource>(resource: &K) -> Option<RotationRequest> {
+    let meta = resource.meta();
+    let request = meta
+        .annotations
+        .as_ref()?
+        .get(ROTATE_ANNOTATION)?
+        .trim()
+        .to_owned();
+    if request.is_empty() {
+        return None;
+    }
+    let setter = annotation_setter(meta, ROTATE_ANNOTATION);
+    Some(RotationRequest {
+        request,
+        requested_by: setter.and_then(|entry| entry.manager.clone()),
+        requested_at: setter.and_then(|entry| entry.time.as_ref().map(|time| time.0)),
+    })
+}
+
+/// Removes the rotate annotation, only while it still carries the request answered: the
+/// resourceVersion keeps a newer request set in between from being lost.
+pub async fn clear_rotate_annotation<K: NamespacedResource>(
+    api: &Api<K>,
+    resource: &K,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({
+        "metadata": {
+            "resourceVersion": resource.resource_version(),
+            "annotations": { ROTATE_ANNOTATION: null },
+        }
+    });
+    unread::patch(
+        api,
+        &resource.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
 }
 
 /// The manager `nauthera.io/take-over-from` names, if set.
@@ -218,21 +278,28 @@ fn released_for<K: NamespacedResource>(secret: &Secret, resource: &K) -> Option<
 }
 
 /// What the Secret a generated secret goes into holds for `resource`, read from the API
-/// server; a Secret released from an earlier manifest of its name is told apart.
-pub async fn secret_state_for<K: NamespacedResource>(
+/// server (a Secret released from an earlier manifest of its name is told apart), with the
+/// rotation request whose secret it holds.
+pub async fn read_generated_secret<K: NamespacedResource>(
     secrets: &Api<Secret>,
     name: &str,
     resource: &K,
     shape: Option<&str>,
-) -> Result<SecretState, kube::Error> {
+) -> Result<(SecretState, Option<String>), kube::Error> {
     let owner_uid = resource.uid().unwrap_or_default();
     Ok(match secrets.get_opt(name).await {
         Ok(Some(secret)) => match released_for(&secret, resource) {
-            Some(client_id) => SecretState::Released { client_id },
-            None => state_of(&SecretSummary::from(&secret), &owner_uid, shape),
+            Some(client_id) => (SecretState::Released { client_id }, None),
+            None => {
+                let summary = SecretSummary::from(&secret);
+                (
+                    state_of(&summary, &owner_uid, shape),
+                    summary.rotation_request.map(String::from),
+                )
+            }
         },
-        Ok(None) => SecretState::Absent,
-        Err(kube::Error::Api(status)) if status.code == 403 => SecretState::Forbidden,
+        Ok(None) => (SecretState::Absent, None),
+        Err(kube::Error::Api(status)) if status.code == 403 => (SecretState::Forbidden, None),
         Err(error) => return Err(error),
     })
 }
@@ -374,6 +441,15 @@ pub struct Delivery<'a> {
     pub value: &'a SecretValue,
     /// The Secret's shape (`spec.secret.template`); the four keys of old when absent.
     pub template: Option<&'a nauthera_shared::resources::SecretTemplate>,
+    /// The rotation request (`nauthera.io/rotate`) this value carries out, if any.
+    pub rotation_request: Option<&'a str>,
+}
+
+/// The Secret's record of the rotation request its value carries out (`null` removes an
+/// The Secret's record of the rotation request its value carries out, set in a patch (`null`
+/// removes an earlier one's): written in the same write as the value, so the two never part.
+pub(crate) fn mark_rotation_request(patch: &mut serde_json::Value, request: Option<&str>) {
+    patch["metadata"]["annotations"][ROTATION_REQUEST_ANNOTATION] = serde_json::json!(request);
 }
 
 /// Writes a minted secret into a Secret owned by `owner`; never over a Secret it does not own.
@@ -393,7 +469,10 @@ pub async fn deliver_secret<K: NamespacedResource>(
         None => match unread::create(
             secrets,
             &PostParams::default(),
-            &new_secret(owner, name, &rendered)?,
+            &with_rotation_request(
+                new_secret(owner, name, &rendered)?,
+                delivery.rotation_request,
+            ),
         )
         .await
         {
@@ -425,12 +504,21 @@ pub async fn deliver_secret<K: NamespacedResource>(
                 message: format!("Secret {name} was deleted while it was written"),
             });
         };
-        return secret_shape::write_shape(secrets, owner, name, &secret, &rendered).await;
+        return secret_shape::write_shape(
+            secrets,
+            owner,
+            (name, &secret),
+            &rendered,
+            delivery.rotation_request,
+        )
+        .await;
     }
     // A merge patch rather than a replace: the reconciler's role has `patch` on Secrets, not
     // `update`, and the resourceVersion keeps it from racing another writer (a stale cached
     // copy fails and is retried).
-    let patch = secret_shape::shape_patch(None, &rendered, existing.resource_version.as_deref());
+    let mut patch =
+        secret_shape::shape_patch(None, &rendered, existing.resource_version.as_deref());
+    mark_rotation_request(&mut patch, delivery.rotation_request);
     unread::patch(
         secrets,
         name,
@@ -484,6 +572,17 @@ pub(crate) fn new_secret<K: NamespacedResource>(
     })
 }
 
+/// A new Secret with the record of the rotation request its value carries out.
+pub(crate) fn with_rotation_request(mut secret: Secret, request: Option<&str>) -> Secret {
+    if let Some(request) = request {
+        secret
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(ROTATION_REQUEST_ANNOTATION.to_owned(), request.to_owned());
+    }
+    secret
+}
 pub(crate) fn write_failure(error: kube::Error) -> SecretWriteFailure {
     match &error {
         kube::Error::Api(status) if status.code == 403 => SecretWriteFailure::Forbidden {

@@ -11,14 +11,16 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions
 use nauthera_shared::resources::SecretTemplate;
 use nauthera_shared::secret_render::{self, RenderedSecret, SecretFacts};
 use nauthera_shared::{
-    CLIENT_SECRET_KEY_ANNOTATION, SECRET_METADATA_ANNOTATION, SECRET_SHAPE_ANNOTATION,
+    CLIENT_SECRET_KEY_ANNOTATION, ROTATION_REQUEST_ANNOTATION, SECRET_METADATA_ANNOTATION,
+    SECRET_SHAPE_ANNOTATION,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::kubernetes::caches::{SecretSummary, client_secret_key};
 use crate::kubernetes::kube_io::{
-    MANAGED_BY, MANAGED_BY_LABEL, NamespacedResource, new_secret, write_failure,
+    MANAGED_BY, MANAGED_BY_LABEL, NamespacedResource, mark_rotation_request, new_secret,
+    with_rotation_request, write_failure,
 };
 use crate::reconcile::decide::SecretWriteFailure;
 
@@ -158,16 +160,18 @@ pub fn needs_replacement(existing: &Secret, rendered: &RenderedSecret) -> bool {
 }
 
 /// Brings an existing Secret `owner` owns to the rendered shape: patched, or replaced (deleted,
-/// only if unchanged since read, and created again) when its type changes.
+/// only if unchanged since read, and created again) when its type changes. `rotation_request`:
+/// the rotation request whose secret it holds after the write.
 pub async fn write_shape<K: NamespacedResource>(
     secrets: &Api<Secret>,
     owner: &K,
-    name: &str,
-    existing: &Secret,
+    (name, existing): (&str, &Secret),
     rendered: &RenderedSecret,
+    rotation_request: Option<&str>,
 ) -> Result<(), SecretWriteFailure> {
     if needs_replacement(existing, rendered) {
-        let replacement = new_secret(owner, name, rendered)?;
+        let replacement =
+            with_rotation_request(new_secret(owner, name, rendered)?, rotation_request);
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: existing.metadata.uid.clone(),
@@ -182,11 +186,12 @@ pub async fn write_shape<K: NamespacedResource>(
             .map(|_| ())
             .map_err(write_failure);
     }
-    let patch = shape_patch(
+    let mut patch = shape_patch(
         Some(existing),
         rendered,
         existing.metadata.resource_version.as_deref(),
     );
+    mark_rotation_request(&mut patch, rotation_request);
     secrets
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -250,7 +255,21 @@ pub async fn reshape_secret<K: NamespacedResource>(
     if needs_replacement(&existing, &rendered) {
         hold(value);
     }
-    write_shape(secrets, owner, name, &existing, &rendered).await?;
+    // The rotation request it holds stays recorded: the value is the same.
+    let rotation_request = existing
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|annotations| annotations.get(ROTATION_REQUEST_ANNOTATION))
+        .cloned();
+    write_shape(
+        secrets,
+        owner,
+        (name, &existing),
+        &rendered,
+        rotation_request.as_deref(),
+    )
+    .await?;
     Ok(Reshaped::Rewritten)
 }
 

@@ -211,6 +211,16 @@ pub struct Args {
         value_name = "DURATION"
     )]
     pub retry_backoff_max: Duration,
+    /// The shortest `spec.secret.rotation.every` the reconciler honours: a shorter one rotates
+    /// at this interval. Lowered only for tests (rotations of a few seconds).
+    #[arg(
+        long,
+        env = "NAUTHERA_MIN_ROTATION_INTERVAL",
+        default_value = "1h",
+        value_parser = nauthera_shared::duration::parse,
+        value_name = "DURATION"
+    )]
+    pub min_rotation_interval: Duration,
 }
 
 /// How log lines are written.
@@ -298,6 +308,7 @@ pub struct Config {
     pub probe_retry_interval: Duration,
     pub change_poll_interval: Duration,
     pub retry_backoff_max: Duration,
+    pub min_rotation_interval: Duration,
 }
 
 /// What the process environment says about the pod, read by the caller so that tests pass
@@ -451,6 +462,7 @@ impl Args {
             probe_retry_interval: positive("probe-retry-interval", self.probe_retry_interval)?,
             change_poll_interval: positive("change-poll-interval", self.change_poll_interval)?,
             retry_backoff_max: positive("retry-backoff-max", self.retry_backoff_max)?,
+            min_rotation_interval: positive("min-rotation-interval", self.min_rotation_interval)?,
         })
     }
 }

@@ -514,7 +514,7 @@ fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
 }
 
 /// Drops what the reconciler never reads from a cached manifest: its managed fields (but the
-/// entry that owns a pending restore annotation: who asked), labels,
+/// entries that own a pending restore or rotate annotation: who asked), labels,
 /// and every annotation but its own (`kubectl apply` keeps a whole copy of the manifest in one).
 /// The creation time stays: a namespace limit keeps the clients created first.
 fn slim_manifest<K: Resource>(object: &mut K) {
@@ -522,7 +522,9 @@ fn slim_manifest<K: Resource>(object: &mut K) {
     meta.managed_fields = meta.managed_fields.take().and_then(|entries| {
         let requester: Vec<_> = entries
             .into_iter()
-            .filter(kube_io::owns_restore_annotation)
+            .filter(|entry| {
+                kube_io::owns_restore_annotation(entry) || kube_io::owns_rotate_annotation(entry)
+            })
             .collect();
         Some(requester).filter(|kept| !kept.is_empty())
     });

@@ -47,6 +47,9 @@ pub struct Minted {
     pub secret_name: String,
     /// Why it was minted, when it replaces another: told once it is delivered.
     pub rotation: Option<crate::reconcile::decide::Rotation>,
+    /// The rotation request (`nauthera.io/rotate`) it carries out, if one waited when it was
+    /// minted.
+    pub request: Option<crate::reconcile::decide::RotationRequest>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -281,6 +284,7 @@ mod tests {
             client_id: "cid".into(),
             secret_name: "app".into(),
             rotation: None,
+            request: None,
         };
         let text = format!("{minted:?}");
         assert!(!text.contains("s3cr3t"), "{text}");

@@ -16,6 +16,10 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use sha2::{Digest, Sha256};
 
+mod secret_ages;
+
+use secret_ages::SecretAges;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReconcileLabels {
     kind: &'static str,
@@ -64,6 +68,8 @@ pub struct Metrics {
     shard_overlaps: Family<ShardLabels, Gauge>,
     /// The labels each resource (by uid) counts under in `resources`.
     counted: Arc<Mutex<HashMap<UidKey, ResourceLabels>>>,
+    /// How old each resource's client secret in force is.
+    secret_ages: SecretAges,
 }
 
 /// A resource's uid in 16 bytes: a uid is a UUID, whose digits are its value; anything else is
@@ -150,6 +156,8 @@ impl Metrics {
             })
             .set(1);
         registry.register("build_info", "The reconciler's build", build_info);
+        let secret_ages = SecretAges::default();
+        secret_ages.register(&mut registry);
         Metrics {
             registry: Arc::new(registry),
             reconciles,
@@ -159,6 +167,7 @@ impl Metrics {
             control_plane_up,
             shard_overlaps,
             counted: Arc::default(),
+            secret_ages,
         }
     }
 
@@ -219,10 +228,17 @@ impl Metrics {
         if let (Some(phase), Some(reason)) = (status.phase, status.reason) {
             self.resource_state(kind, uid, phase, reason);
         }
+        self.secret_from_status(kind, uid, status);
+    }
+
+    /// Keeps when the resource's client secret in force was set and is rotated next.
+    pub fn secret_from_status(&self, kind: &'static str, uid: &str, status: &ResourceStatus) {
+        self.secret_ages.follow(kind, uid, status);
     }
 
     /// Stops counting a resource that is gone.
     pub fn resource_gone(&self, uid: &str) {
+        self.secret_ages.forget(uid);
         let Ok(mut counted) = self.counted.lock() else {
             return;
         };
@@ -258,6 +274,7 @@ impl Metrics {
 
     /// The text exposition format.
     pub fn encode(&self) -> String {
+        self.secret_ages.refresh(jiff::Timestamp::now());
         let mut text = String::new();
         if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
             text.clear();

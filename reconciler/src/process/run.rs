@@ -280,6 +280,7 @@ fn lead(
         },
         clock: system_clock,
         jitter: random_jitter,
+        min_rotation_interval: config.min_rotation_interval,
     });
     let moves = shard.clone();
     tasks.spawn(crate::reconcile::policies::follow_policy_inputs(

@@ -17,7 +17,7 @@ use crate::kubernetes::kube_io::{self, NamespacedResource};
 use crate::kubernetes::leader::{Leadership, NotLeading};
 use crate::process::memory::Memory;
 use crate::process::metrics::Metrics;
-use crate::reconcile::decide::{Backoff, Verdict, events_for, status_after};
+use crate::reconcile::decide::{Backoff, Update, Verdict, events_for, status_after};
 use crate::reconcile::policies::Policies;
 use crate::reconcile::prerequisites::Prerequisites;
 use crate::server::changes::ServerRevisions;
@@ -61,6 +61,8 @@ pub struct Context<A> {
     pub backoff: Backoff,
     pub clock: fn() -> Timestamp,
     pub jitter: fn() -> f64,
+    /// The shortest `spec.secret.rotation.every` honoured (`--min-rotation-interval`).
+    pub min_rotation_interval: Duration,
 }
 
 /// The system clock.
@@ -114,6 +116,9 @@ impl<A> Context<A> {
         } else {
             self.metrics
                 .resource_state(kind, &uid, phase, verdict.reason);
+            if let Some(current) = self.memory.status_or(&uid, status) {
+                self.metrics.secret_from_status(kind, &uid, &current);
+            }
         }
         log_verdict(kind, resource, verdict);
         if verdict.retried || verdict.keep_trying {
@@ -125,6 +130,14 @@ impl<A> Context<A> {
         self.memory.succeeded(&uid);
         if phase == Phase::Error && verdict.record_attempt {
             return Ok(Action::requeue(REFUSAL_RESEND_AFTER));
+        }
+        // A scheduled rotation is looked at when it falls (within a day): no watch event
+        // comes then.
+        if let Update::Set(next) = verdict.fields.next_rotation {
+            let left = Duration::try_from(now.duration_until(next)).unwrap_or_default();
+            return Ok(Action::requeue(
+                left.clamp(Duration::from_secs(1), Duration::from_secs(86_400)),
+            ));
         }
         Ok(Action::await_change())
     }

@@ -8,7 +8,9 @@ use nauthera_client::CallError;
 use nauthera_client::convert::ConvertError;
 use nauthera_client::wire::KindWire;
 use nauthera_proto::v1;
-use nauthera_shared::resources::{DeletionPolicy, ResourceStatus, SecretKeyRef, WorkloadRestart};
+use nauthera_shared::resources::{
+    DeletionPolicy, ResourceStatus, SecretKeyRef, SecretRotation, WorkloadRestart,
+};
 
 use kube::ResourceExt;
 
@@ -86,6 +88,11 @@ pub trait Managed: NamespacedResource {
     /// How a secret goes with the object.
     fn secret_mode(&self) -> SecretMode {
         SecretMode::None
+    }
+
+    /// The schedule a generated secret is rotated on (`spec.secret.rotation`).
+    fn secret_rotation(&self) -> Option<&SecretRotation> {
+        None
     }
 
     /// The Secret and key whose value is sent with the declared state.

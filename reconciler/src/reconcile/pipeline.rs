@@ -22,16 +22,17 @@ use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{
-    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, SecretMode,
-    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, ValueSent, Verdict,
-    after_apply, after_secret_failure, awaiting_missing, awaiting_prerequisite, claimed_status,
-    held_by_policy, in_organization, invalid_secret_template, naming_dependents,
-    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
-    resend_over, restart_plan, restore_not_needed, restored, rotated, secret_delivered,
-    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_reshape_failed,
-    secret_reshaped, secret_to_release, secret_unreadable, stale_secret, stale_secret_removed,
-    superseding_drift, take_over_refused, taken_over, unencodable_branding, with_approval,
-    with_removal_told, with_restarts, with_stale_removal, with_value_sent,
+    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, RotationRequest,
+    ScheduledRotation, SecretMode, SecretRelease, SecretState, SentValue, StaleRemoval, Standing,
+    Step, Update, ValueSent, Verdict, after_apply, after_secret_failure, awaiting_missing,
+    awaiting_prerequisite, claimed_status, held_by_policy, in_organization,
+    invalid_secret_template, naming_dependents, provided_value_changed, reference_missing,
+    released, released_elsewhere, released_with_secret, resend_over, restart_plan,
+    restore_not_needed, restored, rotated, rotation_answered, secret_delivered, secret_name_taken,
+    secret_reclaimed, secret_ref_unavailable, secret_reshape_failed, secret_reshaped,
+    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, superseding_drift,
+    take_over_refused, taken_over, unencodable_branding, with_approval, with_removal_told,
+    with_restarts, with_rotation_recorded, with_stale_removal, with_value_sent,
 };
 use crate::reconcile::managed::{Managed, WriteRequest};
 use crate::reconcile::policies::Judged;
@@ -94,6 +95,8 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
         None => verdict,
     };
     record_hold(&edges, &verdict);
+    let mut verdict = verdict;
+    verdict.fields.next_rotation = next_rotation(&edges, status, &verdict);
     ctx.record(
         K::KIND.as_str(),
         &edges.api,
@@ -103,6 +106,53 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
         true,
     )
     .await
+}
+
+/// Where the schedule stands for the secret in force (set at `set_at`), if the manifest
+/// declares one.
+fn scheduled<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    set_at: Option<jiff::Timestamp>,
+    now: jiff::Timestamp,
+) -> Option<ScheduledRotation> {
+    let rotation = edges.resource.secret_rotation()?;
+    // Refused by the schema already; an object that bypassed it rotates on no schedule.
+    let schedule = rotation
+        .schedule(edges.ctx.min_rotation_interval)
+        .inspect_err(|why| tracing::warn!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %edges.resource.name_any(), why = %why, "rotation schedule ignored"))
+        .ok()?;
+    Some(ScheduledRotation {
+        every: rotation.every.clone(),
+        planned: schedule.planned(set_at?, &edges.uid, now),
+    })
+}
+
+/// `status.nextRotation` after a verdict: from the time the secret in force was set (now, when
+/// the verdict set it), in whole seconds as the status keeps time.
+fn next_rotation<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    verdict: &Verdict,
+) -> Update<jiff::Timestamp> {
+    let now = (edges.ctx.clock)();
+    let set_at = match verdict.fields.secret_set {
+        true => Some(now),
+        false => status.and_then(|s| s.secret_set_time.as_ref()).map(|t| t.0),
+    };
+    match scheduled(edges, set_at, now) {
+        Some(scheduled) => {
+            let next = scheduled.next(now);
+            Update::Set(
+                next.round(
+                    jiff::TimestampRound::new()
+                        .smallest(jiff::Unit::Second)
+                        .mode(jiff::RoundMode::Ceil),
+                )
+                .unwrap_or(next),
+            )
+        }
+        None => Update::Clear,
+    }
 }
 
 impl<'a, K: Managed, A> Edges<'a, K, A> {
@@ -141,7 +191,10 @@ async fn step_to_carry_out<K: Managed, A>(
                 kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
                 observed.has_finalizer = true;
             }
-            Step::ReadSecret => observed.secret_state = generated_secret_state(edges).await?,
+            Step::ReadSecret => {
+                (observed.secret_state, observed.delivered_request) =
+                    generated_secret_state(edges).await?;
+            }
             step => return Ok(step),
         }
     }
@@ -209,6 +262,12 @@ async fn carry_out<K: Managed, A: AdminApi>(
         Step::RemoveStaleSecret { name } => remove_stale(edges, status, &name).await.into(),
         Step::ClearRestoreAnnotation => {
             answer_restore_not_needed(edges, status).await?;
+            wait
+        }
+        Step::ClearRotateAnnotation => {
+            if let Some(request) = &observed.rotation_request {
+                answer_rotation(edges, status, request).await?;
+            }
             wait
         }
         Step::Apply {
@@ -331,6 +390,33 @@ async fn answer_restore_not_needed<K: Managed, A>(
     )
     .await?;
     ctx.memory.remember_status(&edges.uid, answered);
+    Ok(())
+}
+
+/// A rotation request carried out already (its secret is in the Secret) or impossible here
+/// (no generated secret): the request is answered in the status, if it is not yet, and the
+/// annotation removed.
+async fn answer_rotation<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    status: Option<&ResourceStatus>,
+    request: &RotationRequest,
+) -> Result<(), ReconcileError> {
+    let ctx = edges.ctx;
+    let generated = edges.resource.secret_mode().generated_into().is_some();
+    // The annotation first: its removal is checked against the resourceVersion read, which
+    // the status write would move.
+    kube_io::clear_rotate_annotation(&edges.api, edges.resource).await?;
+    if let Some(answered) = rotation_answered(status, request, generated, (ctx.clock)()) {
+        ctx.leadership.gate()?;
+        kube_io::write_status(
+            &edges.api,
+            &edges.resource.name_any(),
+            &answered,
+            &ctx.manager,
+        )
+        .await?;
+        ctx.memory.remember_status(&edges.uid, answered);
+    }
     Ok(())
 }
 
@@ -529,6 +615,13 @@ async fn observe<'s, K: Managed, A>(
         has_finalizer: resource.finalizers().iter().any(|f| f == FINALIZER),
         deletion_finished: deleting && ctx.memory.deletion_finished(&edges.uid),
         restore_requested: kube_io::restore_requested(resource),
+        rotation_request: kube_io::rotation_request(resource).filter(|_| !deleting),
+        delivered_request: None,
+        scheduled: scheduled(
+            edges,
+            status.and_then(|s| s.secret_set_time.as_ref()).map(|t| t.0),
+            now,
+        ),
         take_over_from: kube_io::take_over_from(resource),
         deletion_policy: resource.deletion_policy(),
         status,
@@ -619,20 +712,25 @@ async fn provided_secret_changed<K: Managed, A>(
 /// resource delivered, else read (absent, somebody else's, or not in the cache yet).
 async fn generated_secret_state<K: Managed, A>(
     edges: &Edges<'_, K, A>,
-) -> Result<SecretState, ReconcileError> {
+) -> Result<(SecretState, Option<String>), ReconcileError> {
     let SecretMode::Generate { secret_name } = edges.resource.secret_mode() else {
-        return Ok(SecretState::NotApplicable);
+        return Ok((SecretState::NotApplicable, None));
     };
     let shape = edges.resource.secret_template().map(shape_digest);
     let cached = edges
         .ctx
         .delivered
         .get(&edges.namespace, &secret_name)
-        .map(|secret| kube_io::state_of(&secret, &edges.uid, shape.as_deref()));
+        .map(|secret| {
+            (
+                kube_io::state_of(&secret, &edges.uid, shape.as_deref()),
+                secret.rotation_request.map(String::from),
+            )
+        });
     Ok(match cached {
-        Some(owned @ (SecretState::Owned { .. } | SecretState::OtherShape)) => owned,
+        Some(owned @ (SecretState::Owned { .. } | SecretState::OtherShape, _)) => owned,
         _ => {
-            kube_io::secret_state_for(
+            kube_io::read_generated_secret(
                 &edges.secrets,
                 &secret_name,
                 edges.resource,
@@ -714,9 +812,13 @@ async fn apply<K: Managed, A: AdminApi>(
         digest: read.value.digest(),
     });
     let known = ctx.memory.sent_value(&edges.uid);
+    let request = rotate
+        .as_ref()
+        .and_then(|_| kube_io::rotation_request(resource));
     let mut write = Write {
         purpose,
         rotate,
+        request,
         value_changed: sending
             .as_ref()
             .is_some_and(|value| provided_value_changed(sent, known.as_ref(), value)),
@@ -776,6 +878,8 @@ struct Write {
     purpose: Purpose,
     /// Mint a new generated secret, and why.
     rotate: Option<Rotation>,
+    /// The rotation request a minted secret carries out (any rotation does, while one waits).
+    request: Option<RotationRequest>,
     /// The team's secret, as read for this write.
     provided: Option<ReadSecret>,
     /// Whether the team's value is new to the server (the first one, or a changed one).
@@ -853,6 +957,7 @@ async fn after_written<K: Managed, A>(
                 client_id: applied.client_id.clone(),
                 secret_name: secret_name.clone(),
                 rotation: write.rotate.clone(),
+                request: write.request.clone(),
             };
             // Kept in memory until the Secret is written, so a failed write is retried
             // without minting again.
@@ -874,6 +979,7 @@ async fn after_written<K: Managed, A>(
     let mut verdict = after_apply(applied, secret_name, delivery, restore, rotate);
     if settled {
         verdict = after_settled(edges, status, verdict, rotate).await;
+        verdict = rotation_carried_out(edges, verdict, rotate, write.request.as_ref()).await;
     }
     // A new generation over a drift (not a restore): what it declares as the server held it
     // is kept, the rest of the person's change is discarded.
@@ -960,6 +1066,7 @@ async fn deliver_minted<K: Managed, A>(
             issuer: edges.resource.issuer(),
             value: &minted.value,
             template: edges.resource.secret_template(),
+            rotation_request: minted.request.as_ref().map(|r| r.request.as_str()),
         },
         cached.as_ref(),
     )
@@ -988,6 +1095,7 @@ async fn reshape<K: Managed, A>(
                 client_id: client_id.to_owned(),
                 secret_name: secret_name.clone(),
                 rotation: None,
+                request: None,
             },
         );
     };
@@ -1036,10 +1144,41 @@ async fn deliver<K: Managed, A>(
                 status.and_then(|s| s.revision.as_deref()).unwrap_or(""),
                 &minted.secret_name,
             );
-            after_settled(edges, status, verdict, minted.rotation.as_ref()).await
+            let verdict = after_settled(edges, status, verdict, minted.rotation.as_ref()).await;
+            rotation_carried_out(
+                edges,
+                verdict,
+                minted.rotation.as_ref(),
+                minted.request.as_ref(),
+            )
+            .await
         }
         Err(failure) => after_secret_failure(&failure, &minted.secret_name),
     }
+}
+
+/// A rotation delivered: recorded in the status, and the request it carried out (if any)
+/// answered by removing its annotation. A removal that fails is not the verdict's failure: the
+/// Secret holds the request's secret, so the next reconcile only removes the annotation.
+async fn rotation_carried_out<K: Managed, A>(
+    edges: &Edges<'_, K, A>,
+    verdict: Verdict,
+    rotation: Option<&Rotation>,
+    request: Option<&RotationRequest>,
+) -> Verdict {
+    let verdict = with_rotation_recorded(verdict, rotation, request);
+    if request.is_some() && verdict.fields.last_rotation.is_some() {
+        let cleared = match edges.ctx.leadership.gate() {
+            Ok(()) => kube_io::clear_rotate_annotation(&edges.api, edges.resource)
+                .await
+                .map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(error) = cleared {
+            tracing::warn!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %edges.resource.name_any(), error = %error, "the rotate annotation stays until the next reconcile");
+        }
+    }
+    verdict
 }
 
 /// Once the secret in force is settled (delivered, or no longer generated): the Secret left

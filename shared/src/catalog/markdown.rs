@@ -2,7 +2,10 @@
 
 use std::fmt::Write as _;
 
-use super::{EventReason, Facts, Progress, Reason, ReasonEntry, placeholders_in, render};
+use super::{
+    ALERTS, AlertRunbook, EventReason, Facts, Progress, Reason, ReasonEntry, placeholders_in,
+    render,
+};
 
 /// The command that regenerates the pages, named in their footers.
 pub const GENERATE_COMMAND: &str = "cargo run -p nauthera-tests --bin nauthera-generate";
@@ -115,6 +118,21 @@ pub fn runbook_index() -> String {
             entry.runbook.summary,
         );
     }
+    let _ = writeln!(page, "\n## Alerts\n");
+    let _ = writeln!(
+        page,
+        "The PrometheusRule's alerts on a reason link the reason's page; these watch something \
+         else.\n"
+    );
+    let _ = writeln!(page, "| Alert | Metric | Summary | Page |");
+    let _ = writeln!(page, "|---|---|---|---|");
+    for alert in &ALERTS {
+        let _ = writeln!(
+            page,
+            "| `{}` | `{}` | {} | [{}.md]({}.md) |",
+            alert.alert, alert.metric, alert.runbook.summary, alert.alert, alert.alert
+        );
+    }
     let _ = writeln!(page, "\n## Events\n");
     let _ = writeln!(page, "| Event reason | Type | Recorded when |");
     let _ = writeln!(page, "|---|---|---|");
@@ -128,6 +146,41 @@ pub fn runbook_index() -> String {
     }
     let _ = writeln!(page, "\n---\n");
     let _ = writeln!(page, "{}", footer(""));
+    page
+}
+
+/// The runbook page of an alert that watches something other than a reason.
+pub fn alert_runbook_page(alert: &AlertRunbook, facts: &Facts) -> String {
+    let runbook = &alert.runbook;
+    let mut body = String::new();
+    let _ = writeln!(body, "# {}: {}\n", alert.alert, runbook.title);
+    let _ = writeln!(body, "{}\n", runbook.summary);
+    let _ = writeln!(body, "| Alert | Metric |");
+    let _ = writeln!(body, "|---|---|");
+    let _ = writeln!(body, "| `{}` | `{}` |\n", alert.alert, alert.metric);
+    section(&mut body, "Meaning", runbook.meaning);
+    section(&mut body, "Impact", runbook.impact);
+    let _ = writeln!(body, "## Diagnosis\n");
+    for (number, step) in runbook.diagnosis.iter().enumerate() {
+        let _ = writeln!(body, "{}. {}\n", number + 1, step.text);
+        let _ = writeln!(body, "   ```sh\n   {}\n   ```\n", step.command);
+    }
+    let _ = writeln!(body, "## Mitigation\n");
+    for bullet in runbook.mitigation {
+        let _ = writeln!(body, "- {}", indent_continuation(bullet, "  "));
+    }
+    body.push('\n');
+    section(&mut body, "Escalation", runbook.escalation);
+    let mut page = render(&body, facts);
+    let _ = writeln!(page, "---\n");
+    let legend: Vec<String> = placeholders_in(&page)
+        .into_iter()
+        .map(|p| format!("`{}` {}", p.token(), p.meaning()))
+        .collect();
+    if !legend.is_empty() {
+        let _ = writeln!(page, "Placeholders: {}.\n", legend.join("; "));
+    }
+    let _ = writeln!(page, "{}", footer("[All runbooks](README.md) · "));
     page
 }
 
@@ -236,5 +289,17 @@ mod tests {
         for event in EventReason::ALL {
             assert!(index.contains(&format!("| `{event}` |")), "{event}");
         }
+        for alert in &ALERTS {
+            assert!(index.contains(&format!("[{0}.md]({0}.md)", alert.alert)));
+        }
+    }
+
+    #[test]
+    fn an_alert_page_has_every_section_and_the_footer() {
+        let page = alert_runbook_page(&ALERTS[0], &Facts::install_defaults());
+        assert!(page.starts_with("# NautheraSecretRotationOverdue: "));
+        assert!(page.contains("`nauthera_operator_secrets_rotation_overdue`"));
+        assert!(page.contains("## Mitigation"));
+        assert!(page.contains(GENERATE_COMMAND));
     }
 }

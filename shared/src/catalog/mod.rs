@@ -6,6 +6,7 @@
 //! [`DiagnoseCheck`] of each step; `nauthera-generate` writes the runbook pages under
 //! `docs/runbooks/` from the same entries.
 
+mod alerts;
 mod cause;
 mod entries;
 mod event;
@@ -20,9 +21,12 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use words::words;
 
+pub use alerts::{ALERTS, AlertRunbook};
 pub use cause::{Cause, ServerReason};
 pub use event::EventType;
-pub use markdown::{GENERATE_COMMAND, gitops_text, runbook_index, runbook_page};
+pub use markdown::{
+    GENERATE_COMMAND, alert_runbook_page, gitops_text, runbook_index, runbook_page,
+};
 pub use placeholder::{Facts, Placeholder, placeholders_in, render, unknown_placeholders};
 pub use reasons::{EventReason, Reason};
 pub use runbook::{DiagnoseCheck, DiagnosisStep, Runbook};

@@ -73,9 +73,11 @@ reasons_and_events! {
             "a minted client secret was written into its Secret after its write (a first \
              secret delivered with the write is told in that write's event)";
         SecretRotated: Warning,
-            "a new client secret replaced one workloads held (its Secret deleted or emptied, or \
-             `spec.secret.secretName` changed); the note names the Secret, the workloads that \
-             read it and the command that restarts each";
+            "a new client secret replaced one workloads held (its Secret deleted or emptied, \
+             `spec.secret.secretName` changed, a rotation asked for with `nauthera.io/rotate`, \
+             or one due on `spec.secret.rotation`); the note names the Secret, why (for a \
+             request: who asked and when), the workloads that read it and the command that \
+             restarts each";
         SecretReshaped: Normal,
             "the Secret of a generated client secret was rewritten in the shape \
              `spec.secret.template` declares now (keys, files, type, labels, annotations) with \

@@ -10,6 +10,7 @@ mod common;
 mod identity_provider;
 mod oidc_client;
 mod organization;
+mod secret_rotation;
 mod secret_template;
 mod status;
 mod workload_restart;
@@ -32,11 +33,14 @@ pub use oidc_client::{
     ClientSecret, GrantType, OIDCClient, OIDCClientSpec, ResponseType, TokenEndpointAuthMethod,
 };
 pub use organization::{FapiMode, Organization, OrganizationSpec};
+pub use secret_rotation::{
+    Day, Planned, RotationWindow, Schedule, SecretRotation, Window, parse_every,
+};
 pub use secret_template::{SecretFact, SecretKeys, SecretTemplate};
 pub use status::{
     ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
-    RestoreRecord, SupersededDrift, TakeOverRecord, progress_conditions, ready_condition,
-    reason_conditions, set_condition, set_conditions,
+    RestoreRecord, RotationOutcome, RotationRecord, SupersededDrift, TakeOverRecord,
+    progress_conditions, ready_condition, reason_conditions, set_condition, set_conditions,
 };
 pub use workload_restart::{
     NotRestartedBecause, WorkloadNotRestarted, WorkloadRestart, WorkloadRestartRecord,

@@ -9,6 +9,7 @@ use super::common::{
     DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN,
     REDIRECT_URI_PATTERN, SCOPE_PATTERN, SecretKeyRef,
 };
+use super::secret_rotation::SecretRotation;
 use super::secret_template::SecretTemplate;
 use super::status::ResourceStatus;
 
@@ -23,6 +24,7 @@ pub(crate) mod rules {
     pub const SECRET_NAME_NEEDS_GENERATE: &str = "!has(self.secretName) || self.generate";
     pub const TEMPLATE_NEEDS_GENERATE: &str = "!has(self.template) || self.generate";
     pub const RESTART_NEEDS_GENERATE: &str = "!has(self.restart) || self.generate";
+    pub const ROTATION_NEEDS_GENERATE: &str = "!has(self.rotation) || self.generate";
     // `REDIRECT_URI_PATTERN` as a CEL string (each backslash doubled): a rule, not the schema's
     // `pattern`, so that a refusal says what is allowed instead of printing the expression.
     pub const REDIRECT_URIS_ALLOWED: &str = r"self.redirectUris.all(u, u.matches('^(https://[\\x21\\x22\\x24-\\x2e\\x30-\\x3e\\x40-\\x7e]+[\\x21\\x22\\x24-\\x7e]*|http://(127\\.0\\.0\\.1|\\[::1\\]|localhost)(:[0-9]{1,5})?([/?][\\x21\\x22\\x24-\\x7e]*)?)$'))";
@@ -232,6 +234,14 @@ impl OIDCClientSpec {
                 rules::RESTART_NEEDS_GENERATE,
                 secret.restart.is_none() || secret.generate,
             ));
+            outcomes.push(RuleOutcome::new(
+                "spec.secret",
+                rules::ROTATION_NEEDS_GENERATE,
+                secret.rotation.is_none() || secret.generate,
+            ));
+            if let Some(rotation) = &secret.rotation {
+                outcomes.extend(rotation.rule_outcomes());
+            }
         }
         outcomes
     }
@@ -375,6 +385,10 @@ impl TokenEndpointAuthMethod {
     {
         "rule": rules::RESTART_NEEDS_GENERATE,
         "message": "spec.secret.restart restarts the workloads that read a generated secret's Secret when a new one is delivered: it needs spec.secret.generate: true"
+    },
+    {
+        "rule": rules::ROTATION_NEEDS_GENERATE,
+        "message": "spec.secret.rotation rotates a generated secret: it needs spec.secret.generate: true (a secret from secretRef is rotated by whoever holds it)"
     }
 ]))]
 pub struct ClientSecret {
@@ -394,6 +408,9 @@ pub struct ClientSecret {
     // Boxed: most clients have none, and every cached client would carry its room.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<Box<SecretTemplate>>,
+    /// Rotates a generated secret on a schedule (needs `generate: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<SecretRotation>,
     /// What happens to the workloads that read the delivered Secret when a new client secret
     /// replaces the one they held: `Rollout` restarts them (see `WorkloadRestart`); absent, the
     /// `SecretRotated` event names them with the command that restarts each.

@@ -81,6 +81,14 @@ pub struct ResourceStatus {
     /// (the first delivery and every rotation), or the team's value sent to the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_set_time: Option<Time>,
+    /// When the next scheduled rotation of the generated secret falls (`spec.secret.rotation`);
+    /// absent without a schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_rotation: Option<Time>,
+    /// The last rotation of the generated secret the reconciler carried out on request
+    /// (`nauthera.io/rotate`) or on schedule: what waits for a rotation reads this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_rotation: Option<Box<RotationRecord>>,
     /// Set while the object on the server was changed or removed by something else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Box<Drift>>,
@@ -253,6 +261,36 @@ pub struct RestoreRecord {
     /// When the request was carried out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Time>,
+}
+
+/// A rotation of the generated client secret, on request or on schedule.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotationRecord {
+    /// The value of the `nauthera.io/rotate` annotation the request came with; absent for a
+    /// scheduled rotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// Who asked: the field manager that set the annotation, as the API server's managedFields
+    /// record it (`kubectl-nauthera`, `kubectl-annotate`, a GitOps controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+    /// `Requested`: a new secret was minted and delivered on request; `Scheduled`: on
+    /// `spec.secret.rotation`; `NotGenerated`: asked where the secret is not generated (it comes
+    /// from `secretRef`, or there is none), so nothing was minted.
+    pub outcome: RotationOutcome,
+    /// When the rotation was carried out (the request answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Time>,
+}
+
+/// What a rotation came to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RotationOutcome {
+    #[default]
+    Requested,
+    Scheduled,
+    NotGenerated,
 }
 
 /// What a restore request came to.

@@ -841,7 +841,11 @@ fn every_cel_rule_has_a_rust_mirror_and_every_mirror_a_rule() {
     let client = client_with(serde_json::json!({
         "issuer": "https://login.example.test/acme",
         "redirectUris": ["https://app.example.test/cb"],
-        "secret": { "generate": true, "template": {} }
+        "secret": {
+            "generate": true,
+            "template": {},
+            "rotation": { "every": "90d", "window": { "start": "02:00", "end": "04:00" } }
+        }
     }));
     let provider = serde_json::json!({
         "apiVersion": "nauthera.io/v1alpha1", "kind": "IdentityProvider", "metadata": { "name": "x" },
@@ -912,6 +916,20 @@ fn the_cel_rules_refuse_with_their_messages() {
             serde_json::json!({ "issuer": issuer, "secret": { "generate": true } }),
             "spec: the authorization_code grant needs at least one entry in spec.redirectUris",
         ),
+        (
+            serde_json::json!({
+                "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+                "secret": { "secretRef": { "name": "s" }, "rotation": { "every": "90d" } }
+            }),
+            "spec.secret: spec.secret.rotation rotates a generated secret: it needs spec.secret.generate: true (a secret from secretRef is rotated by whoever holds it)",
+        ),
+        (
+            serde_json::json!({
+                "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+                "secret": { "generate": true, "rotation": { "every": "90d", "window": { "start": "04:00", "end": "02:00" } } }
+            }),
+            "spec.secret.rotation.window: spec.secret.rotation.window: start must come before end on the same day (UTC, HH:MM; end may be 24:00)",
+        ),
     ];
     for (spec, expected) in cases {
         assert_eq!(
@@ -926,6 +944,7 @@ fn the_cel_rules_refuse_with_their_messages() {
         serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "tokenEndpointAuthMethod": "private_key_jwt" }),
         serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "secret": { "generate": true, "secretName": "s" } }),
         serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "secret": { "generate": true, "restart": "Rollout" } }),
+        serde_json::json!({ "issuer": issuer, "redirectUris": ["https://a.example.test/"], "secret": { "generate": true, "rotation": { "every": "90d", "window": { "days": ["Saturday", "Sunday"], "start": "22:00", "end": "24:00" } } } }),
     ];
     for spec in fine {
         assert_eq!(
@@ -1106,5 +1125,44 @@ fn the_template_rules_refuse_with_their_messages_and_admit_a_full_template() {
             .iter()
             .any(|v| v.message.contains("spec.secret.template shapes")),
         "{found:?}"
+    );
+}
+
+#[test]
+fn a_rotation_schedule_is_checked_before_it_is_applied() {
+    let issuer = "https://login.example.test/acme";
+    let with_rotation = |rotation: Value| {
+        client_with(serde_json::json!({
+            "issuer": issuer, "redirectUris": ["https://a.example.test/"],
+            "secret": { "generate": true, "rotation": rotation }
+        }))
+    };
+    for (rotation, field) in [
+        (
+            serde_json::json!({ "every": "1y" }),
+            "spec.secret.rotation.every",
+        ),
+        (
+            serde_json::json!({ "every": "90" }),
+            "spec.secret.rotation.every",
+        ),
+        (
+            serde_json::json!({ "every": "90d", "window": { "start": "2:00", "end": "04:00" } }),
+            "spec.secret.rotation.window.start",
+        ),
+        (
+            serde_json::json!({ "every": "90d", "window": { "days": ["Someday"], "start": "02:00", "end": "04:00" } }),
+            "spec.secret.rotation.window.days[0]",
+        ),
+    ] {
+        let errors = admission_errors(&with_rotation(rotation.clone()));
+        assert!(
+            errors.iter().any(|e| e.starts_with(field)),
+            "{rotation}: {errors:?}"
+        );
+    }
+    assert_eq!(
+        admission_errors(&with_rotation(serde_json::json!({ "every": "1d12h" }))),
+        Vec::<String>::new()
     );
 }

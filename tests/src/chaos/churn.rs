@@ -30,6 +30,8 @@ pub struct ChurnCounts {
     pub updates: u64,
     pub secret_name_moves: u64,
     pub upstream_secret_changes: u64,
+    /// Rotations of a generated secret asked for (`nauthera.io/rotate`).
+    pub rotations: u64,
     pub deletes: u64,
 }
 
@@ -39,6 +41,7 @@ impl ChurnCounts {
             + self.updates
             + self.secret_name_moves
             + self.upstream_secret_changes
+            + self.rotations
             + self.deletes
     }
 }
@@ -183,6 +186,12 @@ impl Churn {
                 declared.secret_name = Some(format!("{}-s{}", declared.name, declared.version));
                 counts.secret_name_moves += 1;
             }
+            // A rotation on request, as `kubectl nauthera rotate` asks for it: the manifest
+            // itself does not change.
+            Kind::OIDCClient if draw < 0.5 => {
+                counts.rotations += 1;
+                return self.ask_rotation(&declared, counts.rotations).await;
+            }
             Kind::IdentityProvider if draw < 0.5 => {
                 let value = self.random.secret("up");
                 self.write_upstream_secret(&declared, &value).await?;
@@ -240,6 +249,21 @@ impl Churn {
             )
             .await
             .with_context(|| format!("cannot apply {} {}", declared.kind.name(), declared.name))?;
+        Ok(())
+    }
+
+    async fn ask_rotation(&self, declared: &Declared, number: u64) -> anyhow::Result<()> {
+        let patch = json!({ "metadata": { "annotations": {
+            nauthera_shared::ROTATE_ANNOTATION: format!("chaos-rotate-{number}"),
+        } } });
+        self.api(declared.kind)
+            .patch(
+                &declared.name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .with_context(|| format!("cannot ask a rotation of {}", declared.name))?;
         Ok(())
     }
 

@@ -21,6 +21,8 @@ pub struct Shown {
     pub client_id: Option<String>,
     /// The status message, to say why a resource has not settled.
     pub message: Option<String>,
+    /// `nauthera.io/rotate` is still set: a rotation request not answered.
+    pub rotation_pending: bool,
 }
 
 /// One Secret of the namespace.
@@ -55,6 +57,20 @@ pub struct Verdict {
     pub violations: usize,
     /// What broke it (at most a few examples), empty when it holds.
     pub problems: Vec<String>,
+}
+
+/// Every rotation request (`nauthera.io/rotate`) was carried out or answered, and its
+/// annotation removed.
+pub fn every_rotation_answered(snapshot: &Snapshot) -> Verdict {
+    let problems = snapshot
+        .shown
+        .iter()
+        .filter(|(_, shown)| shown.rotation_pending)
+        .map(|((kind, name), _)| {
+            format!("{} {name}: a rotation request is not answered", kind.name())
+        })
+        .collect();
+    verdict("every rotation request is answered", problems)
 }
 
 pub fn verdict(invariant: &'static str, problems: Vec<String>) -> Verdict {
@@ -352,6 +368,7 @@ mod tests {
                 generation: Some(2),
                 client_id: None,
                 message: None,
+                rotation_pending: false,
             },
         );
         assert!(!every_resource_settled(&world, &snapshot).holds);

@@ -126,7 +126,7 @@ impl Report {
         );
         let _ = writeln!(
             text,
-            "| scenario | manifests at the end | churn (create/update/secretName/upstream/delete) | faults answered | hangs | kills | partitions | certificates replaced | converged after | steady writes | lost | duplicated | invariants |"
+            "| scenario | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | faults answered | hangs | kills | partitions | certificates replaced | converged after | steady writes | lost | duplicated | invariants |"
         );
         let _ = writeln!(
             text,
@@ -138,13 +138,14 @@ impl Report {
             let d = &s.disruption;
             let _ = writeln!(
                 text,
-                "| {} | {} | {}/{}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 s.scenario.name(),
                 census.join(", "),
                 c.creates,
                 c.updates,
                 c.secret_name_moves,
                 c.upstream_secret_changes,
+                c.rotations,
                 c.deletes,
                 d.faults_answered,
                 d.hangs,

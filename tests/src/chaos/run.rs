@@ -220,6 +220,7 @@ impl<'a> Run<'a> {
             invariants::no_duplicate_clients(snapshot),
             invariants::delivered_secrets_are_in_force(&self.world, snapshot),
             invariants::no_dead_values(snapshot),
+            invariants::every_rotation_answered(snapshot),
             invariants::only_the_leader_wrote(snapshot, &leaderships, self.started, replica_of),
         ]
     }

@@ -26,6 +26,11 @@ async fn shown_of<K: Declared>(
             generation: resource.meta().generation,
             client_id: status.and_then(|s| s.client_id.clone()),
             message: status.and_then(|s| s.message.clone()),
+            rotation_pending: resource
+                .meta()
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(nauthera_shared::ROTATE_ANNOTATION)),
         };
         let name = resource.meta().name.clone().unwrap_or_default();
         into.insert((kind, name), shown);

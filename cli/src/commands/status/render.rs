@@ -266,6 +266,7 @@ fn write_resources<W: Write + ?Sized>(
             "SERVER REVISION",
             "CLIENT ID",
             "SECRET SET",
+            "NEXT ROTATION",
             "ORGANIZATION",
             "GRANT",
             "AGE",
@@ -323,6 +324,13 @@ fn resource_cells(row: &ResourceRow, wide: bool) -> Vec<TableCell> {
         cells.push(plain(row.secret_set_age_seconds.map_or_else(
             || "-".to_owned(),
             |seconds| format!("{} ago", short_duration(seconds)),
+        )));
+        cells.push(plain(row.next_rotation_in_seconds.map_or_else(
+            || "-".to_owned(),
+            |seconds| match seconds {
+                ..=0 => "due".to_owned(),
+                _ => format!("in {}", short_duration(seconds)),
+            },
         )));
         cells.push(plain(opt(&row.organization)));
     } else {

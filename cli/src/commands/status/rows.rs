@@ -39,6 +39,12 @@ pub struct ResourceRow {
     pub secret_set_time: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_set_age_seconds: Option<i64>,
+    /// When `spec.secret.rotation` rotates the generated secret next (`status.nextRotation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_rotation: Option<Timestamp>,
+    /// Seconds until then; zero or less when due.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_rotation_in_seconds: Option<i64>,
     pub organization: Option<String>,
     pub issuer: String,
     /// When the Ready condition last changed status.
@@ -90,6 +96,7 @@ pub fn resource_row(
     let phase = view.phase();
     let attention = phase != Some(Phase::Registered) || grant.is_outside();
     let secret_set_time = status.and_then(|status| status.secret_set_time.as_ref().map(|t| t.0));
+    let next_rotation = status.and_then(|status| status.next_rotation.as_ref().map(|t| t.0));
     ResourceRow {
         kind: view.kind,
         namespace: view.namespace.clone(),
@@ -105,6 +112,8 @@ pub fn resource_row(
         client_id: status.and_then(|status| status.client_id.clone()),
         secret_set_time,
         secret_set_age_seconds: secret_set_time.map(|at| seconds_between(at, now)),
+        next_rotation,
+        next_rotation_in_seconds: next_rotation.map(|at| seconds_between(now, at)),
         organization,
         issuer: view.issuer.clone(),
         condition_since,

@@ -33,6 +33,9 @@ fn scenario() -> StatusReport {
         status.secret_set_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             jiff::Timestamp::from_second(NOW - 3 * 86_400).unwrap(),
         ));
+        status.next_rotation = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::from_second(NOW + 87 * 86_400).unwrap(),
+        ));
     }
     let drifted = drifted("team-a", "billing", NOW - 600);
     let mut refused = view(Kind::Branding, "team-b", "look", Reason::Refused, NOW - 300);

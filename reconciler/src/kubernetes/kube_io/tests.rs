@@ -20,6 +20,7 @@ fn delivery<'a>(secret_name: &'a str, value: &'a SecretValue) -> Delivery<'a> {
         issuer: ISSUER,
         value,
         template: None,
+        rotation_request: None,
     }
 }
 
@@ -115,14 +116,20 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
     let value = SecretValue::new("first-secret-value".into());
 
     assert_eq!(
-        secret_state_for(&secrets, "web", &web, None).await.unwrap(),
+        read_generated_secret(&secrets, "web", &web, None)
+            .await
+            .unwrap()
+            .0,
         SecretState::Absent
     );
     deliver_secret(&secrets, &web, delivery("web", &value), None)
         .await
         .unwrap();
     assert_eq!(
-        secret_state_for(&secrets, "web", &web, None).await.unwrap(),
+        read_generated_secret(&secrets, "web", &web, None)
+            .await
+            .unwrap()
+            .0,
         SecretState::Owned { has_value: true }
     );
     let written = secrets.get("web").await.unwrap();
@@ -187,9 +194,10 @@ async fn secrets_are_delivered_only_into_owned_secrets_and_references_are_read()
         Err(SecretWriteFailure::Foreign { owner: None })
     );
     assert_eq!(
-        secret_state_for(&secrets, "taken", &web, None)
+        read_generated_secret(&secrets, "taken", &web, None)
             .await
-            .unwrap(),
+            .unwrap()
+            .0,
         SecretState::Foreign { owner: None }
     );
     assert_eq!(
@@ -280,4 +288,63 @@ fn a_restart_patches_the_pod_template_as_kubectl_rollout_restart_does_and_names_
         Some("statefulsets")
     );
     assert_eq!(WorkloadKind::of("CronJob"), None);
+}
+
+#[tokio::test]
+async fn a_delivery_carries_the_rotation_request_it_carries_out_and_only_that() {
+    let (_emulator, client) = cluster().await;
+    let api: Api<OIDCClient> = Api::namespaced(client.clone(), NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
+    let web = create_client(&api, "web").await;
+    let first = SecretValue::new("first-secret-value".into());
+    let requested = Delivery {
+        rotation_request: Some("rotate-1"),
+        ..delivery("web", &first)
+    };
+    deliver_secret(&secrets, &web, requested, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        read_generated_secret(&secrets, "web", &web, None)
+            .await
+            .unwrap(),
+        (
+            SecretState::Owned { has_value: true },
+            Some("rotate-1".to_owned())
+        ),
+        "created with the request"
+    );
+    // A later delivery for another reason (a deleted Secret's value minted again, say) says
+    // it carries out no request.
+    let second = SecretValue::new("second-secret-value".into());
+    let cached = SecretSummary::from(&secrets.get("web").await.unwrap());
+    assert_eq!(cached.rotation_request.as_deref(), Some("rotate-1"));
+    deliver_secret(&secrets, &web, delivery("web", &second), Some(&cached))
+        .await
+        .unwrap();
+    assert_eq!(
+        read_generated_secret(&secrets, "web", &web, None)
+            .await
+            .unwrap()
+            .1,
+        None
+    );
+
+    // The rotate annotation: who asked is read from the managed fields, and it is removed.
+    let patch = serde_json::json!({
+        "metadata": { "annotations": { nauthera_shared::ROTATE_ANNOTATION: "rotate-2" } }
+    });
+    let params = PatchParams {
+        field_manager: Some("desk".to_owned()),
+        ..PatchParams::default()
+    };
+    api.patch("web", &params, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let web = api.get("web").await.unwrap();
+    let request = rotation_request(&web).unwrap();
+    assert_eq!(request.request, "rotate-2");
+    assert_eq!(request.requested_by.as_deref(), Some("desk"));
+    clear_rotate_annotation(&api, &web).await.unwrap();
+    assert_eq!(rotation_request(&api.get("web").await.unwrap()), None);
 }

@@ -127,6 +127,7 @@ async fn a_template_change_rewrites_the_secret_with_the_value_it_holds() {
             issuer: ISSUER,
             value: &value,
             template: Some(&first),
+            rotation_request: None,
         },
         None,
     )

@@ -10,6 +10,7 @@ mod policy;
 mod provided;
 mod restart;
 mod rotation;
+mod rotation_triggers;
 mod shape;
 mod step;
 
@@ -36,6 +37,9 @@ pub use rotation::{
     Readers, StaleRemoval, rotated, secret_name_taken, stale_secret_removed, with_removal_told,
     with_stale_removal,
 };
+pub use rotation_triggers::{
+    RotationRequest, ScheduledRotation, rotation_answered, with_rotation_recorded,
+};
 pub use shape::{invalid_secret_template, secret_reshape_failed, secret_reshaped};
 pub use step::{
     Manifest, Missing, Observed, Rotation, SecretMode, SecretState, ServerView, Standing, Step,
@@ -47,7 +51,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::resources::{
     ApprovalRecord, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord,
-    SupersededDrift, TakeOverRecord, reason_conditions, set_conditions,
+    RotationRecord, SupersededDrift, TakeOverRecord, reason_conditions, set_conditions,
 };
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
@@ -95,6 +99,17 @@ pub fn status_after(
             completed_at: Some(Time(now)),
             ..restore.clone()
         }));
+    }
+    if let Some(rotation) = &fields.last_rotation {
+        new.last_rotation = Some(Box::new(RotationRecord {
+            time: Some(Time(now)),
+            ..rotation.clone()
+        }));
+    }
+    match &fields.next_rotation {
+        Update::Keep => {}
+        Update::Clear => new.next_rotation = None,
+        Update::Set(at) => new.next_rotation = Some(Time(*at)),
     }
     match &fields.drift {
         DriftUpdate::Keep => {}
@@ -171,6 +186,10 @@ pub struct FieldUpdates {
     pub drift: DriftUpdate,
     /// The restore request this verdict carried out.
     pub last_restore: Option<RestoreRecord>,
+    /// The rotation this verdict delivered (on request or on schedule).
+    pub last_rotation: Option<RotationRecord>,
+    /// When the schedule rotates the secret next (whole seconds, as the status keeps time).
+    pub next_rotation: Update<Timestamp>,
     /// The drift this verdict's write superseded.
     pub last_drift: Option<SupersededDrift>,
     /// The ClientPolicy rule that holds the generation back; any other verdict clears it.

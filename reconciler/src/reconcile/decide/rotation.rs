@@ -69,6 +69,16 @@ pub fn rotated(
             "the object was taken over from manager {from_manager}, whose cluster holds the \
              secret in force"
         ),
+        Rotation::Requested { by, at } => format!(
+            "a rotation was requested (nauthera.io/rotate) by {}{}",
+            by.as_deref().unwrap_or("an unknown field manager"),
+            at.map(|at| format!(" at {}", at.round(jiff::Unit::Second).unwrap_or(at)))
+                .unwrap_or_default()
+        ),
+        Rotation::Scheduled { every } => format!(
+            "the client secret in Secret {secret_name} was older than spec.secret.rotation.every \
+             ({every})"
+        ),
         Rotation::NeverDelivered => unreachable!("kept as SecretDelivered above"),
     };
     let mut note = format!(

@@ -5,9 +5,11 @@ use std::time::Duration;
 use jiff::Timestamp;
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
-use nauthera_shared::resources::{DeletionPolicy, Drift, ManagedElsewhere, ResourceStatus};
+use nauthera_shared::resources::{
+    DeletionPolicy, Drift, ManagedElsewhere, Planned, ResourceStatus,
+};
 
-use super::PolicyGate;
+use super::{PolicyGate, RotationRequest, ScheduledRotation};
 
 /// How the manifest wants the client secret made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +80,14 @@ pub enum Rotation {
     /// The object was taken over from another reconciler, whose cluster holds the secret in
     /// force: this resource gets its own, and the other's workloads lose theirs.
     TakenOver { from_manager: String },
+    /// Somebody asked for it (`nauthera.io/rotate`): who, as the managedFields record it, and
+    /// when.
+    Requested {
+        by: Option<String>,
+        at: Option<Timestamp>,
+    },
+    /// The secret in force grew older than `spec.secret.rotation.every` (as declared).
+    Scheduled { every: String },
 }
 
 impl Rotation {
@@ -168,6 +178,14 @@ pub struct Observed<'a> {
     pub deletion_finished: bool,
     /// `nauthera.io/restore=true`.
     pub restore_requested: bool,
+    /// `nauthera.io/rotate`: a rotation of the generated secret asked for, and by whom.
+    pub rotation_request: Option<RotationRequest>,
+    /// The rotation request whose secret the delivered Secret holds (its
+    /// `nauthera.io/rotation-request`), read with the Secret.
+    pub delivered_request: Option<String>,
+    /// When `spec.secret.rotation` rotates the secret in force next; `None` without a schedule
+    /// (or before the secret was first set).
+    pub scheduled: Option<ScheduledRotation>,
     /// `nauthera.io/take-over-from`: the manager a person hands the object over from.
     pub take_over_from: Option<String>,
     pub deletion_policy: DeletionPolicy,
@@ -216,6 +234,9 @@ pub enum Step {
     CheckDrift,
     /// A restore was asked for but nothing drifted: remove the annotation.
     ClearRestoreAnnotation,
+    /// A rotation was asked for that is carried out already (its secret is delivered) or cannot
+    /// be (the secret is not generated): answer it and remove the annotation.
+    ClearRotateAnnotation,
     /// The Secret a generated secret goes into may not be read: say so.
     ReportSecretForbidden,
     /// `spec.secret.secretName` names a Secret this resource does not own: nothing is minted
@@ -266,6 +287,7 @@ impl Step {
             Step::ReadSecret => "read_secret",
             Step::CheckDrift => "check_drift",
             Step::ClearRestoreAnnotation => "clear_restore_annotation",
+            Step::ClearRotateAnnotation => "clear_rotate_annotation",
             Step::ReportSecretForbidden => "report_secret_forbidden",
             Step::ReportSecretNameTaken { .. } => "report_secret_name_taken",
             Step::RemoveStaleSecret { .. } => "remove_stale_secret",
@@ -293,6 +315,7 @@ impl Step {
             | Step::DeliverSecret
             | Step::ReshapeSecret
             | Step::ClearRestoreAnnotation
+            | Step::ClearRotateAnnotation
             | Step::RemoveStaleSecret { .. }
             | Step::Delete { .. }
             | Step::Release { .. }
@@ -396,6 +419,15 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     }
     if observed.restore_requested {
         return Step::ClearRestoreAnnotation;
+    }
+    // A rotation that cannot be carried out, or that was (its answer recorded): answered.
+    if let Some(request) = &observed.rotation_request {
+        let answered = status
+            .and_then(|s| s.last_rotation.as_ref())
+            .is_some_and(|last| last.request.as_deref() == Some(request.request.as_str()));
+        if answered || observed.secret_mode.generated_into().is_none() {
+            return Step::ClearRotateAnnotation;
+        }
     }
     if observed.secret_pending {
         return Step::DeliverSecret;
@@ -602,9 +634,52 @@ fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
         ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,
         _ if !settled => Step::CheckDrift,
         _ if held => Step::HoldByPolicy,
-        _ => Step::Wait { after: None },
+        _ => rotation_step(observed, written),
     }
 }
+
+/// The generated secret in force, settled in its Secret: rotated when somebody asked for it
+/// (unless the Secret holds that request's secret already: then only answered) or when the
+/// schedule says so; otherwise nothing to do until the next scheduled rotation.
+fn rotation_step(observed: &Observed<'_>, written: Option<String>) -> Step {
+    if observed.secret_state != (SecretState::Owned { has_value: true }) {
+        return Step::Wait { after: None };
+    }
+    if let Some(request) = &observed.rotation_request {
+        if observed.delivered_request.as_deref() == Some(request.request.as_str()) {
+            return Step::ClearRotateAnnotation;
+        }
+        return Step::Apply {
+            if_revision: written,
+            rotate: Some(Rotation::Requested {
+                by: request.requested_by.clone(),
+                at: request.requested_at,
+            }),
+            restore: false,
+        };
+    }
+    let Some(scheduled) = &observed.scheduled else {
+        return Step::Wait { after: None };
+    };
+    match scheduled.planned {
+        Planned::Due => Step::Apply {
+            if_revision: written,
+            rotate: Some(Rotation::Scheduled {
+                every: scheduled.every.clone(),
+            }),
+            restore: false,
+        },
+        Planned::At(at) => Step::Wait {
+            after: Duration::try_from(observed.now.duration_until(at))
+                .ok()
+                .map(|left| left.min(LONGEST_WAIT)),
+        },
+    }
+}
+
+/// A scheduled rotation further away than this is decided again then (without a call to the
+/// server): a long timer gains nothing over a daily look at the cache.
+const LONGEST_WAIT: Duration = Duration::from_secs(86_400);
 
 /// The object is another reconciler's: taken over when a person asks for it from the manager
 /// that wrote last, looked at again when the server moved, written when it is gone, and

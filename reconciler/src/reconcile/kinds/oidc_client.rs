@@ -8,8 +8,8 @@ use nauthera_client::convert::{
 use nauthera_client::wire::KindWire;
 use nauthera_proto::v1;
 use nauthera_shared::resources::{
-    DeletionPolicy, OIDCClient, ResourceStatus, SecretKeyRef, TokenEndpointAuthMethod,
-    WorkloadRestart,
+    DeletionPolicy, OIDCClient, ResourceStatus, SecretKeyRef, SecretRotation,
+    TokenEndpointAuthMethod, WorkloadRestart,
 };
 
 use crate::process::memory::SecretValue;
@@ -33,6 +33,15 @@ impl Managed for OIDCClient {
 
     fn issuer(&self) -> &str {
         &self.spec.issuer
+    }
+
+    fn secret_rotation(&self) -> Option<&SecretRotation> {
+        self.spec
+            .secret
+            .as_ref()
+            .filter(|secret| secret.generate)?
+            .rotation
+            .as_ref()
     }
 
     fn secret_mode(&self) -> SecretMode {
