@@ -22,8 +22,8 @@ pub fn discovery_url(issuer: &str) -> String {
     )
 }
 
-/// The token endpoint of an issuer, where nauthera-server serves it: `<issuer>/oauth2/token`.
-/// The discovery document's `token_endpoint` says the same.
+/// The token endpoint of an issuer: `<issuer>/oauth2/token`, the path nauthera-server serves
+/// it under. Derived, not read: the reconciler does not fetch the discovery document.
 pub fn token_endpoint(issuer: &str) -> String {
     format!("{}/oauth2/token", issuer.trim_end_matches('/'))
 }
