@@ -152,6 +152,20 @@ impl ResourceView {
         self.status.as_ref().and_then(|status| status.reason)
     }
 
+    /// Where a request made by `annotation` stands while it is not carried out: the reason,
+    /// and whether the annotation is still there.
+    pub fn request_state(&self, annotation: &str) -> String {
+        format!(
+            "reason {}, annotation {}",
+            self.reason().map_or("-", |reason| reason.as_str()),
+            if self.annotations.contains_key(annotation) {
+                "present"
+            } else {
+                "removed"
+            },
+        )
+    }
+
     /// The drift a new generation was written over, in a sentence: who made the change, which
     /// fields were kept and which discarded, and both revisions.
     pub fn superseded_drift(&self) -> Option<String> {

@@ -70,12 +70,21 @@ pub async fn set_finalizer<K: NamespacedResource>(
     if present {
         finalizers.push(FINALIZER.to_owned());
     }
-    let patch = serde_json::json!({
-        "metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": resource.resource_version(),
-        }
+    let metadata = serde_json::json!({
+        "finalizers": finalizers,
+        "resourceVersion": resource.resource_version(),
     });
+    patch_metadata(api, resource, metadata).await
+}
+
+/// A merge patch of the resource's metadata (the reconciler's own marks: finalizer, answered
+/// annotations).
+async fn patch_metadata<K: NamespacedResource>(
+    api: &Api<K>,
+    resource: &K,
+    metadata: serde_json::Value,
+) -> Result<(), kube::Error> {
+    let patch = serde_json::json!({ "metadata": metadata });
     unread::patch(
         api,
         &resource.name_any(),
@@ -167,19 +176,11 @@ pub async fn clear_rotate_annotation<K: NamespacedResource>(
     api: &Api<K>,
     resource: &K,
 ) -> Result<(), kube::Error> {
-    let patch = serde_json::json!({
-        "metadata": {
-            "resourceVersion": resource.resource_version(),
-            "annotations": { ROTATE_ANNOTATION: null },
-        }
+    let metadata = serde_json::json!({
+        "resourceVersion": resource.resource_version(),
+        "annotations": { ROTATE_ANNOTATION: null },
     });
-    unread::patch(
-        api,
-        &resource.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
+    patch_metadata(api, resource, metadata).await
 }
 
 /// The manager `nauthera.io/take-over-from` names, if set.
@@ -198,15 +199,8 @@ pub async fn clear_take_over_annotation<K: NamespacedResource>(
     api: &Api<K>,
     resource: &K,
 ) -> Result<(), kube::Error> {
-    let patch =
-        serde_json::json!({ "metadata": { "annotations": { TAKE_OVER_ANNOTATION: null } } });
-    unread::patch(
-        api,
-        &resource.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
+    let metadata = serde_json::json!({ "annotations": { TAKE_OVER_ANNOTATION: null } });
+    patch_metadata(api, resource, metadata).await
 }
 
 /// Removes the restore annotation and the request beside it.
@@ -214,16 +208,10 @@ pub async fn clear_restore_annotation<K: NamespacedResource>(
     api: &Api<K>,
     resource: &K,
 ) -> Result<(), kube::Error> {
-    let patch = serde_json::json!({
-        "metadata": { "annotations": { RESTORE_ANNOTATION: null, RESTORE_REQUEST_ANNOTATION: null } }
+    let metadata = serde_json::json!({
+        "annotations": { RESTORE_ANNOTATION: null, RESTORE_REQUEST_ANNOTATION: null }
     });
-    unread::patch(
-        api,
-        &resource.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
+    patch_metadata(api, resource, metadata).await
 }
 
 /// Writes the status by server-side apply under the manager's name, forced: the status belongs

@@ -60,12 +60,30 @@ pub fn runbook_page(entry: &ReasonEntry, facts: &Facts) -> String {
         }
     }
 
+    finished_page(
+        body,
+        runbook.mitigation,
+        runbook.escalation,
+        facts,
+        "reasons",
+    )
+}
+
+/// The end of a runbook page: its mitigation and escalation, the facts filled in, the legend of
+/// the placeholders left and the footer linking back to the index of `all`.
+fn finished_page(
+    mut body: String,
+    mitigation: &[&str],
+    escalation: &[&str],
+    facts: &Facts,
+    all: &str,
+) -> String {
     let _ = writeln!(body, "## Mitigation\n");
-    for bullet in runbook.mitigation {
+    for bullet in mitigation {
         let _ = writeln!(body, "- {}", indent_continuation(bullet, "  "));
     }
     body.push('\n');
-    section(&mut body, "Escalation", runbook.escalation);
+    section(&mut body, "Escalation", escalation);
 
     let mut page = render(&body, facts);
     let _ = writeln!(page, "---\n");
@@ -76,7 +94,7 @@ pub fn runbook_page(entry: &ReasonEntry, facts: &Facts) -> String {
     if !legend.is_empty() {
         let _ = writeln!(page, "Placeholders: {}.\n", legend.join("; "));
     }
-    let _ = writeln!(page, "{}", footer("[All reasons](README.md) · "));
+    let _ = writeln!(page, "{}", footer(&format!("[All {all}](README.md) · ")));
     page
 }
 
@@ -165,23 +183,13 @@ pub fn alert_runbook_page(alert: &AlertRunbook, facts: &Facts) -> String {
         let _ = writeln!(body, "{}. {}\n", number + 1, step.text);
         let _ = writeln!(body, "   ```sh\n   {}\n   ```\n", step.command);
     }
-    let _ = writeln!(body, "## Mitigation\n");
-    for bullet in runbook.mitigation {
-        let _ = writeln!(body, "- {}", indent_continuation(bullet, "  "));
-    }
-    body.push('\n');
-    section(&mut body, "Escalation", runbook.escalation);
-    let mut page = render(&body, facts);
-    let _ = writeln!(page, "---\n");
-    let legend: Vec<String> = placeholders_in(&page)
-        .into_iter()
-        .map(|p| format!("`{}` {}", p.token(), p.meaning()))
-        .collect();
-    if !legend.is_empty() {
-        let _ = writeln!(page, "Placeholders: {}.\n", legend.join("; "));
-    }
-    let _ = writeln!(page, "{}", footer("[All runbooks](README.md) · "));
-    page
+    finished_page(
+        body,
+        runbook.mitigation,
+        runbook.escalation,
+        facts,
+        "runbooks",
+    )
 }
 
 fn footer(prefix: &str) -> String {

@@ -409,8 +409,9 @@ pub struct ClientSecret {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<Box<SecretTemplate>>,
     /// Rotates a generated secret on a schedule (needs `generate: true`).
+    // Boxed, as the template: most clients have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rotation: Option<SecretRotation>,
+    pub rotation: Option<Box<SecretRotation>>,
     /// What happens to the workloads that read the delivered Secret when a new client secret
     /// replaces the one they held: `Rollout` restarts them (see `WorkloadRestart`); absent, the
     /// `SecretRotated` event names them with the command that restarts each.

@@ -350,15 +350,7 @@ fn standing(view: &ResourceView, request: &str) -> Standing {
                 }
             ),
         ),
-        None => Standing::Waiting(format!(
-            "reason {}, annotation {}",
-            view.reason().map_or("-", |reason| reason.as_str()),
-            if view.annotations.contains_key(RESTORE_ANNOTATION) {
-                "present"
-            } else {
-                "removed"
-            },
-        )),
+        None => Standing::Waiting(view.request_state(RESTORE_ANNOTATION)),
     }
 }
 

@@ -243,15 +243,7 @@ fn standing(view: &ResourceView, request: &str, secret: &str) -> Standing {
                     .unwrap_or_default()
             ),
         ),
-        None => Standing::Waiting(format!(
-            "reason {}, annotation {}",
-            view.reason().map_or("-", |reason| reason.as_str()),
-            if view.annotations.contains_key(ROTATE_ANNOTATION) {
-                "present"
-            } else {
-                "removed"
-            },
-        )),
+        None => Standing::Waiting(view.request_state(ROTATE_ANNOTATION)),
     }
 }
 

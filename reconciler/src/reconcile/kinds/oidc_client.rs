@@ -41,7 +41,7 @@ impl Managed for OIDCClient {
             .as_ref()
             .filter(|secret| secret.generate)?
             .rotation
-            .as_ref()
+            .as_deref()
     }
 
     fn secret_mode(&self) -> SecretMode {
