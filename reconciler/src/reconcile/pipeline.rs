@@ -1159,14 +1159,15 @@ async fn deliver<K: Managed, A>(
 
 /// A rotation delivered: recorded in the status, and the request it carried out (if any)
 /// answered by removing its annotation. A removal that fails is not the verdict's failure: the
-/// Secret holds the request's secret, so the next reconcile only removes the annotation.
+/// Secret holds the request's secret, so the next reconcile (which the verdict asks for) only
+/// removes the annotation.
 async fn rotation_carried_out<K: Managed, A>(
     edges: &Edges<'_, K, A>,
     verdict: Verdict,
     rotation: Option<&Rotation>,
     request: Option<&RotationRequest>,
 ) -> Verdict {
-    let verdict = with_rotation_recorded(verdict, rotation, request);
+    let mut verdict = with_rotation_recorded(verdict, rotation, request);
     if request.is_some() && verdict.fields.last_rotation.is_some() {
         let cleared = match edges.ctx.leadership.gate() {
             Ok(()) => kube_io::clear_rotate_annotation(&edges.api, edges.resource)
@@ -1176,6 +1177,9 @@ async fn rotation_carried_out<K: Managed, A>(
         };
         if let Err(error) = cleared {
             tracing::warn!(kind = K::KIND.as_str(), namespace = %edges.namespace, name = %edges.resource.name_any(), error = %error, "the rotate annotation stays until the next reconcile");
+            // Nothing else brings that reconcile: the status write that records the request
+            // is the reconciler's own, whose watch event wakes nobody.
+            verdict.keep_trying = true;
         }
     }
     verdict
