@@ -76,6 +76,7 @@ fn full_client_spec(secret: Option<ClientSecret>) -> OIDCClientSpec {
         require_pkce: false,
         secret,
         deletion_policy: DeletionPolicy::Orphan,
+        management_policy: Default::default(),
         branding_ref: Some(LocalRef {
             name: "acme-sign-in".into(),
         }),
@@ -124,6 +125,7 @@ fn full_provider_spec() -> IdentityProviderSpec {
             ("name".into(), "cn".into()),
         ]),
         deletion_policy: DeletionPolicy::Orphan,
+        management_policy: Default::default(),
     }
 }
 
@@ -135,6 +137,7 @@ fn full_organization_spec() -> OrganizationSpec {
         branding: Some(full_branding()),
         fapi_mode: FapiMode::Fapi2Security,
         deletion_policy: DeletionPolicy::Delete,
+        management_policy: Default::default(),
     }
 }
 
@@ -439,6 +442,7 @@ fn branding_provider_and_organization_requests() {
             issuer: ISSUER.into(),
             branding: full_branding(),
             deletion_policy: DeletionPolicy::Delete,
+            management_policy: Default::default(),
         },
         status: None,
     };

@@ -145,6 +145,7 @@ fn client_spec() -> BoxedStrategy<OIDCClientSpec> {
                 require_pkce,
                 secret,
                 deletion_policy,
+                management_policy: Default::default(),
                 branding_ref,
             },
         )
@@ -195,6 +196,7 @@ fn provider_spec() -> BoxedStrategy<IdentityProviderSpec> {
                     scopes,
                     claim_mapping,
                     deletion_policy,
+                    management_policy: Default::default(),
                 }
             },
         )
@@ -276,6 +278,7 @@ fn organization_spec() -> BoxedStrategy<OrganizationSpec> {
                 branding,
                 fapi_mode,
                 deletion_policy,
+                management_policy: Default::default(),
             },
         )
         .boxed()
@@ -580,6 +583,7 @@ proptest! {
                 issuer: "https://login.example.test/acme".into(),
                 branding: branding.clone(),
                 deletion_policy: DeletionPolicy::Delete,
+                management_policy: Default::default(),
             },
             status: None,
         };
@@ -717,6 +721,7 @@ fn the_changes_cover_every_compared_field() {
         require_pkce: true,
         secret: None,
         deletion_policy: DeletionPolicy::Delete,
+        management_policy: Default::default(),
         branding_ref: None,
     };
     let declared = convert::comparable_client_spec(&spec);

@@ -32,6 +32,15 @@ pub const ANNOTATION_PREFIX: &str = "nauthera.io/";
 /// Set beside the restore annotation to tell one restore request from another: the reconciler
 /// names it in `status.lastRestore.request` once the request is carried out.
 pub const RESTORE_REQUEST_ANNOTATION: &str = "nauthera.io/restore-request";
+/// Adopts an object the server already holds that somebody else wrote: its value is the revision
+/// the person saw (as `status.observed.revision` shows it), and the reconciler writes the declared
+/// state over exactly that revision, never over a later one. Left in place once carried out
+/// (`status.lastAdoption` answers it), so that a manifest in Git may carry it.
+pub const ADOPT_ANNOTATION: &str = "nauthera.io/adopt";
+/// Beside `ADOPT_ANNOTATION` on a client with a generated secret: `Keep` keeps the secret the
+/// server holds (the applications that use it keep working; nothing is delivered until a
+/// rotation), `Mint` (the default) mints a new one and delivers it with the adoption.
+pub const ADOPT_SECRET_ANNOTATION: &str = "nauthera.io/adopt-secret";
 /// Asks the reconciler to rotate a generated client secret now; its value is the request (a
 /// nonce), which the reconciler names in `status.lastRotation.request` once carried out, and
 /// removes.

@@ -169,7 +169,7 @@ pub fn expected(object: &Value) -> Expected {
         Err(_) => Progress::Settled,
     };
     let shown = match progress {
-        Progress::Settled => ready,
+        Progress::Settled | Progress::Observing => ready,
         Progress::Reconciling => condition(object, "Reconciling"),
         Progress::Stalled | Progress::AwaitsDecision => condition(object, "Stalled"),
     };

@@ -78,6 +78,7 @@ fn client_spec_with(spec: &OIDCClientSpec, provided_secret: &str) -> ClientSpec 
         require_pkce,
         secret,
         deletion_policy: _,
+        management_policy: _,
         branding_ref,
     } = spec;
     let secret = secret.as_ref().and_then(|secret| {
@@ -188,6 +189,7 @@ pub fn oidc_client_spec_from_server(
         require_pkce: *require_pkce,
         secret,
         deletion_policy: declared.deletion_policy,
+        management_policy: Default::default(),
         branding_ref: non_empty(branding_ref).map(|name| LocalRef { name }),
     })
 }

@@ -78,6 +78,7 @@ fn identity_provider_spec_with(
         scopes,
         claim_mapping,
         deletion_policy: _,
+        management_policy: _,
     } = spec;
     proto::IdentityProviderSpec {
         kind: kind_to_proto(*kind).into(),
@@ -121,6 +122,7 @@ pub fn identity_provider_spec_from_server(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         deletion_policy: declared.deletion_policy,
+        management_policy: Default::default(),
     })
 }
 

@@ -41,6 +41,7 @@ pub fn organization_spec(spec: &OrganizationSpec) -> Result<proto::OrganizationS
         branding,
         fapi_mode,
         deletion_policy: _,
+        management_policy: _,
     } = spec;
     Ok(proto::OrganizationSpec {
         issuer: issuer.clone(),
@@ -73,6 +74,7 @@ pub fn organization_spec_from_server(
             .transpose()?,
         fapi_mode: fapi_mode_from_proto(*fapi_mode)?,
         deletion_policy: declared.deletion_policy,
+        management_policy: Default::default(),
     })
 }
 

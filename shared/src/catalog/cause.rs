@@ -109,6 +109,15 @@ words! {
         /// A new generation declares what a drift had changed on the server: the change is kept,
         /// and adopted as the declared state.
         DriftKept = "drift_kept",
+        /// Observed: the manifest declares what the server holds.
+        Identical = "identical",
+        /// Observed: the manifest and the server differ in the fields `status.observed` lists.
+        Differs = "differs",
+        /// Observed: the server holds no object of this name.
+        NotOnServer = "not_on_server",
+        /// The server holds an object of this name that somebody else wrote (not this
+        /// reconciler, and not another reconciler of manifests): adopted only on request.
+        ForeignObject = "foreign_object",
     }
 }
 

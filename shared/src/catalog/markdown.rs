@@ -229,6 +229,10 @@ fn progress_words(progress: Progress) -> &'static str {
         Progress::Reconciling => "`Reconciling=True` (kstatus InProgress, Argo CD Progressing)",
         Progress::Stalled => "`Stalled=True` (kstatus Failed, Argo CD Degraded)",
         Progress::AwaitsDecision => "`Stalled=True` (kstatus Failed, Argo CD Suspended)",
+        Progress::Observing => {
+            "neither `Reconciling` nor `Stalled`, `Ready=False` (kstatus Current, Argo CD \
+             Suspended)"
+        }
     }
 }
 

@@ -122,6 +122,8 @@ words! {
         Registered = "Registered",
         Pending = "Pending",
         Error = "Error",
+        /// `managementPolicy: Observe`: read and reported, not managed.
+        Observed = "Observed",
     }
 }
 
@@ -161,6 +163,10 @@ words! {
         /// (approve the generation, restore or keep a drift; Argo CD offers the action):
         /// `Stalled=True`, Failed; Argo CD Suspended.
         AwaitsDecision = "AwaitsDecision",
+        /// Looked at, not managed (`managementPolicy: Observe`): nothing for the reconciler to
+        /// do, but nothing in force either. `Reconciling` and `Stalled` are False (kstatus
+        /// Current), `Ready` False; Argo CD Suspended (it resumes when a person manages it).
+        Observing = "Observing",
     }
 }
 
@@ -178,7 +184,7 @@ impl Progress {
     /// The kstatus result of a resource whose status judged its current generation.
     pub const fn kstatus(self) -> &'static str {
         match self {
-            Progress::Settled => "Current",
+            Progress::Settled | Progress::Observing => "Current",
             Progress::Reconciling => "InProgress",
             Progress::Stalled | Progress::AwaitsDecision => "Failed",
         }
@@ -190,7 +196,7 @@ impl Progress {
             Progress::Settled => "Healthy",
             Progress::Reconciling => "Progressing",
             Progress::Stalled => "Degraded",
-            Progress::AwaitsDecision => "Suspended",
+            Progress::AwaitsDecision | Progress::Observing => "Suspended",
         }
     }
 }

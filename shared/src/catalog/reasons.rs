@@ -59,6 +59,16 @@ reasons_and_events! {
         ManagedElsewhere: Warning => entries::MANAGED_ELSEWHERE,
             "the resource enters `ManagedElsewhere`, or another reconciler writes the object \
              again; the note names that reconciler's manager and identity";
+        /// `managementPolicy: Observe`: the object on the server is read and reported, never
+        /// written.
+        Observed: Normal => entries::OBSERVED,
+            "the resource enters `Observed`, or what the server holds changes while observed; the \
+             note names the revision, who wrote it and the fields that differ";
+        /// The server holds the object already, written by somebody else: held until a person
+        /// adopts it (`nauthera.io/adopt`).
+        AdoptionRequired: Warning => entries::ADOPTION_REQUIRED,
+            "the resource enters `AdoptionRequired`; the note names who wrote the object, its \
+             revision and the command that adopts it";
         /// A ClientPolicy the API server would not enforce as generated (a namespace selector it
         /// refuses, a check over its CEL cost limit): the reconciler refuses it, and it enforces
         /// nothing until fixed. A reason of ClientPolicies, not of the resources they cover.
@@ -110,6 +120,11 @@ reasons_and_events! {
             "a restore created a client the server no longer had, and the server gave it a new \
              client id; the note names both ids: every application configured with the old one \
              must be given the new one";
+        Adopted: Normal,
+            "an object somebody else wrote was taken under management, at the revision \
+             `nauthera.io/adopt` named or `managementPolicy: Observe` showed; the note names whom \
+             it was adopted from, the revision, whether anything was written and what became of \
+             a client secret";
         TakenOver: Normal,
             "the object was taken over from the manager `nauthera.io/take-over-from` named; \
              the note names it and the revision written over";

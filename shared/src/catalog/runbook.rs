@@ -82,6 +82,9 @@ words! {
         /// Who manages the object elsewhere (manager, identity, revision, when), and this
         /// reconciler's own manager and cluster name.
         OtherManager = "OtherManager",
+        /// What the server holds of an observed or not yet adopted object (revision, writer,
+        /// when, the fields that differ) and the revision `nauthera.io/adopt` names.
+        ServerObject = "ServerObject",
         /// A manual step; the plugin shows the command only.
         None = "None",
     }
@@ -134,6 +137,10 @@ impl DiagnoseCheck {
             DiagnoseCheck::OtherManager => {
                 "names the manager that wrote the object last, its identity and when, beside \
                  this reconciler's own manager and cluster name"
+            }
+            DiagnoseCheck::ServerObject => {
+                "shows the revision the server holds, who wrote it and when, the fields that \
+                 differ from the manifest, and the revision `nauthera.io/adopt` names"
             }
             DiagnoseCheck::None => return None,
         })

@@ -8,7 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{DeletionPolicy, ISSUER_PATTERN};
+use super::common::{DeletionPolicy, ManagementPolicy, ISSUER_PATTERN};
 use super::status::ResourceStatus;
 
 /// The limits of a branding: the schema states the ones it can express, the encoder
@@ -77,6 +77,10 @@ pub struct BrandingSpec {
     /// What deleting this manifest does to the branding on the server.
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+    /// `Observe`: the reconciler only reads the object on the server and reports how it differs
+    /// from this manifest, never writing it; `Manage` (the default) writes it.
+    #[serde(default, skip_serializing_if = "ManagementPolicy::is_manage")]
+    pub management_policy: ManagementPolicy,
 }
 
 /// What the sign-in pages look like: logo, colours, texts and custom CSS. Every part is optional.

@@ -51,6 +51,31 @@ impl DeletionPolicy {
     }
 }
 
+/// Whether the reconciler manages the object on the server or only looks at it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ManagementPolicy {
+    /// Write the declared state, deliver generated secrets, delete as `deletionPolicy` says.
+    #[default]
+    Manage,
+    /// Never write to the server (no apply, no delete, no secret minted): read the object this
+    /// manifest names and report in `status.observed` what the server holds and where it differs
+    /// from the manifest. Setting `Manage` (or removing the field) hands the object to the
+    /// reconciler from the revision the status showed.
+    Observe,
+}
+
+impl ManagementPolicy {
+    /// Whether the reconciler only looks at the object.
+    pub fn observes(self) -> bool {
+        self == ManagementPolicy::Observe
+    }
+
+    /// For serde's `skip_serializing_if`: a manifest that manages says nothing about it.
+    pub(crate) fn is_manage(policy: &ManagementPolicy) -> bool {
+        *policy == ManagementPolicy::Manage
+    }
+}
+
 /// A reference to an object of another kind in the same namespace, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LocalRef {

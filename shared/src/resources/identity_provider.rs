@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::common::{
-    DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef,
+    DISPLAY_NAME_PATTERN, DeletionPolicy, ManagementPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef,
 };
 use super::status::ResourceStatus;
 
@@ -102,6 +102,10 @@ pub struct IdentityProviderSpec {
     /// What deleting this manifest does to the provider on the server.
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+    /// `Observe`: the reconciler only reads the object on the server and reports how it differs
+    /// from this manifest, never writing it; `Manage` (the default) writes it.
+    #[serde(default, skip_serializing_if = "ManagementPolicy::is_manage")]
+    pub management_policy: ManagementPolicy,
 }
 
 impl IdentityProviderSpec {

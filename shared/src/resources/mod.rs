@@ -4,6 +4,7 @@
 //! (`ResourceStatus`, shared by every kind) to the reconciler.
 
 mod admission;
+mod adoption;
 mod branding;
 mod client_policy;
 mod common;
@@ -19,6 +20,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 
 pub use admission::{Violation, admission_violations};
+pub use adoption::{AdoptSecret, AdoptedSecret, AdoptionRecord, ServerObject};
 pub use branding::{
     Branding, BrandingSpec, Colors, Logo, LogoMediaType, SignInBranding, Texts, branding_limits,
 };
@@ -27,7 +29,7 @@ pub use client_policy::{
     ClientPolicySpec, ClientPolicyStatus, HELD_LISTED, HeldResource, PolicyKind, PolicyMatch,
     PolicyRules, SecretSource, ShardHolds, UriRule, UriScheme,
 };
-pub use common::{DeletionPolicy, LocalRef, SecretKeyRef};
+pub use common::{DeletionPolicy, LocalRef, ManagementPolicy, SecretKeyRef};
 pub use identity_provider::{IdentityProvider, IdentityProviderKind, IdentityProviderSpec};
 pub use oidc_client::{
     ClientSecret, GrantType, OIDCClient, OIDCClientSpec, ResponseType, TokenEndpointAuthMethod,

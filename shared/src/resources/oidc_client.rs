@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::common::{
-    DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN,
+    DISPLAY_NAME_PATTERN, DeletionPolicy, ManagementPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN,
     REDIRECT_URI_PATTERN, SCOPE_PATTERN, SecretKeyRef,
 };
 use super::secret_rotation::SecretRotation;
@@ -163,6 +163,10 @@ pub struct OIDCClientSpec {
     /// What deleting this manifest does to the client on the server.
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+    /// `Observe`: the reconciler only reads the object on the server and reports how it differs
+    /// from this manifest, never writing it; `Manage` (the default) writes it.
+    #[serde(default, skip_serializing_if = "ManagementPolicy::is_manage")]
+    pub management_policy: ManagementPolicy,
     /// A Branding in this namespace shown on the client's sign-in pages; the organization's
     /// default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]

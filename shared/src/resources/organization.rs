@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::branding::SignInBranding;
-use super::common::{DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN};
+use super::common::{DISPLAY_NAME_PATTERN, DeletionPolicy, ManagementPolicy, ISSUER_PATTERN};
 use super::status::ResourceStatus;
 
 /// The CEL rules of the schema; `OrganizationSpec::rule_outcomes` mirrors them in Rust.
@@ -90,6 +90,10 @@ pub struct OrganizationSpec {
     /// `Delete` explicitly to tie the tenant's life to the manifest.
     #[serde(default = "DeletionPolicy::orphan")]
     pub deletion_policy: DeletionPolicy,
+    /// `Observe`: the reconciler only reads the object on the server and reports how it differs
+    /// from this manifest, never writing it; `Manage` (the default) writes it.
+    #[serde(default, skip_serializing_if = "ManagementPolicy::is_manage")]
+    pub management_policy: ManagementPolicy,
 }
 
 impl OrganizationSpec {

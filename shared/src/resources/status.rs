@@ -128,6 +128,15 @@ pub struct ResourceStatus {
     /// which were not and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_workload_restart: Option<Box<super::WorkloadRestartRecord>>,
+    /// What the server holds of the object and where it differs from the manifest: set under
+    /// `managementPolicy: Observe` and while an object somebody else wrote waits for adoption
+    /// (`AdoptionRequired`); cleared once the reconciler manages the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Box<super::ServerObject>>,
+    /// The last adoption of an object somebody else wrote (`nauthera.io/adopt`, or a handover
+    /// from `managementPolicy: Observe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_adoption: Option<Box<super::AdoptionRecord>>,
 }
 
 /// The other reconciler that wrote the object last.

@@ -253,11 +253,76 @@ pub fn evaluate(check: DiagnoseCheck, facts: &DiagnoseFacts) -> (CheckStatus, Ve
             approvals_findings(facts.approvals.as_ref(), &facts.view, facts.now)
         }
         DiagnoseCheck::OtherManager => other_manager(facts),
+        DiagnoseCheck::ServerObject => server_object(facts),
         DiagnoseCheck::ReconcileMetrics
         | DiagnoseCheck::ServerCallMetrics
         | DiagnoseCheck::AuditLog
         | DiagnoseCheck::None => (CheckStatus::Manual, Vec::new()),
     }
+}
+
+/// What the server holds of an observed or not yet adopted object, and the adoption asked for.
+fn server_object(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    let view = &facts.view;
+    let status = view.status.as_ref();
+    let Some(observed) = status.and_then(|s| s.observed.as_deref()) else {
+        return (
+            CheckStatus::Passed,
+            vec!["the reconciler manages the object (status.observed is empty)".to_owned()],
+        );
+    };
+    let mut findings = Vec::new();
+    if observed.absent {
+        findings.push("the server holds no object of this name".to_owned());
+    } else {
+        let at = observed
+            .written_at
+            .as_ref()
+            .map(|at| {
+                format!(
+                    " at {} ({} ago)",
+                    at.0,
+                    short_duration(seconds_between(at.0, facts.now))
+                )
+            })
+            .unwrap_or_default();
+        findings.push(format!(
+            "the server holds revision {}, written by {}{at}",
+            observed.revision,
+            observed.writer()
+        ));
+        if observed.differences.is_empty() {
+            findings.push("the manifest declares what the server holds".to_owned());
+        } else {
+            findings.push(format!(
+                "the manifest differs in {}",
+                observed.differences.join(", ")
+            ));
+        }
+    }
+    let named = view.annotations.get(nauthera_shared::ADOPT_ANNOTATION);
+    let stale = named.is_some_and(|revision| !observed.absent && *revision != observed.revision);
+    match named {
+        Some(revision) if stale => findings.push(format!(
+            "{} names revision {revision}, which the server no longer holds: adopt revision {} \
+             if it is still wanted",
+            nauthera_shared::ADOPT_ANNOTATION,
+            observed.revision
+        )),
+        Some(revision) => findings.push(format!(
+            "{} names revision {revision}",
+            nauthera_shared::ADOPT_ANNOTATION
+        )),
+        None => {}
+    }
+    let outcome = if stale {
+        CheckStatus::Failed
+    } else if observed.differences.is_empty() && !observed.absent {
+        CheckStatus::Passed
+    } else {
+        CheckStatus::Warning
+    };
+    (outcome, findings)
 }
 
 /// The reconciler that manages the object elsewhere, beside this one's own manager and mapping.
@@ -395,7 +460,7 @@ fn condition(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
     findings.extend(written_lines(view, status, facts.now));
     let outcome = match status.phase {
         Some(Phase::Registered) => CheckStatus::Passed,
-        Some(Phase::Pending) => CheckStatus::Warning,
+        Some(Phase::Pending) | Some(Phase::Observed) => CheckStatus::Warning,
         Some(Phase::Error) | None => CheckStatus::Failed,
     };
     (outcome, findings)

@@ -222,7 +222,7 @@ fn grant_line(grant: &GrantEntry) -> String {
 fn phase_tone(phase: Option<Phase>) -> Tone {
     match phase {
         Some(Phase::Registered) => Tone::Good,
-        Some(Phase::Pending) | None => Tone::Warn,
+        Some(Phase::Pending) | Some(Phase::Observed) | None => Tone::Warn,
         Some(Phase::Error) => Tone::Bad,
     }
 }

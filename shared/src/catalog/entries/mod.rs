@@ -1,6 +1,7 @@
 //! The catalog's entries, one per reason, grouped by what they are about. The text is markdown;
 //! placeholders (`<ns>`, `<name>`, ...) stay inside code spans so the pages render them.
 
+mod adoption;
 mod apply;
 mod control_plane;
 mod deletion;
@@ -9,6 +10,7 @@ mod elsewhere;
 mod policy;
 mod secret;
 
+pub(super) use adoption::{ADOPTION_REQUIRED, OBSERVED};
 pub(super) use apply::{PENDING, REFUSED, REGISTERED};
 pub(super) use control_plane::{CREDENTIAL_UNAVAILABLE, TRUST_ANCHOR_UNAVAILABLE, UNREACHABLE};
 pub(super) use deletion::{DELETED, DELETING, DELETION_SKIPPED_DRIFTED, ORPHANED};
