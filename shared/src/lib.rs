@@ -37,9 +37,9 @@ pub const RESTORE_REQUEST_ANNOTATION: &str = "nauthera.io/restore-request";
 /// state over exactly that revision, never over a later one. Left in place once carried out
 /// (`status.lastAdoption` answers it), so that a manifest in Git may carry it.
 pub const ADOPT_ANNOTATION: &str = "nauthera.io/adopt";
-/// Beside `ADOPT_ANNOTATION` on a client with a generated secret: `Keep` keeps the secret the
-/// server holds (the applications that use it keep working; nothing is delivered until a
-/// rotation), `Mint` (the default) mints a new one and delivers it with the adoption.
+/// Beside `ADOPT_ANNOTATION`: `Keep` keeps the secret the server holds for the object (the
+/// applications that use it keep working; a generated secret is delivered only by a rotation),
+/// `Replace` (the default) mints a generated secret anew and delivers it, or sends the team's.
 pub const ADOPT_SECRET_ANNOTATION: &str = "nauthera.io/adopt-secret";
 /// Asks the reconciler to rotate a generated client secret now; its value is the request (a
 /// nonce), which the reconciler names in `status.lastRotation.request` once carried out, and

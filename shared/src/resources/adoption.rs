@@ -54,21 +54,25 @@ impl ServerObject {
     }
 }
 
-/// What an adoption does with a generated client secret (`nauthera.io/adopt-secret`).
+/// What an adoption does with the secret the server holds for the object
+/// (`nauthera.io/adopt-secret`): a client's secret, an identity provider's upstream secret.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum AdoptSecret {
-    /// Mint a new secret with the adoption and deliver it into the manifest's Secret.
+    /// Replace it: a generated secret is minted anew with the adoption and delivered into the
+    /// manifest's Secret; a team's secret (`secretRef`) is sent.
     #[default]
-    Mint,
-    /// Keep the secret the server holds: nothing is minted or delivered until a rotation.
+    Replace,
+    /// Keep the secret the server holds, so that what uses it keeps working: a generated secret
+    /// is neither minted nor delivered until a rotation; the team's Secret is taken to hold the
+    /// secret in force, and sent only once its value changes.
     Keep,
 }
 
 impl AdoptSecret {
-    /// The annotation's value, `Mint` or `Keep`; `None` for anything else.
+    /// The annotation's value, `Replace` or `Keep`; `None` for anything else.
     pub fn parse(value: &str) -> Option<AdoptSecret> {
         match value.trim() {
-            "Mint" => Some(AdoptSecret::Mint),
+            "Replace" => Some(AdoptSecret::Replace),
             "Keep" => Some(AdoptSecret::Keep),
             _ => None,
         }
@@ -77,7 +81,7 @@ impl AdoptSecret {
     /// The annotation's value.
     pub fn as_str(self) -> &'static str {
         match self {
-            AdoptSecret::Mint => "Mint",
+            AdoptSecret::Replace => "Replace",
             AdoptSecret::Keep => "Keep",
         }
     }
@@ -95,7 +99,7 @@ pub enum AdoptedSecret {
     /// The generated secret the server held was kept: none is delivered until a rotation
     /// (`kubectl nauthera rotate`).
     Kept,
-    /// The team's secret (`spec.secret.secretRef`) was sent with the adoption.
+    /// The team's secret (`secretRef`) was sent with the adoption.
     Provided,
 }
 
