@@ -15,6 +15,7 @@ pub mod causes;
 mod certificate;
 pub mod convert;
 mod error;
+mod listing;
 mod pem;
 mod tls;
 pub mod wire;
@@ -37,6 +38,7 @@ pub use certificate::{
 pub use error::{
     CallError, ConnectError, ConnectProblem, ServerError, is_retryable_code, metadata_key_name,
 };
+pub use listing::{LIST_OBJECTS_FEATURE, ListError, Listing, list_all};
 pub use tls::TlsFiles;
 
 /// Where the server is and how to authenticate to it.
@@ -260,6 +262,16 @@ unary_calls! {
         -> v1::DeleteObjectResponse = request;
     /// Lists audit events, newest first.
     list_audit_events(request: v1::ListAuditEventsRequest) -> v1::ListAuditEventsResponse = request;
+    /// One page of whole clients, never with a secret (feature `list_objects`; see
+    /// [`list_all`] for every page).
+    list_clients(request: v1::ListObjectsRequest) -> v1::ListClientsResponse = request;
+    /// One page of whole brandings (feature `list_objects`).
+    list_brandings(request: v1::ListObjectsRequest) -> v1::ListBrandingsResponse = request;
+    /// One page of whole identity providers, never with a secret (feature `list_objects`).
+    list_identity_providers(request: v1::ListObjectsRequest)
+        -> v1::ListIdentityProvidersResponse = request;
+    /// One page of whole organizations (feature `list_objects`).
+    list_organizations(request: v1::ListObjectsRequest) -> v1::ListOrganizationsResponse = request;
 }
 
 /// What a connection the way calls make it finds, for a call that failed with a bare transport

@@ -39,7 +39,7 @@ pub struct KindFacts {
     pub operation: Operation,
     /// The kind a ClientPolicy names to cover it; `None` where policies cover nothing.
     pub policy_kind: Option<PolicyKind>,
-    /// The AdminService methods that write, read and delete an object of the kind.
+    /// The AdminService methods that write, read, delete and list objects of the kind.
     pub methods: KindMethods,
 }
 
@@ -49,6 +49,8 @@ pub struct KindMethods {
     pub apply: &'static str,
     pub get: &'static str,
     pub delete: &'static str,
+    /// The read-only listing of whole objects (feature `list_objects`).
+    pub list: &'static str,
 }
 
 impl Kind {
@@ -64,6 +66,7 @@ impl Kind {
                     apply: "ApplyClient",
                     get: "GetClient",
                     delete: "DeleteClient",
+                    list: "ListClients",
                 },
                 operation: Operation::Clients,
                 policy_kind: Some(PolicyKind::OidcClient),
@@ -77,6 +80,7 @@ impl Kind {
                     apply: "ApplyBranding",
                     get: "GetBranding",
                     delete: "DeleteBranding",
+                    list: "ListBrandings",
                 },
                 operation: Operation::Brandings,
                 policy_kind: Some(PolicyKind::Branding),
@@ -90,6 +94,7 @@ impl Kind {
                     apply: "ApplyIdentityProvider",
                     get: "GetIdentityProvider",
                     delete: "DeleteIdentityProvider",
+                    list: "ListIdentityProviders",
                 },
                 operation: Operation::IdentityProviders,
                 policy_kind: Some(PolicyKind::IdentityProvider),
@@ -103,6 +108,7 @@ impl Kind {
                     apply: "ApplyOrganization",
                     get: "GetOrganization",
                     delete: "DeleteOrganization",
+                    list: "ListOrganizations",
                 },
                 operation: Operation::Organizations,
                 policy_kind: None,

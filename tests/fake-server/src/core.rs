@@ -2,6 +2,10 @@
 //! issuers, preconditions and managers, revisions, change hints and audit records. The write path
 //! is written once for every kind of object; what differs between kinds is in `kinds`.
 
+mod listing;
+
+pub use listing::Listed;
+
 use std::collections::BTreeSet;
 
 use nauthera_client::causes::error_reason;
@@ -731,38 +735,12 @@ impl Core {
         request: &ListClientRevisionsRequest,
     ) -> Result<ListClientRevisionsResponse, Refusal> {
         self.require_operation(caller, Operation::Clients)?;
-        let own = grants::entries_for(&self.allowed, &caller.identity);
-        let granting: Vec<_> = own
-            .iter()
-            .filter(|entry| entry.operations.contains(&Operation::Clients))
-            .collect();
-        let covers = |list: &dyn Fn(&GrantEntry) -> &Vec<String>, value: &str| {
-            granting.iter().any(|entry| {
-                list(entry)
-                    .iter()
-                    .any(|item| item == grants::WILDCARD || item == value)
-            })
-        };
-        for organization in &request.organizations {
-            if !covers(&|entry| &entry.organizations, organization) {
-                let organization = Some(organization.clone());
-                let decision = GrantDecision::OutsideGrant {
-                    organization,
-                    namespace: None,
-                };
-                return Err(denial(&decision, caller));
-            }
-        }
-        for namespace in &request.namespaces {
-            if !covers(&|entry| &entry.namespaces, namespace) {
-                let namespace = Some(namespace.clone());
-                let decision = GrantDecision::OutsideGrant {
-                    organization: None,
-                    namespace,
-                };
-                return Err(denial(&decision, caller));
-            }
-        }
+        self.check_filters(
+            caller,
+            Operation::Clients,
+            &request.organizations,
+            &request.namespaces,
+        )?;
         let offset = page_offset(&request.page_token)?;
         let page_size = match request.page_size {
             0 => 1000,

@@ -25,10 +25,14 @@ pub enum Method {
     GetOrganization,
     DeleteOrganization,
     ListAuditEvents,
+    ListClients,
+    ListBrandings,
+    ListIdentityProviders,
+    ListOrganizations,
 }
 
 impl Method {
-    pub const ALL: [Method; 17] = [
+    pub const ALL: [Method; 21] = [
         Method::GetServerInfo,
         Method::GetChangeHint,
         Method::WatchChanges,
@@ -46,6 +50,10 @@ impl Method {
         Method::GetOrganization,
         Method::DeleteOrganization,
         Method::ListAuditEvents,
+        Method::ListClients,
+        Method::ListBrandings,
+        Method::ListIdentityProviders,
+        Method::ListOrganizations,
     ];
 
     /// The gRPC method name.
@@ -68,6 +76,10 @@ impl Method {
             Method::GetOrganization => "GetOrganization",
             Method::DeleteOrganization => "DeleteOrganization",
             Method::ListAuditEvents => "ListAuditEvents",
+            Method::ListClients => "ListClients",
+            Method::ListBrandings => "ListBrandings",
+            Method::ListIdentityProviders => "ListIdentityProviders",
+            Method::ListOrganizations => "ListOrganizations",
         }
     }
 
@@ -77,9 +89,14 @@ impl Method {
             .expect("the table of kinds names AdminService methods")
     }
 
-    /// The feature `ServerInfo.features` names for an optional method, if it is one.
+    /// The feature `ServerInfo.features` names for an optional method, if it is one. The four
+    /// listings of whole objects share one.
     pub fn feature(self) -> Option<&'static str> {
         match self {
+            Method::ListClients
+            | Method::ListBrandings
+            | Method::ListIdentityProviders
+            | Method::ListOrganizations => Some(nauthera_client::LIST_OBJECTS_FEATURE),
             Method::WatchChanges => Some("watch_changes"),
             Method::ListAuditEvents => Some("audit_events"),
             Method::ListClientRevisions => Some("list_client_revisions"),
@@ -121,7 +138,7 @@ mod tests {
     fn every_method_the_table_of_kinds_names_is_one() {
         for kind in Kind::ALL {
             let methods = kind.methods();
-            for name in [methods.apply, methods.get, methods.delete] {
+            for name in [methods.apply, methods.get, methods.delete, methods.list] {
                 assert_eq!(Method::of_kind(name).as_str(), name);
             }
         }

@@ -12,7 +12,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::controls::{Controls, FaultCode, Injected, Stage};
-use crate::core::{Applied, Caller, Core, Target};
+use crate::core::{Applied, Caller, Core, Listed, Target};
 use crate::kinds::{
     StoredBranding, StoredClient, StoredIdentityProvider, StoredKind, StoredOrganization,
 };
@@ -71,15 +71,22 @@ impl Shared {
         }
     }
 
-    /// The optional features this server offers, without the ones made `Unimplemented`.
+    /// The optional features this server offers: those none of whose methods was made
+    /// `Unimplemented`, each once.
     pub fn features(&self) -> Vec<String> {
         let controls = self.controls();
-        Method::ALL
-            .into_iter()
-            .filter(|method| !controls.unimplemented.contains(method))
-            .filter_map(Method::feature)
-            .map(str::to_owned)
-            .collect()
+        let missing: Vec<&str> = controls
+            .unimplemented
+            .iter()
+            .filter_map(|method| method.feature())
+            .collect();
+        let mut features: Vec<String> = Vec::new();
+        for feature in Method::ALL.into_iter().filter_map(Method::feature) {
+            if !missing.contains(&feature) && !features.iter().any(|known| known == feature) {
+                features.push(feature.to_owned());
+            }
+        }
+        features
     }
 }
 
@@ -235,6 +242,18 @@ impl Service {
         let took_effect = result == Ok(true);
         self.answer_write(method, &manager, took_effect, result.map(answer))
             .await
+    }
+
+    /// A listing of kind `K`: a read, like a get, so nothing is audited.
+    async fn list<K: Listed>(
+        &self,
+        request: Request<v1::ListObjectsRequest>,
+    ) -> Result<Response<K::Page>, Status> {
+        let caller = self
+            .begin(Method::of_kind(K::KIND.methods().list), &request)
+            .await?;
+        let result = self.shared.core().list::<K>(&caller, request.get_ref());
+        self.answer(result)
     }
 
     fn count_write(&self, manager: &str) {
@@ -421,5 +440,33 @@ impl AdminService for Service {
             .core()
             .list_audit_events(&caller, request.get_ref());
         self.answer(result)
+    }
+
+    async fn list_clients(
+        &self,
+        request: Request<v1::ListObjectsRequest>,
+    ) -> Result<Response<v1::ListClientsResponse>, Status> {
+        self.list::<StoredClient>(request).await
+    }
+
+    async fn list_brandings(
+        &self,
+        request: Request<v1::ListObjectsRequest>,
+    ) -> Result<Response<v1::ListBrandingsResponse>, Status> {
+        self.list::<StoredBranding>(request).await
+    }
+
+    async fn list_identity_providers(
+        &self,
+        request: Request<v1::ListObjectsRequest>,
+    ) -> Result<Response<v1::ListIdentityProvidersResponse>, Status> {
+        self.list::<StoredIdentityProvider>(request).await
+    }
+
+    async fn list_organizations(
+        &self,
+        request: Request<v1::ListObjectsRequest>,
+    ) -> Result<Response<v1::ListOrganizationsResponse>, Status> {
+        self.list::<StoredOrganization>(request).await
     }
 }
