@@ -2,8 +2,11 @@
 //!
 //! Four rooms: `reconcile` (the core: one pipeline over every kind, its pure decisions, the
 //! kinds), `server` (the edge to nauthera-server), `kubernetes` (the edge to the API server) and
-//! `process` (settings, start-up, controllers, shards, probes, metrics around the core).
+//! `process` (settings, start-up, controllers, shards, probes, metrics around the core); and
+//! `export`, the one-shot `nauthera-reconciler export` that writes manifests of what the server
+//! holds.
 
+mod export;
 mod kubernetes;
 mod process;
 mod reconcile;
@@ -16,6 +19,11 @@ use clap::Parser;
 use crate::process::config::{Args, PodFacts};
 
 fn main() -> ExitCode {
+    let mut argv = std::env::args_os();
+    if argv.nth(1).is_some_and(|first| first == export::SUBCOMMAND) {
+        // `export ARGS`: clap sees `export` as the program's name.
+        return export::main(std::env::args_os().skip(1));
+    }
     let args = Args::parse();
     let config = match args.into_config(PodFacts::from_environment()) {
         Ok(config) => config,

@@ -23,30 +23,16 @@ pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
 /// Makes Kubernetes manifests (OIDCClient, Branding, IdentityProvider, Organization) the source
 /// of truth for nauthera-server.
 #[derive(Clone, Debug, Parser)]
-#[command(name = "nauthera-reconciler", version, about)]
+#[command(
+    name = "nauthera-reconciler",
+    version,
+    about,
+    after_help = "`nauthera-reconciler export --help`: the one-shot export of what the server holds into manifests (docs/export.md)."
+)]
 pub struct Args {
-    /// The AdminService's `host:port`.
-    #[arg(long, env = "NAUTHERA_SERVER_ADDRESS", value_name = "HOST:PORT")]
-    pub server_address: String,
-    /// The name the server's certificate must carry; the address's host when not set.
-    #[arg(long, env = "NAUTHERA_TLS_SERVER_NAME", value_name = "NAME")]
-    pub tls_server_name: Option<String>,
-    /// The folder holding `tls.crt`, `tls.key` and `ca.crt` (a Secret mounted without subPath).
-    #[arg(long, env = "NAUTHERA_TLS_DIR", value_name = "DIR")]
-    pub tls_dir: Option<PathBuf>,
-    /// The client certificate; overrides `<tls-dir>/tls.crt`.
-    #[arg(long, env = "NAUTHERA_TLS_CERT", value_name = "FILE")]
-    pub tls_cert: Option<PathBuf>,
-    /// The client certificate's key; overrides `<tls-dir>/tls.key`.
-    #[arg(long, env = "NAUTHERA_TLS_KEY", value_name = "FILE")]
-    pub tls_key: Option<PathBuf>,
-    /// The CA bundle that signed the server's certificate; overrides `<tls-dir>/ca.crt`.
-    #[arg(long, env = "NAUTHERA_TLS_CA", value_name = "FILE")]
-    pub tls_ca: Option<PathBuf>,
-    /// The Secret (in the reconciler's namespace) the certificate files are mounted from, for the
-    /// runbooks and `kubectl nauthera diagnose` to name; it is not read.
-    #[arg(long, env = "NAUTHERA_TLS_SECRET", value_name = "NAME")]
-    pub tls_secret: Option<String>,
+    /// Where the server is, how to authenticate and how namespaces are named on it.
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// The manager name every write carries; the server records it in its audit log. Each
     /// reconciler of one server needs its own (its replicas share it): when not set,
     /// `nauthera-reconciler`, `nauthera-reconciler-<shard>` for a shard, and `/<cluster>` after
@@ -56,15 +42,6 @@ pub struct Args {
     /// most 128 bytes.
     #[arg(long, env = "NAUTHERA_MANAGER", value_name = "NAME")]
     pub manager: Option<String>,
-    /// This cluster's name, when several clusters configure one server: every namespace is
-    /// named `<cluster>/<namespace>` on the server (and in its grants), so that two clusters'
-    /// `team-a` declare different objects.
-    #[arg(long, env = "NAUTHERA_CLUSTER_NAME", value_name = "NAME")]
-    pub cluster_name: Option<String>,
-    /// Put this before every namespace on the server instead of `<cluster>/` (for example
-    /// `eu-`); needs no cluster name.
-    #[arg(long, env = "NAUTHERA_SERVER_NAMESPACE_PREFIX", value_name = "PREFIX")]
-    pub server_namespace_prefix: Option<String>,
     /// Namespaces to watch (repeat or separate with commas); every namespace when not set.
     #[arg(
         long = "namespace",
@@ -223,6 +200,80 @@ pub struct Args {
     pub min_rotation_interval: Duration,
 }
 
+/// How to reach the server and name this cluster's namespaces on it: the reconciler's flags
+/// that `nauthera-reconciler export` takes too, so the export runs where the certificate is.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServerArgs {
+    /// The AdminService's `host:port`.
+    #[arg(long, env = "NAUTHERA_SERVER_ADDRESS", value_name = "HOST:PORT")]
+    pub server_address: String,
+    /// The name the server's certificate must carry; the address's host when not set.
+    #[arg(long, env = "NAUTHERA_TLS_SERVER_NAME", value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// The folder holding `tls.crt`, `tls.key` and `ca.crt` (a Secret mounted without subPath).
+    #[arg(long, env = "NAUTHERA_TLS_DIR", value_name = "DIR")]
+    pub tls_dir: Option<PathBuf>,
+    /// The client certificate; overrides `<tls-dir>/tls.crt`.
+    #[arg(long, env = "NAUTHERA_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The client certificate's key; overrides `<tls-dir>/tls.key`.
+    #[arg(long, env = "NAUTHERA_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// The CA bundle that signed the server's certificate; overrides `<tls-dir>/ca.crt`.
+    #[arg(long, env = "NAUTHERA_TLS_CA", value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// The Secret (in the reconciler's namespace) the certificate files are mounted from, for the
+    /// runbooks and `kubectl nauthera diagnose` to name; it is not read.
+    #[arg(long, env = "NAUTHERA_TLS_SECRET", value_name = "NAME")]
+    pub tls_secret: Option<String>,
+    /// This cluster's name, when several clusters configure one server: every namespace is
+    /// named `<cluster>/<namespace>` on the server (and in its grants), so that two clusters'
+    /// `team-a` declare different objects.
+    #[arg(long, env = "NAUTHERA_CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
+    /// Put this before every namespace on the server instead of `<cluster>/` (for example
+    /// `eu-`); needs no cluster name.
+    #[arg(long, env = "NAUTHERA_SERVER_NAMESPACE_PREFIX", value_name = "PREFIX")]
+    pub server_namespace_prefix: Option<String>,
+}
+
+/// What [`ServerArgs`] come to once checked.
+#[derive(Clone, Debug)]
+pub struct ServerSettings {
+    pub connect: ConnectSettings,
+    pub cluster_name: Option<String>,
+    pub namespace_mapping: NamespaceMapping,
+}
+
+impl ServerArgs {
+    /// Checks the address, the TLS files, the cluster name and the namespace prefix.
+    pub fn into_settings(self) -> Result<ServerSettings, ConfigError> {
+        let connect = connect_settings(
+            &self.server_address,
+            self.tls_dir.as_deref(),
+            [self.tls_cert, self.tls_key, self.tls_ca],
+            self.tls_server_name,
+        )?;
+        let cluster_name = trimmed(self.cluster_name);
+        if let Some(name) = &cluster_name {
+            check_cluster_name(name)
+                .map_err(|problem| invalid(setting("cluster-name"), problem))?;
+        }
+        let prefix = trimmed(self.server_namespace_prefix);
+        if let Some(prefix) = &prefix {
+            check_prefix(prefix)
+                .map_err(|problem| invalid(setting("server-namespace-prefix"), problem))?;
+        }
+        let namespace_mapping =
+            NamespaceMapping::for_cluster(cluster_name.as_deref(), prefix.as_deref());
+        Ok(ServerSettings {
+            connect,
+            cluster_name,
+            namespace_mapping,
+        })
+    }
+}
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -347,24 +398,12 @@ impl PodFacts {
 impl Args {
     /// Checks every setting and fills in the pod's facts.
     pub fn into_config(self, pod: PodFacts) -> Result<Config, ConfigError> {
-        let connect = connect_settings(
-            &self.server_address,
-            self.tls_dir.as_deref(),
-            [self.tls_cert, self.tls_key, self.tls_ca],
-            self.tls_server_name,
-        )?;
-        let cluster_name = trimmed(self.cluster_name);
-        if let Some(name) = &cluster_name {
-            check_cluster_name(name)
-                .map_err(|problem| invalid(setting("cluster-name"), problem))?;
-        }
-        let prefix = trimmed(self.server_namespace_prefix);
-        if let Some(prefix) = &prefix {
-            check_prefix(prefix)
-                .map_err(|problem| invalid(setting("server-namespace-prefix"), problem))?;
-        }
-        let namespace_mapping =
-            NamespaceMapping::for_cluster(cluster_name.as_deref(), prefix.as_deref());
+        let tls_secret = trimmed(self.server.tls_secret.clone());
+        let ServerSettings {
+            connect,
+            cluster_name,
+            namespace_mapping,
+        } = self.server.into_settings()?;
         let shard = trimmed(self.shard);
         if let Some(shard) = &shard {
             check_shard_name(shard)?;
@@ -442,7 +481,7 @@ impl Args {
         })?;
         Ok(Config {
             connect,
-            tls_secret: trimmed(self.tls_secret),
+            tls_secret,
             manager,
             cluster_name,
             namespace_mapping,
