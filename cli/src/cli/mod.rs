@@ -155,6 +155,8 @@ pub enum Command {
     Rotate(RotateArgs),
     /// Approve a generation of an OIDCClient that a ClientPolicy holds for approval.
     Approve(ApproveArgs),
+    /// Write manifests of what the server holds (through `kubectl exec` into the reconciler).
+    Export(ExportArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),
     /// Completions for kubectl's plugin completion (`kubectl_complete-nauthera`).
@@ -287,6 +289,55 @@ pub struct ApproveArgs {
     /// `kubectl nauthera diagnose` shows it).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
     pub generation: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Runs `nauthera-reconciler export` in the reconciler's pod (kubectl exec -n
+<reconciler namespace> deploy/nauthera-reconciler -c reconciler), where its certificate is, and
+writes the manifests of what nauthera-server holds within the reconciler's grant: Organizations,
+Brandings, IdentityProviders and OIDCClients, as one YAML stream to commit. No secret is ever
+exported: a secret a manifest needs is a secretRef placeholder named in a comment above it. With
+-n only that namespace's objects are exported; without it, every namespace the grant covers.
+Needs `create pods/exec` in the reconciler's namespace. See docs/export.md.
+
+Examples:
+  kubectl nauthera export > nauthera.yaml                      observe everything
+  kubectl nauthera export -n team-a --output-file team-a.yaml
+  kubectl nauthera export --manage --organization-namespace platform
+
+Exit codes: 0 written, 2 an error (no reconciler, exec not allowed, the export failed)."
+)]
+pub struct ExportArgs {
+    /// Export only objects of this organization slug (repeat for more).
+    #[arg(long = "organization", value_name = "SLUG")]
+    pub organizations: Vec<String>,
+    /// Emit managed manifests that adopt the revision exported (`nauthera.io/adopt`), keeping
+    /// the secrets in force; default: `managementPolicy: Observe`.
+    #[arg(long)]
+    pub manage: bool,
+    /// How a generated client secret is declared: `generate: true`, or a `secretRef`
+    /// placeholder the team fills.
+    #[arg(long, value_enum, default_value_t = ExportSecrets::Generate, value_name = "HOW")]
+    pub secrets: ExportSecrets,
+    /// The namespace of Organizations no manifest declared.
+    #[arg(long, value_name = "NS")]
+    pub organization_namespace: Option<String>,
+    /// Write the manifests to this file instead of stdout (`-o` is the plugin's format flag).
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+    /// The reconciler's shard: export through Deployment `nauthera-reconciler-<shard>`.
+    #[arg(long, value_name = "NAME")]
+    pub shard: Option<String>,
+}
+
+/// How `kubectl nauthera export` declares a generated client secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportSecrets {
+    /// `secret: {generate: true}`.
+    Generate,
+    /// A `secretRef` placeholder to `<client>-client-secret`.
+    SecretRef,
 }
 
 #[derive(Debug, Args)]

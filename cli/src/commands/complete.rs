@@ -344,10 +344,12 @@ mod tests {
                 "restore",
                 "rotate",
                 "approve",
+                "export",
                 "completion"
             ]
         );
         assert_eq!(fixed("ap").0, vec!["approve"]);
+        assert!(fixed("export --ma").0.contains(&"--manage".to_owned()));
         assert!(fixed("approve --g").0.contains(&"--generation".to_owned()));
         assert_eq!(fixed("st").0, vec!["status"]);
         assert_eq!(

@@ -4,6 +4,7 @@ mod approve;
 mod complete;
 mod completion;
 mod diagnose;
+mod export;
 mod restore;
 mod rotate;
 mod status;
@@ -19,6 +20,7 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Restore(args) => restore::run(&cli.global, args).await,
         Command::Rotate(args) => rotate::run(&cli.global, args).await,
         Command::Approve(args) => approve::run(&cli.global, args).await,
+        Command::Export(args) => export::run(&cli.global, args).await,
         Command::Completion(args) => completion::run(args),
         Command::Complete { words } => complete::run(&cli.global, words).await,
     }
