@@ -203,12 +203,14 @@ async fn wait_adopted_unwritten<K: Declared>(stack: &Stack, name: &str) -> K {
 }
 
 async fn an_export_applied_back_is_observed_identical_and_a_managed_one_adopts_without_a_write() {
-    let mut options = StackOptions::default();
-    options.grants = Some(vec![
-        grant_everything(RECONCILER_IDENTITY),
-        grant_everything(DASHBOARD),
-    ]);
-    let stack = Stack::start_with(options).await;
+    let stack = Stack::start_with(StackOptions {
+        grants: Some(vec![
+            grant_everything(RECONCILER_IDENTITY),
+            grant_everything(DASHBOARD),
+        ]),
+        ..StackOptions::default()
+    })
+    .await;
     let namespace = stack.namespace().to_owned();
     made_by_people(&stack).await;
 

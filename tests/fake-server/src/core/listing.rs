@@ -217,7 +217,7 @@ fn page_key(token: &str) -> Result<Option<ObjectKey>, Refusal> {
         return Ok(None);
     }
     let invalid = || Refusal::invalid_field("page_token", "not a token this server issued");
-    if token.len() % 2 != 0 {
+    if !token.len().is_multiple_of(2) {
         return Err(invalid());
     }
     let bytes = (0..token.len())
