@@ -399,3 +399,72 @@ async fn an_older_server_without_the_listings_is_named_and_nothing_is_written() 
     assert!(message.contains("--server-address"), "{message}");
 }
 nauthera_tests::e2e_test!(an_older_server_without_the_listings_is_named_and_nothing_is_written);
+
+/// `kubectl nauthera ARGS` as the person whose kubeconfig this is.
+async fn plugin_as(kubeconfig: &Path, args: &[&str]) -> Run {
+    let plugin = Binary::Plugin.path().unwrap();
+    let path = format!(
+        "{}:{}",
+        plugin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = tokio::process::Command::new(nauthera_tests::e2e::kubectl())
+        .arg("nauthera")
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+async fn the_plugin_names_a_missing_reconciler_and_an_exec_it_may_not_do() {
+    let stack = Stack::start_with(StackOptions {
+        start_reconciler: false,
+        ..StackOptions::default()
+    })
+    .await;
+    let missing = stack
+        .plugin(&["export", "--reconciler-namespace", "no-reconciler-here"])
+        .await;
+    assert_eq!(missing.code, 2, "{}", missing.all());
+    assert!(
+        missing
+            .stderr
+            .contains("no Deployment no-reconciler-here/nauthera-reconciler"),
+        "{}",
+        missing.stderr
+    );
+    assert!(missing.stdout.is_empty());
+
+    // A person without `create pods/exec` in the reconciler's namespace is told so before
+    // kubectl exec says it in its own words.
+    let nobody = stack.user_kubeconfig("nobody@example.com", &[]);
+    let refused = plugin_as(
+        &nobody,
+        &[
+            "export",
+            "--reconciler-namespace",
+            stack.reconciler_namespace(),
+        ],
+    )
+    .await;
+    assert_eq!(refused.code, 2, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("create pods/exec"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stdout.is_empty());
+}
+nauthera_tests::e2e_test!(the_plugin_names_a_missing_reconciler_and_an_exec_it_may_not_do);
