@@ -54,7 +54,8 @@ pub struct Manifest {
     pub name: String,
     /// Lines written above the manifest as YAML comments.
     pub comment: Vec<String>,
-    pub object: serde_json::Value,
+    /// The object as YAML, its fields in the resource's order.
+    pub yaml: String,
 }
 
 /// The manifests, and what was left out.
@@ -284,13 +285,13 @@ fn origin(
     )
 }
 
-/// The object as it is committed: no status, no server-only fields.
-fn object<T: Serialize>(resource: &T) -> serde_json::Value {
-    let mut value = serde_json::to_value(resource).unwrap_or_default();
-    if let Some(map) = value.as_object_mut() {
-        map.remove("status");
-    }
-    value
+/// The object as it is committed, in its fields' order: a new resource has no status, and the
+/// metadata holds only its place (and the adopt annotations).
+fn object<T: Serialize>(resource: &T) -> Result<String, ConvertError> {
+    serde_saphyr::to_string(resource).map_err(|error| ConvertError::UnknownValue {
+        field: "manifest",
+        value: error.to_string(),
+    })
 }
 
 fn organization_manifest(
@@ -330,7 +331,7 @@ fn organization_manifest(
         namespace: namespace.to_owned(),
         name,
         comment,
-        object: object(&resource),
+        yaml: object(&resource)?,
     })
 }
 
@@ -366,7 +367,7 @@ fn branding_manifest(
             &branding.revision,
             branding.last_write.as_ref(),
         )],
-        object: object(&resource),
+        yaml: object(&resource)?,
     })
 }
 
@@ -428,7 +429,7 @@ fn identity_provider_manifest(
         namespace: namespace.to_owned(),
         name: reference.name.clone(),
         comment,
-        object: object(&resource),
+        yaml: object(&resource)?,
     })
 }
 
@@ -492,12 +493,12 @@ fn client_manifest(
         namespace: namespace.to_owned(),
         name: reference.name.clone(),
         comment,
-        object: object(&resource),
+        yaml: object(&resource)?,
     })
 }
 
 /// The manifests as one YAML stream, each after `---` and its comment.
-pub fn render(manifests: &[Manifest]) -> Result<String, serde_saphyr::SerializeError> {
+pub fn render(manifests: &[Manifest]) -> String {
     let mut out = String::new();
     for manifest in manifests {
         out.push_str("---\n");
@@ -508,13 +509,12 @@ pub fn render(manifests: &[Manifest]) -> Result<String, serde_saphyr::SerializeE
                 out.push('\n');
             }
         }
-        let yaml = serde_saphyr::to_string(&manifest.object)?;
-        out.push_str(yaml.trim_start_matches("---\n"));
+        out.push_str(manifest.yaml.trim_start_matches("---\n"));
         if !out.ends_with('\n') {
             out.push('\n');
         }
     }
-    Ok(out)
+    out
 }
 
 /// A comment line broken at spaces to fit `width`.

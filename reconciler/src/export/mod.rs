@@ -151,8 +151,7 @@ async fn run(args: ExportArgs) -> Result<(), Failure> {
     };
     let exported =
         manifests::manifests(&held, &options).map_err(|error| Failure::Usage(error.to_string()))?;
-    let yaml = manifests::render(&exported.manifests)
-        .map_err(|error| Failure::Other(format!("cannot write the manifests as YAML: {error}")))?;
+    let yaml = manifests::render(&exported.manifests);
     match &output {
         Some(path) => std::fs::write(path, &yaml)
             .map_err(|error| Failure::Other(format!("cannot write {}: {error}", path.display())))?,
