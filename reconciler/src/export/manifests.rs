@@ -113,43 +113,9 @@ pub fn manifests(held: &Held, options: &Options) -> Result<Exported, ExportError
                 .push(format!("Organization {}: {error}", organization.slug)),
         }
     }
-    let in_namespaces = [
-        (
-            Kind::Branding,
-            held.brandings
-                .iter()
-                .map(branding_source)
-                .collect::<Vec<_>>(),
-        ),
-        (
-            Kind::IdentityProvider,
-            held.identity_providers
-                .iter()
-                .map(identity_provider_source)
-                .collect(),
-        ),
-        (
-            Kind::OidcClient,
-            held.clients.iter().map(client_source).collect(),
-        ),
-    ];
-    for (kind, sources) in in_namespaces {
-        for source in sources {
-            let Some(namespace) = cluster_namespace(&options.mapping, &source.reference.namespace)
-            else {
-                exported.other_clusters += 1;
-                continue;
-            };
-            match (source.build)(&namespace, options) {
-                Ok(manifest) => exported.manifests.push(manifest),
-                Err(error) => exported.unconvertible.push(format!(
-                    "{} {namespace}/{}: {error}",
-                    kind_name(kind),
-                    source.reference.name
-                )),
-            }
-        }
-    }
+    place_all(&held.brandings, options, &mut exported);
+    place_all(&held.identity_providers, options, &mut exported);
+    place_all(&held.clients, options, &mut exported);
     exported.manifests.sort_by(|a, b| {
         (kind_rank(a.kind), &a.namespace, &a.name).cmp(&(kind_rank(b.kind), &b.namespace, &b.name))
     });
@@ -183,7 +149,8 @@ pub fn cluster_namespace(mapping: &NamespaceMapping, server_namespace: &str) -> 
     is_dns_label(namespace).then(|| namespace.to_owned())
 }
 
-fn is_dns_label(value: &str) -> bool {
+/// A Kubernetes namespace's name: a DNS label.
+pub fn is_dns_label(value: &str) -> bool {
     !value.is_empty()
         && value.len() <= 63
         && value
@@ -193,33 +160,59 @@ fn is_dns_label(value: &str) -> bool {
         && !value.ends_with('-')
 }
 
-/// An object of a namespaced kind: its reference and how its manifest is made.
-struct Source<'a> {
-    reference: v1::ObjectRef,
-    #[allow(clippy::type_complexity)]
-    build: Box<dyn Fn(&str, &Options) -> Result<Manifest, ConvertError> + 'a>,
+/// An object the server holds in a namespace: its kind, reference and how its manifest is made.
+trait InNamespace {
+    const KIND: Kind;
+    fn reference(&self) -> v1::ObjectRef;
+    fn manifest(&self, namespace: &str, options: &Options) -> Result<Manifest, ConvertError>;
 }
 
-fn branding_source(branding: &v1::Branding) -> Source<'_> {
-    Source {
-        reference: branding.r#ref.clone().unwrap_or_default(),
-        build: Box::new(move |namespace, options| branding_manifest(branding, namespace, options)),
+impl InNamespace for v1::Branding {
+    const KIND: Kind = Kind::Branding;
+    fn reference(&self) -> v1::ObjectRef {
+        self.r#ref.clone().unwrap_or_default()
+    }
+    fn manifest(&self, namespace: &str, options: &Options) -> Result<Manifest, ConvertError> {
+        branding_manifest(self, namespace, options)
     }
 }
 
-fn identity_provider_source(provider: &v1::IdentityProvider) -> Source<'_> {
-    Source {
-        reference: provider.r#ref.clone().unwrap_or_default(),
-        build: Box::new(move |namespace, options| {
-            identity_provider_manifest(provider, namespace, options)
-        }),
+impl InNamespace for v1::IdentityProvider {
+    const KIND: Kind = Kind::IdentityProvider;
+    fn reference(&self) -> v1::ObjectRef {
+        self.r#ref.clone().unwrap_or_default()
+    }
+    fn manifest(&self, namespace: &str, options: &Options) -> Result<Manifest, ConvertError> {
+        identity_provider_manifest(self, namespace, options)
     }
 }
 
-fn client_source(client: &v1::Client) -> Source<'_> {
-    Source {
-        reference: client.r#ref.clone().unwrap_or_default(),
-        build: Box::new(move |namespace, options| client_manifest(client, namespace, options)),
+impl InNamespace for v1::Client {
+    const KIND: Kind = Kind::OidcClient;
+    fn reference(&self) -> v1::ObjectRef {
+        self.r#ref.clone().unwrap_or_default()
+    }
+    fn manifest(&self, namespace: &str, options: &Options) -> Result<Manifest, ConvertError> {
+        client_manifest(self, namespace, options)
+    }
+}
+
+/// The manifests of `held` in this cluster's namespaces; the others counted or named.
+fn place_all<T: InNamespace>(held: &[T], options: &Options, exported: &mut Exported) {
+    for object in held {
+        let reference = object.reference();
+        let Some(namespace) = cluster_namespace(&options.mapping, &reference.namespace) else {
+            exported.other_clusters += 1;
+            continue;
+        };
+        match object.manifest(&namespace, options) {
+            Ok(manifest) => exported.manifests.push(manifest),
+            Err(error) => exported.unconvertible.push(format!(
+                "{} {namespace}/{}: {error}",
+                kind_name(T::KIND),
+                reference.name
+            )),
+        }
     }
 }
 

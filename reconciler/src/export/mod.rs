@@ -111,12 +111,7 @@ async fn run(args: ExportArgs) -> Result<(), Failure> {
         ..
     } = server.into_settings()?;
     for namespace in namespaces.iter().chain(&organization_namespace) {
-        if manifests::cluster_namespace(
-            &nauthera_shared::topology::NamespaceMapping::IDENTITY,
-            namespace,
-        )
-        .is_none()
-        {
+        if !manifests::is_dns_label(namespace) {
             return Err(Failure::Usage(format!(
                 "`{namespace}` is not a namespace name (--namespace, --organization-namespace): \
                  use up to 63 lower-case letters, digits and '-'"
