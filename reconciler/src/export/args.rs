@@ -13,6 +13,7 @@ use crate::process::config::ServerArgs;
 #[derive(Clone, Debug, Parser)]
 #[command(
     name = "nauthera-reconciler export",
+    bin_name = "nauthera-reconciler export",
     version,
     after_help = "Exit codes: 0 written; 2 a flag or setting cannot be used; 3 the server cannot \
                   be reached or the certificate files cannot be used; 4 the server refused the \

@@ -250,3 +250,75 @@ fn summary(exported: &manifests::Exported) -> String {
     }
     line
 }
+
+#[cfg(test)]
+mod tests {
+    use nauthera_client::{ConnectError, ConnectProblem, ServerError};
+
+    use super::*;
+
+    fn refused(code: tonic::Code, reason: ServerReason) -> ListError {
+        ListError::Call(CallError::Server(ServerError {
+            code,
+            message: "refused".into(),
+            reason: Some(reason),
+            cause: None,
+            violations: Vec::new(),
+            generation_in_force: None,
+            held_revision: None,
+            metadata: Default::default(),
+        }))
+    }
+
+    #[test]
+    fn each_failure_has_its_exit_code_and_says_what_to_do() {
+        let identity = failure(refused(
+            tonic::Code::PermissionDenied,
+            ServerReason::IdentityNotAllowed,
+        ));
+        assert!(matches!(identity, Failure::Refused(_)));
+        assert!(
+            identity.to_string().contains("allowed_clients"),
+            "{identity}"
+        );
+        let outside = failure(refused(
+            tonic::Code::PermissionDenied,
+            ServerReason::OutsideGrant,
+        ));
+        assert!(outside.to_string().contains("grant covers"), "{outside}");
+        assert_eq!(outside.exit_code(), ExitCode::from(4));
+
+        let unreachable = failure(ListError::Call(CallError::Connect(
+            ConnectError::Unreachable {
+                address: "server:8443".into(),
+                problem: ConnectProblem::Transport,
+                cause: "connection refused".into(),
+            },
+        )));
+        assert_eq!(unreachable.exit_code(), ExitCode::from(3));
+        assert!(unreachable.to_string().contains("--server-address"));
+
+        let older = failure(ListError::ServerTooOld {
+            address: "server:8443".into(),
+            method: "ListClients",
+            feature: nauthera_client::LIST_OBJECTS_FEATURE,
+        });
+        assert_eq!(older.exit_code(), ExitCode::from(5));
+        for failure in [identity, outside, unreachable, older] {
+            assert_eq!(failure.to_string().lines().count(), 1, "{failure}");
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_each_kind_and_what_was_left_out() {
+        let exported = manifests::Exported {
+            manifests: Vec::new(),
+            other_clusters: 2,
+            unconvertible: vec!["OIDCClient team-a/odd: ...".into()],
+        };
+        let line = summary(&exported);
+        assert!(line.starts_with("exported 0 Organization(s)"), "{line}");
+        assert!(line.contains("skipped 2 object(s) of other clusters' namespaces"));
+        assert!(line.contains("left out 1 object(s)"));
+    }
+}
