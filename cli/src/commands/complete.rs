@@ -342,6 +342,7 @@ mod tests {
                 "status",
                 "diagnose",
                 "restore",
+                "adopt",
                 "rotate",
                 "approve",
                 "completion"
