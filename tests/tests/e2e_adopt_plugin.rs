@@ -33,6 +33,25 @@ async fn dashboard_client(stack: &Stack, name: &str) -> String {
         .unwrap()
 }
 
+/// Runs `diagnose -o json` on one OIDCClient, checks the report against the catalog entry of
+/// `reason` and the exit code, and returns standard output.
+async fn diagnosed(stack: &Stack, name: &str, reason: Reason, code: i32) -> String {
+    let target = format!("oidcclient/{name}");
+    let run = stack
+        .plugin(&["diagnose", &target, "-n", stack.namespace(), "-o", "json"])
+        .await;
+    assert_eq!(run.code, code, "{name} ({reason}): {}", run.all());
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let diagnosis = &report["diagnoses"][0];
+    assert_eq!(diagnosis["reason"], reason.as_str(), "{diagnosis}");
+    assert_eq!(
+        diagnosis["steps"].as_array().map(Vec::len),
+        Some(reason.entry().runbook.diagnosis.len()),
+        "one step per runbook diagnosis step: {diagnosis}"
+    );
+    run.stdout
+}
+
 /// Writes to the server by the reconciler's certificate since the audit event `after`.
 fn writes_since(stack: &Stack, after: usize) -> usize {
     stack
@@ -54,6 +73,13 @@ async fn a_dashboard_client_is_adopted_with_one_write_and_a_new_secret() {
     let observed = status.observed.as_deref().expect("status.observed");
     assert_eq!(observed.revision, revision);
     let before = stack.server.audit_events().len();
+
+    // diagnose runs the runbook's steps and names the command that adopts it.
+    let diagnosis = diagnosed(&stack, "legacy", Reason::AdoptionRequired, 1).await;
+    assert!(
+        diagnosis.contains("kubectl nauthera adopt oidcclient/legacy"),
+        "{diagnosis}"
+    );
 
     // Not waiting for adoption: refused with exit 2 and a way forward.
     stack.apply(&generated_client("fresh")).await;
@@ -187,3 +213,56 @@ async fn a_status_shown_before_a_change_is_never_adopted_blindly() {
     );
 }
 nauthera_tests::e2e_test!(a_status_shown_before_a_change_is_never_adopted_blindly);
+
+async fn an_observed_client_is_shown_apart_and_diagnosed_without_a_write() {
+    let stack = Stack::start().await;
+    let revision = dashboard_client(&stack, "portal").await;
+    let before = writes_since(&stack, 0);
+    stack
+        .apply(&generated_client_with(
+            "portal",
+            "Delete",
+            "  managementPolicy: Observe\n",
+        ))
+        .await;
+    let observed = stack.wait_reason("portal", Reason::Observed).await;
+    assert_eq!(status_of(&observed).cause, Some(Cause::Differs));
+    // The display name differs from the dashboard's: diagnose says so (exit 1), and how to
+    // hand it over.
+    let diagnosis = diagnosed(&stack, "portal", Reason::Observed, 1).await;
+    for expected in [
+        format!("the server holds revision {revision}"),
+        "spec.displayName".to_owned(),
+        "set managementPolicy: Manage".to_owned(),
+    ] {
+        assert!(diagnosis.contains(&expected), "{expected}: {diagnosis}");
+    }
+    // adopt refuses it and points at the handover.
+    let refused = stack.plugin(&["adopt", "oidcclient/portal", "--yes"]).await;
+    assert_eq!(refused.code, 2, "{}", refused.all());
+    assert!(
+        refused.stderr.contains("managementPolicy: Manage"),
+        "{}",
+        refused.all()
+    );
+    // status lists it apart from the managed resources.
+    let status = stack.plugin(&["status", "-o", "json"]).await;
+    let report: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let rows = report["observed"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|row| row["name"] == "portal"
+                && row["serverObject"]["revision"] == revision.as_str()),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        report["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|row| row["name"] != "portal")
+    );
+    assert_eq!(writes_since(&stack, 0), before, "nothing is written");
+}
+nauthera_tests::e2e_test!(an_observed_client_is_shown_apart_and_diagnosed_without_a_write);
