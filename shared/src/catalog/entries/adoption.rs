@@ -32,9 +32,11 @@ pub(in crate::catalog) static OBSERVED: ReasonEntry = ReasonEntry {
             "The `cause` says how they compare: `identical` (the manifest declares what the \
              server holds), `differs` (`status.observed.differences` lists the fields), or \
              `not_on_server` (the server holds no object of this name).",
-            "GitOps tools read it as done but not managed: `Reconciling` and `Stalled` are False \
-             (kstatus Current), `Ready` is False with reason `Observed` (Argo CD Suspended), so \
-             a wait for `Ready` does not pass for an object nobody manages.",
+            "GitOps tools do not read it as managed: `Reconciling` and `Stalled` are False and \
+             `Ready` is False with reason `Observed`. Argo CD shows it Suspended; kstatus (Flux's \
+             `wait: true`) reads a False `Ready` as InProgress, so leave observed manifests out \
+             of a Kustomization whose health Flux waits for; `kubectl wait \
+             --for=condition=Ready` does not pass for an object nobody manages.",
         ],
         impact: &[
             "Nothing: the object on the server is whatever its writers make it. A client with a \
