@@ -293,7 +293,7 @@ Examples:
   kubectl nauthera rotate oidcclient/shop -n team-a --yes --timeout 5m
 
 Exit codes: 0 rotated, 1 not rotated (timeout, cancelled, dry run), 2 an error (refused: the
-secret is not generated, the client is drifted or being deleted)."
+secret is not generated; the client is observed, waits for adoption, is drifted or is being deleted)."
 )]
 pub struct RotateArgs {
     /// oidcclient/NAME: the client whose generated secret to rotate.
