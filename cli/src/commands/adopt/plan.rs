@@ -82,21 +82,24 @@ pub fn adoptable(view: &ResourceView, keep_secret: bool) -> Result<AdoptPlan, St
     match view.reason() {
         Some(Reason::AdoptionRequired) => {}
         Some(Reason::Observed) => {
-            let from = observed
-                .filter(|object| !object.absent)
-                .map(|object| {
-                    format!(
-                        " from revision {}, the one its status shows (written by {})",
-                        object.revision,
-                        object.writer()
-                    )
-                })
-                .unwrap_or_default();
+            let handover = match observed {
+                Some(object) if !object.absent => format!(
+                    "the reconciler takes the object over from revision {}, the one its status \
+                     shows (written by {}), writing nothing when the manifest declares what the \
+                     server holds",
+                    object.revision,
+                    object.writer()
+                ),
+                Some(_) => "the server holds no object of this name, so the reconciler creates \
+                     it"
+                .to_owned(),
+                None => "the reconciler takes the object over from the revision its status \
+                     shows"
+                    .to_owned(),
+            };
             return Err(format!(
                 "{target} is observed (managementPolicy: Observe), not waiting for adoption: set \
-                 managementPolicy: Manage in its manifest (or remove the field) and the \
-                 reconciler takes the object over{from}, writing nothing when the manifest \
-                 declares what the server holds"
+                 managementPolicy: Manage in its manifest (or remove the field) and {handover}"
             ));
         }
         Some(Reason::ManagedElsewhere) => {
