@@ -124,9 +124,11 @@ const NOT_ON_A_LIVE_RESOURCE: [Reason; 3] = [
 
 /// Reasons that need a second reconciler, diagnosed where one runs; and a ClientPolicy's own
 /// reason, which no OIDCClient shows, checked against `diagnose -f` where policies are refused.
-const DIAGNOSED_ELSEWHERE: [(Reason, &str); 2] = [
+const DIAGNOSED_ELSEWHERE: [(Reason, &str); 4] = [
     (Reason::ManagedElsewhere, "tests/tests/e2e_multi_cluster.rs"),
     (Reason::PolicyRefused, "tests/tests/e2e_refused_inputs.rs"),
+    (Reason::AdoptionRequired, "tests/tests/e2e_adopt_plugin.rs"),
+    (Reason::Observed, "tests/tests/e2e_adopt_plugin.rs"),
 ];
 
 /// The resources whose secret the server generates; none of these secrets may be printed.

@@ -602,3 +602,70 @@ spec:
 nauthera_tests::e2e_test!(
     brandings_identity_providers_organizations_and_policies_read_as_kstatus_expects
 );
+
+/// An observed client and a manifest for a client somebody else wrote: the first is settled
+/// without being managed (Argo CD Suspended, as the catalog says for kstatus), the second waits
+/// for a person (Failed, Suspended). Neither is written to the server.
+async fn observed_and_foreign_objects_read_as_gitops_tools_expect() {
+    let stack = Stack::start_alone().await;
+    // A client whose last write was a person's: made through a manifest that orphans it, which
+    // is then deleted, and edited by hand.
+    for name in ["portal", "legacy"] {
+        stack
+            .apply(&nauthera_tests::e2e::generated_client_with(
+                name, "Orphan", "",
+            ))
+            .await;
+        client_at(&stack, name, Reason::Registered).await;
+        stack.delete_oidc_client(name).await;
+        stack.wait_gone(name).await;
+        stack
+            .server
+            .edit_client(&stack.object_ref(name), &alice(), |spec| {
+                spec.display_name = format!("{name} (dashboard)");
+            })
+            .unwrap();
+    }
+    let written = |stack: &Stack| {
+        stack
+            .server
+            .audit_events()
+            .iter()
+            .filter(|event| !event.revision.is_empty())
+            .count()
+    };
+    let writes = written(&stack);
+
+    stack
+        .apply(&nauthera_tests::e2e::generated_client_with(
+            "portal",
+            "Delete",
+            "  managementPolicy: Observe\n",
+        ))
+        .await;
+    let observed = client_at(&stack, "portal", Reason::Observed).await;
+    let expected = gitops::expected(&observed);
+    let computed = gitops::kstatus(&observed).unwrap();
+    assert_eq!(
+        computed.status, expected.kstatus,
+        "{computed:?}\n{observed:#}"
+    );
+    assert_eq!(expected.health, "Suspended");
+    gitops::capture(
+        "Observed-differs",
+        &gitops::fixture(&observed, stack.namespace()),
+    )
+    .unwrap();
+
+    stack.apply(&generated_client("legacy")).await;
+    let foreign = client_at(&stack, "legacy", Reason::AdoptionRequired).await;
+    assert_eq!(
+        judged(&stack, &foreign, "AdoptionRequired-foreign_object")
+            .await
+            .status,
+        "Failed"
+    );
+    assert_eq!(gitops::expected(&foreign).health, "Suspended");
+    assert_eq!(written(&stack), writes, "nothing is written for either");
+}
+nauthera_tests::e2e_test!(observed_and_foreign_objects_read_as_gitops_tools_expect);

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Status, restore and diagnosis of nauthera resources (OIDCClient, Branding, IdentityProvider,
-/// Organization) and of the reconciler that registers them; approvals of the OIDCClients a
-/// ClientPolicy holds for approval.
+/// Status, restore, adoption and diagnosis of nauthera resources (OIDCClient, Branding,
+/// IdentityProvider, Organization) and of the reconciler that registers them; approvals of the
+/// OIDCClients a ClientPolicy holds for approval.
 #[derive(Debug, Parser)]
 #[command(name = "kubectl-nauthera", bin_name = "kubectl nauthera", version)]
 pub struct Cli {
@@ -151,6 +151,8 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Write the declared state back over drifted resources (the restore annotation).
     Restore(RestoreArgs),
+    /// Take over an object the server holds that somebody else wrote (the adopt annotation).
+    Adopt(AdoptArgs),
     /// Mint a new generated client secret for an OIDCClient (the rotate annotation).
     Rotate(RotateArgs),
     /// Approve a generation of an OIDCClient that a ClientPolicy holds for approval.
@@ -241,6 +243,46 @@ pub struct RestoreArgs {
 
 #[derive(Debug, Args)]
 #[command(
+    after_help = "Only a resource whose reason is AdoptionRequired is adopted here: its manifest declares an
+object the server already holds, last written by a person or a tool. The object is shown as the
+status reports it (revision, writer, the fields the manifest changes), then nauthera.io/adopt is
+set to that revision on the resource as it was shown (a change in between is a conflict, never
+adopted blindly). The reconciler writes the declared state over exactly that revision, or nothing
+when the manifest declares what the server holds, and records status.lastAdoption. A client with
+spec.secret.generate gets a new secret minted and delivered unless --keep-secret
+(nauthera.io/adopt-secret=Keep) keeps the one the server holds; a spec.secret.secretRef is sent,
+or with --keep-secret taken to hold the secret in force. An observed resource (managementPolicy:
+Observe) is handed over by setting managementPolicy: Manage instead.
+
+Examples:
+  kubectl nauthera adopt oidcclient/shop -n team-a --dry-run
+  kubectl nauthera adopt oidcclient/shop -n team-a
+  kubectl nauthera adopt oidcclient/shop -n team-a --keep-secret --yes --timeout 5m
+
+Exit codes: 0 adopted, 1 not adopted (the object changed meanwhile, timeout, cancelled, dry run),
+2 an error (refused: not waiting for adoption; a conflict: the resource changed after it was
+shown)."
+)]
+pub struct AdoptArgs {
+    /// KIND/NAME of the resource whose object to adopt.
+    pub target: String,
+    /// Keep the secret the server holds (nauthera.io/adopt-secret=Keep): no new client secret
+    /// is minted; nothing is delivered until kubectl nauthera rotate.
+    #[arg(long)]
+    pub keep_secret: bool,
+    /// Do not ask for confirmation.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Show what the adoption would do and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How long to wait for the reconciler to adopt the object (e.g. 90s, 2m).
+    #[arg(long, value_parser = nauthera_shared::duration::parse, default_value = "2m")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+#[command(
     after_help = "Only a client secret the server generates (spec.secret.generate: true) is
 rotated here; one from spec.secret.secretRef is rotated by whoever holds that Secret. The
 reconciler writes the new secret into the client's Secret, records the request in
@@ -253,7 +295,7 @@ Examples:
   kubectl nauthera rotate oidcclient/shop -n team-a --yes --timeout 5m
 
 Exit codes: 0 rotated, 1 not rotated (timeout, cancelled, dry run), 2 an error (refused: the
-secret is not generated, the client is drifted or being deleted)."
+secret is not generated; the client is observed, waits for adoption, is drifted or is being deleted)."
 )]
 pub struct RotateArgs {
     /// oidcclient/NAME: the client whose generated secret to rotate.

@@ -342,6 +342,7 @@ mod tests {
                 "status",
                 "diagnose",
                 "restore",
+                "adopt",
                 "rotate",
                 "approve",
                 "export",
@@ -350,6 +351,8 @@ mod tests {
         );
         assert_eq!(fixed("ap").0, vec!["approve"]);
         assert!(fixed("export --ma").0.contains(&"--manage".to_owned()));
+        assert_eq!(fixed("ad").0, vec!["adopt"]);
+        assert!(fixed("adopt --").0.contains(&"--keep-secret".to_owned()));
         assert!(fixed("approve --g").0.contains(&"--generation".to_owned()));
         assert_eq!(fixed("st").0, vec!["status"]);
         assert_eq!(

@@ -1,5 +1,6 @@
 //! One module per subcommand, each with a thin `run`.
 
+mod adopt;
 mod approve;
 mod complete;
 mod completion;
@@ -18,6 +19,7 @@ pub async fn run(cli: Cli) -> Result<Outcome, CliError> {
         Command::Status(args) => status::run(&cli.global, args).await,
         Command::Diagnose(args) => diagnose::run(&cli.global, args).await,
         Command::Restore(args) => restore::run(&cli.global, args).await,
+        Command::Adopt(args) => adopt::run(&cli.global, args).await,
         Command::Rotate(args) => rotate::run(&cli.global, args).await,
         Command::Approve(args) => approve::run(&cli.global, args).await,
         Command::Export(args) => export::run(&cli.global, args).await,

@@ -7,7 +7,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use nauthera_shared::catalog::{Cause, Phase, Reason, ServerReason};
 use nauthera_shared::resources::{
-    Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, SecretKeyRef,
+    Branding, IdentityProvider, ManagementPolicy, OIDCClient, Organization, ResourceStatus,
+    SecretKeyRef, ServerObject,
 };
 
 use crate::cli::kinds::Kind;
@@ -38,6 +39,9 @@ pub struct ResourceView {
     pub namespace: String,
     pub name: String,
     pub uid: String,
+    /// `metadata.resourceVersion` as read: the precondition of a write that must not act on a
+    /// status shown before a change.
+    pub resource_version: Option<String>,
     pub generation: Option<i64>,
     pub created: Option<Timestamp>,
     pub deleting: bool,
@@ -46,6 +50,8 @@ pub struct ResourceView {
     /// `spec.slug` of an Organization.
     pub own_slug: Option<String>,
     pub secret: SecretUse,
+    /// `spec.managementPolicy`: whether the reconciler manages the object or only observes it.
+    pub policy: ManagementPolicy,
     /// `None` until the reconciler wrote a status.
     pub status: Option<ResourceStatus>,
 }
@@ -55,6 +61,7 @@ impl ResourceView {
         kind: Kind,
         meta: &ObjectMeta,
         issuer: &str,
+        policy: ManagementPolicy,
         status: Option<&ResourceStatus>,
     ) -> ResourceView {
         ResourceView {
@@ -62,6 +69,7 @@ impl ResourceView {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
+            resource_version: meta.resource_version.clone(),
             generation: meta.generation,
             created: meta.creation_timestamp.as_ref().map(|time| time.0),
             deleting: meta.deletion_timestamp.is_some(),
@@ -77,6 +85,7 @@ impl ResourceView {
             issuer: issuer.to_owned(),
             own_slug: None,
             secret: SecretUse::None,
+            policy,
             status: status.cloned(),
         }
     }
@@ -86,6 +95,7 @@ impl ResourceView {
             Kind::OidcClient,
             &client.metadata,
             &client.spec.issuer,
+            client.spec.management_policy,
             client.status.as_ref(),
         );
         view.secret = match &client.spec.secret {
@@ -112,6 +122,7 @@ impl ResourceView {
             Kind::Branding,
             &branding.metadata,
             &branding.spec.issuer,
+            branding.spec.management_policy,
             branding.status.as_ref(),
         )
     }
@@ -121,6 +132,7 @@ impl ResourceView {
             Kind::IdentityProvider,
             &provider.metadata,
             &provider.spec.issuer,
+            provider.spec.management_policy,
             provider.status.as_ref(),
         );
         view.secret = provider
@@ -136,6 +148,7 @@ impl ResourceView {
             Kind::Organization,
             &organization.metadata,
             &organization.spec.issuer,
+            organization.spec.management_policy,
             organization.status.as_ref(),
         );
         view.own_slug = Some(organization.spec.slug.clone());
@@ -261,6 +274,17 @@ impl ResourceView {
         self.reason() == Some(Reason::Drifted)
     }
 
+    /// Whether the manifest says `managementPolicy: Observe`.
+    pub fn observes(&self) -> bool {
+        self.policy.observes()
+    }
+
+    /// What the server holds of an object the reconciler observes or waits to adopt
+    /// (`status.observed`).
+    pub fn server_object(&self) -> Option<&ServerObject> {
+        self.status.as_ref()?.observed.as_deref()
+    }
+
     /// When the drift happened: the server's change time, else when the reconciler noticed, else
     /// when the condition moved.
     pub fn drift_time(&self) -> Option<Timestamp> {
@@ -343,7 +367,8 @@ pub mod fixtures {
 
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use nauthera_shared::resources::{Drift, ready_condition};
+    use nauthera_shared::catalog::Cause;
+    use nauthera_shared::resources::{Drift, ServerObject, ready_condition};
 
     pub fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(seconds).unwrap()
@@ -379,6 +404,7 @@ pub mod fixtures {
             namespace: namespace.into(),
             name: name.into(),
             uid: format!("uid-{name}"),
+            resource_version: Some("1001".into()),
             generation: Some(2),
             created: Some(at(since - 3600)),
             deleting: false,
@@ -386,8 +412,42 @@ pub mod fixtures {
             issuer: "https://id.example.com/acme".into(),
             own_slug: (kind == Kind::Organization).then(|| "acme".to_owned()),
             secret: SecretUse::None,
+            policy: ManagementPolicy::Manage,
             status: Some(status),
         }
+    }
+
+    /// A resource whose manifest names an object the server holds, written by the dashboard at
+    /// `written_at` and differing in `differences`, under `reason` (`Observed`,
+    /// `AdoptionRequired`) and `cause`.
+    pub fn holding(
+        kind: Kind,
+        name: &str,
+        reason: Reason,
+        cause: Cause,
+        differences: &[&str],
+        written_at: i64,
+    ) -> ResourceView {
+        let mut view = view(kind, "team-a", name, reason, written_at + 30);
+        if reason == Reason::Observed {
+            view.policy = ManagementPolicy::Observe;
+        }
+        if let Some(status) = view.status.as_mut() {
+            status.cause = Some(cause);
+            status.revision = None;
+            status.generation_in_force = None;
+            status.observed = Some(Box::new(ServerObject {
+                revision: "r4".into(),
+                absent: false,
+                client_id: (kind == Kind::OidcClient).then(|| format!("{name}-id")),
+                manager: None,
+                actor: Some("user:alice@example.com".into()),
+                written_at: Some(Time(at(written_at))),
+                differences: differences.iter().map(|d| (*d).to_owned()).collect(),
+                observed_at: Some(Time(at(written_at + 30))),
+            }));
+        }
+        view
     }
 
     /// A drifted resource whose server object changed at `changed_at`.

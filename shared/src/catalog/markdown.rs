@@ -230,8 +230,8 @@ fn progress_words(progress: Progress) -> &'static str {
         Progress::Stalled => "`Stalled=True` (kstatus Failed, Argo CD Degraded)",
         Progress::AwaitsDecision => "`Stalled=True` (kstatus Failed, Argo CD Suspended)",
         Progress::Observing => {
-            "neither `Reconciling` nor `Stalled`, `Ready=False` (kstatus Current, Argo CD \
-             Suspended)"
+            "neither `Reconciling` nor `Stalled`, `Ready=False` (kstatus InProgress, as it reads \
+             a False `Ready`; Argo CD Suspended)"
         }
     }
 }

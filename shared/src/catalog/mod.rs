@@ -164,8 +164,9 @@ words! {
         /// `Stalled=True`, Failed; Argo CD Suspended.
         AwaitsDecision = "AwaitsDecision",
         /// Looked at, not managed (`managementPolicy: Observe`): nothing for the reconciler to
-        /// do, but nothing in force either. `Reconciling` and `Stalled` are False (kstatus
-        /// Current), `Ready` False; Argo CD Suspended (it resumes when a person manages it).
+        /// do, but nothing in force either. `Reconciling` and `Stalled` are False, `Ready`
+        /// False, which kstatus reads as InProgress (its last rule reads `Ready`; cli-utils
+        /// `checkReadyCondition`); Argo CD Suspended (it resumes when a person manages it).
         Observing = "Observing",
     }
 }
@@ -184,8 +185,8 @@ impl Progress {
     /// The kstatus result of a resource whose status judged its current generation.
     pub const fn kstatus(self) -> &'static str {
         match self {
-            Progress::Settled | Progress::Observing => "Current",
-            Progress::Reconciling => "InProgress",
+            Progress::Settled => "Current",
+            Progress::Reconciling | Progress::Observing => "InProgress",
             Progress::Stalled | Progress::AwaitsDecision => "Failed",
         }
     }

@@ -139,10 +139,16 @@ pub fn placeholder_facts(facts: &DiagnoseFacts) -> Facts {
 }
 
 /// The fields of a ListAuditEvents request that select the resource's records: a client by the
-/// id the server assigned (none yet: nothing to select), every other kind by kind and name.
+/// id the server assigned (or, for an object observed or waiting for adoption, the id the
+/// server holds; none yet: nothing to select), every other kind by kind and name.
 fn audit_filter(view: &ResourceView) -> Option<String> {
     if view.kind == Kind::OidcClient {
-        let client_id = view.status.as_ref()?.client_id.as_ref()?;
+        let client_id = view
+            .status
+            .as_ref()?
+            .client_id
+            .as_ref()
+            .or_else(|| view.server_object()?.client_id.as_ref())?;
         return Some(format!(r#""clientId": "{client_id}""#));
     }
     let object_kind = view.kind.object_kind_name();
@@ -202,8 +208,11 @@ pub fn diagnose(facts: &DiagnoseFacts) -> Diagnosis {
             }
         })
         .collect();
-    let attention = view.phase() != Some(Phase::Registered)
-        || steps.iter().any(|step| step.status.needs_attention());
+    // An observed object is as its manifest asks while the reconciler can read it: the checks
+    // say whether it needs a look.
+    let settled =
+        view.phase() == Some(Phase::Registered) || (view.observes() && reason == Reason::Observed);
+    let attention = !settled || steps.iter().any(|step| step.status.needs_attention());
     Diagnosis {
         kind: view.kind,
         namespace: view.namespace.clone(),
@@ -263,17 +272,45 @@ pub fn evaluate(check: DiagnoseCheck, facts: &DiagnoseFacts) -> (CheckStatus, Ve
 
 /// What the server holds of an observed or not yet adopted object, and the adoption asked for.
 fn server_object(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
+    use nauthera_shared::resources::AdoptSecret;
+    use nauthera_shared::{ADOPT_ANNOTATION, ADOPT_SECRET_ANNOTATION};
     let view = &facts.view;
-    let status = view.status.as_ref();
-    let Some(observed) = status.and_then(|s| s.observed.as_deref()) else {
+    let reference = format!("{} -n {}", view.reference(), view.namespace);
+    let Some(observed) = view.server_object() else {
+        let adopted = view
+            .status
+            .as_ref()
+            .and_then(|status| status.last_adoption.as_deref())
+            .map(|record| {
+                format!(
+                    "; it adopted revision {} (in force: {}, {})",
+                    record.from_revision,
+                    record.revision,
+                    if record.written {
+                        "written"
+                    } else {
+                        "nothing written"
+                    }
+                )
+            })
+            .unwrap_or_default();
         return (
             CheckStatus::Passed,
-            vec!["the reconciler manages the object (status.observed is empty)".to_owned()],
+            vec![format!(
+                "the reconciler manages the object (status.observed is empty){adopted}"
+            )],
         );
     };
+    let observing = view.reason() == Some(Reason::Observed);
     let mut findings = Vec::new();
     if observed.absent {
-        findings.push("the server holds no object of this name".to_owned());
+        findings.push(if observing {
+            "the server holds no object of this name: with managementPolicy: Manage the \
+             reconciler creates it as a new object"
+                .to_owned()
+        } else {
+            "the server holds no object of this name".to_owned()
+        });
     } else {
         let at = observed
             .written_at
@@ -287,37 +324,77 @@ fn server_object(facts: &DiagnoseFacts) -> (CheckStatus, Vec<String>) {
             })
             .unwrap_or_default();
         findings.push(format!(
-            "the server holds revision {}, written by {}{at}",
+            "the server holds revision {}{}, written by {}{at}",
             observed.revision,
+            observed
+                .client_id
+                .as_ref()
+                .map(|id| format!(" (client id {id})"))
+                .unwrap_or_default(),
             observed.writer()
         ));
         if observed.differences.is_empty() {
             findings.push("the manifest declares what the server holds".to_owned());
         } else {
             findings.push(format!(
-                "the manifest differs in {}",
+                "the manifest differs in {}: what taking the object over writes",
                 observed.differences.join(", ")
             ));
         }
+        if let Some(at) = &observed.observed_at {
+            findings.push(format!(
+                "read {} ago",
+                short_duration(seconds_between(at.0, facts.now))
+            ));
+        }
     }
-    let named = view.annotations.get(nauthera_shared::ADOPT_ANNOTATION);
+    let named = view.annotations.get(ADOPT_ANNOTATION);
     let stale = named.is_some_and(|revision| !observed.absent && *revision != observed.revision);
     match named {
         Some(revision) if stale => findings.push(format!(
-            "{} names revision {revision}, which the server no longer holds: adopt revision {} \
-             if it is still wanted",
-            nauthera_shared::ADOPT_ANNOTATION,
+            "{ADOPT_ANNOTATION} names revision {revision}, which the server no longer holds: \
+             look at revision {} and, if it is still wanted, kubectl nauthera adopt {reference}",
             observed.revision
         )),
-        Some(revision) => findings.push(format!(
-            "{} names revision {revision}",
-            nauthera_shared::ADOPT_ANNOTATION
-        )),
+        Some(revision) => findings.push(format!("{ADOPT_ANNOTATION} names revision {revision}")),
         None => {}
     }
-    let outcome = if stale {
+    let secret_choice = view.annotations.get(ADOPT_SECRET_ANNOTATION);
+    let bad_choice = secret_choice.is_some_and(|value| AdoptSecret::parse(value).is_none());
+    if let Some(value) = secret_choice {
+        if bad_choice {
+            findings.push(format!(
+                "{ADOPT_SECRET_ANNOTATION} is `{value}`: it takes Replace (the default) or Keep"
+            ));
+        } else {
+            findings.push(format!("{ADOPT_SECRET_ANNOTATION} is {value}"));
+        }
+    }
+    if observing {
+        if !observed.absent {
+            findings.push(format!(
+                "to manage it from this manifest, set managementPolicy: Manage: the reconciler \
+                 takes it over from revision {}, {}",
+                observed.revision,
+                if observed.differences.is_empty() {
+                    "writing nothing"
+                } else {
+                    "writing the fields that differ over that revision only"
+                }
+            ));
+        }
+    } else if view.reason() == Some(Reason::AdoptionRequired) && !observed.absent && named.is_none()
+    {
+        findings.push(format!(
+            "to take it over: kubectl nauthera adopt {reference} (shows what it writes, then \
+             adopts revision {})",
+            observed.revision
+        ));
+    }
+    let outcome = if stale || bad_choice {
         CheckStatus::Failed
-    } else if observed.differences.is_empty() && !observed.absent {
+    } else if observed.differences.is_empty() && !observed.absent && (observing || named.is_some())
+    {
         CheckStatus::Passed
     } else {
         CheckStatus::Warning

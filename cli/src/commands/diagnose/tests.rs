@@ -606,3 +606,102 @@ fn a_missing_namespace_is_named_once_and_not_counted_as_covered_by_none() {
         "{findings:#?}"
     );
 }
+
+#[test]
+fn adoption_required_shows_the_object_and_the_command_that_adopts_it() {
+    use crate::model::view::fixtures::holding;
+    let client = holding(
+        Kind::OidcClient,
+        "legacy",
+        Reason::AdoptionRequired,
+        Cause::ForeignObject,
+        &["spec.redirectUris"],
+        NOW - 3600,
+    );
+    let diagnosis = diagnose(&facts_for(client.clone()));
+    assert!(diagnosis.attention);
+    let step = diagnosis
+        .steps
+        .iter()
+        .find(|step| step.check == DiagnoseCheck::ServerObject)
+        .unwrap();
+    assert_eq!(step.status, CheckStatus::Warning, "{:?}", step.findings);
+    assert!(
+        step.findings
+            .iter()
+            .any(|f| f.contains("kubectl nauthera adopt oidcclient/legacy -n team-a")),
+        "{:?}",
+        step.findings
+    );
+    let text = render(&[diagnosis], Painter::PLAIN);
+    assert_snapshot("diagnose-adoption-required.txt", &text);
+
+    // An annotation naming a revision the server no longer holds fails, naming both.
+    let mut stale = client.clone();
+    stale
+        .annotations
+        .insert(nauthera_shared::ADOPT_ANNOTATION.into(), "r3".into());
+    let (status, findings) = evaluate(DiagnoseCheck::ServerObject, &facts_for(stale));
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(
+        findings.iter().any(
+            |f| f.contains("names revision r3, which the server no longer holds")
+                && f.contains("revision r4")
+        ),
+        "{findings:?}"
+    );
+    // A secret choice that is neither Replace nor Keep is named.
+    let mut odd = client;
+    odd.annotations.insert(
+        nauthera_shared::ADOPT_SECRET_ANNOTATION.into(),
+        "keep".into(),
+    );
+    let (status, findings) = evaluate(DiagnoseCheck::ServerObject, &facts_for(odd));
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.contains("Replace (the default) or Keep")),
+        "{findings:?}"
+    );
+}
+
+#[test]
+fn an_observed_object_needs_attention_only_when_it_differs() {
+    use crate::model::view::fixtures::holding;
+    let identical = holding(
+        Kind::OidcClient,
+        "portal",
+        Reason::Observed,
+        Cause::Identical,
+        &[],
+        NOW - 600,
+    );
+    let diagnosis = diagnose(&facts_for(identical));
+    let step = diagnosis
+        .steps
+        .iter()
+        .find(|step| step.check == DiagnoseCheck::ServerObject)
+        .unwrap();
+    assert_eq!(step.status, CheckStatus::Passed, "{:?}", step.findings);
+    assert!(
+        step.findings
+            .iter()
+            .any(|f| f.contains("set managementPolicy: Manage") && f.contains("writing nothing")),
+        "{:?}",
+        step.findings
+    );
+    let differs = holding(
+        Kind::OidcClient,
+        "portal",
+        Reason::Observed,
+        Cause::Differs,
+        &["spec.displayName", "spec.scopes"],
+        NOW - 600,
+    );
+    let diagnosis = diagnose(&facts_for(differs));
+    assert!(diagnosis.attention);
+    let text = render(&[diagnosis], Painter::PLAIN);
+    assert!(text.contains("spec.displayName, spec.scopes"), "{text}");
+    assert_snapshot("diagnose-observed.txt", &text);
+}

@@ -278,7 +278,8 @@ fn confirm(count: usize) -> Result<bool, CliError> {
     Ok(plan::is_yes(&answer))
 }
 
-fn api_resource(kind: Kind) -> ApiResource {
+/// The API resource of a kind, for a patch of any kind's metadata.
+pub(crate) fn api_resource(kind: Kind) -> ApiResource {
     match kind {
         Kind::OidcClient => ApiResource::erase::<OIDCClient>(&()),
         Kind::Branding => ApiResource::erase::<Branding>(&()),

@@ -156,6 +156,21 @@ fn rotatable(view: &ResourceView) -> Result<String, String> {
     if view.deleting {
         return Err(format!("{target} is being deleted: nothing to rotate"));
     }
+    if view.observes() || view.reason() == Some(nauthera_shared::catalog::Reason::Observed) {
+        return Err(format!(
+            "{target} is observed (managementPolicy: Observe): the reconciler writes nothing to \
+             the server, so it mints no secret; set managementPolicy: Manage to hand it over, \
+             then rotate"
+        ));
+    }
+    if view.reason() == Some(nauthera_shared::catalog::Reason::AdoptionRequired) {
+        return Err(format!(
+            "{target} waits for adoption: the server's object is somebody else's until it is \
+             adopted; kubectl nauthera adopt oidcclient/{} -n {} mints and delivers a new \
+             secret with the adoption",
+            view.name, view.namespace
+        ));
+    }
     if view.is_drifted() {
         return Err(format!(
             "{target} is drifted: the reconciler rotates nothing over a change it did not make; \

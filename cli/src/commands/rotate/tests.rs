@@ -41,6 +41,29 @@ fn only_a_generated_secret_is_rotated_here_and_each_refusal_says_what_to_do() {
 }
 
 #[test]
+fn an_observed_client_or_one_waiting_for_adoption_is_not_rotated() {
+    use crate::model::view::fixtures::holding;
+    use nauthera_shared::catalog::Cause;
+    for (reason, cause, expected) in [
+        (
+            Reason::Observed,
+            Cause::Identical,
+            "managementPolicy: Manage",
+        ),
+        (
+            Reason::AdoptionRequired,
+            Cause::ForeignObject,
+            "kubectl nauthera adopt oidcclient/web -n team-a",
+        ),
+    ] {
+        let mut client = holding(Kind::OidcClient, "web", reason, cause, &[], 1_800_000_000);
+        client.secret = SecretUse::Generated { name: "web".into() };
+        let refusal = rotatable(&client).unwrap_err();
+        assert!(refusal.contains(expected), "{refusal}");
+    }
+}
+
+#[test]
 fn only_the_status_naming_this_request_ends_the_wait() {
     let mut client = generated("web");
     let record = |request: &str, outcome| RotationRecord {

@@ -63,15 +63,22 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
     let painter = Painter::detect(global.color);
     match global.output.format {
         OutputFormat::Table | OutputFormat::Wide if global.no_headers => {
-            output::write_stdout(|out| render::write_rows(out, &report.resources, wide, painter))?;
+            output::write_stdout(|out| {
+                render::write_rows(out, &report.resources, wide, painter)?;
+                render::write_rows(out, &report.observed, wide, painter)
+            })?;
         }
         OutputFormat::Table | OutputFormat::Wide => {
             output::write_stdout(|out| render::render_to(out, &report, wide, painter))?;
         }
         OutputFormat::Name => output::write_stdout(|out| {
-            report.resources.iter().try_for_each(|row| {
-                out.write_all(output::resource_name(row.kind, &row.name).as_bytes())
-            })
+            report
+                .resources
+                .iter()
+                .chain(&report.observed)
+                .try_for_each(|row| {
+                    out.write_all(output::resource_name(row.kind, &row.name).as_bytes())
+                })
         })?,
         _ => output::emit(&report, &global.output)?,
     }

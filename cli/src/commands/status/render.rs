@@ -42,7 +42,7 @@ pub fn render_to<W: Write + ?Sized>(
         control_plane(&mut head, shard, painter);
     }
     head.push('\n');
-    if report.resources.is_empty() {
+    if report.resources.is_empty() && report.observed.is_empty() {
         let _ = writeln!(
             head,
             "No nauthera resources found{}.",
@@ -56,6 +56,12 @@ pub fn render_to<W: Write + ?Sized>(
     out.write_all(head.as_bytes())?;
     if !report.resources.is_empty() {
         write_resources(out, &report.resources, wide, true, painter)?;
+    }
+    if !report.observed.is_empty() {
+        if !report.resources.is_empty() {
+            out.write_all(b"\n")?;
+        }
+        write_observed(out, &report.observed, wide, painter)?;
     }
     let mut tail = String::new();
     for kind in &report.not_installed {
@@ -71,7 +77,13 @@ pub fn render_to<W: Write + ?Sized>(
         policies_section(&mut tail, policies, report.scope == "*", painter);
     }
     tail.push('\n');
-    summary(&mut tail, &report.summary, &report.resources, painter);
+    summary(
+        &mut tail,
+        &report.summary,
+        &report.resources,
+        &report.observed,
+        painter,
+    );
     out.write_all(tail.as_bytes())
 }
 
@@ -346,7 +358,13 @@ fn resource_cells(row: &ResourceRow, wide: bool) -> Vec<TableCell> {
     cells
 }
 
-fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: Painter) {
+fn summary(
+    out: &mut String,
+    summary: &Summary,
+    rows: &[ResourceRow],
+    observed: &[ResourceRow],
+    painter: Painter,
+) {
     let phases: Vec<String> = summary
         .by_phase
         .iter()
@@ -372,9 +390,162 @@ fn summary(out: &mut String, summary: &Summary, rows: &[ResourceRow], painter: P
             .collect();
         let _ = writeln!(out, "  Reasons: {}", reasons.join(", "));
     }
+    if summary.observed > 0 {
+        let identical = observed
+            .iter()
+            .filter(|row| row.comparison() == "identical")
+            .count();
+        let _ = writeln!(
+            out,
+            "  Observed: {} resource{} under managementPolicy: Observe ({identical} identical to \
+             the server); nothing is written for {}",
+            summary.observed,
+            if summary.observed == 1 { "" } else { "s" },
+            if summary.observed == 1 { "it" } else { "them" },
+        );
+    }
     drift_line(out, &summary.drift, rows, painter);
+    adoption_lines(out, summary.awaiting_adoption, rows, painter);
     resource_notes(out, rows, painter);
-    grant_lines(out, summary.outside_grant, rows, painter);
+    let all: Vec<&ResourceRow> = rows.iter().chain(observed).collect();
+    grant_lines(out, summary.outside_grant, &all, painter);
+}
+
+/// The resources observed only: what the server holds, who wrote it, and how the manifest
+/// compares, apart from the resources the reconciler manages.
+fn write_observed<W: Write + ?Sized>(
+    out: &mut W,
+    rows: &[ResourceRow],
+    wide: bool,
+    painter: Painter,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} (managementPolicy: Observe; the reconciler reads and never writes)",
+        painter.paint("Observed", Tone::Strong)
+    )?;
+    let header: &[&str] = if wide {
+        &[
+            "KIND",
+            "NAMESPACE",
+            "NAME",
+            "REASON",
+            "SERVER REVISION",
+            "WRITTEN BY",
+            "WRITTEN",
+            "COMPARED",
+            "DIFFERENCES",
+            "GRANT",
+        ]
+    } else {
+        &[
+            "KIND",
+            "NAMESPACE",
+            "NAME",
+            "REASON",
+            "SERVER REVISION",
+            "WRITTEN BY",
+            "COMPARED",
+            "GRANT",
+        ]
+    };
+    write_table(
+        out,
+        Some(header),
+        rows,
+        |row| observed_cells(row, wide),
+        painter,
+    )
+}
+
+fn observed_cells(row: &ResourceRow, wide: bool) -> Vec<TableCell> {
+    let plain = |text: String| (text, None);
+    let object = row.server_object.as_ref();
+    let revision = object
+        .filter(|object| !object.absent)
+        .map_or_else(|| "-".to_owned(), |object| object.revision.clone());
+    let writer = object
+        .filter(|object| !object.absent)
+        .map_or_else(|| "-".to_owned(), |object| object.writer());
+    let comparison = row.comparison();
+    let tone = match comparison.as_str() {
+        "identical" => Tone::Good,
+        "-" => Tone::Dim,
+        _ => Tone::Warn,
+    };
+    let mut cells = vec![
+        plain(row.kind.as_str().to_owned()),
+        plain(row.namespace.clone()),
+        plain(row.name.clone()),
+        (
+            row.reason.map_or("-", |reason| reason.as_str()).to_owned(),
+            Some(if row.attention { Tone::Bad } else { Tone::Dim }),
+        ),
+        plain(revision),
+        plain(writer),
+    ];
+    if wide {
+        cells.push(plain(
+            object
+                .and_then(|object| object.written_at.as_ref())
+                .map_or_else(|| "-".to_owned(), |at| at.0.to_string()),
+        ));
+    }
+    cells.push((comparison, Some(tone)));
+    if wide {
+        cells.push(plain(
+            object
+                .filter(|object| !object.differences.is_empty())
+                .map_or_else(|| "-".to_owned(), |object| object.differences.join(", ")),
+        ));
+    }
+    cells.push((row.grant.label().to_owned(), Some(grant_tone(&row.grant))));
+    cells
+}
+
+/// The resources that wait for a person to adopt the object the server holds, each with the
+/// command that does it.
+fn adoption_lines(out: &mut String, waiting: usize, rows: &[ResourceRow], painter: Painter) {
+    if waiting == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {} {waiting} resource{} the server already holds, written by somebody else; not \
+         written over until a person adopts {}:",
+        painter.paint("Adoption:", Tone::Warn),
+        if waiting == 1 {
+            " names an object"
+        } else {
+            "s name objects"
+        },
+        if waiting == 1 { "it" } else { "each" },
+    );
+    for row in rows.iter().filter(|row| row.awaits_adoption()) {
+        let held = row
+            .server_object
+            .as_ref()
+            .filter(|object| !object.absent)
+            .map(|object| {
+                format!(
+                    "revision {} by {}, {}; ",
+                    object.revision,
+                    object.writer(),
+                    row.comparison()
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "    {}/{} in {}: {held}kubectl nauthera adopt {}/{} -n {}",
+            row.kind.singular(),
+            row.name,
+            row.namespace,
+            row.kind.singular(),
+            row.name,
+            row.namespace
+        );
+    }
 }
 
 /// What the drift summary says, with where to look next.
@@ -466,7 +637,7 @@ fn resource_notes(out: &mut String, rows: &[ResourceRow], painter: Painter) {
 
 /// The resources outside the reconciler's grant, each with the allowedClients entry that would
 /// cover it.
-fn grant_lines(out: &mut String, outside_grant: usize, rows: &[ResourceRow], painter: Painter) {
+fn grant_lines(out: &mut String, outside_grant: usize, rows: &[&ResourceRow], painter: Painter) {
     if outside_grant > 0 {
         let _ = writeln!(
             out,

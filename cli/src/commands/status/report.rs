@@ -28,7 +28,12 @@ pub struct StatusReport {
     pub control_plane: ControlPlaneReport,
     /// The other shards publishing in the reconciler's namespace, one block each.
     pub shards: Vec<ControlPlaneReport>,
+    /// The resources the reconciler manages (`managementPolicy: Manage`), those waiting for
+    /// adoption among them.
     pub resources: Vec<ResourceRow>,
+    /// The resources under `managementPolicy: Observe`: the reconciler reads their objects and
+    /// writes nothing. The same rows as `resources`, each with `serverObject`.
+    pub observed: Vec<ResourceRow>,
     /// Kinds whose CRD is not installed.
     pub not_installed: Vec<Kind>,
     /// What the ClientPolicies hold back; `null` when the cluster has none and nothing is held.
@@ -47,6 +52,10 @@ pub struct Summary {
     pub by_reason: BTreeMap<String, usize>,
     pub outside_grant: usize,
     pub drift: DriftSummary,
+    /// Resources under `managementPolicy: Observe`.
+    pub observed: usize,
+    /// Resources whose object waits for a person to adopt it (`AdoptionRequired`).
+    pub awaiting_adoption: usize,
 }
 
 /// Builds the report.
@@ -66,14 +75,14 @@ pub fn build(
         .collect();
     let drift = drift_summary(&views);
     // Each view is let go once its row is made, so the two are not held whole at once.
-    let resources: Vec<ResourceRow> = views
+    let (observed, resources): (Vec<ResourceRow>, Vec<ResourceRow>) = views
         .into_iter()
         .map(|view| resource_row(&view, facts, organizations, now))
-        .collect();
-    let summary = summarize(&resources, drift);
+        .partition(ResourceRow::observes);
+    let summary = summarize(&resources, &observed, drift);
     let attention = !control_plane.findings.is_empty()
         || shards.iter().any(|shard| !shard.findings.is_empty())
-        || resources.iter().any(|row| row.attention)
+        || resources.iter().chain(&observed).any(|row| row.attention)
         || !not_installed.is_empty();
     StatusReport {
         api_version: crate::output::REPORT_API_VERSION,
@@ -83,6 +92,7 @@ pub fn build(
         control_plane,
         shards,
         resources,
+        observed,
         not_installed,
         policies: None,
         summary,
@@ -90,20 +100,26 @@ pub fn build(
     }
 }
 
-fn summarize(rows: &[ResourceRow], drift: DriftSummary) -> Summary {
+fn summarize(rows: &[ResourceRow], observed: &[ResourceRow], drift: DriftSummary) -> Summary {
     let mut by_phase = BTreeMap::new();
     let mut by_reason = BTreeMap::new();
-    for row in rows {
+    for row in rows.iter().chain(observed) {
         let phase = row.phase.map_or("Unreconciled", Phase::as_str);
         *by_phase.entry(phase.to_owned()).or_insert(0) += 1;
         let reason = row.reason.map_or("Unreconciled", Reason::as_str);
         *by_reason.entry(reason.to_owned()).or_insert(0) += 1;
     }
     Summary {
-        total: rows.len(),
+        total: rows.len() + observed.len(),
         by_phase,
         by_reason,
-        outside_grant: rows.iter().filter(|row| row.grant.is_outside()).count(),
+        outside_grant: rows
+            .iter()
+            .chain(observed)
+            .filter(|row| row.grant.is_outside())
+            .count(),
         drift,
+        observed: observed.len(),
+        awaiting_adoption: rows.iter().filter(|row| row.awaits_adoption()).count(),
     }
 }

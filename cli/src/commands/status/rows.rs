@@ -3,7 +3,10 @@
 
 use jiff::Timestamp;
 use nauthera_shared::catalog::{Phase, Reason};
-use nauthera_shared::resources::{Drift, PolicyHold, RestoreRecord, SupersededDrift};
+use nauthera_shared::resources::{
+    AdoptionRecord, Drift, ManagementPolicy, PolicyHold, RestoreRecord, ServerObject,
+    SupersededDrift,
+};
 use serde::Serialize;
 
 use crate::cli::kinds::Kind;
@@ -21,6 +24,8 @@ pub struct ResourceRow {
     pub kind: Kind,
     pub namespace: String,
     pub name: String,
+    /// `spec.managementPolicy`: `Manage`, or `Observe` (the row is then under `observed`).
+    pub management_policy: ManagementPolicy,
     /// `None` until the reconciler wrote a status.
     pub phase: Option<Phase>,
     pub reason: Option<Reason>,
@@ -67,6 +72,13 @@ pub struct ResourceRow {
     /// The ClientPolicy rule that holds it back (`PolicyViolation`, `WaitingForApproval`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyHold>,
+    /// What the server holds of an object observed, or waiting for a person to adopt it
+    /// (`status.observed`): revision, writer, when, the fields that differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_object: Option<ServerObject>,
+    /// The last adoption carried out (`status.lastAdoption`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_adoption: Option<AdoptionRecord>,
     pub deleting: bool,
     pub attention: bool,
 }
@@ -94,13 +106,17 @@ pub fn resource_row(
         .ready_condition()
         .map(|condition| condition.last_transition_time.0);
     let phase = view.phase();
-    let attention = phase != Some(Phase::Registered) || grant.is_outside();
+    // An observed object is as it should be while the reconciler can read it.
+    let settled = phase == Some(Phase::Registered)
+        || (view.observes() && view.reason() == Some(Reason::Observed));
+    let attention = !settled || grant.is_outside();
     let secret_set_time = status.and_then(|status| status.secret_set_time.as_ref().map(|t| t.0));
     let next_rotation = status.and_then(|status| status.next_rotation.as_ref().map(|t| t.0));
     ResourceRow {
         kind: view.kind,
         namespace: view.namespace.clone(),
         name: view.name.clone(),
+        management_policy: view.policy,
         phase,
         reason: view.reason(),
         message: view.message().map(str::to_owned),
@@ -128,8 +144,36 @@ pub fn resource_row(
         last_restore: status.and_then(|status| status.last_restore.as_deref().cloned()),
         managed_elsewhere: status.and_then(|status| status.managed_elsewhere.as_deref().cloned()),
         policy: status.and_then(|status| status.policy.as_deref().cloned()),
+        server_object: view.server_object().cloned(),
+        last_adoption: status.and_then(|status| status.last_adoption.as_deref().cloned()),
         deleting: view.deleting,
         attention,
+    }
+}
+
+impl ResourceRow {
+    /// Whether the manifest says `managementPolicy: Observe`.
+    pub fn observes(&self) -> bool {
+        self.management_policy.observes()
+    }
+
+    /// Whether the row waits for a person to adopt the object the server holds.
+    pub fn awaits_adoption(&self) -> bool {
+        self.reason == Some(Reason::AdoptionRequired)
+    }
+
+    /// How the manifest compares with the server, in a few words: `identical`, `2 fields
+    /// differ`, `not on the server`; `-` before the first read.
+    pub fn comparison(&self) -> String {
+        match &self.server_object {
+            None => "-".to_owned(),
+            Some(object) if object.absent => "not on the server".to_owned(),
+            Some(object) => match object.differences.len() {
+                0 => "identical".to_owned(),
+                1 => "1 field differs".to_owned(),
+                n => format!("{n} fields differ"),
+            },
+        }
     }
 }
 

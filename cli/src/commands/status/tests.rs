@@ -511,3 +511,124 @@ fn shards_show_a_block_each_with_their_scope_and_overlaps() {
     assert_eq!(json["controlPlane"]["scope"]["shard"], "a");
     assert_eq!(json["shards"][0]["overlaps"][0]["shard"], "a");
 }
+
+/// A managed client, one waiting for adoption, and three observed clients: one that differs, one
+/// identical, one the server does not hold.
+fn observed_scenario() -> StatusReport {
+    use crate::model::view::fixtures::holding;
+    use nauthera_shared::catalog::Cause;
+    let organization = view(
+        Kind::Organization,
+        "ops",
+        "acme",
+        Reason::Registered,
+        NOW - 86_400,
+    );
+    let managed = view(
+        Kind::OidcClient,
+        "team-a",
+        "shop",
+        Reason::Registered,
+        NOW - 7200,
+    );
+    let waiting = holding(
+        Kind::OidcClient,
+        "legacy",
+        Reason::AdoptionRequired,
+        Cause::ForeignObject,
+        &["spec.redirectUris", "spec.scopes"],
+        NOW - 3600,
+    );
+    let differs = holding(
+        Kind::OidcClient,
+        "portal",
+        Reason::Observed,
+        Cause::Differs,
+        &["spec.displayName"],
+        NOW - 600,
+    );
+    let identical = holding(
+        Kind::OidcClient,
+        "reports",
+        Reason::Observed,
+        Cause::Identical,
+        &[],
+        NOW - 86_400,
+    );
+    let mut absent = holding(
+        Kind::OidcClient,
+        "retired",
+        Reason::Observed,
+        Cause::NotOnServer,
+        &[],
+        NOW - 60,
+    );
+    if let Some(object) = absent
+        .status
+        .as_mut()
+        .and_then(|status| status.observed.as_mut())
+    {
+        **object = nauthera_shared::resources::ServerObject {
+            absent: true,
+            ..Default::default()
+        };
+    }
+    let mut views = vec![
+        organization.clone(),
+        managed,
+        waiting,
+        differs,
+        identical,
+        absent,
+    ];
+    crate::cluster::sort_views(&mut views);
+    report::build(
+        &facts(),
+        views,
+        &OrganizationDirectory::from_views([&organization]),
+        Vec::new(),
+        "*".into(),
+        at(NOW),
+    )
+}
+
+#[test]
+fn observed_resources_are_shown_apart_and_adoptions_are_named_as_needing_a_person() {
+    let report = observed_scenario();
+    assert_eq!(report.observed.len(), 3);
+    assert_eq!(report.resources.len(), 3);
+    assert_eq!(report.summary.observed, 3);
+    assert_eq!(report.summary.awaiting_adoption, 1);
+    assert_eq!(report.summary.total, 6);
+    // Observing is what these manifests ask for; only the adoption needs a person.
+    assert!(
+        report.observed.iter().all(|row| !row.attention),
+        "{:?}",
+        report
+            .observed
+            .iter()
+            .map(|row| (&row.name, &row.grant))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        report
+            .resources
+            .iter()
+            .any(|row| row.attention && row.awaits_adoption())
+    );
+    let text = render(&report, false, Painter::PLAIN);
+    assert!(
+        text.contains("kubectl nauthera adopt oidcclient/legacy -n team-a"),
+        "{text}"
+    );
+    let wide = render(&report, true, Painter::PLAIN);
+    let json = crate::output::encode(
+        &report,
+        &crate::cli::Output::of(crate::cli::OutputFormat::Json),
+    )
+    .unwrap();
+    assert_snapshot(
+        "status-observed.txt",
+        &format!("{text}---\n{wide}---\n{json}"),
+    );
+}

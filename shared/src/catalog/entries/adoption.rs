@@ -32,9 +32,11 @@ pub(in crate::catalog) static OBSERVED: ReasonEntry = ReasonEntry {
             "The `cause` says how they compare: `identical` (the manifest declares what the \
              server holds), `differs` (`status.observed.differences` lists the fields), or \
              `not_on_server` (the server holds no object of this name).",
-            "GitOps tools read it as done but not managed: `Reconciling` and `Stalled` are False \
-             (kstatus Current), `Ready` is False with reason `Observed` (Argo CD Suspended), so \
-             a wait for `Ready` does not pass for an object nobody manages.",
+            "GitOps tools do not read it as managed: `Reconciling` and `Stalled` are False and \
+             `Ready` is False with reason `Observed`. Argo CD shows it Suspended; kstatus (Flux's \
+             `wait: true`) reads a False `Ready` as InProgress, so leave observed manifests out \
+             of a Kustomization whose health Flux waits for; `kubectl wait \
+             --for=condition=Ready` does not pass for an object nobody manages.",
         ],
         impact: &[
             "Nothing: the object on the server is whatever its writers make it. A client with a \
@@ -139,14 +141,25 @@ pub(in crate::catalog) static ADOPTION_REQUIRED: ReasonEntry = ReasonEntry {
         ],
         mitigation: &[
             "Take it over: `kubectl nauthera adopt <kind>/<name> -n <ns>` shows what the server \
-             holds and what would change, then annotates `nauthera.io/adopt=<revision>` with \
-             the revision shown. The reconciler writes the declared state over exactly that \
-             revision (nothing, when the manifest declares what the server holds), records \
-             `status.lastAdoption` and an `Adopted` event naming whom it was adopted from. A \
-             client with `spec.secret.generate` gets a new secret, minted and delivered into its \
-             Secret (restart what used the old one), unless `--keep-secret` \
-             (`nauthera.io/adopt-secret=Keep`) keeps the one the server holds; a client with \
-             `spec.secret.secretRef` sends the team's secret.",
+             holds, the fields the manifest changes and what becomes of the secret, asks, then \
+             sets `nauthera.io/adopt` to the revision shown, only on the resource as it was \
+             shown (a change in between is a conflict: run it again). The reconciler reads the \
+             object once and, when the server still holds that revision, writes the declared \
+             state over exactly that revision (nothing, when the manifest declares what the \
+             server holds and no secret is to be written), records `status.lastAdoption` and \
+             an `Adopted` event naming whom it was adopted from. The annotation may stay in the \
+             manifest in Git: once carried out, it is answered by `status.lastAdoption`.",
+            "The secret (`nauthera.io/adopt-secret`, `Replace` by default): a client with \
+             `spec.secret.generate` gets a new secret, minted with the adoption and delivered \
+             into its Secret (restart what used the old one); `--keep-secret` \
+             (`nauthera.io/adopt-secret=Keep`) keeps the one the server holds, and no Secret is \
+             delivered until `kubectl nauthera rotate <kind>/<name> -n <ns>` or the rotation \
+             schedule. A client with `spec.secret.secretRef` sends the team's secret, or with \
+             `Keep` takes that Secret to hold the secret in force and sends it once its value \
+             changes.",
+            "With cause `revision_mismatch` the object changed after the person looked: \
+             nothing was written; look at `status.observed` again and run `kubectl nauthera \
+             adopt` once more, which names the revision the server holds now.",
             "Look first without taking anything: set `managementPolicy: Observe`; the resource \
              then reports the object as `Observed`.",
             "Not the object you meant: rename the manifest (a client of another name is another \

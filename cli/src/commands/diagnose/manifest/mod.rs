@@ -392,6 +392,18 @@ pub fn declared_secrets(
 
 fn secret_check(view: &ResourceView, context: &ManifestContext) -> Option<ManifestCheck> {
     let name = view.secret.name()?;
+    if view.observes() {
+        // Nothing is delivered or sent while the object is only observed; the Secret matters
+        // from the handover on.
+        return Some(ManifestCheck {
+            name: "secret",
+            status: CheckStatus::Passed,
+            findings: vec![format!(
+                "managementPolicy: Observe: the reconciler writes no Secret and sends none; \
+                 Secret {name} matters once the manifest says Manage"
+            )],
+        });
+    }
     let key = (view.namespace.clone(), name.to_owned());
     let (status, finding) = match context.file_secrets.get(&key) {
         Some(keys) => declared_secret(view, keys)?,

@@ -655,3 +655,41 @@ spec:
         ["schema", "compile"]
     );
 }
+
+#[test]
+fn an_observed_manifest_needs_no_secret() {
+    let text = r#"
+apiVersion: nauthera.io/v1alpha1
+kind: OIDCClient
+metadata: {name: app}
+spec:
+  managementPolicy: Observe
+  issuer: https://id.example.com/acme
+  redirectUris: [https://app.example.com/cb]
+  secret: {generate: true, secretName: taken}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: taken}
+stringData: {other: x}
+"#;
+    let documents = split_documents(text).unwrap();
+    let context = ManifestContext {
+        file_secrets: declared_secrets(&documents, "team-a"),
+        local: true,
+        ..context()
+    };
+    let report = check_document(
+        &parse_document("manifests.yaml", 1, &documents[0], "team-a"),
+        &context,
+    );
+    assert_eq!(status_of(&report, "secret"), Some(CheckStatus::Passed));
+    // The same manifest managing the client would not get its Secret.
+    let managed = text.replace("  managementPolicy: Observe\n", "");
+    let documents = split_documents(&managed).unwrap();
+    let report = check_document(
+        &parse_document("manifests.yaml", 1, &documents[0], "team-a"),
+        &context,
+    );
+    assert_eq!(status_of(&report, "secret"), Some(CheckStatus::Failed));
+}

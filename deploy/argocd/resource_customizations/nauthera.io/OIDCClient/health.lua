@@ -1,8 +1,10 @@
 -- The health of a nauthera.io resource, from the conditions its reconciler writes (the same for
 -- every kind): Stalled=True needs a person (Suspended when the person decides with an action of
--- this resource, approve or restore; Degraded when something must be fixed), Reconciling=True
--- comes by itself (Progressing), Ready=True is in force (Healthy). A generation the reconciler
--- has not judged yet (status.observedGeneration behind metadata.generation) is Progressing.
+-- this resource, approve, restore or adopt; Degraded when something must be fixed),
+-- Reconciling=True comes by itself (Progressing), Ready=True is in force (Healthy). An object
+-- only observed (Ready=False, reason Observed) is Suspended: settled, but not managed. A
+-- generation the reconciler has not judged yet (status.observedGeneration behind
+-- metadata.generation) is Progressing.
 -- Written for Argo CD's Lua environment from argocd-cm: base and table libraries only.
 local function said(condition)
   if condition.message == nil or condition.message == "" then
@@ -24,7 +26,7 @@ if obj.status.conditions ~= nil then
     conditions[condition.type] = condition
   end
 end
-local decisions = { Drifted = true, WaitingForApproval = true }
+local decisions = { Drifted = true, WaitingForApproval = true, AdoptionRequired = true }
 local stalled = conditions["Stalled"]
 if stalled ~= nil and stalled.status == "True" then
   if decisions[stalled.reason] then
@@ -42,7 +44,9 @@ if reconciling ~= nil and reconciling.status == "True" then
 end
 local ready = conditions["Ready"]
 if ready ~= nil then
-  if ready.status == "True" then
+  if ready.reason == "Observed" then
+    health.status = "Suspended"
+  elseif ready.status == "True" then
     health.status = "Healthy"
   end
   health.message = said(ready)
