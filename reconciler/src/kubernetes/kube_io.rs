@@ -135,6 +135,11 @@ pub fn owns_restore_annotation(entry: &ManagedFieldsEntry) -> bool {
     owns_annotation(entry, RESTORE_ANNOTATION)
 }
 
+/// Whether a managedFields entry owns the adopt annotation.
+pub fn owns_adopt_annotation(entry: &ManagedFieldsEntry) -> bool {
+    owns_annotation(entry, ADOPT_ANNOTATION)
+}
+
 /// Whether a managedFields entry owns the rotate annotation.
 pub fn owns_rotate_annotation(entry: &ManagedFieldsEntry) -> bool {
     owns_annotation(entry, ROTATE_ANNOTATION)

@@ -8,7 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{DeletionPolicy, ManagementPolicy, ISSUER_PATTERN};
+use super::common::{DeletionPolicy, ISSUER_PATTERN, ManagementPolicy};
 use super::status::ResourceStatus;
 
 /// The limits of a branding: the schema states the ones it can express, the encoder

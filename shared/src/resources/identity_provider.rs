@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::common::{
-    DISPLAY_NAME_PATTERN, DeletionPolicy, ManagementPolicy, ISSUER_PATTERN, SCOPE_PATTERN, SecretKeyRef,
+    DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, ManagementPolicy, SCOPE_PATTERN,
+    SecretKeyRef,
 };
 use super::status::ResourceStatus;
 

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::common::{
-    DISPLAY_NAME_PATTERN, DeletionPolicy, ManagementPolicy, ISSUER_PATTERN, LocalRef, OBJECT_NAME_PATTERN,
-    REDIRECT_URI_PATTERN, SCOPE_PATTERN, SecretKeyRef,
+    DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, LocalRef, ManagementPolicy,
+    OBJECT_NAME_PATTERN, REDIRECT_URI_PATTERN, SCOPE_PATTERN, SecretKeyRef,
 };
 use super::secret_rotation::SecretRotation;
 use super::secret_template::SecretTemplate;

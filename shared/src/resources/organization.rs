@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::admission::RuleOutcome;
 use super::branding::SignInBranding;
-use super::common::{DISPLAY_NAME_PATTERN, DeletionPolicy, ManagementPolicy, ISSUER_PATTERN};
+use super::common::{DISPLAY_NAME_PATTERN, DeletionPolicy, ISSUER_PATTERN, ManagementPolicy};
 use super::status::ResourceStatus;
 
 /// The CEL rules of the schema; `OrganizationSpec::rule_outcomes` mirrors them in Rust.

@@ -24,7 +24,7 @@ pub struct ResourceStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
-    /// `Registered`, `Pending` or `Error`.
+    /// `Registered`, `Pending` or `Error`; `Observed` under `managementPolicy: Observe`.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -369,7 +369,7 @@ where
 }
 
 /// The serialized names of `Phase`, for the schema. A unit test checks every phase against it.
-const PHASE_NAMES: [&str; 3] = ["Registered", "Pending", "Error"];
+const PHASE_NAMES: [&str; 4] = ["Registered", "Pending", "Error", "Observed"];
 
 fn phase_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "string", "enum": PHASE_NAMES })
@@ -728,7 +728,12 @@ mod tests {
 
     #[test]
     fn every_phase_is_in_the_schema() {
-        for phase in [Phase::Registered, Phase::Pending, Phase::Error] {
+        for phase in [
+            Phase::Registered,
+            Phase::Pending,
+            Phase::Error,
+            Phase::Observed,
+        ] {
             assert!(PHASE_NAMES.contains(&variant_name(phase).as_str()));
         }
     }
