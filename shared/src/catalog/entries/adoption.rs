@@ -26,9 +26,10 @@ pub(in crate::catalog) static OBSERVED: ReasonEntry = ReasonEntry {
         meaning: &[
             "An observed manifest describes an object the reconciler does not manage: nothing \
              is applied, deleted or minted, and no finalizer holds the manifest. The reconciler \
-             reads the object when the server's change feed names it and records under \
-             `status.observed` the revision the server holds, who wrote it last (manager and \
-             actor) and when, and the fields where the manifest and the server differ.",
+             reads the object when the server's change feed names it (and when the manifest \
+             changes) and records under `status.observed` the revision the server holds, who \
+             wrote it last (manager and actor) and when, and the fields where the manifest and \
+             the server differ.",
             "The `cause` says how they compare: `identical` (the manifest declares what the \
              server holds), `differs` (`status.observed.differences` lists the fields), or \
              `not_on_server` (the server holds no object of this name).",
@@ -141,12 +142,16 @@ pub(in crate::catalog) static ADOPTION_REQUIRED: ReasonEntry = ReasonEntry {
             "Take it over: `kubectl nauthera adopt <kind>/<name> -n <ns>` shows what the server \
              holds and what would change, then annotates `nauthera.io/adopt=<revision>` with \
              the revision shown. The reconciler writes the declared state over exactly that \
-             revision (nothing, when the manifest declares what the server holds), records \
+             revision (nothing, when the manifest declares what the server holds and no new \
+             secret is to be sent), records \
              `status.lastAdoption` and an `Adopted` event naming whom it was adopted from. A \
              client with `spec.secret.generate` gets a new secret, minted and delivered into its \
              Secret (restart what used the old one), unless `--keep-secret` \
              (`nauthera.io/adopt-secret=Keep`) keeps the one the server holds; a client with \
-             `spec.secret.secretRef` sends the team's secret.",
+             `spec.secret.secretRef` sends the team's secret (with `Keep`, its Secret is taken \
+             to hold the secret in force and sent once its value changes).",
+            "Until then a new generation of the manifest is not written over the object either; \
+             an object removed from the server meanwhile is created as any new manifest.",
             "Look first without taking anything: set `managementPolicy: Observe`; the resource \
              then reports the object as `Observed`.",
             "Not the object you meant: rename the manifest (a client of another name is another \
