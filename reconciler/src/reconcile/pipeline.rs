@@ -253,9 +253,11 @@ async fn carry_out<K: Managed, A: AdminApi>(
                 revision: &revision,
                 secret,
                 handover,
-                requested_by: (!handover)
-                    .then(|| observed.adopt_request.as_ref())
-                    .flatten()
+                // A handover is the manifest's own doing: nobody annotated it.
+                requested_by: observed
+                    .adopt_request
+                    .as_ref()
+                    .filter(|_| !handover)
                     .and_then(|request| request.requested_by.clone()),
             };
             let verdict = adopt(edges, status, provided, &adoption, None).await?;
