@@ -162,18 +162,9 @@ pub fn status_after(
         // What the server holds while nothing of this resource's is in force there: the
         // revision and generation recorded before (under Manage) no longer say what holds.
         Update::Set(object) => {
+            // The time it was read stays while the server holds the same.
             let observed_at = match old.observed.as_deref() {
-                Some(previous)
-                    if ServerObject {
-                        observed_at: None,
-                        ..previous.clone()
-                    } == ServerObject {
-                        observed_at: None,
-                        ..object.clone()
-                    } =>
-                {
-                    previous.observed_at.clone()
-                }
+                Some(previous) if same_read(previous, object) => previous.observed_at.clone(),
                 _ => Some(Time(now)),
             };
             new.observed = Some(Box::new(ServerObject {
@@ -215,6 +206,15 @@ pub fn status_after(
     );
     set_conditions(&mut new.conditions, conditions);
     (new != old).then_some(new)
+}
+
+/// Whether two reads found the object as it was (whenever each was made).
+fn same_read(a: &ServerObject, b: &ServerObject) -> bool {
+    let unread = |object: &ServerObject| ServerObject {
+        observed_at: None,
+        ..object.clone()
+    };
+    unread(a) == unread(b)
 }
 
 /// The field updates a verdict carries; `None` keeps the field as it is.
