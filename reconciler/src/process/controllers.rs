@@ -675,4 +675,27 @@ mod tests {
             vec!["nauthera.io/restore".to_owned()]
         );
     }
+
+    #[test]
+    fn an_observed_provider_the_server_holds_counts_as_registered() {
+        use nauthera_shared::catalog::Reason;
+        use nauthera_shared::resources::ServerObject;
+        let observed = |absent: bool| ResourceStatus {
+            reason: Some(Reason::Observed),
+            observed: Some(Box::new(ServerObject {
+                revision: if absent { String::new() } else { "r1".into() },
+                absent,
+                ..ServerObject::default()
+            })),
+            ..ResourceStatus::default()
+        };
+        assert!(registered_at(Some(&observed(false))).is_some());
+        assert_eq!(registered_at(Some(&observed(true))), None);
+        let held = ResourceStatus {
+            reason: Some(Reason::AdoptionRequired),
+            ..observed(false)
+        };
+        assert_eq!(registered_at(Some(&held)), None);
+        assert_eq!(registered_at(None), None);
+    }
 }
