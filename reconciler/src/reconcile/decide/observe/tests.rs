@@ -3,7 +3,7 @@
 use nauthera_shared::catalog::{Cause, Phase, Reason};
 use nauthera_shared::resources::{ResourceStatus, ServerObject};
 
-use super::super::tests::{at, observed as observing, registered};
+use super::super::tests::{at, observed as observing, registered, violation};
 use super::super::{ServerView, Step, next_step, status_after};
 use super::observed;
 
@@ -149,9 +149,12 @@ fn an_observed_resource_never_writes_even_when_deleted_or_held_by_policy() {
     assert_eq!(next_step(&facts), Step::Wait { after: None });
     facts.deleting = false;
     facts.restore_requested = true;
-    facts.policy = crate::reconcile::decide::PolicyGate::Open;
-    let step = next_step(&facts);
-    assert!(!step.writes(), "{step:?}");
+    facts.generation = 2;
+    facts.policy = crate::reconcile::decide::PolicyGate::Violation(violation(
+        nauthera_shared::policy::Rule::GrantTypes,
+    ));
+    // Nothing is sent, so no policy holds it: the new generation is only compared.
+    assert_eq!(next_step(&facts), Step::Observe);
 }
 
 #[test]
