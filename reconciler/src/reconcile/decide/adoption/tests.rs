@@ -395,3 +395,23 @@ fn a_kept_secret_is_not_minted_for_an_absent_secret_but_a_rotation_request_mints
         }
     ));
 }
+
+#[test]
+fn another_reconcilers_object_keeps_its_own_path_whatever_the_adopt_annotation_says() {
+    let elsewhere = nauthera_shared::resources::ManagedElsewhere {
+        manager: "nauthera-reconciler/east".into(),
+        revision: "r4".into(),
+        generation: 3,
+        ..Default::default()
+    };
+    let verdict = crate::reconcile::decide::managed_elsewhere(&elsewhere, None, true);
+    let status = status_after(None, &verdict, 1, at(0)).unwrap();
+    let mut facts = facts_of(Some(&status));
+    facts.server = ServerView::Holds {
+        revision: "r4".into(),
+    };
+    facts.adopt_request = Some(request("r4", Ok(AdoptSecret::Replace)));
+    assert_eq!(next_step(&facts), Step::Wait { after: None });
+    facts.take_over_from = Some("nauthera-reconciler/east".into());
+    assert!(matches!(next_step(&facts), Step::TakeOver { .. }));
+}
