@@ -1,6 +1,6 @@
 //! `managementPolicy: Observe` end to end: an observed manifest shows what the server holds (its
 //! revision, who wrote it, the fields that differ) and never writes, holds no finalizer and gets
-//! no Secret; a person's change shows through the change feed. Set to `Manage`, the object is
+//! no Secret; a person's change shows through the change feed; every kind can be observed. Set to `Manage`, the object is
 //! adopted at the revision the status showed: an identical one without a write, a differing one
 //! with exactly one write over that revision, and one a person changed since is reported as a
 //! drift, not written over.
@@ -10,7 +10,9 @@
 use nauthera_fake_server::Actor;
 use nauthera_proto::v1;
 use nauthera_shared::catalog::{Cause, Reason};
-use nauthera_shared::resources::{AdoptedSecret, Branding, OIDCClient, Organization};
+use nauthera_shared::resources::{
+    AdoptedSecret, Branding, IdentityProvider, OIDCClient, Organization,
+};
 use nauthera_tests::e2e::{ISSUER, MANAGER, Stack, generated_client_with, status_of};
 
 fn alice() -> Actor {
@@ -144,6 +146,27 @@ spec:
 "
         ))
         .await;
+    // An identity provider's upstream Secret is not even read: it need not exist.
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: IdentityProvider
+metadata:
+  name: corp
+spec:
+  issuer: {ISSUER}
+  kind: oidc
+  displayName: Corp SSO
+  upstreamUrl: https://sso.corp.example.test
+  clientId: nauthera
+  secretRef:
+    name: corp-idp
+    key: clientSecret
+  scopes: [openid, email]
+  managementPolicy: Observe
+"
+        ))
+        .await;
     let organization = stack
         .wait_reason_of::<Organization>("acme", Reason::Observed)
         .await;
@@ -160,6 +183,10 @@ spec:
         .await;
     assert_eq!(branding.status.unwrap().cause, Some(Cause::NotOnServer));
     assert!(stack.server.branding(&stack.object_ref("look")).is_none());
+    let provider = stack
+        .wait_reason_of::<IdentityProvider>("corp", Reason::Observed)
+        .await;
+    assert_eq!(provider.status.unwrap().cause, Some(Cause::NotOnServer));
 
     // Deleting an observed manifest touches nothing on the server.
     stack.delete_oidc_client("web").await;
