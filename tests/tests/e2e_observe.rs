@@ -1,9 +1,9 @@
 //! `managementPolicy: Observe` end to end: an observed manifest shows what the server holds (its
 //! revision, who wrote it, the fields that differ) and never writes, holds no finalizer and gets
-//! no Secret; a person's change shows through the change feed; every kind can be observed. Set to `Manage`, the object is
-//! adopted at the revision the status showed: an identical one without a write, a differing one
-//! with exactly one write over that revision, and one a person changed since is reported as a
-//! drift, not written over.
+//! no Secret; a person's change shows through the change feed; every kind can be observed. Set
+//! to `Manage`, the object is adopted at the revision the status showed: an identical one
+//! without a write, a differing one with exactly one write over that revision, and one a person
+//! changed since is reported as a drift, not written over.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
