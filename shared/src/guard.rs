@@ -22,9 +22,12 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The object's text as it came (the API server's answers are always JSON).
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        // A manifest that asks for a restore or a rotation keeps them: who asked is read from
-        // them.
-        let text = if asks_for_restore(raw.get()) || asks_for_rotation(raw.get()) {
+        // A manifest that asks for a restore, a rotation or an adoption not yet carried out
+        // keeps them: who asked is read from them.
+        let text = if asks_for_restore(raw.get())
+            || asks_for_rotation(raw.get())
+            || asks_for_adoption(raw.get())
+        {
             Cow::Borrowed(raw.get())
         } else {
             without_managed_fields(raw.get())
@@ -57,6 +60,14 @@ fn asks_for_rotation(text: &str) -> bool {
     static KEY: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("\"{}\"", crate::ROTATE_ANNOTATION));
     text.contains(KEY.as_str())
+}
+
+/// Whether the object's text carries the adopt annotation (as a key) and records no adoption
+/// yet: the annotation stays once carried out, and its managedFields are not needed then.
+fn asks_for_adoption(text: &str) -> bool {
+    static KEY: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| format!("\"{}\"", crate::ADOPT_ANNOTATION));
+    text.contains(KEY.as_str()) && !text.contains("\"lastAdoption\"")
 }
 
 /// The object's text without `metadata.managedFields`, which nothing here reads and which
@@ -273,6 +284,12 @@ mod tests {
         );
         // A rotation request too: who asked is read from them.
         assert_eq!(managers(&object(r#"{"nauthera.io/rotate":"n1"}"#)), Some(1));
+        // An adoption until it is carried out (the annotation stays afterwards).
+        assert_eq!(managers(&object(r#"{"nauthera.io/adopt":"r4"}"#)), Some(1));
+        assert_eq!(
+            managers(&object(r#"{"nauthera.io/adopt-secret":"Keep"}"#)),
+            None
+        );
         // The key quoted inside another annotation's text is not the annotation.
         let applied = r#"{"kubectl.kubernetes.io/last-applied-configuration":"{\"nauthera.io/restore\":\"true\"}"}"#;
         assert_eq!(managers(&object(applied)), None);

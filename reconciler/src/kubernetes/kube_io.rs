@@ -12,8 +12,8 @@ use kube::{Resource, ResourceExt};
 use nauthera_shared::resources::ResourceStatus;
 use nauthera_shared::topology::TAKE_OVER_ANNOTATION;
 use nauthera_shared::{
-    FINALIZER, RESTORE_ANNOTATION, RESTORE_REQUEST_ANNOTATION, ROTATE_ANNOTATION,
-    ROTATION_REQUEST_ANNOTATION,
+    ADOPT_ANNOTATION, ADOPT_SECRET_ANNOTATION, FINALIZER, RESTORE_ANNOTATION,
+    RESTORE_REQUEST_ANNOTATION, ROTATE_ANNOTATION, ROTATION_REQUEST_ANNOTATION,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -22,7 +22,7 @@ use crate::kubernetes::caches::{CLIENT_ID_KEY, SecretSummary};
 use crate::kubernetes::secret_shape;
 use crate::process::memory::SecretValue;
 use crate::reconcile::decide::{
-    RotationRequest, SecretRefProblem, SecretState, SecretWriteFailure,
+    AdoptRequest, RotationRequest, SecretRefProblem, SecretState, SecretWriteFailure,
 };
 use nauthera_shared::secret_render::RenderedSecret;
 
@@ -135,6 +135,11 @@ pub fn owns_restore_annotation(entry: &ManagedFieldsEntry) -> bool {
     owns_annotation(entry, RESTORE_ANNOTATION)
 }
 
+/// Whether a managedFields entry owns the adopt annotation.
+pub fn owns_adopt_annotation(entry: &ManagedFieldsEntry) -> bool {
+    owns_annotation(entry, ADOPT_ANNOTATION)
+}
+
 /// Whether a managedFields entry owns the rotate annotation.
 pub fn owns_rotate_annotation(entry: &ManagedFieldsEntry) -> bool {
     owns_annotation(entry, ROTATE_ANNOTATION)
@@ -181,6 +186,29 @@ pub async fn clear_rotate_annotation<K: NamespacedResource>(
         "annotations": { ROTATE_ANNOTATION: null },
     });
     patch_metadata(api, resource, metadata).await
+}
+
+/// The adoption `nauthera.io/adopt` asks for (with `nauthera.io/adopt-secret`), and who set it
+/// (from the managedFields). The annotation stays once carried out: `status.lastAdoption`
+/// answers it, so a manifest in Git can carry it.
+pub fn adopt_request<K: Resource>(resource: &K) -> Option<AdoptRequest> {
+    let meta = resource.meta();
+    let annotations = meta.annotations.as_ref()?;
+    let revision = annotations.get(ADOPT_ANNOTATION)?.trim().to_owned();
+    if revision.is_empty() {
+        return None;
+    }
+    let secret = match annotations.get(ADOPT_SECRET_ANNOTATION) {
+        None => Ok(nauthera_shared::resources::AdoptSecret::default()),
+        Some(value) => nauthera_shared::resources::AdoptSecret::parse(value)
+            .ok_or_else(|| value.trim().to_owned()),
+    };
+    Some(AdoptRequest {
+        revision,
+        secret,
+        requested_by: annotation_setter(meta, ADOPT_ANNOTATION)
+            .and_then(|entry| entry.manager.clone()),
+    })
 }
 
 /// The manager `nauthera.io/take-over-from` names, if set.

@@ -502,10 +502,15 @@ fn dependents_in<K: Managed>(
 }
 
 /// Since when the server holds what a manifest declared, as far as its status tells: `None`
-/// until something was written; else when its Ready condition last moved.
+/// until something was written; else when its Ready condition last moved. An observed object
+/// the server holds counts: what depends on it is written into it.
 fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
     let status = status?;
-    status.revision.as_ref()?;
+    let observed_held = status.reason == Some(nauthera_shared::catalog::Reason::Observed)
+        && status.observed.as_ref().is_some_and(|o| !o.absent);
+    if status.revision.is_none() && !observed_held {
+        return None;
+    }
     Some(
         status
             .condition(ConditionType::Ready)
@@ -514,7 +519,8 @@ fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
 }
 
 /// Drops what the reconciler never reads from a cached manifest: its managed fields (but the
-/// entries that own a pending restore or rotate annotation: who asked), labels,
+/// entries that own a pending restore or rotate annotation, or an adopt annotation: who asked),
+/// labels,
 /// and every annotation but its own (`kubectl apply` keeps a whole copy of the manifest in one).
 /// The creation time stays: a namespace limit keeps the clients created first.
 fn slim_manifest<K: Resource>(object: &mut K) {
@@ -523,7 +529,9 @@ fn slim_manifest<K: Resource>(object: &mut K) {
         let requester: Vec<_> = entries
             .into_iter()
             .filter(|entry| {
-                kube_io::owns_restore_annotation(entry) || kube_io::owns_rotate_annotation(entry)
+                kube_io::owns_restore_annotation(entry)
+                    || kube_io::owns_rotate_annotation(entry)
+                    || kube_io::owns_adopt_annotation(entry)
             })
             .collect();
         Some(requester).filter(|kept| !kept.is_empty())
@@ -666,5 +674,28 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec!["nauthera.io/restore".to_owned()]
         );
+    }
+
+    #[test]
+    fn an_observed_provider_the_server_holds_counts_as_registered() {
+        use nauthera_shared::catalog::Reason;
+        use nauthera_shared::resources::ServerObject;
+        let observed = |absent: bool| ResourceStatus {
+            reason: Some(Reason::Observed),
+            observed: Some(Box::new(ServerObject {
+                revision: if absent { String::new() } else { "r1".into() },
+                absent,
+                ..ServerObject::default()
+            })),
+            ..ResourceStatus::default()
+        };
+        assert!(registered_at(Some(&observed(false))).is_some());
+        assert_eq!(registered_at(Some(&observed(true))), None);
+        let held = ResourceStatus {
+            reason: Some(Reason::AdoptionRequired),
+            ..observed(false)
+        };
+        assert_eq!(registered_at(Some(&held)), None);
+        assert_eq!(registered_at(None), None);
     }
 }

@@ -9,7 +9,7 @@ use nauthera_client::convert::ConvertError;
 use nauthera_client::wire::KindWire;
 use nauthera_proto::v1;
 use nauthera_shared::resources::{
-    DeletionPolicy, ResourceStatus, SecretKeyRef, SecretRotation, WorkloadRestart,
+    DeletionPolicy, ManagementPolicy, ResourceStatus, SecretKeyRef, SecretRotation, WorkloadRestart,
 };
 
 use kube::ResourceExt;
@@ -82,6 +82,8 @@ pub trait Managed: NamespacedResource {
 
     fn status(&self) -> Option<&ResourceStatus>;
     fn deletion_policy(&self) -> DeletionPolicy;
+    /// `spec.managementPolicy`: whether the object is managed or only read.
+    fn management_policy(&self) -> ManagementPolicy;
     /// The issuer URL the object is declared under.
     fn issuer(&self) -> &str;
 

@@ -21,11 +21,12 @@ use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
+use crate::reconcile::decide::{AdoptRefusal, adoption_refused};
 use crate::reconcile::decide::{
-    Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation, RotationRequest,
-    ScheduledRotation, SecretMode, SecretRelease, SecretState, SentValue, StaleRemoval, Standing,
-    Step, Update, ValueSent, Verdict, after_apply, after_secret_failure, awaiting_missing,
-    awaiting_prerequisite, claimed_status, held_by_policy, in_organization,
+    AdoptRequest, Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation,
+    RotationRequest, ScheduledRotation, SecretMode, SecretRelease, SecretState, SentValue,
+    StaleRemoval, Standing, Step, Update, ValueSent, Verdict, after_apply, after_secret_failure,
+    awaiting_missing, awaiting_prerequisite, claimed_status, held_by_policy, in_organization,
     invalid_secret_template, naming_dependents, provided_value_changed, reference_missing,
     released, released_elsewhere, released_with_secret, resend_over, restart_plan,
     restore_not_needed, restored, rotated, rotation_answered, secret_delivered, secret_name_taken,
@@ -38,8 +39,12 @@ use crate::reconcile::managed::{Managed, WriteRequest};
 use crate::reconcile::policies::Judged;
 use crate::server::admin::AdminApi;
 use crate::server::server_calls::{
-    self, DriftFacts, WriteResult, check_drift, delete, look_before_create,
+    self, DriftFacts, Looked, WriteResult, check_drift, delete, look_before_create, server_object,
 };
+
+mod adoption;
+
+use adoption::{Adoption, adopt, adopt_command_of};
 
 /// The edges one reconcile works with.
 struct Edges<'a, K: Managed, A> {
@@ -191,6 +196,10 @@ async fn step_to_carry_out<K: Managed, A>(
                 kube_io::set_finalizer(&edges.api, edges.resource, true).await?;
                 observed.has_finalizer = true;
             }
+            Step::RemoveFinalizer => {
+                kube_io::set_finalizer(&edges.api, edges.resource, false).await?;
+                observed.has_finalizer = false;
+            }
             Step::ReadSecret => {
                 (observed.secret_state, observed.delivered_request) =
                     generated_secret_state(edges).await?;
@@ -225,7 +234,41 @@ async fn carry_out<K: Managed, A: AdminApi>(
     let (ctx, resource, status) = (edges.ctx, edges.resource, observed.status);
     let wait = Carried::Done(Action::await_change());
     Ok(match step {
-        Step::AddFinalizer | Step::ReadSecret => unreachable!("taken before a step is carried out"),
+        Step::AddFinalizer | Step::RemoveFinalizer | Step::ReadSecret => {
+            unreachable!("taken before a step is carried out")
+        }
+        Step::Observe => {
+            let verdict = refused_if_unencodable(
+                server_calls::observe(edges.resource, ctx.admin.as_ref()).await,
+            )?;
+            note_server_view(edges, &verdict);
+            verdict.into()
+        }
+        Step::Adopt {
+            revision,
+            secret,
+            handover,
+        } => {
+            let adoption = Adoption {
+                revision: &revision,
+                secret,
+                handover,
+                // A handover is the manifest's own doing: nobody annotated it.
+                requested_by: observed
+                    .adopt_request
+                    .as_ref()
+                    .filter(|_| !handover)
+                    .and_then(|request| request.requested_by.clone()),
+            };
+            let verdict = adopt(edges, status, provided, &adoption, None).await?;
+            with_approval(verdict, &observed.policy).into()
+        }
+        Step::RefuseAdoption { refusal } => match status.and_then(|s| s.observed.as_deref()) {
+            Some(shown) => {
+                adoption_refused(shown.clone(), &refusal, &adopt_command_of(edges)).into()
+            }
+            None => wait,
+        },
         Step::AwaitPrerequisite { manifest } => awaiting_prerequisite(&manifest).into(),
         Step::AwaitMissing { missing } => awaiting_missing(&missing).into(),
         Step::HoldByPolicy => {
@@ -291,7 +334,11 @@ async fn carry_out<K: Managed, A: AdminApi>(
             .await?;
             with_approval(verdict, &observed.policy).into()
         }
-        Step::LookBeforeCreate => look_then_create(edges, status, provided).await?.into(),
+        Step::LookBeforeCreate => {
+            let verdict =
+                look_then_create(edges, status, provided, observed.adopt_request.as_ref()).await?;
+            with_approval(verdict, &observed.policy).into()
+        }
         Step::ReclaimSecret { name } => match reclaim(edges, status, &name).await? {
             Some(verdict) => verdict.into(),
             None => wait,
@@ -421,24 +468,56 @@ async fn answer_rotation<K: Managed, A>(
 }
 
 /// Reads what the server holds under the name before creating anything: an earlier write is
-/// adopted; nothing there is created now (the step passed the write gate).
+/// adopted; nothing there is created now (the step passed the write gate). Somebody else's
+/// object that `nauthera.io/adopt` names at the revision read is adopted at once, from that
+/// read.
 async fn look_then_create<K: Managed, A: AdminApi>(
     edges: &Edges<'_, K, A>,
     status: Option<&ResourceStatus>,
     provided: Option<ReadSecret>,
+    adopt_request: Option<&AdoptRequest>,
 ) -> Result<Verdict, ReconcileError> {
     let ctx = edges.ctx;
     let facts = drift_facts(edges, status);
     match look_before_create(edges.resource, ctx.admin.as_ref(), &facts).await {
-        Ok(Some(verdict)) => {
+        Ok(Looked::Found { held, verdict }) => {
             if verdict.fields.revision.is_some() {
                 ctx.memory
                     .was_orphaned(K::KIND.object_kind(), &edges.resource.server_key(), true);
             }
             note_server_view(edges, &verdict);
-            Ok(verdict)
+            let named = adopt_request.filter(|request| {
+                verdict.reason == Reason::AdoptionRequired && request.revision == held.revision
+            });
+            match named {
+                Some(AdoptRequest {
+                    secret: Ok(secret),
+                    requested_by,
+                    ..
+                }) => {
+                    let revision = held.revision.clone();
+                    let adoption = Adoption {
+                        revision: &revision,
+                        secret: *secret,
+                        handover: false,
+                        requested_by: requested_by.clone(),
+                    };
+                    adopt(edges, status, provided, &adoption, Some(*held)).await
+                }
+                Some(AdoptRequest {
+                    secret: Err(value), ..
+                }) => Ok(adoption_refused(
+                    server_object(Some(&held)),
+                    &AdoptRefusal::SecretChoice {
+                        value: value.clone(),
+                    },
+                    &adopt_command_of(edges),
+                )),
+                None => Ok(*verdict),
+            }
         }
-        Ok(None) => apply(edges, status, provided, None, None, Purpose::Declared).await,
+        Ok(Looked::Failed(verdict)) => Ok(*verdict),
+        Ok(Looked::Nothing) => apply(edges, status, provided, None, None, Purpose::Declared).await,
         Err(ConvertError::Branding(error)) => Ok(unencodable_branding(&error)),
         Err(error) => Err(error.into()),
     }
@@ -623,6 +702,8 @@ async fn observe<'s, K: Managed, A>(
             now,
         ),
         take_over_from: kube_io::take_over_from(resource),
+        observes: resource.management_policy().observes(),
+        adopt_request: kube_io::adopt_request(resource),
         deletion_policy: resource.deletion_policy(),
         status,
         provided_secret_changed,
@@ -779,6 +860,9 @@ enum Purpose {
     Restore,
     /// Over another reconciler's write, on the take-over annotation's request.
     TakeOver,
+    /// Over somebody else's write, adopting it: with the team's secret only when
+    /// `send_provided` (kept otherwise).
+    Adopt { send_provided: bool },
 }
 
 /// Writes the declared state, with the team's secret (`already_read` when observing read it).
@@ -802,6 +886,20 @@ async fn apply<K: Managed, A: AdminApi>(
     let provided = match provided_to_send(edges, already_read).await? {
         Ok(provided) => provided,
         Err(unavailable) => return Ok(unavailable),
+    };
+    // An adoption that keeps the secret the server holds sends none: the team's Secret is
+    // taken to hold it, and only a later change of its value is sent.
+    let (provided, kept) = match purpose {
+        Purpose::Adopt {
+            send_provided: false,
+        } => (
+            None,
+            provided.map(|read| SentValue {
+                version: read.version.clone(),
+                digest: read.value.digest(),
+            }),
+        ),
+        _ => (provided, None),
     };
     // Reading the team's Secret takes a while, in which the term may end.
     ctx.leadership.gate()?;
@@ -848,8 +946,11 @@ async fn apply<K: Managed, A: AdminApi>(
             } => {
                 let verdict = after_written(edges, status, &write, &applied, minted).await?;
                 let verdict = in_organization(verdict, organization);
-                let verdict = with_value_sent(verdict, value_sent::<K>(&write, resource));
-                if let Some(value) = sending {
+                let mut verdict = with_value_sent(verdict, value_sent::<K>(&write, resource));
+                if let Some(value) = sending.or_else(|| kept.clone()) {
+                    if kept.is_some() {
+                        verdict.fields.secret_version = Some(value.version.clone());
+                    }
                     ctx.memory.remember_sent_value(&edges.uid, value);
                 }
                 note_server_view(edges, &verdict);
@@ -1034,18 +1135,29 @@ fn refused_if_unencodable(
 /// Keeps what a write or a read found the server holding, for the kinds the server does not
 /// list: the next reconcile compares against it instead of reading again.
 fn note_server_view<K: Managed, A>(edges: &Edges<'_, K, A>, verdict: &Verdict) {
-    let held = match &verdict.fields.drift {
-        DriftUpdate::Set(drift) if drift.removed => None,
-        DriftUpdate::Set(drift) => Some(drift.server_revision.clone()),
-        _ => match &verdict.fields.revision {
-            Some(revision) => Some(revision.clone()),
-            None => return,
-        },
+    let held = match (&verdict.fields.drift, &verdict.fields.observed) {
+        (DriftUpdate::Set(_), _) | (_, Update::Keep | Update::Clear) => noted_revision(verdict),
+        (_, Update::Set(object)) if object.absent => Some(None),
+        (_, Update::Set(object)) => Some(Some(object.revision.clone())),
+    };
+    let Some(held) = held else {
+        return;
     };
     edges
         .ctx
         .revisions
         .note(K::KIND.object_kind(), edges.resource.server_key(), held);
+}
+
+/// The revision a write or a drift check found the server holding (`Some(None)`: nothing);
+/// `None` when the verdict says nothing of it.
+fn noted_revision(verdict: &Verdict) -> Option<Option<String>> {
+    let held = match &verdict.fields.drift {
+        DriftUpdate::Set(drift) if drift.removed => None,
+        DriftUpdate::Set(drift) => Some(drift.server_revision.clone()),
+        _ => Some(verdict.fields.revision.clone()?),
+    };
+    Some(held)
 }
 
 /// Writes a minted secret into its Secret; forgets it once written.

@@ -2,16 +2,19 @@
 //! changed what. Each makes the kind's call through [`Managed`] and returns plain values, so
 //! tests answer with a fake AdminService.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use nauthera_client::CallError;
 use nauthera_client::convert::ConvertError;
 use nauthera_proto::v1;
-use nauthera_shared::resources::ManagedElsewhere;
+use nauthera_shared::resources::{ManagedElsewhere, ServerObject};
 
 use crate::process::memory::SecretValue;
 use crate::reconcile::decide::{
-    Applied, DeleteOutcome, DriftReport, LastWrite, Verdict, Writer, adopted, adopted_from,
-    after_apply_failure, after_delete, after_delete_failure, after_drift_check_failure, drifted,
-    elsewhere_gone, elsewhere_record, is_conflict, managed_elsewhere, no_drift, writer,
+    Applied, DeleteOutcome, DriftReport, LastWrite, Verdict, Writer, adopt_command, adopted,
+    adopted_from, adoption_required, after_apply_failure, after_delete, after_delete_failure,
+    after_drift_check_failure, drifted, elsewhere_gone, elsewhere_record, is_conflict,
+    managed_elsewhere, no_drift, writer,
 };
 use crate::reconcile::managed::{Held, Managed, WriteRequest};
 use crate::server::admin::AdminApi;
@@ -51,7 +54,7 @@ pub async fn write<K: Managed, A: AdminApi>(
     })
 }
 
-fn applied(held: &Held, created: bool) -> Applied {
+pub fn applied(held: &Held, created: bool) -> Applied {
     Applied {
         client_id: held.client_id.clone(),
         revision: held.revision.clone(),
@@ -126,27 +129,80 @@ pub struct DriftFacts<'a> {
     pub orphaned_here: bool,
 }
 
-/// Reads the object before the first write of a manifest that has recorded nothing: `None`
-/// when the server holds nothing of that name (create it), else what [`check_drift`] makes of
-/// what it holds (an earlier own write adopted, another's reported).
+/// What a look before creating found.
+#[derive(Debug)]
+pub enum Looked {
+    /// The server holds nothing of that name: create it.
+    Nothing,
+    /// The read failed: its verdict.
+    Failed(Box<Verdict>),
+    /// What the server holds, and what [`check_drift`] makes of it.
+    Found {
+        held: Box<Held>,
+        verdict: Box<Verdict>,
+    },
+}
+
+/// Reads the object before the first write of a manifest that has recorded nothing: nothing
+/// there is created, anything there is described as [`check_drift`] does (an earlier own write
+/// adopted, another reconciler's said, anybody else's held for adoption).
 pub async fn look_before_create<K: Managed, A: AdminApi>(
     resource: &K,
     admin: &A,
     facts: &DriftFacts<'_>,
-) -> Result<Option<Verdict>, ConvertError> {
+) -> Result<Looked, ConvertError> {
     let held = match resource.get(admin).await? {
         Ok(held) => held,
         Err(error) => {
-            return Ok(Some(after_drift_check_failure(
+            return Ok(Looked::Failed(Box::new(after_drift_check_failure(
                 &error,
                 K::KIND.methods().get,
-            )));
+            ))));
         }
     };
     Ok(match held {
-        None => None,
-        Some(held) => Some(describe_held(resource, admin, facts, held).await),
+        None => Looked::Nothing,
+        Some(held) => {
+            let verdict = describe_held(resource, admin, facts, held.clone()).await;
+            Looked::Found {
+                held: Box::new(held),
+                verdict: Box::new(verdict),
+            }
+        }
     })
+}
+
+/// Reads the object an observed manifest names: what the server holds, as it is, with no
+/// judgement of drift or adoption.
+pub async fn observe<K: Managed, A: AdminApi>(
+    resource: &K,
+    admin: &A,
+) -> Result<Verdict, ConvertError> {
+    Ok(match resource.get(admin).await? {
+        Ok(held) => crate::reconcile::decide::observed(server_object(held.as_ref())),
+        Err(error) => after_drift_check_failure(&error, K::KIND.methods().get),
+    })
+}
+
+/// What the server holds, as `status.observed` records it; `None`: nothing of that name.
+pub fn server_object(held: Option<&Held>) -> ServerObject {
+    let Some(held) = held else {
+        return ServerObject {
+            absent: true,
+            ..ServerObject::default()
+        };
+    };
+    let named = |value: &str| Some(value.to_owned()).filter(|v| !v.is_empty());
+    ServerObject {
+        revision: held.revision.clone(),
+        absent: false,
+        client_id: named(&held.client_id),
+        manager: named(&held.last_write.manager),
+        actor: named(&held.last_write.actor),
+        written_at: held.last_write.time.and_then(timestamp).map(Time),
+        differences: held.differs.iter().take(64).cloned().collect(),
+        observed_at: None,
+    }
 }
 
 /// Reads the object to confirm a suspected drift, and describes it: the revision the server
@@ -213,6 +269,15 @@ async fn describe_held<K: Managed, A: AdminApi>(
         let elsewhere =
             elsewhere_record(&last, &held.revision, last_write.time.and_then(timestamp));
         return managed_elsewhere(&elsewhere, facts.written_revision, facts.namespace_mapped);
+    }
+    // Somebody else's object, and nothing of this resource's was ever on the server: held until
+    // a person adopts it, never written over.
+    if writer == Writer::Other && facts.written_revision.is_none() && !facts.history_restarted {
+        let namespace = resource.namespace().unwrap_or_default();
+        let command = adopt_command(K::KIND.singular(), &resource.name_any(), &namespace);
+        let mut verdict = adoption_required(server_object(Some(&held)), &command);
+        verdict.fields.slug = Some(held.organization.clone()).filter(|s| !s.is_empty());
+        return verdict;
     }
     // Our own older write back in force means the server went back in time (a restore).
     let own_write = writer == Writer::Own;

@@ -348,3 +348,48 @@ async fn a_delivery_carries_the_rotation_request_it_carries_out_and_only_that() 
     clear_rotate_annotation(&api, &web).await.unwrap();
     assert_eq!(rotation_request(&api.get("web").await.unwrap()), None);
 }
+
+#[test]
+fn an_adoption_request_names_its_revision_secret_choice_and_who_set_it() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+    use nauthera_shared::resources::AdoptSecret;
+    let mut client = OIDCClient::new(
+        "web",
+        serde_json::from_value(serde_json::json!({
+            "issuer": "https://login.example.test/acme",
+        }))
+        .unwrap(),
+    );
+    client.metadata.annotations = Some(
+        [
+            ("nauthera.io/adopt".to_owned(), " r4 ".to_owned()),
+            ("nauthera.io/adopt-secret".to_owned(), "Keep".to_owned()),
+        ]
+        .into(),
+    );
+    client.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+        manager: Some("platform-oncall".to_owned()),
+        fields_v1: Some(FieldsV1(serde_json::json!({
+            "f:metadata": { "f:annotations": { "f:nauthera.io/adopt": {} } }
+        }))),
+        time: Some(Time(jiff::Timestamp::from_second(10).unwrap())),
+        ..ManagedFieldsEntry::default()
+    }]);
+    let request = adopt_request(&client).unwrap();
+    assert_eq!(request.revision, "r4");
+    assert_eq!(request.secret, Ok(AdoptSecret::Keep));
+    assert_eq!(request.requested_by.as_deref(), Some("platform-oncall"));
+
+    client
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert("nauthera.io/adopt-secret".to_owned(), "keep it".to_owned());
+    assert_eq!(
+        adopt_request(&client).unwrap().secret,
+        Err("keep it".to_owned())
+    );
+    client.metadata.annotations = None;
+    assert_eq!(adopt_request(&client), None);
+}

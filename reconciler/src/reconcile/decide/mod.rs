@@ -3,8 +3,10 @@
 //! and events follow ([`status_after`], [`events_for`]). No I/O here: the clock, the backoff
 //! jitter and everything read from the server or from Kubernetes are passed in.
 
+mod adoption;
 mod backoff;
 mod elsewhere;
+mod observe;
 mod outcome;
 mod policy;
 mod provided;
@@ -14,11 +16,16 @@ mod rotation_triggers;
 mod shape;
 mod step;
 
+pub use adoption::{
+    AdoptRefusal, AdoptRequest, adopt_command, adopted_in_place, adoption_plan, adoption_record,
+    adoption_refused, adoption_required, handover_overtaken, with_adoption,
+};
 pub use backoff::Backoff;
 pub use elsewhere::{
     LastWrite, Writer, claimed_status, elsewhere_gone, elsewhere_record, managed_elsewhere,
     released_elsewhere, take_over_refused, taken_over, writer,
 };
+pub use observe::observed;
 pub use outcome::{
     Applied, DeleteOutcome, DriftReport, SecretRefProblem, SecretRelease, SecretWriteFailure,
     Verdict, adopted, adopted_from, after_apply, after_apply_failure, after_delete,
@@ -50,8 +57,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::catalog::{Cause, EventReason, Reason};
 use nauthera_shared::resources::{
-    ApprovalRecord, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome, RestoreRecord,
-    RotationRecord, SupersededDrift, TakeOverRecord, reason_conditions, set_conditions,
+    AdoptionRecord, ApprovalRecord, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
+    RestoreRecord, RotationRecord, ServerObject, SupersededDrift, TakeOverRecord,
+    reason_conditions, set_conditions,
 };
 
 /// The status a verdict leads to, from the status the resource has. Returns `None` when nothing
@@ -150,6 +158,36 @@ pub fn status_after(
             },
         ));
     }
+    match &fields.observed {
+        // What the server holds while nothing of this resource's is in force there: the
+        // revision and generation recorded before (under Manage) no longer say what holds.
+        Update::Set(object) => {
+            // The time it was read stays while the server holds the same.
+            let observed_at = match old.observed.as_deref() {
+                Some(previous) if same_read(previous, object) => previous.observed_at.clone(),
+                _ => Some(Time(now)),
+            };
+            new.observed = Some(Box::new(ServerObject {
+                observed_at,
+                ..object.clone()
+            }));
+            if fields.revision.is_none() {
+                new.revision = None;
+                new.generation_in_force = None;
+                new.drift = None;
+            }
+        }
+        Update::Clear => new.observed = None,
+        // Managed from now on: what was observed before no longer holds.
+        Update::Keep if fields.revision.is_some() => new.observed = None,
+        Update::Keep => {}
+    }
+    if let Some(record) = &fields.last_adoption {
+        new.last_adoption = Some(Box::new(AdoptionRecord {
+            completed_at: Some(Time(now)),
+            ..record.clone()
+        }));
+    }
     if verdict.record_attempt {
         new.last_attempt_time = Some(Time(now));
     }
@@ -168,6 +206,15 @@ pub fn status_after(
     );
     set_conditions(&mut new.conditions, conditions);
     (new != old).then_some(new)
+}
+
+/// Whether two reads found the object as it was (whenever each was made).
+fn same_read(a: &ServerObject, b: &ServerObject) -> bool {
+    let unread = |object: &ServerObject| ServerObject {
+        observed_at: None,
+        ..object.clone()
+    };
+    unread(a) == unread(b)
 }
 
 /// The field updates a verdict carries; `None` keeps the field as it is.
@@ -202,6 +249,12 @@ pub struct FieldUpdates {
     pub last_take_over: Option<TakeOverRecord>,
     /// The restart of the workloads that read a Secret holding a new client secret.
     pub last_workload_restart: Option<nauthera_shared::resources::WorkloadRestartRecord>,
+    /// What the server holds of an object this resource observes or waits to adopt. Set, it
+    /// also clears the revision and generation recorded (unless the verdict records one);
+    /// kept, it is cleared by any verdict that records a revision.
+    pub observed: Update<ServerObject>,
+    /// The adoption this verdict carried out.
+    pub last_adoption: Option<AdoptionRecord>,
 }
 
 /// The status after a restore request found nothing drifted: the request is answered, nothing

@@ -159,6 +159,11 @@ pub fn after_apply(
                     "minted a new client secret and wrote it into Secret {name}: the one minted \
                      before was lost undelivered (a restart, or an answer lost on its way back)"
                 )
+            } else if rotation == Some(&Rotation::Adopted) {
+                format!(
+                    "minted a new client secret with the adoption and wrote it into Secret \
+                     {name}: the server no longer accepts the one it held before"
+                )
             } else {
                 format!("wrote the client secret into Secret {name}")
             };

@@ -79,7 +79,9 @@ pub fn rotated(
             "the client secret in Secret {secret_name} was older than spec.secret.rotation.every \
              ({every})"
         ),
-        Rotation::NeverDelivered => unreachable!("kept as SecretDelivered above"),
+        Rotation::NeverDelivered | Rotation::Adopted => {
+            unreachable!("kept as SecretDelivered above")
+        }
     };
     let mut note = format!(
         "{why}: a new client secret was minted into Secret {secret_name}; the server no longer \

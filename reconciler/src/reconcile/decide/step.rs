@@ -6,10 +6,11 @@ use jiff::Timestamp;
 use nauthera_proto::v1::ObjectKind;
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER, Reason};
 use nauthera_shared::resources::{
-    DeletionPolicy, Drift, ManagedElsewhere, Planned, ResourceStatus,
+    AdoptSecret, AdoptedSecret, DeletionPolicy, Drift, ManagedElsewhere, Planned, ResourceStatus,
+    ServerObject,
 };
 
-use super::{PolicyGate, RotationRequest, ScheduledRotation};
+use super::{AdoptRefusal, AdoptRequest, PolicyGate, RotationRequest, ScheduledRotation};
 
 /// How the manifest wants the client secret made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +81,9 @@ pub enum Rotation {
     /// The object was taken over from another reconciler, whose cluster holds the secret in
     /// force: this resource gets its own, and the other's workloads lose theirs.
     TakenOver { from_manager: String },
+    /// An object somebody else wrote was adopted with `nauthera.io/adopt-secret: Replace`: the
+    /// secret the server held is replaced by one this resource delivers.
+    Adopted,
     /// Somebody asked for it (`nauthera.io/rotate`): who, as the managedFields record it, and
     /// when.
     Requested {
@@ -93,7 +97,7 @@ pub enum Rotation {
 impl Rotation {
     /// Whether workloads held the secret this one replaces.
     pub fn replaces_a_delivered_secret(&self) -> bool {
-        !matches!(self, Rotation::NeverDelivered)
+        !matches!(self, Rotation::NeverDelivered | Rotation::Adopted)
     }
 }
 
@@ -188,6 +192,10 @@ pub struct Observed<'a> {
     pub scheduled: Option<ScheduledRotation>,
     /// `nauthera.io/take-over-from`: the manager a person hands the object over from.
     pub take_over_from: Option<String>,
+    /// `spec.managementPolicy: Observe`: the object is read, never written.
+    pub observes: bool,
+    /// `nauthera.io/adopt`: the revision of an object somebody else wrote that a person adopts.
+    pub adopt_request: Option<AdoptRequest>,
     pub deletion_policy: DeletionPolicy,
     pub status: Option<&'a ResourceStatus>,
     pub secret_mode: SecretMode,
@@ -213,6 +221,20 @@ pub struct Observed<'a> {
 pub enum Step {
     /// Put the finalizer on before anything is written to the server.
     AddFinalizer,
+    /// An observed resource holds nothing on the server: its finalizer (from `Manage`) goes.
+    RemoveFinalizer,
+    /// Read the object an observed manifest names, and say what the server holds.
+    Observe,
+    /// Take the object somebody else wrote at this revision: nothing written when the manifest
+    /// declares what it holds and no secret is sent, else one write over exactly it.
+    /// `handover`: from `managementPolicy: Observe` (a later change is reported, not refused).
+    Adopt {
+        revision: String,
+        secret: AdoptSecret,
+        handover: bool,
+    },
+    /// An adoption asked for that is not carried out: say why, and write nothing.
+    RefuseAdoption { refusal: AdoptRefusal },
     /// Write the declared state. `if_revision`: the revision the server must hold (`None`: it
     /// must hold nothing). `restore`: this writes over a drift on request.
     Apply {
@@ -280,6 +302,10 @@ impl Step {
     pub fn label(&self) -> &'static str {
         match self {
             Step::AddFinalizer => "add_finalizer",
+            Step::RemoveFinalizer => "remove_finalizer",
+            Step::Observe => "observe",
+            Step::Adopt { .. } => "adopt",
+            Step::RefuseAdoption { .. } => "refuse_adoption",
             Step::Apply { restore: true, .. } => "restore",
             Step::Apply { .. } => "apply",
             Step::DeliverSecret => "deliver_secret",
@@ -311,6 +337,8 @@ impl Step {
     pub fn writes(&self) -> bool {
         match self {
             Step::AddFinalizer
+            | Step::RemoveFinalizer
+            | Step::Adopt { .. }
             | Step::Apply { .. }
             | Step::DeliverSecret
             | Step::ReshapeSecret
@@ -324,6 +352,8 @@ impl Step {
             | Step::TakeOver { .. }
             | Step::LetGo => true,
             Step::ReadSecret
+            | Step::Observe
+            | Step::RefuseAdoption { .. }
             | Step::CheckDrift
             | Step::ReportSecretForbidden
             | Step::ReportSecretNameTaken { .. }
@@ -352,7 +382,9 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
     let prerequisites = &observed.prerequisites;
     let waits = prerequisites.waiting_for.is_some() || prerequisites.missing.is_some();
     match step_ignoring_prerequisites(observed) {
-        Step::Apply { .. } | Step::LookBeforeCreate if !in_force && observed.policy.holds() => {
+        Step::Apply { .. } | Step::LookBeforeCreate | Step::Adopt { .. }
+            if !in_force && observed.policy.holds() =>
+        {
             Step::HoldByPolicy
         }
         Step::TakeOver { .. } if observed.policy.holds() => Step::HoldByPolicy,
@@ -360,6 +392,7 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
         Step::Wait { after: None }
             if in_force
                 && !observed.deleting
+                && !observed.observes
                 && prerequisites.missing.is_some()
                 && observed
                     .status
@@ -367,7 +400,7 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
         {
             Step::CheckDrift
         }
-        Step::Apply { .. } | Step::LookBeforeCreate if waits => {
+        Step::Apply { .. } | Step::LookBeforeCreate | Step::Adopt { .. } if waits => {
             let quiet_left = observed
                 .prerequisites
                 .waiting_since
@@ -400,6 +433,9 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     let written = status.and_then(|s| s.revision.clone());
     let drift = status.and_then(|s| s.drift.as_deref());
 
+    if observed.observes {
+        return observe_step(observed);
+    }
     if observed.deleting {
         return deletion_step(observed, written, drift);
     }
@@ -413,6 +449,16 @@ fn step_ignoring_prerequisites(observed: &Observed<'_>) -> Step {
     let generation_seen = status.and_then(|s| s.observed_generation) == Some(observed.generation);
     if let Some(elsewhere) = status.and_then(|s| s.managed_elsewhere.as_deref()) {
         return elsewhere_step(observed, elsewhere);
+    }
+    if let Some(shown) = handed_over_from_observe(status) {
+        return Step::Adopt {
+            revision: shown.revision.clone(),
+            secret: AdoptSecret::Keep,
+            handover: true,
+        };
+    }
+    if let Some(held) = held_for_adoption(status) {
+        return adoption_step(observed, held, generation_seen);
     }
     if let Some(drift) = drift {
         return drift_step(observed, drift, generation_seen);
@@ -451,6 +497,12 @@ fn deletion_step(observed: &Observed<'_>, written: Option<String>, drift: Option
     }
     if status.is_some_and(|s| s.managed_elsewhere.is_some()) {
         return Step::LetGo;
+    }
+    // Somebody else's object, never adopted: nothing of this resource's is on the server.
+    if held_for_adoption(status).is_some() {
+        return Step::Release {
+            reason: Reason::Deleted,
+        };
     }
     if let Some(wait) = still_backing_off(observed) {
         return wait;
@@ -580,6 +632,8 @@ fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
     if let SecretMode::Generate { .. } = observed.secret_mode {
         match &observed.secret_state {
             SecretState::Unknown => return Step::ReadSecret,
+            // Adopted keeping the secret the server held: nothing delivered until a rotation.
+            SecretState::Absent if kept_undelivered(status) => {}
             SecretState::Absent | SecretState::Owned { has_value: false } => {
                 return Step::Apply {
                     if_revision: written,
@@ -642,7 +696,8 @@ fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
 /// (unless the Secret holds that request's secret already: then only answered) or when the
 /// schedule says so; otherwise nothing to do until the next scheduled rotation.
 fn rotation_step(observed: &Observed<'_>, written: Option<String>) -> Step {
-    if observed.secret_state != (SecretState::Owned { has_value: true }) {
+    let kept = observed.secret_state == SecretState::Absent && kept_undelivered(observed.status);
+    if observed.secret_state != (SecretState::Owned { has_value: true }) && !kept {
         return Step::Wait { after: None };
     }
     if let Some(request) = &observed.rotation_request {
@@ -675,6 +730,116 @@ fn rotation_step(observed: &Observed<'_>, written: Option<String>) -> Step {
                 .map(|left| left.min(LONGEST_WAIT)),
         },
     }
+}
+
+/// The generated secret the server held was kept by an adoption and none was delivered since:
+/// no Secret holds it, and that is no loss to make good.
+fn kept_undelivered(status: Option<&ResourceStatus>) -> bool {
+    status.is_some_and(|s| {
+        s.secret_ref.is_none()
+            && s.last_adoption
+                .as_ref()
+                .is_some_and(|adoption| adoption.secret == AdoptedSecret::Kept)
+    })
+}
+
+/// `managementPolicy: Observe`: nothing is written to the server and no finalizer holds the
+/// manifest; the object is read when nothing was read yet, the manifest changed, or the
+/// server's changes say it moved from what the status shows.
+fn observe_step(observed: &Observed<'_>) -> Step {
+    if observed.has_finalizer && !observed.deletion_finished {
+        return Step::RemoveFinalizer;
+    }
+    if observed.deleting {
+        return Step::Wait { after: None };
+    }
+    if let Some(wait) = still_backing_off(observed) {
+        return wait;
+    }
+    let status = observed.status;
+    let settled = status.is_some_and(|s| {
+        s.reason == Some(Reason::Observed) && s.observed_generation == Some(observed.generation)
+    });
+    let Some(shown) = status
+        .and_then(|s| s.observed.as_deref())
+        .filter(|_| settled)
+    else {
+        return Step::Observe;
+    };
+    if moved_from(&observed.server, shown) {
+        Step::Observe
+    } else {
+        Step::Wait { after: None }
+    }
+}
+
+/// Whether the server's changes say the object moved from what the status shows.
+fn moved_from(server: &ServerView, shown: &ServerObject) -> bool {
+    match server {
+        ServerView::Holds { revision } => shown.absent || *revision != shown.revision,
+        ServerView::Absent => !shown.absent,
+        ServerView::Unchecked => true,
+        ServerView::Unknown => false,
+    }
+}
+
+/// The object the status showed under `managementPolicy: Observe`, now that the manifest says
+/// `Manage`: adopted at that revision.
+fn handed_over_from_observe(status: Option<&ResourceStatus>) -> Option<&ServerObject> {
+    let status = status?;
+    if status.reason != Some(Reason::Observed) || status.revision.is_some() {
+        return None;
+    }
+    status.observed.as_deref().filter(|shown| !shown.absent)
+}
+
+/// The object somebody else wrote that this resource waits for a person to adopt.
+fn held_for_adoption(status: Option<&ResourceStatus>) -> Option<&ServerObject> {
+    let status = status?;
+    if status.reason != Some(Reason::AdoptionRequired) || status.revision.is_some() {
+        return None;
+    }
+    status.observed.as_deref().filter(|shown| !shown.absent)
+}
+
+/// Held for adoption: adopted when a person names the revision shown; looked at again when the
+/// server moved or the manifest changed (a new generation is never written over it); created
+/// when it is gone.
+fn adoption_step(observed: &Observed<'_>, held: &ServerObject, generation_seen: bool) -> Step {
+    match &observed.server {
+        ServerView::Absent => {
+            return Step::Apply {
+                if_revision: None,
+                rotate: None,
+                restore: false,
+            };
+        }
+        server if moved_from(server, held) => return Step::LookBeforeCreate,
+        _ => {}
+    }
+    if let Some(request) = &observed.adopt_request {
+        return match &request.secret {
+            Err(value) => Step::RefuseAdoption {
+                refusal: AdoptRefusal::SecretChoice {
+                    value: value.clone(),
+                },
+            },
+            Ok(_) if request.revision != held.revision => Step::RefuseAdoption {
+                refusal: AdoptRefusal::Mismatch {
+                    named: request.revision.clone(),
+                },
+            },
+            Ok(secret) => Step::Adopt {
+                revision: held.revision.clone(),
+                secret: *secret,
+                handover: false,
+            },
+        };
+    }
+    if !generation_seen {
+        return Step::LookBeforeCreate;
+    }
+    Step::Wait { after: None }
 }
 
 /// A scheduled rotation further away than this is decided again then (without a call to the

@@ -16,11 +16,11 @@ use super::outcome::{AdoptedFrom, failure_verdict, in_force, printable, restore_
 use super::provided::secret_value_sent;
 use super::*;
 
-fn at(seconds: i64) -> Timestamp {
+pub(super) fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + seconds).unwrap()
 }
 
-fn registered(generation: i64, revision: &str) -> ResourceStatus {
+pub(super) fn registered(generation: i64, revision: &str) -> ResourceStatus {
     let verdict = in_force(generation, revision, false);
     let mut status = status_after(None, &verdict, generation, at(0)).unwrap();
     status.revision = Some(revision.into());
@@ -29,7 +29,7 @@ fn registered(generation: i64, revision: &str) -> ResourceStatus {
     status
 }
 
-fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
+pub(super) fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
     Observed {
         generation: 1,
         deleting: false,
@@ -40,6 +40,8 @@ fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         delivered_request: None,
         scheduled: None,
         take_over_from: None,
+        observes: false,
+        adopt_request: None,
         deletion_policy: DeletionPolicy::Delete,
         status,
         secret_mode: SecretMode::None,
@@ -1601,7 +1603,7 @@ fn what_the_server_and_the_manifest_say_is_recorded_printable() {
     assert_eq!(printable("a\tb\u{7f}c\u{85}"), "a\\tb\\u{7f}c\\u{85}");
 }
 
-fn violation(rule: nauthera_shared::policy::Rule) -> nauthera_shared::policy::Violation {
+pub(super) fn violation(rule: nauthera_shared::policy::Rule) -> nauthera_shared::policy::Violation {
     nauthera_shared::policy::Violation {
         policy: "web-rules".into(),
         rule,

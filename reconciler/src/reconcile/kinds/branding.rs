@@ -23,6 +23,10 @@ impl Managed for Branding {
         self.spec.deletion_policy
     }
 
+    fn management_policy(&self) -> nauthera_shared::resources::ManagementPolicy {
+        self.spec.management_policy
+    }
+
     fn issuer(&self) -> &str {
         &self.spec.issuer
     }

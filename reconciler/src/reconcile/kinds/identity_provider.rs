@@ -25,6 +25,10 @@ impl Managed for IdentityProvider {
         self.spec.deletion_policy
     }
 
+    fn management_policy(&self) -> nauthera_shared::resources::ManagementPolicy {
+        self.spec.management_policy
+    }
+
     fn issuer(&self) -> &str {
         &self.spec.issuer
     }

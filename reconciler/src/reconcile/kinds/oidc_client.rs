@@ -31,6 +31,10 @@ impl Managed for OIDCClient {
         self.spec.deletion_policy
     }
 
+    fn management_policy(&self) -> nauthera_shared::resources::ManagementPolicy {
+        self.spec.management_policy
+    }
+
     fn issuer(&self) -> &str {
         &self.spec.issuer
     }

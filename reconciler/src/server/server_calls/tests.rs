@@ -601,3 +601,69 @@ async fn an_object_another_reconciler_managed_that_is_gone_is_declared_next() {
     assert!(verdict.retried);
     assert_eq!(verdict.fields.managed_elsewhere.as_ref(), Some(&elsewhere));
 }
+
+#[tokio::test]
+async fn a_dashboard_object_the_resource_never_wrote_is_held_for_adoption_never_drift() {
+    let admin = FakeAdmin::default();
+    *admin.get.lock().unwrap() = Some(Ok(held(
+        "r3",
+        "https://elsewhere.example.test/cb",
+        "dashboard",
+        "user:alice@example.com",
+    )));
+    let mut never_wrote = facts();
+    never_wrote.written_revision = None;
+    let Looked::Found {
+        held: found,
+        verdict,
+    } = look_before_create(&client_of(&declared()), &admin, &never_wrote)
+        .await
+        .unwrap()
+    else {
+        panic!("nothing found");
+    };
+    assert_eq!(found.revision, "r3");
+    assert_eq!(verdict.reason, Reason::AdoptionRequired);
+    assert_eq!(verdict.cause, Cause::ForeignObject);
+    assert_eq!(verdict.fields.drift, DriftUpdate::Clear);
+    assert_eq!(verdict.fields.revision, None);
+    let crate::reconcile::decide::Update::Set(object) = &verdict.fields.observed else {
+        panic!("{:?}", verdict.fields.observed);
+    };
+    assert_eq!(object.revision, "r3");
+    assert_eq!(object.actor.as_deref(), Some("user:alice@example.com"));
+    assert_eq!(object.differences, vec!["spec.redirectUris".to_owned()]);
+    assert!(
+        verdict
+            .message
+            .contains("kubectl nauthera adopt oidcclient/"),
+        "{}",
+        verdict.message
+    );
+    // Nothing written, nothing listed: one read, and the audit log is not needed.
+    assert!(!admin.calls.lock().unwrap().contains(&"ApplyClient"));
+}
+
+#[tokio::test]
+async fn observing_reads_what_the_server_holds_and_judges_nothing() {
+    let admin = FakeAdmin::default();
+    // Even this reconciler's own write is only shown: nothing is adopted under Observe.
+    *admin.get.lock().unwrap() = Some(Ok(held(
+        "r3",
+        "https://app.example.test/cb",
+        "nauthera-reconciler",
+        "dns:reconciler",
+    )));
+    let verdict = observe(&client_of(&declared()), &admin).await.unwrap();
+    assert_eq!(verdict.reason, Reason::Observed);
+    assert_eq!(verdict.cause, Cause::Identical);
+    assert_eq!(verdict.fields.revision, None);
+
+    *admin.get.lock().unwrap() = Some(Err(refusal(Code::NotFound, "OBJECT_NOT_FOUND", &[])));
+    let verdict = observe(&client_of(&declared()), &admin).await.unwrap();
+    assert_eq!(verdict.cause, Cause::NotOnServer);
+    assert_eq!(
+        admin.calls.lock().unwrap().as_slice(),
+        &["GetClient", "GetClient"]
+    );
+}

@@ -26,9 +26,10 @@ pub(in crate::catalog) static OBSERVED: ReasonEntry = ReasonEntry {
         meaning: &[
             "An observed manifest describes an object the reconciler does not manage: nothing \
              is applied, deleted or minted, and no finalizer holds the manifest. The reconciler \
-             reads the object when the server's change feed names it and records under \
-             `status.observed` the revision the server holds, who wrote it last (manager and \
-             actor) and when, and the fields where the manifest and the server differ.",
+             reads the object when the server's change feed names it (and when the manifest \
+             changes) and records under `status.observed` the revision the server holds, who \
+             wrote it last (manager and actor) and when, and the fields where the manifest and \
+             the server differ.",
             "The `cause` says how they compare: `identical` (the manifest declares what the \
              server holds), `differs` (`status.observed.differences` lists the fields), or \
              `not_on_server` (the server holds no object of this name).",
@@ -160,6 +161,8 @@ pub(in crate::catalog) static ADOPTION_REQUIRED: ReasonEntry = ReasonEntry {
             "With cause `revision_mismatch` the object changed after the person looked: \
              nothing was written; look at `status.observed` again and run `kubectl nauthera \
              adopt` once more, which names the revision the server holds now.",
+            "Until then a new generation of the manifest is not written over the object either; \
+             an object removed from the server meanwhile is created as any new manifest.",
             "Look first without taking anything: set `managementPolicy: Observe`; the resource \
              then reports the object as `Observed`.",
             "Not the object you meant: rename the manifest (a client of another name is another \

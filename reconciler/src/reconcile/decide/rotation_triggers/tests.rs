@@ -47,6 +47,8 @@ fn observed(status: &ResourceStatus) -> Observed<'_> {
         delivered_request: None,
         scheduled: None,
         take_over_from: None,
+        observes: false,
+        adopt_request: None,
         deletion_policy: DeletionPolicy::Delete,
         status: Some(status),
         secret_mode: SecretMode::Generate {
