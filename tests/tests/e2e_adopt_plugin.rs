@@ -15,7 +15,8 @@ use nauthera_tests::e2e::{
 };
 
 /// A client on the server whose last write was a person's in the dashboard, and no manifest
-/// for it: made through a manifest that orphans it, which is then deleted, and edited by hand.
+/// for it: made through a manifest that orphans it, which is then deleted (its released Secret
+/// too), and edited by hand.
 async fn dashboard_client(stack: &Stack, name: &str) -> String {
     stack
         .apply(&generated_client_with(name, "Orphan", ""))
@@ -23,6 +24,12 @@ async fn dashboard_client(stack: &Stack, name: &str) -> String {
     stack.wait_reason(name, Reason::Registered).await;
     stack.delete_oidc_client(name).await;
     stack.wait_gone(name).await;
+    // The Secret the orphan's secret was released into goes too: the adoption mints into it.
+    stack
+        .secrets()
+        .delete(name, &Default::default())
+        .await
+        .expect("the released Secret is removed");
     stack
         .server
         .edit_client(

@@ -21,7 +21,7 @@ use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
-use crate::reconcile::decide::{AdoptRefusal, adoption_refused};
+use crate::reconcile::decide::{AdoptRefusal, MintCheck, adoption_refused, requested_mint_check};
 use crate::reconcile::decide::{
     AdoptRequest, Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation,
     RotationRequest, ScheduledRotation, SecretMode, SecretRelease, SecretState, SentValue,
@@ -335,8 +335,11 @@ async fn carry_out<K: Managed, A: AdminApi>(
             with_approval(verdict, &observed.policy).into()
         }
         Step::LookBeforeCreate => {
-            let verdict =
-                look_then_create(edges, status, provided, observed.adopt_request.as_ref()).await?;
+            let adoption = observed
+                .adopt_request
+                .as_ref()
+                .map(|request| (request, requested_mint_check(observed)));
+            let verdict = look_then_create(edges, status, provided, adoption).await?;
             with_approval(verdict, &observed.policy).into()
         }
         Step::ReclaimSecret { name } => match reclaim(edges, status, &name).await? {
@@ -475,7 +478,7 @@ async fn look_then_create<K: Managed, A: AdminApi>(
     edges: &Edges<'_, K, A>,
     status: Option<&ResourceStatus>,
     provided: Option<ReadSecret>,
-    adopt_request: Option<&AdoptRequest>,
+    adoption: Option<(&AdoptRequest, MintCheck)>,
 ) -> Result<Verdict, ReconcileError> {
     let ctx = edges.ctx;
     let facts = drift_facts(edges, status);
@@ -486,15 +489,23 @@ async fn look_then_create<K: Managed, A: AdminApi>(
                     .was_orphaned(K::KIND.object_kind(), &edges.resource.server_key(), true);
             }
             note_server_view(edges, &verdict);
-            let named = adopt_request.filter(|request| {
+            let named = adoption.filter(|(request, _)| {
                 verdict.reason == Reason::AdoptionRequired && request.revision == held.revision
             });
             match named {
-                Some(AdoptRequest {
-                    secret: Ok(secret),
-                    requested_by,
-                    ..
-                }) => {
+                Some((_, MintCheck::Refused(refusal))) => Ok(adoption_refused(
+                    server_object(Some(&held)),
+                    &refusal,
+                    &adopt_command_of(edges),
+                )),
+                Some((
+                    AdoptRequest {
+                        secret: Ok(secret),
+                        requested_by,
+                        ..
+                    },
+                    _,
+                )) => {
                     let revision = held.revision.clone();
                     let adoption = Adoption {
                         revision: &revision,
@@ -504,9 +515,12 @@ async fn look_then_create<K: Managed, A: AdminApi>(
                     };
                     adopt(edges, status, provided, &adoption, Some(*held)).await
                 }
-                Some(AdoptRequest {
-                    secret: Err(value), ..
-                }) => Ok(adoption_refused(
+                Some((
+                    AdoptRequest {
+                        secret: Err(value), ..
+                    },
+                    _,
+                )) => Ok(adoption_refused(
                     server_object(Some(&held)),
                     &AdoptRefusal::SecretChoice {
                         value: value.clone(),

@@ -6,7 +6,9 @@ use nauthera_shared::resources::{AdoptSecret, AdoptedSecret, AdoptionRecord, Ser
 use nauthera_shared::{ADOPT_ANNOTATION, ADOPT_SECRET_ANNOTATION};
 
 use super::observe::{describe_differences, describe_object};
-use super::{Applied, DriftReport, DriftUpdate, EventNote, SecretMode, Update, Verdict, drifted};
+use super::{
+    Applied, DriftReport, DriftUpdate, EventNote, SecretMode, SecretState, Update, Verdict, drifted,
+};
 
 /// `nauthera.io/adopt` on a resource: the revision a person adopts, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +29,15 @@ pub enum AdoptRefusal {
     Mismatch { named: String },
     /// `nauthera.io/adopt-secret` holds neither `Replace` nor `Keep`.
     SecretChoice { value: String },
+    /// The adoption would mint a new generated secret, but the Secret it goes into cannot take
+    /// it: another owner's (`owner`, or none: a Secret released by an earlier manifest), or one
+    /// the reconciler may not read (`forbidden`). Minting then would replace the secret the
+    /// server's users hold with one nobody receives.
+    SecretUnavailable {
+        secret: String,
+        owner: Option<String>,
+        forbidden: bool,
+    },
 }
 
 /// The command that adopts the object, as messages name it.
@@ -67,6 +78,59 @@ pub fn adoption_refused(object: ServerObject, refusal: &AdoptRefusal, command: &
             );
             held(Cause::ForeignObject, message, object)
         }
+        AdoptRefusal::SecretUnavailable {
+            secret,
+            owner,
+            forbidden,
+        } => {
+            let why = match (forbidden, owner) {
+                (true, _) => "the reconciler may not read it".to_owned(),
+                (false, Some(owner)) => format!("it is owned by {owner}"),
+                (false, None) => "it has no owner (released by an earlier manifest, or made by \
+                    hand)"
+                    .to_owned(),
+            };
+            let message = format!(
+                "adopting would mint a new client secret into Secret {secret}, but {why}; nothing \
+                 written and the secret the server holds is unchanged: delete or rename that \
+                 Secret, set spec.secret.secretName, or adopt keeping the server's secret \
+                 ({ADOPT_SECRET_ANNOTATION}=Keep); the server holds {}",
+                describe_object(&object)
+            );
+            held(Cause::ForeignSecret, message, object)
+        }
+    }
+}
+
+/// Whether an adoption may mint a generated secret into its Secret, from what the Secret holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MintCheck {
+    /// The Secret is free for it (absent, or this resource's own).
+    Free,
+    /// The Secret was not read yet: read it first.
+    ReadFirst,
+    /// The Secret cannot take it: nothing is minted.
+    Refused(AdoptRefusal),
+}
+
+/// Whether an adoption that mints a generated secret into `secret_name` may go ahead.
+pub fn mint_check(secret_name: &str, state: &SecretState) -> MintCheck {
+    let refused = |owner: Option<String>, forbidden| {
+        MintCheck::Refused(AdoptRefusal::SecretUnavailable {
+            secret: secret_name.to_owned(),
+            owner,
+            forbidden,
+        })
+    };
+    match state {
+        SecretState::Unknown => MintCheck::ReadFirst,
+        SecretState::Forbidden => refused(None, true),
+        SecretState::Foreign { owner } => refused(owner.clone(), false),
+        SecretState::Released { .. } => refused(None, false),
+        SecretState::NotApplicable
+        | SecretState::Absent
+        | SecretState::Owned { .. }
+        | SecretState::OtherShape => MintCheck::Free,
     }
 }
 

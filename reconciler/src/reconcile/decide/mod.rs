@@ -17,8 +17,9 @@ mod shape;
 mod step;
 
 pub use adoption::{
-    AdoptRefusal, AdoptRequest, adopt_command, adopted_in_place, adoption_plan, adoption_record,
-    adoption_refused, adoption_required, handover_overtaken, with_adoption,
+    AdoptRefusal, AdoptRequest, MintCheck, adopt_command, adopted_in_place, adoption_plan,
+    adoption_record, adoption_refused, adoption_required, handover_overtaken, mint_check,
+    with_adoption,
 };
 pub use backoff::Backoff;
 pub use elsewhere::{
@@ -50,7 +51,7 @@ pub use rotation_triggers::{
 pub use shape::{invalid_secret_template, secret_reshape_failed, secret_reshaped};
 pub use step::{
     Manifest, Missing, Observed, Rotation, SecretMode, SecretState, ServerView, Standing, Step,
-    next_step, stale_secret,
+    next_step, requested_mint_check, stale_secret,
 };
 
 use jiff::Timestamp;

@@ -10,7 +10,10 @@ use nauthera_shared::resources::{
     ServerObject,
 };
 
-use super::{AdoptRefusal, AdoptRequest, PolicyGate, RotationRequest, ScheduledRotation};
+use super::{
+    AdoptRefusal, AdoptRequest, MintCheck, PolicyGate, RotationRequest, ScheduledRotation,
+    mint_check,
+};
 
 /// How the manifest wants the client secret made.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -382,6 +385,11 @@ pub fn next_step(observed: &Observed<'_>) -> Step {
     let prerequisites = &observed.prerequisites;
     let waits = prerequisites.waiting_for.is_some() || prerequisites.missing.is_some();
     match step_ignoring_prerequisites(observed) {
+        // A look that adopts at once what `nauthera.io/adopt` names may mint: the Secret it
+        // goes into is read first.
+        Step::LookBeforeCreate if requested_mint_check(observed) == MintCheck::ReadFirst => {
+            Step::ReadSecret
+        }
         Step::Apply { .. } | Step::LookBeforeCreate | Step::Adopt { .. }
             if !in_force && observed.policy.holds() =>
         {
@@ -829,10 +837,14 @@ fn adoption_step(observed: &Observed<'_>, held: &ServerObject, generation_seen: 
                     named: request.revision.clone(),
                 },
             },
-            Ok(secret) => Step::Adopt {
-                revision: held.revision.clone(),
-                secret: *secret,
-                handover: false,
+            Ok(secret) => match adoption_mint_check(observed, *secret) {
+                MintCheck::ReadFirst => Step::ReadSecret,
+                MintCheck::Refused(refusal) => Step::RefuseAdoption { refusal },
+                MintCheck::Free => Step::Adopt {
+                    revision: held.revision.clone(),
+                    secret: *secret,
+                    handover: false,
+                },
             },
         };
     }
@@ -840,6 +852,29 @@ fn adoption_step(observed: &Observed<'_>, held: &ServerObject, generation_seen: 
         return Step::LookBeforeCreate;
     }
     Step::Wait { after: None }
+}
+
+/// Whether an adoption with `secret` may mint into the Secret of a generated secret: only an
+/// adoption that replaces a generated secret mints, and only into a Secret that can take it.
+fn adoption_mint_check(observed: &Observed<'_>, secret: AdoptSecret) -> MintCheck {
+    match (observed.secret_mode.generated_into(), secret) {
+        (Some(secret_name), AdoptSecret::Replace) => {
+            mint_check(secret_name, &observed.secret_state)
+        }
+        _ => MintCheck::Free,
+    }
+}
+
+/// Whether the adoption `nauthera.io/adopt` asks for may mint (see [`adoption_mint_check`]).
+pub fn requested_mint_check(observed: &Observed<'_>) -> MintCheck {
+    match observed
+        .adopt_request
+        .as_ref()
+        .map(|request| &request.secret)
+    {
+        Some(Ok(secret)) => adoption_mint_check(observed, *secret),
+        _ => MintCheck::Free,
+    }
 }
 
 /// A scheduled rotation further away than this is decided again then (without a call to the

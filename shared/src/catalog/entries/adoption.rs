@@ -86,7 +86,11 @@ pub(in crate::catalog) static ADOPTION_REQUIRED: ReasonEntry = ReasonEntry {
     phase: Phase::Error,
     phase_while_retried: None,
     metric_label: "adoption_required",
-    causes: &[Cause::ForeignObject, Cause::RevisionMismatch],
+    causes: &[
+        Cause::ForeignObject,
+        Cause::RevisionMismatch,
+        Cause::ForeignSecret,
+    ],
     progress: Progress::AwaitsDecision,
     progress_by_cause: &[],
     runbook: Runbook {
@@ -105,6 +109,11 @@ pub(in crate::catalog) static ADOPTION_REQUIRED: ReasonEntry = ReasonEntry {
             "With cause `revision_mismatch`, `nauthera.io/adopt` names a revision the server no \
              longer holds: somebody changed the object after the person looked. Nothing is \
              written; look again and adopt the revision the status shows now.",
+            "With cause `foreign_secret`, the adoption would mint a new client secret, but the \
+             Secret it goes into (`spec.secret.secretName`, else the resource's name) is not \
+             this resource's: another owner's, one left by an earlier manifest, or one the \
+             reconciler may not read. Nothing is minted, so the secret the server's users hold \
+             keeps working; the adoption goes ahead once the Secret is free.",
             "An object another reconciler writes (a write that names another manager and a \
              declared generation) is `ManagedElsewhere` instead, with its own take-over path.",
         ],

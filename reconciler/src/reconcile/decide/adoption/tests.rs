@@ -415,3 +415,84 @@ fn another_reconcilers_object_keeps_its_own_path_whatever_the_adopt_annotation_s
     facts.take_over_from = Some("nauthera-reconciler/east".into());
     assert!(matches!(next_step(&facts), Step::TakeOver { .. }));
 }
+
+#[test]
+fn an_adoption_mints_only_into_a_secret_that_can_take_it() {
+    let status = held_status(foreign("r4", &[]));
+    let mut facts = facts_of(Some(&status));
+    facts.secret_mode = generate();
+    facts.adopt_request = Some(request("r4", Ok(AdoptSecret::Replace)));
+    let adopt = Step::Adopt {
+        revision: "r4".into(),
+        secret: AdoptSecret::Replace,
+        handover: false,
+    };
+    facts.secret_state = SecretState::Unknown;
+    assert_eq!(next_step(&facts), Step::ReadSecret);
+    facts.secret_state = SecretState::Absent;
+    assert_eq!(next_step(&facts), adopt);
+    // Another owner's Secret, one released by an earlier manifest, or one that may not be read:
+    // nothing is minted, so the server's secret stays what its users hold.
+    for (state, owner, forbidden) in [
+        (
+            SecretState::Foreign {
+                owner: Some("ConfigMap/other".into()),
+            },
+            Some("ConfigMap/other".to_owned()),
+            false,
+        ),
+        (
+            SecretState::Released {
+                client_id: "cid-1".into(),
+            },
+            None,
+            false,
+        ),
+        (SecretState::Forbidden, None, true),
+    ] {
+        facts.secret_state = state;
+        assert_eq!(
+            next_step(&facts),
+            Step::RefuseAdoption {
+                refusal: AdoptRefusal::SecretUnavailable {
+                    secret: "web".into(),
+                    owner,
+                    forbidden,
+                }
+            }
+        );
+    }
+    // Keeping the server's secret mints nothing, whatever the Secret holds.
+    facts.adopt_request = Some(request("r4", Ok(AdoptSecret::Keep)));
+    assert!(matches!(next_step(&facts), Step::Adopt { .. }));
+    // A manifest that looks first, asking to adopt and mint, reads its Secret before the look.
+    let mut fresh = facts_of(None);
+    fresh.has_finalizer = true;
+    fresh.secret_mode = generate();
+    fresh.server = ServerView::Holds {
+        revision: "r4".into(),
+    };
+    fresh.adopt_request = Some(request("r4", Ok(AdoptSecret::Replace)));
+    fresh.secret_state = SecretState::Unknown;
+    assert_eq!(next_step(&fresh), Step::ReadSecret);
+    fresh.secret_state = SecretState::Absent;
+    assert_eq!(next_step(&fresh), Step::LookBeforeCreate);
+
+    let refused = adoption_refused(
+        foreign("r4", &[]),
+        &AdoptRefusal::SecretUnavailable {
+            secret: "web".into(),
+            owner: None,
+            forbidden: false,
+        },
+        COMMAND,
+    );
+    assert_eq!(refused.reason, Reason::AdoptionRequired);
+    assert_eq!(refused.cause, Cause::ForeignSecret);
+    assert!(
+        refused.message.contains("Secret web") && refused.message.contains("Keep"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(refused.fields.revision, None);
+}
