@@ -514,6 +514,28 @@ impl Stack {
         }
     }
 
+    /// A client the server holds whose last write is a person's in the dashboard
+    /// (`user:alice@example.com`), and no manifest for it: declared once by a manifest deleted
+    /// with `Orphan` (the Secret its secret was released into removed too), then edited with
+    /// `edit`. Returns the revision the server holds.
+    pub async fn dashboard_client(
+        &self,
+        name: &str,
+        edit: impl FnOnce(&mut nauthera_proto::v1::ClientSpec),
+    ) -> String {
+        self.apply(&generated_client_with(name, "Orphan", "")).await;
+        self.wait_reason(name, Reason::Registered).await;
+        self.delete_oidc_client(name).await;
+        self.wait_gone(name).await;
+        self.secrets()
+            .delete(name, &DeleteParams::default())
+            .await
+            .expect("the released Secret is removed");
+        self.server
+            .edit_client(&self.object_ref(name), &dashboard_person(), edit)
+            .expect("the person's edit is accepted")
+    }
+
     /// Applies YAML documents (server-side apply) into the test's namespace.
     pub async fn apply(&self, yaml: &str) {
         let documents: Vec<serde_json::Value> =
@@ -1213,4 +1235,9 @@ pub async fn write_token_kubeconfig(
     });
     // It holds the token: readable by its owner only (mode 0600).
     crate::control_plane::real::write_private(path, &serde_json::to_string(&kubeconfig)?)
+}
+
+/// The person who edits objects in the dashboard in the tests.
+pub fn dashboard_person() -> nauthera_fake_server::Actor {
+    nauthera_fake_server::Actor::dashboard("alice@example.com")
 }

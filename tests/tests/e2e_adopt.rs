@@ -7,41 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kube::api::{Api, Patch, PatchParams};
-use nauthera_fake_server::Actor;
-use nauthera_proto::v1;
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::resources::{AdoptedSecret, OIDCClient};
 use nauthera_shared::{ADOPT_ANNOTATION, ADOPT_SECRET_ANNOTATION, ROTATE_ANNOTATION};
-use nauthera_tests::e2e::{MANAGER, Stack, generated_client_with, secret_value, status_of};
-
-fn alice() -> Actor {
-    Actor::dashboard("alice@example.com")
-}
-
-/// A client the server holds, last written by a person in the dashboard: declared once by a
-/// manifest that was deleted with `Orphan` (its released Secret removed too), then edited.
-/// Returns the revision the server holds.
-async fn dashboard_client(
-    stack: &Stack,
-    name: &str,
-    edit: impl FnOnce(&mut v1::ClientSpec),
-) -> String {
-    stack
-        .apply(&generated_client_with(name, "Orphan", ""))
-        .await;
-    stack.wait_reason(name, Reason::Registered).await;
-    stack.delete_oidc_client(name).await;
-    stack.wait_gone(name).await;
-    stack
-        .secrets()
-        .delete(name, &Default::default())
-        .await
-        .expect("the released Secret is removed");
-    stack
-        .server
-        .edit_client(&stack.object_ref(name), &alice(), edit)
-        .unwrap()
-}
+use nauthera_tests::e2e::{
+    MANAGER, Stack, dashboard_person, generated_client_with, secret_value, status_of,
+};
 
 /// Sets annotations as the field manager `manager`.
 async fn annotate(stack: &Stack, name: &str, manager: &str, annotations: serde_json::Value) {
@@ -80,11 +51,12 @@ fn refused_revisions(stack: &Stack) -> u64 {
 
 async fn a_dashboard_client_is_held_until_adopted_then_written_once_with_a_new_secret() {
     let stack = Stack::start().await;
-    let made = dashboard_client(&stack, "web", |spec| {
-        spec.redirect_uris
-            .push("https://elsewhere.example.test/callback".to_owned());
-    })
-    .await;
+    let made = stack
+        .dashboard_client("web", |spec| {
+            spec.redirect_uris
+                .push("https://elsewhere.example.test/callback".to_owned());
+        })
+        .await;
     let writes = stack.server.counters().writes_by(MANAGER);
     let refused = refused_revisions(&stack);
 
@@ -183,7 +155,9 @@ nauthera_tests::e2e_test!(
 
 async fn adopting_an_identical_client_keeping_its_secret_writes_nothing_until_a_rotation() {
     let stack = Stack::start().await;
-    let made = dashboard_client(&stack, "web", |spec| spec.display_name = "web".into()).await;
+    let made = stack
+        .dashboard_client("web", |spec| spec.display_name = "web".into())
+        .await;
     let writes = stack.server.counters().writes_by(MANAGER);
     let secret_before = stack.server.client_secret_hash(&stack.object_ref("web"));
 
@@ -237,7 +211,9 @@ nauthera_tests::e2e_test!(
 
 async fn an_adoption_naming_a_stale_revision_is_refused_and_writes_nothing() {
     let stack = Stack::start().await;
-    let made = dashboard_client(&stack, "web", |spec| spec.display_name = "web".into()).await;
+    let made = stack
+        .dashboard_client("web", |spec| spec.display_name = "web".into())
+        .await;
     stack
         .apply(&generated_client_with("web", "Delete", ""))
         .await;
@@ -247,7 +223,7 @@ async fn an_adoption_naming_a_stale_revision_is_refused_and_writes_nothing() {
     // The person changes it again: the status follows through the change feed.
     let changed = stack
         .server
-        .edit_client(&stack.object_ref("web"), &alice(), |spec| {
+        .edit_client(&stack.object_ref("web"), &dashboard_person(), |spec| {
             spec.scopes.push("email".to_owned());
         })
         .unwrap();

@@ -14,32 +14,6 @@ use nauthera_tests::e2e::{
     Stack, generated_client, generated_client_with, secret_value, sha256_hex, status_of,
 };
 
-/// A client on the server whose last write was a person's in the dashboard, and no manifest
-/// for it: made through a manifest that orphans it, which is then deleted (its released Secret
-/// too), and edited by hand.
-async fn dashboard_client(stack: &Stack, name: &str) -> String {
-    stack
-        .apply(&generated_client_with(name, "Orphan", ""))
-        .await;
-    stack.wait_reason(name, Reason::Registered).await;
-    stack.delete_oidc_client(name).await;
-    stack.wait_gone(name).await;
-    // The Secret the orphan's secret was released into goes too: the adoption mints into it.
-    stack
-        .secrets()
-        .delete(name, &Default::default())
-        .await
-        .expect("the released Secret is removed");
-    stack
-        .server
-        .edit_client(
-            &stack.object_ref(name),
-            &Actor::dashboard("alice@example.com").because("made in the dashboard"),
-            |spec| spec.display_name = format!("{name} (dashboard)"),
-        )
-        .unwrap()
-}
-
 /// Runs `diagnose -o json` on one OIDCClient, checks the report against the catalog entry of
 /// `reason` and the exit code, and returns standard output.
 async fn diagnosed(stack: &Stack, name: &str, reason: Reason, code: i32) -> String {
@@ -72,14 +46,17 @@ fn writes_since(stack: &Stack, after: usize) -> usize {
 
 async fn a_dashboard_client_is_adopted_with_one_write_and_a_new_secret() {
     let stack = Stack::start().await;
-    let revision = dashboard_client(&stack, "legacy").await;
+    let revision = stack
+        .dashboard_client("legacy", |spec| {
+            spec.display_name = "legacy (dashboard)".into()
+        })
+        .await;
     stack.apply(&generated_client("legacy")).await;
     let held = stack.wait_reason("legacy", Reason::AdoptionRequired).await;
     let status = status_of(&held);
     assert_eq!(status.cause, Some(Cause::ForeignObject));
     let observed = status.observed.as_deref().expect("status.observed");
     assert_eq!(observed.revision, revision);
-    let before = stack.server.audit_events().len();
 
     // diagnose runs the runbook's steps and names the command that adopts it.
     let diagnosis = diagnosed(&stack, "legacy", Reason::AdoptionRequired, 1).await;
@@ -122,6 +99,8 @@ async fn a_dashboard_client_is_adopted_with_one_write_and_a_new_secret() {
         "a dry run sets no annotation"
     );
 
+    // Counted from here: the other client's registration above is a write of its own.
+    let before = stack.server.audit_events().len();
     let run = stack
         .plugin(&["adopt", "oidcclient/legacy", "--yes", "-o", "json"])
         .await;
@@ -164,7 +143,11 @@ nauthera_tests::e2e_test!(a_dashboard_client_is_adopted_with_one_write_and_a_new
 
 async fn a_status_shown_before_a_change_is_never_adopted_blindly() {
     let stack = Stack::start().await;
-    let shown = dashboard_client(&stack, "legacy").await;
+    let shown = stack
+        .dashboard_client("legacy", |spec| {
+            spec.display_name = "legacy (dashboard)".into()
+        })
+        .await;
     stack.apply(&generated_client("legacy")).await;
     stack.wait_reason("legacy", Reason::AdoptionRequired).await;
     // Somebody changes the object after it was shown: an adoption naming the old revision
@@ -223,7 +206,11 @@ nauthera_tests::e2e_test!(a_status_shown_before_a_change_is_never_adopted_blindl
 
 async fn an_observed_client_is_shown_apart_and_diagnosed_without_a_write() {
     let stack = Stack::start().await;
-    let revision = dashboard_client(&stack, "portal").await;
+    let revision = stack
+        .dashboard_client("portal", |spec| {
+            spec.display_name = "portal (dashboard)".into()
+        })
+        .await;
     let before = writes_since(&stack, 0);
     stack
         .apply(&generated_client_with(

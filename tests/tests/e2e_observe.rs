@@ -13,36 +13,9 @@ use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::resources::{
     AdoptedSecret, Branding, IdentityProvider, OIDCClient, Organization,
 };
-use nauthera_tests::e2e::{ISSUER, MANAGER, Stack, generated_client_with, status_of};
-
-fn alice() -> Actor {
-    Actor::dashboard("alice@example.com")
-}
-
-/// A client the server holds, last written by a person in the dashboard: declared once by a
-/// manifest that was deleted with `Orphan` (its released Secret removed too), then edited.
-/// Returns the revision the server holds.
-async fn dashboard_client(
-    stack: &Stack,
-    name: &str,
-    edit: impl FnOnce(&mut v1::ClientSpec),
-) -> String {
-    stack
-        .apply(&generated_client_with(name, "Orphan", ""))
-        .await;
-    stack.wait_reason(name, Reason::Registered).await;
-    stack.delete_oidc_client(name).await;
-    stack.wait_gone(name).await;
-    stack
-        .secrets()
-        .delete(name, &Default::default())
-        .await
-        .expect("the released Secret is removed");
-    stack
-        .server
-        .edit_client(&stack.object_ref(name), &alice(), edit)
-        .unwrap()
-}
+use nauthera_tests::e2e::{
+    ISSUER, MANAGER, Stack, dashboard_person, generated_client_with, status_of,
+};
 
 fn observed_client(name: &str) -> String {
     generated_client_with(name, "Delete", "  managementPolicy: Observe\n")
@@ -67,7 +40,7 @@ async fn wait_observed(stack: &Stack, name: &str, revision: &str) -> OIDCClient 
 
 async fn an_observed_client_shows_what_the_server_holds_and_never_writes() {
     let stack = Stack::start().await;
-    let made = dashboard_client(&stack, "web", another_redirect).await;
+    let made = stack.dashboard_client("web", another_redirect).await;
     let writes = stack.server.counters().writes_by(MANAGER);
 
     stack.apply(&observed_client("web")).await;
@@ -104,7 +77,7 @@ async fn an_observed_client_shows_what_the_server_holds_and_never_writes() {
     // A person's change shows through the change feed.
     let changed = stack
         .server
-        .edit_client(&stack.object_ref("web"), &alice(), |spec| {
+        .edit_client(&stack.object_ref("web"), &dashboard_person(), |spec| {
             spec.scopes.push("email".to_owned());
         })
         .unwrap();
@@ -210,7 +183,9 @@ nauthera_tests::e2e_test!(an_observed_client_shows_what_the_server_holds_and_nev
 async fn an_identical_observed_client_set_to_manage_is_adopted_without_a_write() {
     let stack = Stack::start().await;
     // The person's edit changes nothing the manifest declares.
-    let made = dashboard_client(&stack, "web", |spec| spec.display_name = "web".into()).await;
+    let made = stack
+        .dashboard_client("web", |spec| spec.display_name = "web".into())
+        .await;
     stack.apply(&observed_client("web")).await;
     let web = wait_observed(&stack, "web", &made).await;
     assert_eq!(status_of(&web).cause, Some(Cause::Identical));
@@ -246,7 +221,7 @@ nauthera_tests::e2e_test!(an_identical_observed_client_set_to_manage_is_adopted_
 
 async fn a_differing_observed_client_set_to_manage_is_written_once_over_the_revision_shown() {
     let stack = Stack::start().await;
-    let made = dashboard_client(&stack, "web", another_redirect).await;
+    let made = stack.dashboard_client("web", another_redirect).await;
     stack.apply(&observed_client("web")).await;
     wait_observed(&stack, "web", &made).await;
     let writes = stack.server.counters().writes_by(MANAGER);
@@ -287,7 +262,7 @@ nauthera_tests::e2e_test!(
 
 async fn a_change_between_observation_and_handover_is_reported_not_written_over() {
     let mut stack = Stack::start().await;
-    let made = dashboard_client(&stack, "web", another_redirect).await;
+    let made = stack.dashboard_client("web", another_redirect).await;
     stack.apply(&observed_client("web")).await;
     wait_observed(&stack, "web", &made).await;
     let writes = stack.server.counters().writes_by(MANAGER);

@@ -199,7 +199,12 @@ pub fn server_object(held: Option<&Held>) -> ServerObject {
         client_id: named(&held.client_id),
         manager: named(&held.last_write.manager),
         actor: named(&held.last_write.actor),
-        written_at: held.last_write.time.and_then(timestamp).map(Time),
+        // Whole seconds, as the status keeps time: the message then says what the field says.
+        written_at: held
+            .last_write
+            .time
+            .and_then(|time| jiff::Timestamp::from_second(time.seconds).ok())
+            .map(Time),
         differences: held.differs.iter().take(64).cloned().collect(),
         observed_at: None,
     }

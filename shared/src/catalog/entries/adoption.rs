@@ -170,7 +170,8 @@ pub(in crate::catalog) static ADOPTION_REQUIRED: ReasonEntry = ReasonEntry {
             "With cause `revision_mismatch` the object changed after the person looked: \
              nothing was written; look at `status.observed` again and run `kubectl nauthera \
              adopt` once more, which names the revision the server holds now.",
-            "Until then a new generation of the manifest is not written over the object either; \
+            "Until a person adopts it, a new generation of the manifest is not written over the \
+             object either;
              an object removed from the server meanwhile is created as any new manifest.",
             "Look first without taking anything: set `managementPolicy: Observe`; the resource \
              then reports the object as `Observed`.",
