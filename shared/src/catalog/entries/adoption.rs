@@ -171,7 +171,7 @@ pub(in crate::catalog) static ADOPTION_REQUIRED: ReasonEntry = ReasonEntry {
              nothing was written; look at `status.observed` again and run `kubectl nauthera \
              adopt` once more, which names the revision the server holds now.",
             "Until a person adopts it, a new generation of the manifest is not written over the \
-             object either;
+             object either; \
              an object removed from the server meanwhile is created as any new manifest.",
             "Look first without taking anything: set `managementPolicy: Observe`; the resource \
              then reports the object as `Observed`.",
