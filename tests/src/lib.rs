@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod control_plane;
 pub mod e2e;
 pub mod gitops;
+pub mod helm;
 pub mod installed;
 pub mod krew;
 pub mod manifests;

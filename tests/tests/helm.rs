@@ -16,11 +16,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use nauthera_shared::resources::OIDCClient;
 use nauthera_tests::binaries::workspace_root;
 use nauthera_tests::e2e::{RECONCILER_NAMESPACE, Stack, StackOptions, kubectl};
+use nauthera_tests::helm::helm_path;
 use nauthera_tests::installed::{self, EXAMPLES_NAMESPACE};
 use nauthera_tests::manifests;
 use serde_json::Value;
@@ -40,29 +40,6 @@ const CLUSTER_SCOPED_KINDS: [&str; 4] = [
 
 fn chart_dir() -> PathBuf {
     workspace_root().join(CHART)
-}
-
-/// The `helm` built from `tests/helm/`, building it first if needed (once per test binary; the
-/// script's lock keeps other binaries waiting for the same build).
-fn helm_path() -> &'static Path {
-    static HELM: OnceLock<PathBuf> = OnceLock::new();
-    HELM.get_or_init(|| {
-        let script = workspace_root().join("tests/helm/build.sh");
-        let output = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            output.status.success(),
-            "{} failed ({}); its progress and error are above",
-            script.display(),
-            output.status
-        );
-        let dir = String::from_utf8(output.stdout).unwrap();
-        PathBuf::from(dir.trim()).join("bin/helm")
-    })
 }
 
 /// What a helm run printed and whether it succeeded.

@@ -1,0 +1,505 @@
+//! Pod security and least privilege, judged by the real kube-apiserver. Every shipped Deployment
+//! (`deploy/base`, each overlay rendered with `kubectl kustomize`, the chart with each documented
+//! set of values rendered with `helm template`) is admitted by the PodSecurity admission in a
+//! `nauthera-system` labelled `restricted`, without a warning. The reconciler's ServiceAccount
+//! under the shipped RBAC may do exactly what the table in `docs/security.md` promises, as
+//! `kubectl auth can-i --list` shows it, and not the things that table says it may not.
+//!
+//! Real plane only: the emulator has neither the PodSecurity admission nor
+//! SelfSubjectRulesReview, which `kubectl auth can-i --list` asks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use nauthera_tests::binaries::workspace_root;
+use nauthera_tests::cluster::{Sharing, TestCluster};
+use nauthera_tests::e2e::{RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, kubectl, shipped_rbac};
+use nauthera_tests::helm::helm_path;
+use nauthera_tests::manifests;
+use serde_json::{Value, json};
+
+/// What a kubectl run printed and whether it succeeded.
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn kubectl_run(kubeconfig: &Path, args: &[&str], input: Option<&str>) -> Run {
+    let mut child = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(input) = input {
+        std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    Run {
+        ok: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn parse(text: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple::<Value>(text)
+        .expect("the rendering is YAML")
+        .into_iter()
+        .filter(|object| !object.is_null())
+        .collect()
+}
+
+fn kustomize(dir: &Path) -> Vec<Value> {
+    let output = Command::new(kubectl())
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        output.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    parse(&String::from_utf8(output.stdout).unwrap())
+}
+
+fn helm_template(values: &[String]) -> Vec<Value> {
+    let home = tempfile::tempdir().unwrap();
+    let chart = workspace_root().join("charts/nauthera-reconciler");
+    let output = Command::new(helm_path())
+        .args([
+            "template",
+            "nauthera-reconciler",
+            chart.to_str().unwrap(),
+            "--namespace",
+            RECONCILER_NAMESPACE,
+        ])
+        .args(values)
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_DATA_HOME", home.path().join("data"))
+        .output()
+        .expect("helm runs");
+    assert!(
+        output.status.success(),
+        "helm template {values:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    parse(&String::from_utf8(output.stdout).unwrap())
+}
+
+/// Every Deployment shipped, named by where it comes from: `deploy/base`, each overlay, and the
+/// chart with its defaults and each documented set of values.
+fn shipped_deployments() -> Vec<(String, Value)> {
+    let root = workspace_root();
+    let mut sources = vec![(
+        "deploy/base".to_owned(),
+        kustomize(&root.join("deploy/base")),
+    )];
+    let overlays = root.join("deploy/overlays");
+    let mut dirs: Vec<_> = std::fs::read_dir(&overlays)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|dir| dir.join("kustomization.yaml").is_file())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = format!(
+            "deploy/overlays/{}",
+            dir.file_name().unwrap().to_str().unwrap()
+        );
+        sources.push((name, kustomize(&dir)));
+    }
+    sources.push(("chart (default values)".to_owned(), helm_template(&[])));
+    let examples = root.join("charts/nauthera-reconciler/examples");
+    let mut files: Vec<_> = std::fs::read_dir(&examples)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    for file in files {
+        let name = format!("chart -f {}", file.file_name().unwrap().to_str().unwrap());
+        sources.push((
+            name,
+            helm_template(&["-f".to_owned(), file.display().to_string()]),
+        ));
+    }
+    let mut deployments = Vec::new();
+    for (source, objects) in sources {
+        let found: Vec<Value> = objects
+            .into_iter()
+            .filter(|o| o["kind"] == "Deployment")
+            .collect();
+        assert!(!found.is_empty(), "{source} renders no Deployment");
+        for deployment in found {
+            let name = deployment["metadata"]["name"].as_str().unwrap().to_owned();
+            deployments.push((format!("{source}: deployment/{name}"), deployment));
+        }
+    }
+    deployments
+}
+
+async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
+    // Alone: it makes the namespace `nauthera-system` of this test binary's control plane.
+    let cluster = TestCluster::start_sharing(Sharing::Alone).await.unwrap();
+    let kubeconfig = cluster.kubeconfig();
+    let namespace = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": RECONCILER_NAMESPACE,
+            "labels": {
+                "pod-security.kubernetes.io/enforce": "restricted",
+                "pod-security.kubernetes.io/warn": "restricted",
+                "pod-security.kubernetes.io/audit": "restricted",
+            },
+        },
+    });
+    let applied = kubectl_run(
+        kubeconfig,
+        &["apply", "--server-side", "-f", "-"],
+        Some(&namespace.to_string()),
+    );
+    assert!(applied.ok, "{}", applied.stderr);
+
+    // The check has teeth: a pod without the restricted settings (root allowed, no seccomp
+    // profile, capabilities kept) is refused by the same admission.
+    let unrestricted = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": "unrestricted", "namespace": RECONCILER_NAMESPACE },
+        "spec": { "containers": [{ "name": "c", "image": "example.invalid/c" }] },
+    });
+    let refused = kubectl_run(
+        kubeconfig,
+        &["create", "--dry-run=server", "-f", "-"],
+        Some(&unrestricted.to_string()),
+    );
+    assert!(!refused.ok, "an unrestricted pod was admitted");
+    assert!(
+        refused
+            .stderr
+            .contains("violates PodSecurity \"restricted:latest\""),
+        "{}",
+        refused.stderr
+    );
+
+    let deployments = shipped_deployments();
+    let mut accounts = BTreeSet::new();
+    for (_, deployment) in &deployments {
+        let spec = &deployment["spec"]["template"]["spec"];
+        accounts.insert(
+            spec["serviceAccountName"]
+                .as_str()
+                .unwrap_or("default")
+                .to_owned(),
+        );
+    }
+    // A Pod names a ServiceAccount that must exist to be admitted.
+    for account in &accounts {
+        if account != "default" {
+            let made = kubectl_run(
+                kubeconfig,
+                &[
+                    "create",
+                    "serviceaccount",
+                    account,
+                    "-n",
+                    RECONCILER_NAMESPACE,
+                ],
+                None,
+            );
+            assert!(made.ok, "{}", made.stderr);
+        }
+    }
+    for (described, deployment) in &deployments {
+        let mut deployment = deployment.clone();
+        deployment["metadata"]["namespace"] = RECONCILER_NAMESPACE.into();
+        // The Deployment: PodSecurity only warns about workload objects, so no warning is the
+        // check.
+        let created = kubectl_run(
+            kubeconfig,
+            &["create", "--dry-run=server", "-f", "-"],
+            Some(&deployment.to_string()),
+        );
+        assert!(created.ok, "{described}: {}", created.stderr);
+        assert!(
+            !created.stderr.contains("Warning"),
+            "{described} draws a warning: {}",
+            created.stderr
+        );
+        // A Pod of its template: the enforcing check.
+        let pod = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": deployment["metadata"]["name"],
+                "namespace": RECONCILER_NAMESPACE,
+                "labels": deployment["spec"]["template"]["metadata"]["labels"],
+            },
+            "spec": deployment["spec"]["template"]["spec"],
+        });
+        let created = kubectl_run(
+            kubeconfig,
+            &["create", "--dry-run=server", "-f", "-"],
+            Some(&pod.to_string()),
+        );
+        assert!(created.ok, "{described}, its Pod: {}", created.stderr);
+        assert!(
+            !created.stderr.contains("Warning"),
+            "{described}, its Pod, draws a warning: {}",
+            created.stderr
+        );
+    }
+    // Base, four overlays (shards has two), the chart's defaults and five value sets at least.
+    assert!(deployments.len() >= 11, "{}", deployments.len());
+    let cleaned = kubectl_run(
+        kubeconfig,
+        &["delete", "namespace", RECONCILER_NAMESPACE, "--wait=false"],
+        None,
+    );
+    assert!(cleaned.ok, "{}", cleaned.stderr);
+}
+
+/// One permission: where, the resource (`resource.group`, as `kubectl auth can-i --list` names
+/// it), a resource name or none, one verb.
+type Permission = (Where, String, String, String);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Where {
+    /// Granted in every namespace, or cluster-scoped: shown whatever namespace is asked.
+    Everywhere,
+    /// Granted by the Role in the reconciler's namespace.
+    ItsNamespace,
+}
+
+fn resource_name(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        // `kubectl auth can-i --list` puts the group between a resource and its subresource.
+        match resource.split_once('/') {
+            Some((resource, subresource)) => format!("{resource}.{group}/{subresource}"),
+            None => format!("{resource}.{group}"),
+        }
+    }
+}
+
+/// The table between the `permissions` markers of `docs/security.md`, one permission per verb.
+fn promised() -> BTreeSet<Permission> {
+    let path = workspace_root().join("docs/security.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let table = text
+        .split("<!-- permissions:begin -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- permissions:end -->").next())
+        .expect("docs/security.md holds the permissions table");
+    let mut promised = BTreeSet::new();
+    for line in table.lines().map(str::trim).filter(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        if cells[0] == "Where" || cells[0].starts_with("---") {
+            continue;
+        }
+        assert_eq!(cells.len(), 5, "{line}");
+        let place = match cells[0] {
+            "all namespaces" | "cluster" => Where::Everywhere,
+            "its namespace" => Where::ItsNamespace,
+            other => panic!("docs/security.md: unknown place {other:?} in {line}"),
+        };
+        for verb in cells[4].split(',').map(str::trim) {
+            promised.insert((
+                place,
+                resource_name(cells[1], cells[2]),
+                cells[3].to_owned(),
+                verb.to_owned(),
+            ));
+        }
+    }
+    assert!(promised.len() > 20, "{promised:?}");
+    promised
+}
+
+/// `kubectl auth can-i --list` as `user` in `namespace`: every (resource, name, verb) and every
+/// non-resource (URL, verb), one per entry.
+fn can_i_list(
+    kubeconfig: &Path,
+    user: &str,
+    namespace: &str,
+) -> BTreeSet<(String, String, String)> {
+    let run = kubectl_run(
+        kubeconfig,
+        &["auth", "can-i", "--list", "--as", user, "-n", namespace],
+        None,
+    );
+    assert!(run.ok, "{}", run.stderr);
+    let mut lines = run.stdout.lines();
+    let header = lines.next().expect("a header");
+    let column = |title: &str| header.find(title).unwrap_or_else(|| panic!("{header}"));
+    let (urls, names, verbs) = (
+        column("Non-Resource URLs"),
+        column("Resource Names"),
+        column("Verbs"),
+    );
+    let cell = |line: &str, from: usize, to: usize| -> String {
+        line.get(from..to.min(line.len()))
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let list = |text: String| -> Vec<String> {
+        text.trim_matches(|c| c == '[' || c == ']')
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut found = BTreeSet::new();
+    for line in lines.filter(|l| !l.trim().is_empty()) {
+        let resource = cell(line, 0, urls);
+        let url = list(cell(line, urls, names));
+        let names = list(cell(line, names, verbs));
+        let verbs = list(cell(line, verbs, line.len()));
+        let (subjects, names) = if resource.is_empty() {
+            (url, vec![String::new()])
+        } else if names.is_empty() {
+            (vec![resource], vec![String::new()])
+        } else {
+            (vec![resource], names)
+        };
+        for subject in &subjects {
+            for name in &names {
+                for verb in &verbs {
+                    found.insert((subject.clone(), name.clone(), verb.clone()));
+                }
+            }
+        }
+    }
+    found
+}
+
+async fn the_reconciler_may_do_exactly_what_the_security_doc_promises() {
+    let cluster = TestCluster::start().await.unwrap();
+    let client = cluster.client();
+    manifests::install_crds(&client).await.unwrap();
+    manifests::apply_all(&client, &cluster.relocate(shipped_rbac().unwrap()), None)
+        .await
+        .unwrap();
+    let kubeconfig = cluster.kubeconfig();
+    let home = cluster.reconciler_namespace();
+    let account = format!("system:serviceaccount:{home}:{RECONCILER_ACCOUNT}");
+    // What any ServiceAccount of that namespace may do without a binding of its own: the same
+    // groups (system:serviceaccounts, of the namespace, authenticated), so the same defaults.
+    let nobody = format!("system:serviceaccount:{home}:nobody");
+    let elsewhere = "default";
+    let promised = promised();
+    for (namespace, places) in [
+        (home, vec![Where::Everywhere, Where::ItsNamespace]),
+        (elsewhere, vec![Where::Everywhere]),
+    ] {
+        let granted = can_i_list(kubeconfig, &account, namespace);
+        let defaults = can_i_list(kubeconfig, &nobody, namespace);
+        let shown: BTreeSet<_> = granted.difference(&defaults).cloned().collect();
+        let expected: BTreeSet<_> = promised
+            .iter()
+            .filter(|(place, ..)| places.contains(place))
+            .map(|(_, resource, name, verb)| (resource.clone(), name.clone(), verb.clone()))
+            .collect();
+        let more: Vec<_> = shown.difference(&expected).collect();
+        let missing: Vec<_> = expected.difference(&shown).collect();
+        assert!(
+            more.is_empty() && missing.is_empty(),
+            "in namespace {namespace}: granted beyond docs/security.md: {more:?}; promised but not \
+             granted: {missing:?}"
+        );
+    }
+
+    // What the table leaves out is refused by the authorizer, asked one by one.
+    let kube_system = "kube-system";
+    let refused: [(&str, &[&str]); 12] = [
+        ("update secrets", &["update", "secrets", "-n", elsewhere]),
+        (
+            "exec into a pod",
+            &["create", "pods/exec", "-n", kube_system],
+        ),
+        ("read pods", &["get", "pods", "-n", kube_system]),
+        (
+            "mint a ServiceAccount token",
+            &["create", "serviceaccounts/token", "-n", kube_system],
+        ),
+        (
+            "read ConfigMaps elsewhere",
+            &["get", "configmaps", "-n", kube_system],
+        ),
+        (
+            "write Leases elsewhere",
+            &["update", "leases.coordination.k8s.io", "-n", kube_system],
+        ),
+        (
+            "escalate a ClusterRole",
+            &["escalate", "clusterroles.rbac.authorization.k8s.io"],
+        ),
+        (
+            "bind a ClusterRole",
+            &["bind", "clusterroles.rbac.authorization.k8s.io"],
+        ),
+        ("impersonate a user", &["impersonate", "users"]),
+        (
+            "restart a Deployment",
+            &["patch", "deployments.apps", "-n", elsewhere],
+        ),
+        (
+            "write a CRD",
+            &["patch", "customresourcedefinitions.apiextensions.k8s.io"],
+        ),
+        (
+            "approve a client",
+            &["create", "clientapprovals.nauthera.io", "-n", elsewhere],
+        ),
+    ];
+    for (what, args) in refused {
+        let mut full = vec!["auth", "can-i"];
+        full.extend_from_slice(args);
+        full.extend(["--as", account.as_str()]);
+        let run = kubectl_run(kubeconfig, &full, None);
+        assert_eq!(
+            run.stdout.trim(),
+            "no",
+            "{what}: {} {}",
+            run.stdout,
+            run.stderr
+        );
+    }
+    // And what it grants is allowed (the answers above come from the same authorizer).
+    let run = kubectl_run(
+        kubeconfig,
+        &[
+            "auth",
+            "can-i",
+            "patch",
+            "oidcclients.nauthera.io",
+            "--subresource=status",
+            "-n",
+            elsewhere,
+            "--as",
+            &account,
+        ],
+        None,
+    );
+    assert_eq!(run.stdout.trim(), "yes", "{}", run.stderr);
+}
+
+nauthera_tests::e2e_test!(
+    real_only: every_shipped_deployment_is_admitted_by_restricted_pod_security,
+    the_reconciler_may_do_exactly_what_the_security_doc_promises
+);
