@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use kube::api::DynamicObject;
 use nauthera_tests::binaries::workspace_root;
 use nauthera_tests::cluster::{Sharing, TestCluster};
 use nauthera_tests::e2e::{RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, kubectl, shipped_rbac};
@@ -388,11 +389,30 @@ fn can_i_list(
     found
 }
 
-async fn the_reconciler_may_do_exactly_what_the_security_doc_promises() {
+/// The ServiceAccount, Roles and bindings the chart renders with its default values.
+fn chart_rbac() -> Vec<DynamicObject> {
+    const KINDS: [&str; 5] = [
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    ];
+    helm_template(&[])
+        .into_iter()
+        .filter(|o| KINDS.contains(&o["kind"].as_str().unwrap_or_default()))
+        .map(|o| serde_json::from_value(o).unwrap())
+        .collect()
+}
+
+/// Installs `rbac` (relocated into a namespace of its own) and compares what `kubectl auth can-i
+/// --list` shows the reconciler's ServiceAccount may do with the table of `docs/security.md`, in
+/// its namespace and in another; returns the cluster and the account.
+async fn assert_exactly_promised(source: &str, rbac: Vec<DynamicObject>) -> (TestCluster, String) {
     let cluster = TestCluster::start().await.unwrap();
     let client = cluster.client();
     manifests::install_crds(&client).await.unwrap();
-    manifests::apply_all(&client, &cluster.relocate(shipped_rbac().unwrap()), None)
+    manifests::apply_all(&client, &cluster.relocate(rbac), None)
         .await
         .unwrap();
     let kubeconfig = cluster.kubeconfig();
@@ -401,11 +421,10 @@ async fn the_reconciler_may_do_exactly_what_the_security_doc_promises() {
     // What any ServiceAccount of that namespace may do without a binding of its own: the same
     // groups (system:serviceaccounts, of the namespace, authenticated), so the same defaults.
     let nobody = format!("system:serviceaccount:{home}:nobody");
-    let elsewhere = "default";
     let promised = promised();
     for (namespace, places) in [
         (home, vec![Where::Everywhere, Where::ItsNamespace]),
-        (elsewhere, vec![Where::Everywhere]),
+        ("default", vec![Where::Everywhere]),
     ] {
         let granted = can_i_list(kubeconfig, &account, namespace);
         let defaults = can_i_list(kubeconfig, &nobody, namespace);
@@ -419,13 +438,20 @@ async fn the_reconciler_may_do_exactly_what_the_security_doc_promises() {
         let missing: Vec<_> = expected.difference(&shown).collect();
         assert!(
             more.is_empty() && missing.is_empty(),
-            "in namespace {namespace}: granted beyond docs/security.md: {more:?}; promised but not \
-             granted: {missing:?}"
+            "{source}, in namespace {namespace}: granted beyond docs/security.md: {more:?}; \
+             promised but not granted: {missing:?}"
         );
     }
+    (cluster, account)
+}
+
+async fn the_reconciler_may_do_exactly_what_the_security_doc_promises() {
+    let (_chart, _) = assert_exactly_promised("the chart", chart_rbac()).await;
+    let (cluster, account) = assert_exactly_promised("deploy/base", shipped_rbac().unwrap()).await;
+    let kubeconfig = cluster.kubeconfig();
 
     // What the table leaves out is refused by the authorizer, asked one by one.
-    let kube_system = "kube-system";
+    let (elsewhere, kube_system) = ("default", "kube-system");
     let refused: [(&str, &[&str]); 12] = [
         ("update secrets", &["update", "secrets", "-n", elsewhere]),
         (
