@@ -28,7 +28,7 @@ use nauthera_tests::manifests;
 use serde_json::{Value, json};
 
 /// Every path team A tries, by the name `docs/security.md` gives it in its tenants table.
-const PATHS: [&str; 11] = [
+const PATHS: [&str; 12] = [
     "secretRef to another namespace's Secret by name",
     "secretRef naming a namespace",
     "secretRef with namespace/name",
@@ -40,6 +40,7 @@ const PATHS: [&str; 11] = [
     "annotation on another namespace's resource",
     "manifest echoing another namespace's data",
     "editing another namespace's manifest or Secret",
+    "secret template reading another Secret",
 ];
 
 /// The organization only namespace B is granted.
@@ -524,6 +525,33 @@ subjects:
             run.output
         );
     }
+    tried.insert(path);
+
+    // 12. A template that would read another Secret into the delivered one: a template sees
+    // the client's five facts only and loads nothing.
+    let path = PATHS[11];
+    let run = apply_as_team(
+        generated_client_with("steal-template", "Delete", "").replace(
+            "    generate: true\n",
+            "    generate: true\n    template:\n      files:\n        \
+         stolen: '{% include \"b-upstream\" %}'\n",
+        ),
+    );
+    assert!(run.ok, "{path}: {}", run.output);
+    stack
+        .wait_for("steal-template", "refused as an invalid template", |c| {
+            c.status.as_ref().is_some_and(|s| {
+                s.reason == Some(Reason::Refused) && s.cause == Some(Cause::InvalidSecretTemplate)
+            })
+        })
+        .await;
+    assert!(
+        stack
+            .server
+            .client(&stack.object_ref("steal-template"))
+            .is_none()
+    );
+    assert!(stack.secret("steal-template").await.is_none());
     tried.insert(path);
 
     assert_eq!(tried.len(), PATHS.len(), "every path is tried");
