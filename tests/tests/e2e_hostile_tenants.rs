@@ -4,7 +4,7 @@
 //! tenants table of `docs/security.md`. Each is refused with a stable reason (the API server's
 //! 403 or schema error, or a catalog reason and cause in the status), and nothing crosses: B's
 //! Secrets are never written (same resourceVersion) nor sent (the server holds no hash of their
-//! values), B's objects on the server are untouched (same revisions, no audit record after A
+//! values), B's objects on the server are untouched (same revisions, no audit write after A
 //! began), and nothing of B shows in A's statuses or events.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,10 +13,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use nauthera_fake_server::OrganizationConfig;
-use nauthera_proto::v1::ObjectRef;
+use nauthera_proto::v1::{AuditOutcome, ObjectRef};
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::grants::{GrantEntry, Operation};
 use nauthera_shared::resources::OIDCClient;
@@ -28,7 +29,7 @@ use nauthera_tests::manifests;
 use serde_json::{Value, json};
 
 /// Every path team A tries, by the name `docs/security.md` gives it in its tenants table.
-const PATHS: [&str; 12] = [
+const PATHS: [&str; 13] = [
     "secretRef to another namespace's Secret by name",
     "secretRef naming a namespace",
     "secretRef with namespace/name",
@@ -41,6 +42,7 @@ const PATHS: [&str; 12] = [
     "manifest echoing another namespace's data",
     "editing another namespace's manifest or Secret",
     "secret template reading another Secret",
+    "rotation naming another namespace's workloads",
 ];
 
 /// The organization only namespace B is granted.
@@ -226,6 +228,26 @@ spec:
     colors:
       primary: \"#112233\"
 ---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: b-reader
+spec:
+  selector:
+    matchLabels: {{app: b-reader}}
+  template:
+    metadata:
+      labels: {{app: b-reader}}
+    spec:
+      containers:
+      - name: app
+        image: example.invalid/b-reader
+        volumeMounts:
+        - {{name: oidc, mountPath: /etc/oidc}}
+      volumes:
+      - name: oidc
+        secret: {{secretName: shared-name}}
+---
 {}---
 {}",
             client_with("shared-name", ISSUER, ""),
@@ -234,6 +256,7 @@ spec:
     )
     .await;
     let b_clients: Api<OIDCClient> = Api::namespaced(stack.client(), &team_b);
+    let b_deployments: Api<Deployment> = Api::namespaced(stack.client(), &team_b);
     for name in ["shared-name", "b-globex"] {
         stack
             .eventually(&format!("B's {name} is registered"), async || {
@@ -260,7 +283,15 @@ spec:
         events
             .iter()
             .filter(|e| e.r#ref.as_ref().is_some_and(|r| r.namespace == team_b))
-            .count()
+            // Writes: a refused call changes nothing on the server.
+            .filter(|e| e.outcome() != AuditOutcome::Refused)
+            .map(|e| {
+                format!(
+                    "{} {:?} {} {} {}",
+                    e.action, e.outcome, e.actor, e.cause, e.revision
+                )
+            })
+            .collect::<Vec<_>>()
     };
     let b_audit_before = audit_of_b(&stack.server.audit_events());
 
@@ -554,6 +585,47 @@ subjects:
     assert!(stack.secret("steal-template").await.is_none());
     tried.insert(path);
 
+    // 13. A's own rotation of a Secret whose name B's workload reads in B: the workloads named
+    // (and restarted, with the permission) are A's namespace's only.
+    let path = PATHS[12];
+    let b_reader_template = b_deployments
+        .get("b-reader")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .template;
+    let run = kubectl_as(
+        &developer,
+        &[
+            "annotate",
+            "-n",
+            &team_a,
+            "oidcclient/shared-name",
+            "nauthera.io/rotate=tenants-1",
+        ],
+        None,
+    );
+    assert!(run.ok, "{path}: {}", run.output);
+    let rotated = stack.wait_event("shared-name", "SecretRotated").await;
+    assert!(
+        !rotated.message.contains("b-reader"),
+        "{path}: {}",
+        rotated.message
+    );
+    assert_eq!(
+        b_deployments
+            .get("b-reader")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .template,
+        b_reader_template,
+        "{path}: B's workload was restarted"
+    );
+    tried.insert(path);
+
     assert_eq!(tried.len(), PATHS.len(), "every path is tried");
     assert_eq!(
         documented_paths(),
@@ -578,7 +650,7 @@ subjects:
     assert_eq!(
         audit_of_b(&stack.server.audit_events()),
         b_audit_before,
-        "the server recorded calls on B's objects after A began"
+        "the server recorded writes on B's objects after A began"
     );
     assert_eq!(
         (
