@@ -654,6 +654,27 @@ fn provider_and_organization_diffs_name_their_fields() {
     assert!(convert::diff_organization(&no_branding, &empty_branding).is_empty());
 }
 
+/// Found by the `server_answers` fuzz target: a server that leaves `fapi_mode` unspecified (its
+/// default, shown as `Disabled`) was drift from `fapiMode: Disabled`, for ever.
+#[test]
+fn an_unspecified_fapi_mode_is_no_drift_from_disabled() {
+    let spec = OrganizationSpec {
+        fapi_mode: FapiMode::Disabled,
+        ..full_organization_spec()
+    };
+    let declared = convert::organization_spec(&spec).unwrap();
+    let mut held = declared.clone();
+    held.fapi_mode = proto::FapiMode::Unspecified.into();
+    let shown = convert::organization_spec_from_server("acme", &held, &spec).unwrap();
+    assert_eq!(shown.fapi_mode, FapiMode::Disabled);
+    assert!(convert::diff_organization(&declared, &held).is_empty());
+    held.fapi_mode = proto::FapiMode::Fapi1Advanced.into();
+    assert_eq!(
+        convert::diff_organization(&declared, &held),
+        ["spec.fapiMode"]
+    );
+}
+
 #[test]
 fn the_examples_convert() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");

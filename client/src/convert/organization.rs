@@ -148,6 +148,18 @@ pub fn diff_organization(
         branding.as_ref().unwrap_or(&empty),
         held.branding.as_ref().unwrap_or(&empty),
     ));
-    diff.check(*fapi_mode != held.fapi_mode, "spec.fapiMode");
+    diff.check(
+        effective_fapi_mode(*fapi_mode) != effective_fapi_mode(held.fapi_mode),
+        "spec.fapiMode",
+    );
     diff.0
+}
+
+/// A mode as it takes effect: unspecified is the server's default, off (as it is shown), so a
+/// server that leaves the field unset holds what `fapiMode: Disabled` declares.
+fn effective_fapi_mode(mode: i32) -> i32 {
+    match proto::FapiMode::try_from(mode) {
+        Ok(proto::FapiMode::Unspecified) => proto::FapiMode::Off.into(),
+        _ => mode,
+    }
 }
