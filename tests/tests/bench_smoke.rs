@@ -90,6 +90,7 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     assert_eq!(cold["floor_kube_requests"]["create secrets"], 12);
     assert_eq!(cold["floor_kube_requests"]["create events"], 12);
     assert_eq!(cold["floor_kube_requests"]["patch oidcclients"], 12);
+    assert!(cold["floor_cpu_seconds"].as_f64().is_some(), "{cold}");
     let registration = &cold["registration_floor"];
     assert_eq!(registration["server_calls"]["ApplyClient"], 12);
     assert!(registration["ratio"].as_f64().is_some(), "{registration}");

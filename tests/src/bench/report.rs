@@ -58,6 +58,8 @@ pub struct ColdStart {
     /// The same, per kind (`OIDCClient`, `Branding`, ...).
     pub complete_by_kind: BTreeMap<String, usize>,
     pub floor_seconds: f64,
+    /// The full floor's CPU time, reported whether or not the cold start finished.
+    pub floor_cpu_seconds: f64,
     /// `seconds / floor_seconds`, when finished.
     pub ratio: Option<f64>,
     /// The CPU time it took, when finished: on two shared cores the wall time follows it, and

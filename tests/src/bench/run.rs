@@ -272,6 +272,7 @@ pub async fn size(
             .map(|(kind, n)| (kind.name().to_owned(), n))
             .collect(),
         floor_seconds: cold_floor.elapsed.as_secs_f64(),
+        floor_cpu_seconds: cold_floor.cpu_seconds,
         ratio: finished
             .and_then(|_| ratio(elapsed.as_secs_f64(), cold_floor.elapsed.as_secs_f64())),
         cpu,
