@@ -49,6 +49,7 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     for measure in [
         "cold start",
         "cold start CPU (reconciler + stand-ins)",
+        "cold start against the registration-only floor",
         "reconciles per object",
         "steady server calls/min",
         "drift latency",
@@ -87,6 +88,16 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     assert_eq!(cold["floor_server_calls"]["ApplyClient"], 12);
     assert!(cold["server_calls"]["ApplyClient"].as_u64().unwrap() >= 12);
     assert_eq!(cold["floor_kube_requests"]["create secrets"], 12);
+    assert_eq!(cold["floor_kube_requests"]["create events"], 12);
+    assert_eq!(cold["floor_kube_requests"]["patch oidcclients"], 12);
+    assert!(cold["floor_cpu_seconds"].as_f64().is_some(), "{cold}");
+    let registration = &cold["registration_floor"];
+    assert_eq!(registration["server_calls"]["ApplyClient"], 12);
+    assert!(registration["ratio"].as_f64().is_some(), "{registration}");
+    assert!(
+        registration["kube_requests"]["create events"].is_null(),
+        "{registration}"
+    );
     assert!(
         cold["kube_requests"]["patch oidcclients/status"]
             .as_u64()

@@ -16,13 +16,15 @@ use nauthera_shared::resources::{
     Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, ready_condition,
 };
 
+use super::floor::{self, FloorWrites};
 use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
 use super::observer::{Incomplete, Observer};
+use super::plugin;
 use super::report::{
-    ColdStart, ColdStartCpu, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio,
+    ColdStart, ColdStartCpu, DriftLatency, Memory, Quantiles, RegistrationFloor, SizeReport,
+    Steady, ratio,
 };
 use super::workload::{ClientItem, Key, Kind, Workload, WorkloadKind, kinds_of};
-use super::{floor, plugin};
 use crate::e2e::{Declared, RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
 
 /// What a run measures and how long it waits.
@@ -175,11 +177,31 @@ pub async fn size(
     };
     let label = format!("N={clients} ({kind})");
 
-    log(&format!("{label}: the floors"));
+    log(&format!("{label}: the registration-only floor"));
+    let registration_floor = {
+        let floor_stack = Stack::try_start(stack_options(settings, kind)).await?;
+        workload.create(&floor_stack.client()).await?;
+        let _watches = Observer::start(&floor_stack.client(), kinds);
+        floor::cold_start(
+            &floor_stack,
+            settings.concurrency,
+            &composition,
+            FloorWrites::RegistrationOnly,
+        )
+        .await?
+    };
+
+    log(&format!("{label}: the full floor"));
     let floor_stack = Stack::try_start(stack_options(settings, kind)).await?;
     workload.create(&floor_stack.client()).await?;
     let floor_observer = Observer::start(&floor_stack.client(), kinds);
-    let cold_floor = floor::cold_start(&floor_stack, settings.concurrency, &composition).await?;
+    let cold_floor = floor::cold_start(
+        &floor_stack,
+        settings.concurrency,
+        &composition,
+        FloorWrites::Full,
+    )
+    .await?;
     let drift_floor = floor::drift(
         &floor_stack,
         &floor_observer,
@@ -230,6 +252,12 @@ pub async fn size(
         }
         None => None,
     };
+    let registration_floor = RegistrationFloor::against(
+        registration_floor,
+        finished.map(|_| elapsed.as_secs_f64()),
+        cpu.as_ref()
+            .map(|cpu| cpu.reconciler_seconds + cpu.stand_ins_seconds),
+    );
     // The echoes of the last writes are still being reconciled when the last manifest shows as
     // Registered; they belong to the cold start's cost, so it is counted once they are done.
     let reconciles = measure::quiet_reconciles(&replica, settings.settle).await;
@@ -244,6 +272,7 @@ pub async fn size(
             .map(|(kind, n)| (kind.name().to_owned(), n))
             .collect(),
         floor_seconds: cold_floor.elapsed.as_secs_f64(),
+        floor_cpu_seconds: cold_floor.cpu_seconds,
         ratio: finished
             .and_then(|_| ratio(elapsed.as_secs_f64(), cold_floor.elapsed.as_secs_f64())),
         cpu,
@@ -253,6 +282,7 @@ pub async fn size(
         floor_server_calls: cold_floor.server_calls,
         kube_requests: difference(&reconciler_requests(emulator), &requests_before),
         floor_kube_requests: cold_floor.kube_requests,
+        registration_floor,
     };
     report.memory = Memory {
         cold_start_peak_kib: resident(pid)?.hwm_kib,
