@@ -41,8 +41,39 @@ pub struct SizeReport {
     pub drift: Option<DriftLatency>,
     pub memory: Memory,
     pub plugin: Option<PluginReport>,
+    /// The cold start's cost divided by N (absent before the cold start is measured).
+    pub per_object: Option<PerObject>,
     /// Why a part was not measured, or anything else a reader must know.
     pub notes: Vec<String>,
+}
+
+/// A size's cost per object: the cold start's wall and CPU time and the peak resident set,
+/// each divided by N. The fixed cost (start-up, caches' base) is in it, so it falls with N
+/// where the cost grows less than linearly.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct PerObject {
+    pub wall_ms: f64,
+    /// The reconciler's own CPU (stand-ins apart), when the cold start finished.
+    pub cpu_ms: Option<f64>,
+    /// The floor's CPU, its stand-ins included, when measured.
+    pub floor_cpu_ms: Option<f64>,
+    pub peak_kib: f64,
+}
+
+impl PerObject {
+    pub fn of(size: &SizeReport) -> Option<PerObject> {
+        let n = size.clients as f64;
+        let cold = &size.cold_start;
+        (size.clients > 0 && cold.finished).then(|| PerObject {
+            wall_ms: cold.seconds * 1000.0 / n,
+            cpu_ms: cold
+                .cpu
+                .as_ref()
+                .map(|cpu| cpu.reconciler_seconds * 1000.0 / n),
+            floor_cpu_ms: cold.cpu.as_ref().map(|cpu| cpu.floor_seconds * 1000.0 / n),
+            peak_kib: size.memory.cold_start_peak_kib as f64 / n,
+        })
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -359,6 +390,26 @@ impl Report {
                     .map_or_else(|| "-".into(), |r| format!("{} (reflector)", mib(r.rss_kib))),
                 optional_ratio(memory.ratio_idle),
             ]);
+            if let Some(cost) = &size.per_object {
+                let cpu = |ms: Option<f64>| ms.map_or_else(|| "-".into(), |ms| format!("{ms:.3}"));
+                table.add_row(vec![
+                    n.clone(),
+                    workload.clone(),
+                    "per object: wall ms; CPU ms; peak KiB".into(),
+                    format!(
+                        "{:.3}; {}; {:.2}",
+                        cost.wall_ms,
+                        cpu(cost.cpu_ms),
+                        cost.peak_kib
+                    ),
+                    format!(
+                        "{:.3}; {} (stand-ins included)",
+                        cold.floor_seconds * 1000.0 / size.clients.max(1) as f64,
+                        cpu(cost.floor_cpu_ms)
+                    ),
+                    String::new(),
+                ]);
+            }
             if let Some(plugin) = &size.plugin {
                 plugin_rows(&mut table, plugin);
             }

@@ -19,7 +19,7 @@ use nauthera_shared::resources::{
 use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
 use super::observer::{Incomplete, Observer};
 use super::report::{
-    ColdStart, ColdStartCpu, DriftLatency, Memory, Quantiles, SizeReport, Steady, ratio,
+    ColdStart, ColdStartCpu, DriftLatency, Memory, PerObject, Quantiles, SizeReport, Steady, ratio,
 };
 use super::workload::{ClientItem, Key, Kind, Workload, WorkloadKind, kinds_of};
 use super::{floor, plugin};
@@ -258,6 +258,7 @@ pub async fn size(
         cold_start_peak_kib: resident(pid)?.hwm_kib,
         ..Memory::default()
     };
+    report.per_object = PerObject::of(&report);
 
     if finished.is_some() {
         report.steady = Some(steady(settings, &stack, &replica, emulator).await?);
