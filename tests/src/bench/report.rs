@@ -3,13 +3,15 @@
 use std::collections::BTreeMap;
 
 use comfy_table::{Table, presets::ASCII_MARKDOWN};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::measure::{Calls, Resident};
 use super::workload::{Composition, WorkloadKind};
 
-/// One run of the program.
-#[derive(Debug, Default, Serialize)]
+/// One run of the program. Every part has a default, so that the JSON of an earlier run, with
+/// fewer figures, can be read back (`--replot`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Report {
     /// When the run started (RFC 3339).
     pub started_at: String,
@@ -24,7 +26,8 @@ pub struct Report {
 }
 
 /// Everything measured at one size of one workload.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SizeReport {
     /// `clients` or `mixed` (`docs/performance.md` says what each holds).
     pub workload: WorkloadKind,
@@ -50,7 +53,8 @@ pub struct SizeReport {
 /// A size's cost per object: the cold start's wall and CPU time and the peak resident set,
 /// each divided by N. The fixed cost (start-up, caches' base) is in it, so it falls with N
 /// where the cost grows less than linearly.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PerObject {
     pub wall_ms: f64,
     /// The reconciler's own CPU (stand-ins apart), when the cold start finished.
@@ -76,7 +80,8 @@ impl PerObject {
     }
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ColdStart {
     /// Whether every manifest was Registered (every client with its Secret) before the timeout.
     pub finished: bool,
@@ -103,7 +108,8 @@ pub struct ColdStart {
 }
 
 /// The CPU time of a cold start and of its floor, in seconds.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ColdStartCpu {
     pub reconciler_seconds: f64,
     /// The benchmark's own process: the emulator, the fake server and its watches.
@@ -114,7 +120,8 @@ pub struct ColdStartCpu {
     pub ratio: Option<f64>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Steady {
     pub window_seconds: f64,
     pub server_calls_per_minute: BTreeMap<String, f64>,
@@ -127,7 +134,8 @@ pub struct Steady {
     pub reconciles: f64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DriftLatency {
     pub edits: usize,
     /// Edits whose Drifted status was seen before the timeout.
@@ -140,14 +148,16 @@ pub struct DriftLatency {
     pub server_calls_per_edit: Quantiles,
 }
 
-#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Quantiles {
     pub p50: f64,
     pub p95: f64,
     pub max: f64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Memory {
     /// The reconciler's peak resident set (VmHWM) when the cold start ended.
     pub cold_start_peak_kib: u64,
@@ -161,7 +171,8 @@ pub struct Memory {
 }
 
 /// `kubectl nauthera status -A` against `kubectl get oidcclients -A`, table and JSON.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PluginReport {
     pub clients: usize,
     pub runs: usize,
@@ -170,7 +181,8 @@ pub struct PluginReport {
     pub ratios: Vec<PluginRatio>,
 }
 
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CommandFigures {
     pub command: String,
     pub format: String,
@@ -180,7 +192,8 @@ pub struct CommandFigures {
     pub failed_runs: usize,
 }
 
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PluginRatio {
     pub format: String,
     /// `through kubectl` (what a user runs) or `alone` (the plugin's own process).
