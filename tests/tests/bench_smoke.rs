@@ -54,6 +54,7 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
         "steady server calls/min",
         "drift latency",
         "memory",
+        "per object: wall ms; CPU ms; peak KiB",
         "plugin status -A through kubectl, table",
         "plugin status -A alone, json",
     ] {
@@ -113,6 +114,7 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     assert!(memory["cold_start_peak_kib"].as_u64().unwrap() > 0);
     assert!(memory["idle"]["rss_kib"].as_u64().unwrap() > 0);
     assert!(memory["floor"]["rss_kib"].as_u64().unwrap() > 0);
+    assert!(size["per_object"]["cpu_ms"].as_f64().unwrap() > 0.0);
     for plugin in [&size["plugin"], &report["plugin_only"][0]] {
         let commands = plugin["commands"].as_array().unwrap();
         assert_eq!(commands.len(), 6);
@@ -130,7 +132,11 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
     mixed_was_measured(&report["sizes"][1]);
 
     let plot = std::fs::read_to_string(&svg).unwrap();
-    assert!(plot.starts_with("<svg") && plot.contains("N = 12<") && plot.contains("N = 12 mixed<"));
+    assert!(
+        plot.starts_with("<svg")
+            && plot.contains("<title>reconciler (clients), N = 12: ")
+            && plot.contains("<title>reconciler (mixed), N = 12: ")
+    );
 }
 
 /// The mixed workload at 12: one Organization the server does not hold at start, one Branding,

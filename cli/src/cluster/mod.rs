@@ -143,25 +143,47 @@ impl Cluster {
         kind: Kind,
         scope: &Scope,
     ) -> Result<Option<Vec<ResourceView>>, CliError> {
+        let mut views = Vec::new();
+        let installed = self
+            .visit_kind(kind, scope, &mut |view| views.push(view))
+            .await?;
+        Ok(installed.then_some(views))
+    }
+
+    /// Hands every resource of `kind` in `scope` to `visit`, a page at a time; `Ok(false)` when
+    /// the kind is not installed.
+    pub async fn visit_kind(
+        &self,
+        kind: Kind,
+        scope: &Scope,
+        visit: &mut impl FnMut(ResourceView),
+    ) -> Result<bool, CliError> {
         match kind {
-            Kind::OidcClient => self.list(kind, scope, ResourceView::of_client).await,
-            Kind::Branding => self.list(kind, scope, ResourceView::of_branding).await,
-            Kind::IdentityProvider => {
-                self.list(kind, scope, ResourceView::of_identity_provider)
+            Kind::OidcClient => self.list(kind, scope, ResourceView::of_client, visit).await,
+            Kind::Branding => {
+                self.list(kind, scope, ResourceView::of_branding, visit)
                     .await
             }
-            Kind::Organization => self.list(kind, scope, ResourceView::of_organization).await,
+            Kind::IdentityProvider => {
+                self.list(kind, scope, ResourceView::of_identity_provider, visit)
+                    .await
+            }
+            Kind::Organization => {
+                self.list(kind, scope, ResourceView::of_organization, visit)
+                    .await
+            }
         }
     }
 
-    /// Lists in pages, as kubectl does, keeping only the view of each object: a page's objects
-    /// are dropped before the next page is read.
+    /// Lists in pages, as kubectl does, handing on only the view of each object: a page's
+    /// objects are dropped before the next page is read.
     async fn list<K>(
         &self,
         kind: Kind,
         scope: &Scope,
         view: fn(&K) -> ResourceView,
-    ) -> Result<Option<Vec<ResourceView>>, CliError>
+        visit: &mut impl FnMut(ResourceView),
+    ) -> Result<bool, CliError>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
             + Clone
@@ -169,13 +191,13 @@ impl Cluster {
             + std::fmt::Debug,
     {
         let api = self.api::<K>(scope);
-        let mut views = Vec::new();
         let mut params = ListParams::default().limit(LIST_PAGE);
+        let mut first_page = true;
         loop {
             let page = match api.list(&params).await {
                 Ok(page) => page,
-                Err(error) if api_code(&error) == Some(404) && views.is_empty() => {
-                    return Ok(None);
+                Err(error) if api_code(&error) == Some(404) && first_page => {
+                    return Ok(false);
                 }
                 Err(error) => {
                     return Err(CliError::kube(
@@ -184,10 +206,11 @@ impl Cluster {
                     ));
                 }
             };
-            views.extend(page.items.iter().map(view));
+            first_page = false;
+            page.items.iter().map(view).for_each(&mut *visit);
             match page.metadata.continue_.filter(|token| !token.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
-                None => return Ok(Some(views)),
+                None => return Ok(true),
             }
         }
     }
@@ -314,15 +337,28 @@ impl Cluster {
         scope: &Scope,
     ) -> Result<(Vec<ResourceView>, Vec<Kind>), CliError> {
         let mut views = Vec::new();
-        let mut missing = Vec::new();
-        for kind in kinds {
-            match self.list_kind(*kind, scope).await? {
-                Some(items) => views.extend(items),
-                None => missing.push(*kind),
-            }
-        }
+        let missing = self
+            .visit_views(kinds, scope, &mut |view| views.push(view))
+            .await?;
         sort_views(&mut views);
         Ok((views, missing))
+    }
+
+    /// Hands every resource of the given kinds in `scope` to `visit` as it is read, kind by
+    /// kind, without holding the listing; returns the kinds that are not installed.
+    pub async fn visit_views(
+        &self,
+        kinds: &[Kind],
+        scope: &Scope,
+        visit: &mut impl FnMut(ResourceView),
+    ) -> Result<Vec<Kind>, CliError> {
+        let mut missing = Vec::new();
+        for kind in kinds {
+            if !self.visit_kind(*kind, scope, visit).await? {
+                missing.push(*kind);
+            }
+        }
+        Ok(missing)
     }
 
     /// The Organizations that map issuers to slugs: every namespace when allowed, else the

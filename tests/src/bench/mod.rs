@@ -83,3 +83,13 @@ pub fn write(report: &Report, json: &Path, svg_path: &Path) -> anyhow::Result<()
         .with_context(|| format!("cannot write {}", svg_path.display()))?;
     Ok(())
 }
+
+/// Draws the plot of an earlier run from its JSON, measuring nothing.
+pub fn replot(json: &Path, svg_path: &Path) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(json).with_context(|| format!("cannot read {}", json.display()))?;
+    let report: Report = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a report of this program", json.display()))?;
+    std::fs::write(svg_path, svg::plot(&report))
+        .with_context(|| format!("cannot write {}", svg_path.display()))
+}

@@ -3,14 +3,16 @@
 use std::collections::BTreeMap;
 
 use comfy_table::{Table, presets::ASCII_MARKDOWN};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::floor::ColdStartFloor;
 use super::measure::{Calls, Resident};
 use super::workload::{Composition, WorkloadKind};
 
-/// One run of the program.
-#[derive(Debug, Default, Serialize)]
+/// One run of the program. Every part has a default, so that the JSON of an earlier run, with
+/// fewer figures, can be read back (`--replot`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Report {
     /// When the run started (RFC 3339).
     pub started_at: String,
@@ -25,7 +27,8 @@ pub struct Report {
 }
 
 /// Everything measured at one size of one workload.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SizeReport {
     /// `clients` or `mixed` (`docs/performance.md` says what each holds).
     pub workload: WorkloadKind,
@@ -42,11 +45,44 @@ pub struct SizeReport {
     pub drift: Option<DriftLatency>,
     pub memory: Memory,
     pub plugin: Option<PluginReport>,
+    /// The cold start's cost divided by N (absent before the cold start is measured).
+    pub per_object: Option<PerObject>,
     /// Why a part was not measured, or anything else a reader must know.
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
+/// A size's cost per object: the cold start's wall and CPU time and the peak resident set,
+/// each divided by N. The fixed cost (start-up, caches' base) is in it, so it falls with N
+/// where the cost grows less than linearly.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PerObject {
+    pub wall_ms: f64,
+    /// The reconciler's own CPU (stand-ins apart), when the cold start finished.
+    pub cpu_ms: Option<f64>,
+    /// The floor's CPU, its stand-ins included, when measured.
+    pub floor_cpu_ms: Option<f64>,
+    pub peak_kib: f64,
+}
+
+impl PerObject {
+    pub fn of(size: &SizeReport) -> Option<PerObject> {
+        let n = size.clients as f64;
+        let cold = &size.cold_start;
+        (size.clients > 0 && cold.finished).then(|| PerObject {
+            wall_ms: cold.seconds * 1000.0 / n,
+            cpu_ms: cold
+                .cpu
+                .as_ref()
+                .map(|cpu| cpu.reconciler_seconds * 1000.0 / n),
+            floor_cpu_ms: cold.cpu.as_ref().map(|cpu| cpu.floor_seconds * 1000.0 / n),
+            peak_kib: size.memory.cold_start_peak_kib as f64 / n,
+        })
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ColdStart {
     /// Whether every manifest was Registered (every client with its Secret) before the timeout.
     pub finished: bool,
@@ -79,7 +115,8 @@ pub struct ColdStart {
 /// The registration-only floor (the server write, the status patch and the Secret create per
 /// manifest, no finalizer, no Event) and the cold start against it, so that earlier rounds'
 /// ratios still compare. Every other ratio is against the full floor.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RegistrationFloor {
     pub seconds: f64,
     /// The cold start's wall time over this floor's, when finished.
@@ -112,7 +149,8 @@ impl RegistrationFloor {
 }
 
 /// The CPU time of a cold start and of its floor, in seconds.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ColdStartCpu {
     pub reconciler_seconds: f64,
     /// The benchmark's own process: the emulator, the fake server and its watches.
@@ -123,7 +161,8 @@ pub struct ColdStartCpu {
     pub ratio: Option<f64>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Steady {
     pub window_seconds: f64,
     pub server_calls_per_minute: BTreeMap<String, f64>,
@@ -136,7 +175,8 @@ pub struct Steady {
     pub reconciles: f64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DriftLatency {
     pub edits: usize,
     /// Edits whose Drifted status was seen before the timeout.
@@ -149,14 +189,16 @@ pub struct DriftLatency {
     pub server_calls_per_edit: Quantiles,
 }
 
-#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Quantiles {
     pub p50: f64,
     pub p95: f64,
     pub max: f64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Memory {
     /// The reconciler's peak resident set (VmHWM) when the cold start ended.
     pub cold_start_peak_kib: u64,
@@ -170,7 +212,8 @@ pub struct Memory {
 }
 
 /// `kubectl nauthera status -A` against `kubectl get oidcclients -A`, table and JSON.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PluginReport {
     pub clients: usize,
     pub runs: usize,
@@ -179,7 +222,8 @@ pub struct PluginReport {
     pub ratios: Vec<PluginRatio>,
 }
 
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CommandFigures {
     pub command: String,
     pub format: String,
@@ -189,7 +233,8 @@ pub struct CommandFigures {
     pub failed_runs: usize,
 }
 
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PluginRatio {
     pub format: String,
     /// `through kubectl` (what a user runs) or `alone` (the plugin's own process).
@@ -416,6 +461,26 @@ impl Report {
                     .map_or_else(|| "-".into(), |r| format!("{} (reflector)", mib(r.rss_kib))),
                 optional_ratio(memory.ratio_idle),
             ]);
+            if let Some(cost) = &size.per_object {
+                let cpu = |ms: Option<f64>| ms.map_or_else(|| "-".into(), |ms| format!("{ms:.3}"));
+                table.add_row(vec![
+                    n.clone(),
+                    workload.clone(),
+                    "per object: wall ms; CPU ms; peak KiB".into(),
+                    format!(
+                        "{:.3}; {}; {:.2}",
+                        cost.wall_ms,
+                        cpu(cost.cpu_ms),
+                        cost.peak_kib
+                    ),
+                    format!(
+                        "{:.3}; {} (stand-ins included)",
+                        cold.floor_seconds * 1000.0 / size.clients.max(1) as f64,
+                        cpu(cost.floor_cpu_ms)
+                    ),
+                    String::new(),
+                ]);
+            }
             if let Some(plugin) = &size.plugin {
                 plugin_rows(&mut table, plugin);
             }

@@ -21,8 +21,8 @@ use super::measure::{self, Calls, difference, quantile, reconciler_requests, res
 use super::observer::{Incomplete, Observer};
 use super::plugin;
 use super::report::{
-    ColdStart, ColdStartCpu, DriftLatency, Memory, Quantiles, RegistrationFloor, SizeReport,
-    Steady, ratio,
+    ColdStart, ColdStartCpu, DriftLatency, Memory, PerObject, Quantiles, RegistrationFloor,
+    SizeReport, Steady, ratio,
 };
 use super::workload::{ClientItem, Key, Kind, Workload, WorkloadKind, kinds_of};
 use crate::e2e::{Declared, RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
@@ -288,6 +288,7 @@ pub async fn size(
         cold_start_peak_kib: resident(pid)?.hwm_kib,
         ..Memory::default()
     };
+    report.per_object = PerObject::of(&report);
 
     if finished.is_some() {
         report.steady = Some(steady(settings, &stack, &replica, emulator).await?);

@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, PostParams};
 use nauthera_proto::v1::ObjectRef;
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::e2e::ISSUER;
 
@@ -40,7 +40,18 @@ pub const UPSTREAM_SECRET_KEY: &str = "clientSecret";
 
 /// Which manifests a run registers.
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum WorkloadKind {
@@ -157,7 +168,7 @@ pub struct IssuedItem {
 }
 
 /// How many manifests of each kind a workload holds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Composition {
     pub organizations: usize,
     pub brandings: usize,

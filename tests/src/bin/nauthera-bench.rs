@@ -61,9 +61,12 @@ struct Args {
     /// Where the figures go as JSON.
     #[arg(long, default_value = "target/nauthera-bench/results.json")]
     json: PathBuf,
-    /// Where the plot goes as SVG.
+    /// Where the plot goes as SVG: one panel per measure against N, on log axes.
     #[arg(long, default_value = "target/nauthera-bench/cold-start.svg")]
     svg: PathBuf,
+    /// Draw the plot (`--svg`) from the figures of an earlier run's JSON, measuring nothing.
+    #[arg(long, value_name = "JSON")]
+    replot: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -109,6 +112,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             return Ok(());
         }
         None => {}
+    }
+    if let Some(json) = &args.replot {
+        return bench::replot(json, &args.svg);
     }
     let settings = Settings {
         namespaces: args.namespaces,

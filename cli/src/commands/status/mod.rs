@@ -21,22 +21,31 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
     let target = args.target.as_deref().map(Target::parse).transpose()?;
     let cluster = Cluster::connect(global).await?;
     let facts = ControlPlaneFacts::gather(&cluster, &global.reconciler_namespace).await;
-    let (views, not_installed) = match &target {
+    // The organizations come first: each resource's row is made as its page is read.
+    let organizations = OrganizationDirectory::from_views(&cluster.organizations().await);
+    let mut rows = report::Rows::new(&facts, &organizations, Timestamp::now());
+    let not_installed = match &target {
         Some(Target {
             kind,
             name: Some(name),
-        }) => (
-            vec![
+        }) => {
+            rows.add(
                 cluster
                     .require_view(*kind, &cluster.namespace, name)
                     .await?,
-            ],
-            Vec::new(),
-        ),
-        Some(Target { kind, name: None }) => cluster.list_views(&[*kind], &cluster.scope).await?,
-        None => cluster.list_views(&Kind::ALL, &cluster.scope).await?,
+            );
+            Vec::new()
+        }
+        Some(Target { kind, name: None }) => {
+            let add = &mut |view| rows.add(view);
+            cluster.visit_views(&[*kind], &cluster.scope, add).await?
+        }
+        None => {
+            let add = &mut |view| rows.add(view);
+            cluster.visit_views(&Kind::ALL, &cluster.scope, add).await?
+        }
     };
-    let organizations = OrganizationDirectory::from_views(&cluster.organizations().await);
+    rows.sort();
     let watched_kinds: Vec<Kind> = match &target {
         Some(target) => vec![target.kind],
         None => Kind::ALL.to_vec(),
@@ -49,14 +58,7 @@ pub async fn run(global: &GlobalArgs, args: &StatusArgs) -> Result<Outcome, CliE
         _ => cluster.namespace.clone(),
     };
     let every_namespace = scope == "*";
-    let mut report = report::build(
-        &facts,
-        views,
-        &organizations,
-        not_installed,
-        scope,
-        Timestamp::now(),
-    );
+    let mut report = rows.report(not_installed, scope);
     let listing = crate::cluster::policies::list_policies(&cluster).await;
     report.policies = policies::section(&listing, &report.resources, every_namespace);
     let wide = global.output.format == OutputFormat::Wide;

@@ -58,7 +58,8 @@ pub struct Summary {
     pub awaiting_adoption: usize,
 }
 
-/// Builds the report.
+/// Builds the report from views already read.
+#[cfg(test)]
 pub fn build(
     facts: &ControlPlaneFacts,
     views: Vec<ResourceView>,
@@ -67,36 +68,95 @@ pub fn build(
     scope: String,
     now: Timestamp,
 ) -> StatusReport {
-    let control_plane = control_plane_report(facts, now);
-    let shards: Vec<ControlPlaneReport> = facts
-        .shards
-        .iter()
-        .map(|shard| control_plane_report(shard, now))
-        .collect();
-    let drift = drift_summary(&views);
+    let mut rows = Rows::new(facts, organizations, now);
     // Each view is let go once its row is made, so the two are not held whole at once.
-    let (observed, resources): (Vec<ResourceRow>, Vec<ResourceRow>) = views
-        .into_iter()
-        .map(|view| resource_row(&view, facts, organizations, now))
-        .partition(ResourceRow::observes);
-    let summary = summarize(&resources, &observed, drift);
-    let attention = !control_plane.findings.is_empty()
-        || shards.iter().any(|shard| !shard.findings.is_empty())
-        || resources.iter().chain(&observed).any(|row| row.attention)
-        || !not_installed.is_empty();
-    StatusReport {
-        api_version: crate::output::REPORT_API_VERSION,
-        kind: "StatusReport",
-        generated_at: now,
-        scope,
-        control_plane,
-        shards,
-        resources,
-        observed,
-        not_installed,
-        policies: None,
-        summary,
-        attention,
+    views.into_iter().for_each(|view| rows.add(view));
+    rows.report(not_installed, scope)
+}
+
+/// The report's rows, made one resource at a time as the listing is read: a view is let go
+/// once its row is made (only a drifted one is kept, for the drift summary), so a listing of a
+/// hundred thousand resources is never held whole beside its rows.
+pub struct Rows<'a> {
+    facts: &'a ControlPlaneFacts,
+    organizations: &'a OrganizationDirectory,
+    now: Timestamp,
+    resources: Vec<ResourceRow>,
+    observed: Vec<ResourceRow>,
+    drifted: Vec<ResourceView>,
+}
+
+impl<'a> Rows<'a> {
+    pub fn new(
+        facts: &'a ControlPlaneFacts,
+        organizations: &'a OrganizationDirectory,
+        now: Timestamp,
+    ) -> Rows<'a> {
+        Rows {
+            facts,
+            organizations,
+            now,
+            resources: Vec::new(),
+            observed: Vec::new(),
+            drifted: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, view: ResourceView) {
+        let row = resource_row(&view, self.facts, self.organizations, self.now);
+        if row.observes() {
+            self.observed.push(row);
+        } else {
+            self.resources.push(row);
+        }
+        if view.is_drifted() {
+            self.drifted.push(view);
+        }
+    }
+
+    /// Puts the rows in the listing's stable order: kind, namespace, name.
+    pub fn sort(&mut self) {
+        for rows in [&mut self.resources, &mut self.observed] {
+            rows.sort_by(|a, b| {
+                (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name))
+            });
+        }
+    }
+
+    pub fn report(self, not_installed: Vec<Kind>, scope: String) -> StatusReport {
+        let Rows {
+            facts,
+            now,
+            resources,
+            observed,
+            drifted,
+            ..
+        } = self;
+        let control_plane = control_plane_report(facts, now);
+        let shards: Vec<ControlPlaneReport> = facts
+            .shards
+            .iter()
+            .map(|shard| control_plane_report(shard, now))
+            .collect();
+        let summary = summarize(&resources, &observed, drift_summary(&drifted));
+        let attention = !control_plane.findings.is_empty()
+            || shards.iter().any(|shard| !shard.findings.is_empty())
+            || resources.iter().chain(&observed).any(|row| row.attention)
+            || !not_installed.is_empty();
+        StatusReport {
+            api_version: crate::output::REPORT_API_VERSION,
+            kind: "StatusReport",
+            generated_at: now,
+            scope,
+            control_plane,
+            shards,
+            resources,
+            observed,
+            not_installed,
+            policies: None,
+            summary,
+            attention,
+        }
     }
 }
 
