@@ -159,6 +159,52 @@ impl Store {
             .map(|(_, stored)| stored)
     }
 
+    /// The objects of `resource` as they stood at `revision`, in key order after `after`: the
+    /// later pages of a list show the snapshot of its first page, as the API server serves them,
+    /// so that a watch started from the list's resourceVersion misses no change made while the
+    /// pages were read. `410 Expired` once the history no longer reaches back to `revision`.
+    pub fn list_at<'a>(
+        &'a self,
+        resource: &ResourceKey,
+        namespace: Option<&'a str>,
+        after: Option<&ObjectKey>,
+        revision: u64,
+    ) -> Result<impl Iterator<Item = &'a Arc<Stored>> + 'a, ApiError> {
+        use std::ops::Bound;
+        if revision < self.compacted_at {
+            return Err(ApiError::expired(revision, self.compacted_at));
+        }
+        // Each object changed since `revision`, with what it was then (none: created since);
+        // walking the changes newest first leaves the oldest change's "before" in place.
+        let start = self.history.partition_point(|e| e.revision <= revision);
+        let mut then: BTreeMap<ObjectKey, Option<&'a Arc<Stored>>> = BTreeMap::new();
+        for event in self.history.range(start..).rev() {
+            if &event.resource == resource {
+                then.insert(object_key(&event.object.value), event.previous.as_ref());
+            }
+        }
+        let from = match after {
+            Some(key) => Bound::Excluded(key.clone()),
+            None => match namespace {
+                Some(ns) => Bound::Included((ns.to_owned(), String::new())),
+                None => Bound::Unbounded,
+            },
+        };
+        let in_namespace = move |key: &ObjectKey| namespace.is_none_or(|wanted| key.0 == wanted);
+        let now = self
+            .list(resource, namespace, after)
+            .map(|stored| (object_key(&stored.value), stored));
+        let changed: Vec<(ObjectKey, Option<&'a Arc<Stored>>)> = then
+            .range((from, Bound::Unbounded))
+            .take_while(|(key, _)| in_namespace(key))
+            .map(|(key, stored)| (key.clone(), *stored))
+            .collect();
+        Ok(Snapshot {
+            now: now.peekable(),
+            changed: changed.into_iter().peekable(),
+        })
+    }
+
     pub fn resources_with_objects(&self) -> Vec<ResourceKey> {
         self.objects
             .iter()
@@ -308,6 +354,37 @@ impl Store {
     }
 }
 
+/// The objects as they are now merged with what the ones changed since a revision were then.
+struct Snapshot<'a, Now: Iterator<Item = (ObjectKey, &'a Arc<Stored>)>> {
+    now: std::iter::Peekable<Now>,
+    changed: std::iter::Peekable<std::vec::IntoIter<(ObjectKey, Option<&'a Arc<Stored>>)>>,
+}
+
+impl<'a, Now: Iterator<Item = (ObjectKey, &'a Arc<Stored>)>> Iterator for Snapshot<'a, Now> {
+    type Item = &'a Arc<Stored>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let take_changed = match (self.now.peek(), self.changed.peek()) {
+                (_, None) => return self.now.next().map(|(_, stored)| stored),
+                (None, Some(_)) => true,
+                (Some((now, _)), Some((changed, _))) => changed <= now,
+            };
+            if !take_changed {
+                return self.now.next().map(|(_, stored)| stored);
+            }
+            let (key, then) = self.changed.next()?;
+            // An object changed since shows only as it was then (or not at all, if created since).
+            if self.now.peek().is_some_and(|(now, _)| *now == key) {
+                self.now.next();
+            }
+            if then.is_some() {
+                return then;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,5 +435,42 @@ mod tests {
         assert_eq!(names, [("b".into(), "1".into()), ("b".into(), "2".into())]);
         let after = ("b".to_owned(), "1".to_owned());
         assert_eq!(store.list(&key(), None, Some(&after)).count(), 2);
+    }
+
+    #[test]
+    fn a_later_page_shows_the_first_pages_snapshot() {
+        let mut store = Store::default();
+        for name in ["a", "b", "c"] {
+            let value = object(name, &store);
+            store.put(&key(), value);
+        }
+        let first_page = store.revision();
+        let mut a = object("a", &store);
+        a["data"] = json!({"changed": "yes"});
+        store.put(&key(), a);
+        store.remove(&key(), "ns", "b");
+        let ab = object("ab", &store);
+        store.put(&key(), ab);
+        let d = object("d", &store);
+        store.put(&key(), d);
+        let listed = |at: u64, after: Option<&ObjectKey>| -> Vec<(String, bool)> {
+            store
+                .list_at(&key(), Some("ns"), after, at)
+                .unwrap()
+                .map(|s| (object_key(&s.value).1, s.value.get("data").is_some()))
+                .collect()
+        };
+        let then = |name: &str| (name.to_owned(), false);
+        assert_eq!(listed(first_page, None), [then("a"), then("b"), then("c")]);
+        let after_a = ("ns".to_owned(), "a".to_owned());
+        assert_eq!(listed(first_page, Some(&after_a)), [then("b"), then("c")]);
+        let now: Vec<String> = listed(store.revision(), None)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(now, ["a", "ab", "c", "d"]);
+        store.compact();
+        let err = store.list_at(&key(), None, None, first_page).err().unwrap();
+        assert_eq!(err.code(), 410);
     }
 }

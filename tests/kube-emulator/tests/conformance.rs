@@ -1040,6 +1040,28 @@ async fn label_and_field_selectors_and_cluster_wide_lists() {
     assert_eq!(rest.items.len(), 1);
     assert!(rest.metadata.continue_.is_none());
     assert_ne!(page.items[0].name_any(), rest.items[0].name_any());
+
+    // A later page shows the first page's snapshot and its resourceVersion, so a watch from that
+    // resourceVersion misses nothing changed while the pages were read.
+    let rest_name = rest.items[0].name_any();
+    let changed = serde_json::json!({"data": {"changed": "after the first page"}});
+    namespaced
+        .patch(&rest_name, &PatchParams::default(), &Patch::Merge(&changed))
+        .await
+        .unwrap();
+    let rest = namespaced
+        .list(&ListParams::default().limit(5).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(rest.metadata.resource_version, page.metadata.resource_version);
+    assert_eq!(rest.items[0].name_any(), rest_name);
+    assert!(
+        rest.items[0]
+            .data
+            .as_ref()
+            .is_none_or(|d| !d.contains_key("changed")),
+        "a later page showed a change made after the first page"
+    );
 }
 
 #[tokio::test]

@@ -57,19 +57,27 @@ impl Call<'_> {
             .param("limit")
             .and_then(|l| l.parse::<usize>().ok())
             .filter(|l| *l > 0);
-        let after = self.param("continue").map(decode_continue).transpose()?;
+        let continued = self.param("continue").map(decode_continue).transpose()?;
         let encoding = self.encoding(info, path);
         let store = self.app.lock()?;
-        let revision = store.revision().to_string();
+        // A later page shows the snapshot of the list's first page and says its resourceVersion.
+        let (at, after) = match continued {
+            Some(Continue { revision, after }) => (revision, Some(after)),
+            None => (store.revision(), None),
+        };
+        let revision = at.to_string();
         let mut matching = store
-            .list(&info.key(), path.namespace.as_deref(), after.as_ref())
+            .list_at(&info.key(), path.namespace.as_deref(), after.as_ref(), at)?
             .filter(|s| filter.matches(&s.value));
         let mut items = Vec::new();
         let mut next = None;
         for stored in matching.by_ref() {
             if limit.is_some_and(|l| items.len() == l) {
                 next = items.last().map(|last: &&Arc<crate::store::Stored>| {
-                    encode_continue(&object_key(&last.value))
+                    encode_continue(&Continue {
+                        revision: at,
+                        after: object_key(&last.value),
+                    })
                 });
                 break;
             }
@@ -151,20 +159,36 @@ impl Call<'_> {
     }
 }
 
-fn encode_continue(key: &(String, String)) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}\n{}", key.0, key.1))
+/// Where a list goes on: the snapshot's revision and the last key served.
+#[derive(Debug, PartialEq, Eq)]
+struct Continue {
+    revision: u64,
+    after: (String, String),
 }
 
-fn decode_continue(token: &str) -> ApiResult<(String, String)> {
+fn encode_continue(token: &Continue) -> String {
+    use base64::Engine;
+    let (namespace, name) = &token.after;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(format!("{}\n{namespace}\n{name}", token.revision))
+}
+
+fn decode_continue(token: &str) -> ApiResult<Continue> {
     use base64::Engine;
     let bad = || ApiError::bad_request("the continue token is not one this server issued");
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| bad())?;
     let text = String::from_utf8(bytes).map_err(|_| bad())?;
-    let (namespace, name) = text.split_once('\n').ok_or_else(bad)?;
-    Ok((namespace.to_owned(), name.to_owned()))
+    let mut parts = text.splitn(3, '\n');
+    let revision = parts.next().and_then(|r| r.parse().ok()).ok_or_else(bad)?;
+    let (Some(namespace), Some(name)) = (parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    Ok(Continue {
+        revision,
+        after: (namespace.to_owned(), name.to_owned()),
+    })
 }
 
 #[cfg(test)]
@@ -174,7 +198,11 @@ mod tests {
     #[test]
     fn continue_tokens_round_trip() {
         let key = ("ns".to_owned(), "name".to_owned());
-        assert_eq!(decode_continue(&encode_continue(&key)).unwrap(), key);
+        let token = Continue {
+            revision: 42,
+            after: key,
+        };
+        assert_eq!(decode_continue(&encode_continue(&token)).unwrap(), token);
         assert!(decode_continue("???").is_err());
     }
 }
