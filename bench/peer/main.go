@@ -45,6 +45,8 @@ func main() {
 		metricsAddress  = flag.String("metrics-address", "127.0.0.1:0", "where /metrics is served (port 0: any)")
 		leaderElect     = flag.Bool("leader-elect", true, "hold a Lease before reconciling, as a deployed operator does")
 		leaseNamespace  = flag.String("lease-namespace", "default", "the namespace of the Lease")
+		contentType     = flag.String("kube-content-type", "", "the Kubernetes clients' wire format (empty: client-go's default, protobuf for built-in kinds)")
+		leaseName       = flag.String("lease-name", "nauthera-peer", "the name of the Lease")
 		changeQueueSize = flag.Int("change-buffer", 1024, "server changes buffered before the stream waits")
 		namespaces      = flag.String("namespaces", "", "comma-separated namespaces to reconcile (empty: all)")
 	)
@@ -66,6 +68,9 @@ func main() {
 	// itself; a tuned operator raises it to what its API server takes.
 	config.QPS = float32(*qps)
 	config.Burst = *burst
+	if *contentType != "" {
+		config.ContentType = *contentType
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -85,7 +90,7 @@ func main() {
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          *leaderElect,
-		LeaderElectionID:        "nauthera-peer",
+		LeaderElectionID:        *leaseName,
 		LeaderElectionNamespace: *leaseNamespace,
 	})
 	if err != nil {

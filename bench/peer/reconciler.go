@@ -123,8 +123,8 @@ func (r *clientReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 
-	if controllerutil.AddFinalizer(obj, finalizer) {
-		if err := r.Update(ctx, obj); err != nil {
+	if before := obj.DeepCopy(); controllerutil.AddFinalizer(obj, finalizer) {
+		if err := r.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -237,7 +237,7 @@ func (r *clientReconciler) deliverSecret(ctx context.Context, obj *unstructured.
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.GetNamespace()},
 	}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, s, func() error {
 		s.Data = map[string][]byte{"clientId": []byte(clientID), "clientSecret": []byte(secret)}
 		return controllerutil.SetControllerReference(obj, s, r.Scheme)
 	})
