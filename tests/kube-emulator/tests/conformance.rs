@@ -1053,7 +1053,10 @@ async fn label_and_field_selectors_and_cluster_wide_lists() {
         .list(&ListParams::default().limit(5).continue_token(&token))
         .await
         .unwrap();
-    assert_eq!(rest.metadata.resource_version, page.metadata.resource_version);
+    assert_eq!(
+        rest.metadata.resource_version,
+        page.metadata.resource_version
+    );
     assert_eq!(rest.items[0].name_any(), rest_name);
     assert!(
         rest.items[0]

@@ -6,6 +6,7 @@ pub mod floor;
 pub mod measure;
 pub mod memory_floor;
 pub mod observer;
+pub mod peer;
 pub mod plugin;
 pub mod report;
 pub mod run;

@@ -47,6 +47,8 @@ pub struct SizeReport {
     pub plugin: Option<PluginReport>,
     /// The cold start's cost divided by N (absent before the cold start is measured).
     pub per_object: Option<PerObject>,
+    /// The controller-runtime peer on the same workload (`--peer`, clients workload only).
+    pub peer: Option<super::peer::PeerReport>,
     /// Why a part was not measured, or anything else a reader must know.
     pub notes: Vec<String>,
 }
@@ -483,6 +485,9 @@ impl Report {
             }
             if let Some(plugin) = &size.plugin {
                 plugin_rows(&mut table, plugin);
+            }
+            if let Some(peer) = &size.peer {
+                super::peer::rows(&mut table, size, peer);
             }
         }
         for plugin in &self.plugin_only {

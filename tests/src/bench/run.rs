@@ -51,6 +51,8 @@ pub struct Settings {
     /// A ClientPolicy covering every client (with rules all of them keep) is in place before
     /// the reconciler starts, so the cold start judges every client.
     pub client_policy: bool,
+    /// Measure the controller-runtime peer after the reconciler (clients workload only).
+    pub peer: bool,
 }
 
 impl Settings {
@@ -358,7 +360,53 @@ pub async fn size(
             );
         }
     }
+    if settings.peer {
+        peer_run(settings, &workload, &drifted, &mut report).await?;
+    }
     Ok(report)
+}
+
+/// The controller-runtime peer on a fresh stack with the same workload (`--peer`).
+async fn peer_run(
+    settings: &Settings,
+    workload: &Workload,
+    drifted: &[ClientItem],
+    report: &mut SizeReport,
+) -> anyhow::Result<()> {
+    if workload.kind != WorkloadKind::Clients {
+        report.notes.push(
+            "the controller-runtime peer reconciles OIDCClients only: measured on the clients \
+             workload"
+                .to_owned(),
+        );
+        return Ok(());
+    }
+    let Some(program) = super::peer::binary()? else {
+        report
+            .notes
+            .push("the controller-runtime peer was not measured: Go is not installed".to_owned());
+        return Ok(());
+    };
+    log(&format!("N={}: the controller-runtime peer", workload.size));
+    let stack = Stack::try_start(stack_options(settings, workload.kind)).await?;
+    workload.create(&stack.client()).await?;
+    stack.show_deployment_ready(1).await?;
+    let mut peer = super::peer::PeerRun {
+        stack: &stack,
+        workload,
+        concurrency: settings.concurrency,
+        cold_start_timeout: settings.cold_start_timeout,
+        settle: settings.settle,
+        steady_window: settings.steady_window,
+        drift_timeout: settings.drift_timeout,
+        drift_settle: settings.drift_settle,
+        drifted,
+    }
+    .measure(program)
+    .await?;
+    peer.ratios = super::peer::ratios(report, &peer);
+    report.peer = Some(peer);
+    Ok(())
 }
 
 async fn steady(

@@ -58,6 +58,11 @@ struct Args {
     /// reconciler starts, to measure what judging them costs.
     #[arg(long)]
     client_policy: bool,
+    /// After the reconciler at each size of the clients workload, run the controller-runtime
+    /// peer (bench/peer/, built with Go) on a fresh stack with the same workload, measured the
+    /// same way, and report the reconciler's figures over the peer's.
+    #[arg(long)]
+    peer: bool,
     /// Where the figures go as JSON.
     #[arg(long, default_value = "target/nauthera-bench/results.json")]
     json: PathBuf,
@@ -131,6 +136,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         change_poll_seconds: 10,
         bench_exe: std::env::current_exe().context("cannot find this program's path")?,
         client_policy: args.client_policy,
+        peer: args.peer,
     };
     // Each workload once, in the order given.
     let mut workloads: Vec<WorkloadKind> = Vec::new();
