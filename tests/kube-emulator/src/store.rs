@@ -194,7 +194,7 @@ impl Store {
         let now = self
             .list(resource, namespace, after)
             .map(|stored| (object_key(&stored.value), stored));
-        let changed: Vec<(ObjectKey, Option<&'a Arc<Stored>>)> = then
+        let changed: Vec<Then<'a>> = then
             .range((from, Bound::Unbounded))
             .take_while(|(key, _)| in_namespace(key))
             .map(|(key, stored)| (key.clone(), *stored))
@@ -354,10 +354,13 @@ impl Store {
     }
 }
 
+/// An object's key and what it was at a revision (none: created since).
+type Then<'a> = (ObjectKey, Option<&'a Arc<Stored>>);
+
 /// The objects as they are now merged with what the ones changed since a revision were then.
 struct Snapshot<'a, Now: Iterator<Item = (ObjectKey, &'a Arc<Stored>)>> {
     now: std::iter::Peekable<Now>,
-    changed: std::iter::Peekable<std::vec::IntoIter<(ObjectKey, Option<&'a Arc<Stored>>)>>,
+    changed: std::iter::Peekable<std::vec::IntoIter<Then<'a>>>,
 }
 
 impl<'a, Now: Iterator<Item = (ObjectKey, &'a Arc<Stored>)>> Iterator for Snapshot<'a, Now> {
