@@ -167,6 +167,11 @@ impl PluginRun {
     pub fn all(&self) -> String {
         format!("{}\n{}", self.stdout, self.stderr)
     }
+
+    /// Whether the command succeeded.
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
 }
 
 /// One event recorded on an object.
@@ -1152,6 +1157,30 @@ pub fn shipped_deployment() -> anyhow::Result<DynamicObject> {
         .find(|o| o["kind"] == "Deployment")
         .context("deploy/base renders no Deployment")?;
     Ok(serde_json::from_value(deployment.clone())?)
+}
+
+/// Runs kubectl as the user of `kubeconfig`, with `input` on its standard input.
+pub fn kubectl_as(kubeconfig: &Path, args: &[&str], input: Option<&str>) -> PluginRun {
+    let mut child = std::process::Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    let mut stdin = child.stdin.take().expect("kubectl's standard input");
+    if let Some(input) = input {
+        std::io::Write::write_all(&mut stdin, input.as_bytes()).expect("kubectl reads its input");
+    }
+    drop(stdin);
+    let output = child.wait_with_output().expect("kubectl ends");
+    PluginRun {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
 }
 
 /// The kubectl the tests run: the system one, else the first on PATH.

@@ -10,8 +10,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::{Command, Stdio};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
@@ -22,8 +20,8 @@ use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::grants::{GrantEntry, Operation};
 use nauthera_shared::resources::OIDCClient;
 use nauthera_tests::e2e::{
-    ISSUER, ORGANIZATION, RECONCILER_IDENTITY, Stack, StackOptions, generated_client_with, kubectl,
-    sha256_hex, status_of,
+    ISSUER, ORGANIZATION, RECONCILER_IDENTITY, Stack, StackOptions, generated_client_with,
+    kubectl_as, sha256_hex, status_of,
 };
 use nauthera_tests::manifests;
 use serde_json::{Value, json};
@@ -50,38 +48,6 @@ const GLOBEX_ISSUER: &str = "https://login.example.com/globex";
 /// The value of B's own Secret: it must never leave B.
 const B_SECRET_VALUE: &str = "team-b-upstream-value-7f3a";
 const TEAM_GROUP: &str = "team-a-developers";
-
-/// What a kubectl run printed and whether it succeeded.
-struct Run {
-    ok: bool,
-    output: String,
-}
-
-fn kubectl_as(kubeconfig: &Path, args: &[&str], input: Option<&str>) -> Run {
-    let mut child = Command::new(kubectl())
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    let mut stdin = child.stdin.take().unwrap();
-    if let Some(input) = input {
-        std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap();
-    }
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    Run {
-        ok: output.status.success(),
-        output: format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    }
-}
 
 async fn apply_in(stack: &Stack, namespace: &str, yaml: &str) {
     let objects: Vec<DynamicObject> = serde_saphyr::from_multiple::<Value>(yaml)
@@ -336,7 +302,7 @@ subjects:
     // 1. A secretRef naming B's Secret by its name: only A's namespace is looked in.
     let path = PATHS[0];
     let run = apply_as_team(secret_ref_client("steal-secret", "b-upstream", ""));
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     let waiting = stack
         .wait_for(
             "steal-secret",
@@ -369,11 +335,11 @@ subjects:
         "b-upstream",
         &format!("      namespace: {team_b}\n"),
     ));
-    assert!(!run.ok, "{path}: accepted: {}", run.output);
+    assert!(!run.ok(), "{path}: accepted: {}", run.all());
     assert!(
-        run.output.contains("secretRef.namespace"),
+        run.all().contains("secretRef.namespace"),
         "{path}: {}",
-        run.output
+        run.all()
     );
     tried.insert(path);
 
@@ -384,11 +350,11 @@ subjects:
         &format!("{team_b}/b-upstream"),
         "",
     ));
-    assert!(!run.ok, "{path}: accepted: {}", run.output);
+    assert!(!run.ok(), "{path}: accepted: {}", run.all());
     assert!(
-        run.output.contains("secretRef.name"),
+        run.all().contains("secretRef.name"),
         "{path}: {}",
-        run.output
+        run.all()
     );
     tried.insert(path);
 
@@ -399,7 +365,7 @@ subjects:
         "Delete",
         "  brandingRef:\n    name: b-branding\n",
     ));
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     let named = format!("Branding {team_a}/b-branding");
     stack
         .wait_for(
@@ -430,14 +396,14 @@ subjects:
             &format!("    generate: true\n    secretName: {team_b}/shared-name\n"),
         ),
     );
-    assert!(!run.ok, "{path}: accepted: {}", run.output);
-    assert!(run.output.contains("secretName"), "{path}: {}", run.output);
+    assert!(!run.ok(), "{path}: accepted: {}", run.all());
+    assert!(run.all().contains("secretName"), "{path}: {}", run.all());
     tried.insert(path);
 
     // 6. The issuer of an organization only B is granted: refused by the server's grant.
     let path = PATHS[5];
     let run = apply_as_team(client_with("a-globex", GLOBEX_ISSUER, ""));
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     stack
         .wait_for("a-globex", "refused outside the grant", |c| {
             c.status.as_ref().is_some_and(|s| {
@@ -460,7 +426,7 @@ subjects:
     // 7. The name B's client has: A's is an object of its own, with its own client id.
     let path = PATHS[6];
     let run = apply_as_team(client_with("shared-name", ISSUER, ""));
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     let registered = stack.wait_reason("shared-name", Reason::Registered).await;
     let a_shared = stack
         .server
@@ -486,7 +452,7 @@ subjects:
         ],
         None,
     );
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     tried.insert(path);
 
     // 9. The annotations that ask the reconciler for something, on B's manifest: 403.
@@ -508,11 +474,11 @@ subjects:
             ],
             None,
         );
-        assert!(!run.ok, "{path} {annotation}: accepted: {}", run.output);
+        assert!(!run.ok(), "{path} {annotation}: accepted: {}", run.all());
         assert!(
-            run.output.contains("Forbidden") || run.output.contains("forbidden"),
+            run.all().contains("Forbidden") || run.all().contains("forbidden"),
             "{path} {annotation}: {}",
-            run.output
+            run.all()
         );
     }
     tried.insert(path);
@@ -524,7 +490,7 @@ subjects:
         "key: clientSecret",
         "key: clientSecret\n  brandingRef:\n    name: b-branding",
     ));
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     stack
         .wait_for("echo", "waiting for references of its own namespace", |c| {
             c.status
@@ -549,11 +515,11 @@ subjects:
         ],
     ] {
         let run = kubectl_as(&developer, &args, None);
-        assert!(!run.ok, "{path} {args:?}: allowed: {}", run.output);
+        assert!(!run.ok(), "{path} {args:?}: allowed: {}", run.all());
         assert!(
-            run.output.to_lowercase().contains("forbidden"),
+            run.all().to_lowercase().contains("forbidden"),
             "{path}: {}",
-            run.output
+            run.all()
         );
     }
     tried.insert(path);
@@ -568,7 +534,7 @@ subjects:
          stolen: '{% include \"b-upstream\" %}'\n",
         ),
     );
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     stack
         .wait_for("steal-template", "refused as an invalid template", |c| {
             c.status.as_ref().is_some_and(|s| {
@@ -606,7 +572,7 @@ subjects:
         ],
         None,
     );
-    assert!(run.ok, "{path}: {}", run.output);
+    assert!(run.ok(), "{path}: {}", run.all());
     let rotated = stack.wait_event("shared-name", "SecretRotated").await;
     assert!(
         !rotated.message.contains("b-reader"),

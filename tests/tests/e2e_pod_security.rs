@@ -12,45 +12,17 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use kube::api::DynamicObject;
 use nauthera_tests::binaries::workspace_root;
 use nauthera_tests::cluster::{Sharing, TestCluster};
-use nauthera_tests::e2e::{RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, kubectl, shipped_rbac};
+use nauthera_tests::e2e::{
+    RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, kubectl, kubectl_as, shipped_rbac,
+};
 use nauthera_tests::helm::helm_path;
 use nauthera_tests::manifests;
 use serde_json::{Value, json};
-
-/// What a kubectl run printed and whether it succeeded.
-struct Run {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-fn kubectl_run(kubeconfig: &Path, args: &[&str], input: Option<&str>) -> Run {
-    let mut child = Command::new(kubectl())
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    let mut stdin = child.stdin.take().unwrap();
-    if let Some(input) = input {
-        std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap();
-    }
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    Run {
-        ok: output.status.success(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 fn parse(text: &str) -> Vec<Value> {
     serde_saphyr::from_multiple::<Value>(text)
@@ -168,12 +140,12 @@ async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
             },
         },
     });
-    let applied = kubectl_run(
+    let applied = kubectl_as(
         kubeconfig,
         &["apply", "--server-side", "-f", "-"],
         Some(&namespace.to_string()),
     );
-    assert!(applied.ok, "{}", applied.stderr);
+    assert!(applied.ok(), "{}", applied.stderr);
 
     // The check has teeth: a pod without the restricted settings (root allowed, no seccomp
     // profile, capabilities kept) is refused by the same admission.
@@ -183,12 +155,12 @@ async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
         "metadata": { "name": "unrestricted", "namespace": RECONCILER_NAMESPACE },
         "spec": { "containers": [{ "name": "c", "image": "example.invalid/c" }] },
     });
-    let refused = kubectl_run(
+    let refused = kubectl_as(
         kubeconfig,
         &["create", "--dry-run=server", "-f", "-"],
         Some(&unrestricted.to_string()),
     );
-    assert!(!refused.ok, "an unrestricted pod was admitted");
+    assert!(!refused.ok(), "an unrestricted pod was admitted");
     assert!(
         refused
             .stderr
@@ -211,7 +183,7 @@ async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
     // A Pod names a ServiceAccount that must exist to be admitted.
     for account in &accounts {
         if account != "default" {
-            let made = kubectl_run(
+            let made = kubectl_as(
                 kubeconfig,
                 &[
                     "create",
@@ -222,7 +194,7 @@ async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
                 ],
                 None,
             );
-            assert!(made.ok, "{}", made.stderr);
+            assert!(made.ok(), "{}", made.stderr);
         }
     }
     for (described, deployment) in &deployments {
@@ -230,12 +202,12 @@ async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
         deployment["metadata"]["namespace"] = RECONCILER_NAMESPACE.into();
         // The Deployment: PodSecurity only warns about workload objects, so no warning is the
         // check.
-        let created = kubectl_run(
+        let created = kubectl_as(
             kubeconfig,
             &["create", "--dry-run=server", "-f", "-"],
             Some(&deployment.to_string()),
         );
-        assert!(created.ok, "{described}: {}", created.stderr);
+        assert!(created.ok(), "{described}: {}", created.stderr);
         assert!(
             !created.stderr.contains("Warning"),
             "{described} draws a warning: {}",
@@ -252,12 +224,12 @@ async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
             },
             "spec": deployment["spec"]["template"]["spec"],
         });
-        let created = kubectl_run(
+        let created = kubectl_as(
             kubeconfig,
             &["create", "--dry-run=server", "-f", "-"],
             Some(&pod.to_string()),
         );
-        assert!(created.ok, "{described}, its Pod: {}", created.stderr);
+        assert!(created.ok(), "{described}, its Pod: {}", created.stderr);
         assert!(
             !created.stderr.contains("Warning"),
             "{described}, its Pod, draws a warning: {}",
@@ -266,12 +238,12 @@ async fn every_shipped_deployment_is_admitted_by_restricted_pod_security() {
     }
     // Base, four overlays (shards has two), the chart's defaults and five value sets at least.
     assert!(deployments.len() >= 11, "{}", deployments.len());
-    let cleaned = kubectl_run(
+    let cleaned = kubectl_as(
         kubeconfig,
         &["delete", "namespace", RECONCILER_NAMESPACE, "--wait=false"],
         None,
     );
-    assert!(cleaned.ok, "{}", cleaned.stderr);
+    assert!(cleaned.ok(), "{}", cleaned.stderr);
 }
 
 /// One permission: where, the resource (`resource.group`, as `kubectl auth can-i --list` names
@@ -339,12 +311,12 @@ fn can_i_list(
     user: &str,
     namespace: &str,
 ) -> BTreeSet<(String, String, String)> {
-    let run = kubectl_run(
+    let run = kubectl_as(
         kubeconfig,
         &["auth", "can-i", "--list", "--as", user, "-n", namespace],
         None,
     );
-    assert!(run.ok, "{}", run.stderr);
+    assert!(run.ok(), "{}", run.stderr);
     let mut lines = run.stdout.lines();
     let header = lines.next().expect("a header");
     let column = |title: &str| header.find(title).unwrap_or_else(|| panic!("{header}"));
@@ -497,7 +469,7 @@ async fn the_reconciler_may_do_exactly_what_the_security_doc_promises() {
         let mut full = vec!["auth", "can-i"];
         full.extend_from_slice(args);
         full.extend(["--as", account.as_str()]);
-        let run = kubectl_run(kubeconfig, &full, None);
+        let run = kubectl_as(kubeconfig, &full, None);
         assert_eq!(
             run.stdout.trim(),
             "no",
@@ -507,7 +479,7 @@ async fn the_reconciler_may_do_exactly_what_the_security_doc_promises() {
         );
     }
     // And what it grants is allowed (the answers above come from the same authorizer).
-    let run = kubectl_run(
+    let run = kubectl_as(
         kubeconfig,
         &[
             "auth",
