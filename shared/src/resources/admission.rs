@@ -240,6 +240,16 @@ fn schema_violations(schema: &Value, value: &Value, path: &str, out: &mut Vec<Vi
                     format!("{shown:?} does not match {pattern}"),
                 ));
             }
+            // The API server checks a `date-time` string as RFC 3339, as a `Time` is read back.
+            if schema.get("format").and_then(Value::as_str) == Some("date-time")
+                && text.parse::<jiff::Timestamp>().is_err()
+            {
+                let shown: String = text.chars().take(80).collect();
+                out.push(Violation::new(
+                    field(),
+                    format!("{shown:?} is not a date-time (RFC 3339, e.g. 2026-12-01T10:00:00Z)"),
+                ));
+            }
         }
         (Some("boolean"), Value::Bool(_)) => {}
         (Some("integer"), Value::Number(n)) if n.is_i64() || n.is_u64() => {}

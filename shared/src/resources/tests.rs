@@ -993,6 +993,25 @@ fn the_cel_rules_refuse_with_their_messages() {
 }
 
 #[test]
+fn a_time_that_is_not_a_date_time_is_refused_at_admission() {
+    // Found by the `manifests` fuzz target: admitted, then unreadable as the kind.
+    let with_time = |time: &str| {
+        serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1", "kind": "Organization", "metadata": { "name": "acme" },
+            "spec": { "slug": "acme", "issuer": "https://login.example.test/acme" },
+            "status": { "conditions": [{ "type": "Ready", "status": "True", "reason": "Registered",
+                "message": "registered", "lastTransitionTime": time }] }
+        })
+    };
+    let refused = admission_violations(&with_time("scopes2026-12-01T10:00:01Z"), None);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].field, "status.conditions[0].lastTransitionTime");
+    let admitted = with_time("2026-12-01T10:00:01Z");
+    assert!(admission_violations(&admitted, None).is_empty());
+    assert!(serde_json::from_value::<Organization>(admitted).is_ok());
+}
+
+#[test]
 fn the_envelope_is_checked() {
     let unknown = serde_json::json!({ "apiVersion": "nauthera.io/v1alpha1", "kind": "Tenant" });
     assert_eq!(admission_violations(&unknown, None)[0].field, "kind");
