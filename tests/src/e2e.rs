@@ -543,17 +543,18 @@ impl Stack {
 
     /// Applies YAML documents (server-side apply) into the test's namespace.
     pub async fn apply(&self, yaml: &str) {
-        let documents: Vec<serde_json::Value> =
-            serde_saphyr::from_multiple(yaml).expect("the test's YAML parses");
-        let objects: Vec<DynamicObject> = documents
+        self.apply_in(self.namespace(), yaml).await;
+    }
+
+    /// [`Stack::apply`] into another namespace of the cluster.
+    pub async fn apply_in(&self, namespace: &str, yaml: &str) {
+        let objects: Vec<DynamicObject> = manifests::documents(yaml)
+            .expect("the test's YAML parses")
             .into_iter()
-            .filter(|d| !d.is_null())
             .map(|d| serde_json::from_value(d).expect("a Kubernetes object"))
             .collect();
-        if let Err(error) =
-            manifests::apply_all(&self.client(), &objects, Some(self.namespace())).await
-        {
-            panic!("cannot apply:\n{yaml}\n{error:#}");
+        if let Err(error) = manifests::apply_all(&self.client(), &objects, Some(namespace)).await {
+            panic!("cannot apply in {namespace}:\n{yaml}\n{error:#}");
         }
     }
 
@@ -1022,10 +1023,8 @@ pub fn is_registered(client: &OIDCClient) -> bool {
     })
 }
 
-/// A confidential web application's OIDCClient whose secret the server generates, delivered into
-/// the Secret of the same name.
-/// A confidential OIDCClient whose secret comes from the team's Secret `secret`.
-pub fn secret_ref_client(name: &str, secret: &str) -> String {
+/// An OIDCClient `name` of the test issuer: `spec` holds its other spec lines, indented by two.
+pub fn client_manifest(name: &str, spec: &str) -> String {
     format!(
         "apiVersion: nauthera.io/v1alpha1
 kind: OIDCClient
@@ -1033,7 +1032,16 @@ metadata:
   name: {name}
 spec:
   issuer: {ISSUER}
-  displayName: Reports worker
+{spec}"
+    )
+}
+
+/// A confidential OIDCClient whose secret comes from the team's Secret `secret`.
+pub fn secret_ref_client(name: &str, secret: &str) -> String {
+    client_manifest(
+        name,
+        &format!(
+            "  displayName: Reports worker
   grantTypes: [client_credentials]
   responseTypes: []
   scopes: [reports.read]
@@ -1043,6 +1051,7 @@ spec:
       name: {secret}
       key: clientSecret
 "
+        ),
     )
 }
 
@@ -1052,14 +1061,10 @@ pub fn generated_client(name: &str) -> String {
 
 /// [`generated_client`] with a deletion policy and extra lines under `spec:` (indented by two).
 pub fn generated_client_with(name: &str, deletion_policy: &str, extra_spec: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  displayName: {name}
+    client_manifest(
+        name,
+        &format!(
+            "  displayName: {name}
   redirectUris:
     - https://{name}.example.test/callback
   grantTypes: [authorization_code]
@@ -1070,6 +1075,7 @@ spec:
     generate: true
   deletionPolicy: {deletion_policy}
 {extra_spec}"
+        ),
     )
 }
 
@@ -1103,19 +1109,7 @@ fn rendered() -> anyhow::Result<&'static [serde_json::Value]> {
 }
 
 fn render_base() -> anyhow::Result<Vec<serde_json::Value>> {
-    let output = std::process::Command::new(kubectl())
-        .arg("kustomize")
-        .arg(workspace_root().join("deploy/base"))
-        .output()
-        .context("cannot run kubectl kustomize")?;
-    if !output.status.success() {
-        bail!(
-            "kubectl kustomize deploy/base failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let text = String::from_utf8(output.stdout)?;
-    Ok(serde_saphyr::from_multiple(&text)?)
+    crate::manifests::kustomize(&workspace_root().join("deploy/base"))
 }
 
 /// Stores the shipped Deployment in `namespace` with `replicas` and a status of `replicas` ready,

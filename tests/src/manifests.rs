@@ -15,6 +15,32 @@ use crate::binaries::workspace_root;
 /// The field manager of everything the harness applies.
 pub const FIELD_MANAGER: &str = "nauthera-harness";
 
+/// The YAML documents of `text` as values, empty ones left out.
+pub fn documents(text: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+    Ok(serde_saphyr::from_multiple::<serde_json::Value>(text)
+        .context("not YAML")?
+        .into_iter()
+        .filter(|document| !document.is_null())
+        .collect())
+}
+
+/// `dir` as `kubectl kustomize` renders it.
+pub fn kustomize(dir: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let output = std::process::Command::new(crate::e2e::kubectl())
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .context("cannot run kubectl kustomize")?;
+    if !output.status.success() {
+        bail!(
+            "kubectl kustomize {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    documents(&String::from_utf8(output.stdout)?)
+}
+
 /// Every YAML document of the `.yaml` files in `dir` (sorted by file name), skipping
 /// `kustomization.yaml`.
 pub fn load_dir(dir: &Path) -> anyhow::Result<Vec<DynamicObject>> {

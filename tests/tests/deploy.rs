@@ -36,19 +36,7 @@ fn render(path: &str) -> Vec<Value> {
 }
 
 fn render_dir(dir: &Path) -> Vec<Value> {
-    let output = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(dir)
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        output.status.success(),
-        "kubectl kustomize {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let text = String::from_utf8(output.stdout).expect("UTF-8 output");
-    serde_saphyr::from_multiple(&text).expect("kustomize renders YAML")
+    nauthera_tests::manifests::kustomize(dir).expect("kustomize renders the folder")
 }
 
 /// The `kustomization.yaml` of a folder.

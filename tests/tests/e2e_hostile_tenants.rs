@@ -13,18 +13,17 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use nauthera_fake_server::OrganizationConfig;
 use nauthera_proto::v1::{AuditOutcome, ObjectRef};
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::grants::{GrantEntry, Operation};
 use nauthera_shared::resources::OIDCClient;
 use nauthera_tests::e2e::{
-    ISSUER, ORGANIZATION, RECONCILER_IDENTITY, Stack, StackOptions, generated_client_with,
-    kubectl_as, sha256_hex, status_of,
+    ISSUER, ORGANIZATION, PluginRun, RECONCILER_IDENTITY, Stack, StackOptions, client_manifest,
+    generated_client_with, kubectl_as, sha256_hex, status_of,
 };
-use nauthera_tests::manifests;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Every path team A tries, by the name `docs/security.md` gives it in its tenants table.
 const PATHS: [&str; 13] = [
@@ -49,18 +48,6 @@ const GLOBEX_ISSUER: &str = "https://login.example.com/globex";
 const B_SECRET_VALUE: &str = "team-b-upstream-value-7f3a";
 const TEAM_GROUP: &str = "team-a-developers";
 
-async fn apply_in(stack: &Stack, namespace: &str, yaml: &str) {
-    let objects: Vec<DynamicObject> = serde_saphyr::from_multiple::<Value>(yaml)
-        .unwrap()
-        .into_iter()
-        .filter(|d| !d.is_null())
-        .map(|d| serde_json::from_value(d).unwrap())
-        .collect();
-    manifests::apply_all(&stack.client(), &objects, Some(namespace))
-        .await
-        .unwrap_or_else(|e| panic!("cannot apply in {namespace}:\n{yaml}\n{e:#}"));
-}
-
 fn client_with(name: &str, issuer: &str, extra_spec: &str) -> String {
     generated_client_with(name, "Delete", extra_spec).replace(ISSUER, issuer)
 }
@@ -75,17 +62,21 @@ fn secret_ref_spec(name: &str, extra: &str) -> String {
 
 /// A client that names a Secret it holds (not one generated), in namespace-local YAML.
 fn secret_ref_client(name: &str, secret: &str, extra: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  displayName: {name}
-{}",
-        secret_ref_spec(secret, extra)
+    client_manifest(
+        name,
+        &format!("  displayName: {name}\n{}", secret_ref_spec(secret, extra)),
     )
+}
+
+/// A path that must fail: `run` was refused, and what it printed names `expected` (a field, or
+/// "forbidden"), in any case.
+fn refused(path: &str, tried: &str, run: &PluginRun, expected: &str) {
+    assert!(!run.ok(), "{path} {tried}: accepted: {}", run.all());
+    assert!(
+        run.all().to_lowercase().contains(&expected.to_lowercase()),
+        "{path} {tried}: {}",
+        run.all()
+    );
 }
 
 fn reference(issuer: &str, namespace: &str, name: &str) -> ObjectRef {
@@ -173,11 +164,11 @@ async fn a_team_reaches_nothing_of_another_namespace_through_the_reconciler() {
     ]);
 
     // Team B's objects, as its own people make them.
-    apply_in(
-        &stack,
-        &team_b,
-        &format!(
-            "apiVersion: v1
+    stack
+        .apply_in(
+            &team_b,
+            &format!(
+                "apiVersion: v1
 kind: Secret
 metadata:
   name: b-upstream
@@ -216,11 +207,11 @@ spec:
 ---
 {}---
 {}",
-            client_with("shared-name", ISSUER, ""),
-            client_with("b-globex", GLOBEX_ISSUER, ""),
-        ),
-    )
-    .await;
+                client_with("shared-name", ISSUER, ""),
+                client_with("b-globex", GLOBEX_ISSUER, ""),
+            ),
+        )
+        .await;
     let b_clients: Api<OIDCClient> = Api::namespaced(stack.client(), &team_b);
     let b_deployments: Api<Deployment> = Api::namespaced(stack.client(), &team_b);
     for name in ["shared-name", "b-globex"] {
@@ -262,11 +253,11 @@ spec:
     let b_audit_before = audit_of_b(&stack.server.audit_events());
 
     // Team A: its own namespace's four kinds and Secrets, nothing else.
-    apply_in(
-        &stack,
-        &team_a,
-        &format!(
-            "apiVersion: rbac.authorization.k8s.io/v1
+    stack
+        .apply_in(
+            &team_a,
+            &format!(
+                "apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: team
@@ -286,9 +277,9 @@ roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: team}}
 subjects:
 - {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: {TEAM_GROUP}}}
 "
-        ),
-    )
-    .await;
+            ),
+        )
+        .await;
     let developer = stack.user_kubeconfig("dev@team-a.example.test", &[TEAM_GROUP]);
     let apply_as_team = |yaml: String| {
         kubectl_as(
@@ -335,12 +326,7 @@ subjects:
         "b-upstream",
         &format!("      namespace: {team_b}\n"),
     ));
-    assert!(!run.ok(), "{path}: accepted: {}", run.all());
-    assert!(
-        run.all().contains("secretRef.namespace"),
-        "{path}: {}",
-        run.all()
-    );
+    refused(path, "", &run, "secretRef.namespace");
     tried.insert(path);
 
     // 3. A secretRef written `namespace/name`: the name's pattern refuses it.
@@ -350,12 +336,7 @@ subjects:
         &format!("{team_b}/b-upstream"),
         "",
     ));
-    assert!(!run.ok(), "{path}: accepted: {}", run.all());
-    assert!(
-        run.all().contains("secretRef.name"),
-        "{path}: {}",
-        run.all()
-    );
+    refused(path, "", &run, "secretRef.name");
     tried.insert(path);
 
     // 4. A brandingRef naming B's Branding: only A's namespace is looked in.
@@ -396,8 +377,7 @@ subjects:
             &format!("    generate: true\n    secretName: {team_b}/shared-name\n"),
         ),
     );
-    assert!(!run.ok(), "{path}: accepted: {}", run.all());
-    assert!(run.all().contains("secretName"), "{path}: {}", run.all());
+    refused(path, "", &run, "secretName");
     tried.insert(path);
 
     // 6. The issuer of an organization only B is granted: refused by the server's grant.
@@ -474,12 +454,7 @@ subjects:
             ],
             None,
         );
-        assert!(!run.ok(), "{path} {annotation}: accepted: {}", run.all());
-        assert!(
-            run.all().contains("Forbidden") || run.all().contains("forbidden"),
-            "{path} {annotation}: {}",
-            run.all()
-        );
+        refused(path, annotation, &run, "forbidden");
     }
     tried.insert(path);
 
@@ -515,12 +490,7 @@ subjects:
         ],
     ] {
         let run = kubectl_as(&developer, &args, None);
-        assert!(!run.ok(), "{path} {args:?}: allowed: {}", run.all());
-        assert!(
-            run.all().to_lowercase().contains("forbidden"),
-            "{path}: {}",
-            run.all()
-        );
+        refused(path, &format!("{args:?}"), &run, "forbidden");
     }
     tried.insert(path);
 

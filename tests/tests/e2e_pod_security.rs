@@ -17,35 +17,10 @@ use std::process::Command;
 use kube::api::DynamicObject;
 use nauthera_tests::binaries::workspace_root;
 use nauthera_tests::cluster::{Sharing, TestCluster};
-use nauthera_tests::e2e::{
-    RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, kubectl, kubectl_as, shipped_rbac,
-};
+use nauthera_tests::e2e::{RECONCILER_ACCOUNT, RECONCILER_NAMESPACE, kubectl_as, shipped_rbac};
 use nauthera_tests::helm::helm_path;
 use nauthera_tests::manifests;
 use serde_json::{Value, json};
-
-fn parse(text: &str) -> Vec<Value> {
-    serde_saphyr::from_multiple::<Value>(text)
-        .expect("the rendering is YAML")
-        .into_iter()
-        .filter(|object| !object.is_null())
-        .collect()
-}
-
-fn kustomize(dir: &Path) -> Vec<Value> {
-    let output = Command::new(kubectl())
-        .arg("kustomize")
-        .arg(dir)
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        output.status.success(),
-        "kubectl kustomize {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    parse(&String::from_utf8(output.stdout).unwrap())
-}
 
 fn helm_template(values: &[String]) -> Vec<Value> {
     let home = tempfile::tempdir().unwrap();
@@ -69,7 +44,7 @@ fn helm_template(values: &[String]) -> Vec<Value> {
         "helm template {values:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    parse(&String::from_utf8(output.stdout).unwrap())
+    manifests::documents(&String::from_utf8(output.stdout).unwrap()).unwrap()
 }
 
 /// Every Deployment shipped, named by where it comes from: `deploy/base`, each overlay, and the
@@ -78,7 +53,7 @@ fn shipped_deployments() -> Vec<(String, Value)> {
     let root = workspace_root();
     let mut sources = vec![(
         "deploy/base".to_owned(),
-        kustomize(&root.join("deploy/base")),
+        manifests::kustomize(&root.join("deploy/base")).unwrap(),
     )];
     let overlays = root.join("deploy/overlays");
     let mut dirs: Vec<_> = std::fs::read_dir(&overlays)
@@ -92,7 +67,7 @@ fn shipped_deployments() -> Vec<(String, Value)> {
             "deploy/overlays/{}",
             dir.file_name().unwrap().to_str().unwrap()
         );
-        sources.push((name, kustomize(&dir)));
+        sources.push((name, manifests::kustomize(&dir).unwrap()));
     }
     sources.push(("chart (default values)".to_owned(), helm_template(&[])));
     let examples = root.join("charts/nauthera-reconciler/examples");

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use kube::api::{Api, DeleteParams};
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::{ClientPolicy, OIDCClient};
-use nauthera_tests::e2e::{ISSUER, Stack, kubectl, status_of};
+use nauthera_tests::e2e::{ISSUER, Stack, client_manifest, kubectl, status_of};
 
 /// A ClientPolicy named `name` with these `spec.rules` (YAML, indented by four).
 /// The security team's ClusterRole as deploy/base ships it.
@@ -31,18 +31,15 @@ spec:
 
 /// A confidential web client with a generated secret.
 fn web_client(name: &str, redirect: &str, scopes: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  redirectUris: [\"{redirect}\"]
+    client_manifest(
+        name,
+        &format!(
+            "  redirectUris: [\"{redirect}\"]
   scopes: [{scopes}]
   secret:
     generate: true
 "
+        ),
     )
 }
 

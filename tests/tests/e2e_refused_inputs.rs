@@ -22,7 +22,9 @@ use kube::api::{Api, ListParams};
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::resources::{Branding, ClientPolicy};
 use nauthera_tests::binaries::Binary;
-use nauthera_tests::e2e::{ISSUER, Stack, StackOptions, generated_client, kubectl, status_of};
+use nauthera_tests::e2e::{
+    ISSUER, Stack, StackOptions, client_manifest, generated_client, kubectl, status_of,
+};
 use serde_json::Value;
 
 /// A ClientPolicy named `name` with this `spec` (YAML, indented by two).
@@ -340,18 +342,13 @@ nauthera_tests::e2e_test!(
 
 /// A confidential client whose `spec.secret.secretRef` is an explicit `null`.
 fn null_secret_ref_client(name: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  redirectUris: [\"https://app.example.com/cb\"]
+    client_manifest(
+        name,
+        "  redirectUris: [\"https://app.example.com/cb\"]
   secret:
     generate: true
     secretRef: null
-"
+",
     )
 }
 

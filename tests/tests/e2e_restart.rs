@@ -16,7 +16,7 @@ use nauthera_shared::resources::{NotRestartedBecause, OIDCClient, WorkloadRestar
 use nauthera_shared::{RESTARTED_AT_ANNOTATION, RESTARTED_FOR_ANNOTATION};
 use nauthera_tests::control_plane::Plane;
 use nauthera_tests::control_plane::real::add_controllers;
-use nauthera_tests::e2e::{ISSUER, Stack, status_of};
+use nauthera_tests::e2e::{Stack, client_manifest, status_of};
 
 /// The real control plane runs the Deployment controller for this test binary, so that a
 /// restart shows as the new ReplicaSet a cluster would start.
@@ -27,14 +27,10 @@ async fn start() -> Stack {
 
 /// A generated client whose secret goes into Secret `shop`, restarting its readers.
 fn client(name: &str, display: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  displayName: {display}
+    client_manifest(
+        name,
+        &format!(
+            "  displayName: {display}
   redirectUris:
     - https://{name}.example.test/callback
   grantTypes: [authorization_code]
@@ -45,6 +41,7 @@ spec:
     generate: true
     restart: Rollout
 "
+        ),
     )
 }
 

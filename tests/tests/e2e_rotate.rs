@@ -14,8 +14,8 @@ use nauthera_shared::catalog::Reason;
 use nauthera_shared::resources::{OIDCClient, RotationOutcome};
 use nauthera_shared::{ROTATE_ANNOTATION, ROTATION_REQUEST_ANNOTATION};
 use nauthera_tests::e2e::{
-    ISSUER, MANAGER, Stack, StackOptions, generated_client, secret_ref_client, secret_value,
-    sha256_hex, status_of,
+    MANAGER, Stack, StackOptions, client_manifest, generated_client, secret_ref_client,
+    secret_value, sha256_hex, status_of,
 };
 
 /// Sets `nauthera.io/rotate` to `nonce` as the field manager `manager`.
@@ -230,14 +230,10 @@ fn scheduled_client(name: &str, every: &str, window: Option<&str>) -> String {
     let window = window
         .map(|lines| format!("      window:\n{lines}"))
         .unwrap_or_default();
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  displayName: {name}
+    client_manifest(
+        name,
+        &format!(
+            "  displayName: {name}
   redirectUris:
     - https://{name}.example.test/callback
   tokenEndpointAuthMethod: client_secret_basic
@@ -246,6 +242,7 @@ spec:
     rotation:
       every: {every}
 {window}"
+        ),
     )
 }
 

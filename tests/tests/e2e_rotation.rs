@@ -7,18 +7,14 @@
 
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::resources::OIDCClient;
-use nauthera_tests::e2e::{ISSUER, Stack, secret_value, sha256_hex, status_of};
+use nauthera_tests::e2e::{ISSUER, Stack, client_manifest, secret_value, sha256_hex, status_of};
 
 /// A generated client whose secret goes into Secret `secret_name`.
 fn client_into(name: &str, secret_name: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  displayName: {name}
+    client_manifest(
+        name,
+        &format!(
+            "  displayName: {name}
   redirectUris:
     - https://{name}.example.test/callback
   grantTypes: [authorization_code]
@@ -29,6 +25,7 @@ spec:
     generate: true
     secretName: {secret_name}
 "
+        ),
     )
 }
 

@@ -5,25 +5,22 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use nauthera_shared::catalog::{Cause, Phase, Reason};
-use nauthera_tests::e2e::{ISSUER, Stack, secret_value, sha256_hex, status_of};
+use nauthera_tests::e2e::{ISSUER, Stack, client_manifest, secret_value, sha256_hex, status_of};
 
 /// An OIDCClient whose generated secret is delivered in the shape `template` (YAML lines under
 /// `template:`, indented by six).
 fn templated_client(name: &str, template: &str) -> String {
-    format!(
-        "apiVersion: nauthera.io/v1alpha1
-kind: OIDCClient
-metadata:
-  name: {name}
-spec:
-  issuer: {ISSUER}
-  redirectUris:
+    client_manifest(
+        name,
+        &format!(
+            "  redirectUris:
     - https://{name}.example.test/oauth2/callback
   scopes: [openid, email]
   secret:
     generate: true
     template:
 {template}"
+        ),
     )
 }
 

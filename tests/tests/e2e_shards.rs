@@ -139,18 +139,6 @@ async fn start_shard(stack: &Stack, name: &str, env: &[(&str, &str)]) -> Reconci
     reconciler
 }
 
-async fn apply_in(stack: &Stack, namespace: &str, yaml: &str) {
-    let objects: Vec<DynamicObject> = serde_saphyr::from_multiple::<serde_json::Value>(yaml)
-        .unwrap()
-        .into_iter()
-        .filter(|d| !d.is_null())
-        .map(|d| serde_json::from_value(d).unwrap())
-        .collect();
-    manifests::apply_all(&stack.client(), &objects, Some(namespace))
-        .await
-        .unwrap_or_else(|error| panic!("cannot apply in {namespace}:\n{yaml}\n{error:#}"));
-}
-
 async fn client_in(stack: &Stack, namespace: &str, name: &str) -> OIDCClient {
     Api::<OIDCClient>::namespaced(stack.client(), namespace)
         .get(name)
@@ -270,9 +258,9 @@ async fn disjoint_shards_each_reconcile_only_their_own_namespaces_and_kinds() {
     .await;
     stack.show_deployment_ready(1).await.unwrap();
     for namespace in [&ns_a, &ns_b, &ns_c] {
-        apply_in(&stack, namespace, &generated_client("web")).await;
+        stack.apply_in(namespace, &generated_client("web")).await;
     }
-    apply_in(&stack, &ns_b, &branding("look")).await;
+    stack.apply_in(&ns_b, &branding("look")).await;
 
     let web_a = wait_registered(&stack, &ns_a, "web").await;
     let web_b = wait_registered(&stack, &ns_b, "web").await;
@@ -359,10 +347,10 @@ async fn disjoint_shards_each_reconcile_only_their_own_namespaces_and_kinds() {
         )
     };
     // An edit in b's own namespace, reconciled, shows that b has seen the move.
-    apply_in(&stack, &ns_b, &edit("web", "first")).await;
+    stack.apply_in(&ns_b, &edit("web", "first")).await;
     wait_registered(&stack, &ns_b, "web").await;
-    apply_in(&stack, &ns_c, &edit("web", "left")).await;
-    apply_in(&stack, &ns_b, &edit("web", "second")).await;
+    stack.apply_in(&ns_c, &edit("web", "left")).await;
+    stack.apply_in(&ns_b, &edit("web", "second")).await;
     wait_registered(&stack, &ns_b, "web").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let left = client_in(&stack, &ns_c, "web").await;
@@ -471,7 +459,7 @@ async fn overlapping_selectors_are_reported_by_both_shards_which_keep_running() 
     // Both keep running: each registers its own namespace's client, and the shared one is
     // written once, by one manager, and left to it by the other.
     for namespace in [&ns_a, &ns_b, &ns_shared] {
-        apply_in(&stack, namespace, &generated_client("web")).await;
+        stack.apply_in(namespace, &generated_client("web")).await;
     }
     wait_registered(&stack, &ns_a, "web").await;
     wait_registered(&stack, &ns_b, "web").await;
@@ -551,9 +539,9 @@ async fn shards_count_what_a_policy_holds_each_in_its_own_entry_without_a_fight(
     create_namespace(&stack, &ns_a, &[("team", "a")]).await;
     create_namespace(&stack, &ns_b, &[("team", "b")]).await;
     allow_shards(&stack, &["a", "b"]).await;
-    let _a = start_shard(&stack, "a", &[("NAUTHERA_NAMESPACES", &ns_a)]).await;
-    let _b = start_shard(&stack, "b", &[("NAUTHERA_NAMESPACE_SELECTOR", "team=b")]).await;
-    // Approvals only: nothing to check at admission, every new client waits in its shard.
+    // Approvals only: nothing to check at admission, every new client waits in its shard. Stored
+    // before the shards start, so that each has it from its first listing on (a policy and a
+    // client stored moments apart reach a reconciler through two watches, in either order).
     stack
         .apply(
             "apiVersion: nauthera.io/v1alpha1
@@ -567,9 +555,11 @@ spec:
 ",
         )
         .await;
-    apply_in(&stack, &ns_a, &generated_client("web")).await;
-    apply_in(&stack, &ns_b, &generated_client("web")).await;
-    apply_in(&stack, &ns_b, &generated_client("api")).await;
+    let _a = start_shard(&stack, "a", &[("NAUTHERA_NAMESPACES", &ns_a)]).await;
+    let _b = start_shard(&stack, "b", &[("NAUTHERA_NAMESPACE_SELECTOR", "team=b")]).await;
+    stack.apply_in(&ns_a, &generated_client("web")).await;
+    stack.apply_in(&ns_b, &generated_client("web")).await;
+    stack.apply_in(&ns_b, &generated_client("api")).await;
 
     let policies: Api<ClientPolicy> = Api::all(stack.client());
     let counted = async || {
@@ -709,7 +699,7 @@ async fn an_overlapping_shard_takes_a_resource_over_only_when_a_person_names_its
         &[("NAUTHERA_NAMESPACE_SELECTOR", "team=tools")],
     )
     .await;
-    apply_in(&stack, &shared, &generated_client("web")).await;
+    stack.apply_in(&shared, &generated_client("web")).await;
     let registered = wait_registered(&stack, &shared, "web").await;
     let status = registered.status.as_ref().unwrap();
     assert_eq!(status.manager.as_deref(), Some("nauthera-a"));

@@ -92,32 +92,14 @@ fn template_text(namespace: &str, values: &[String]) -> String {
     run.stdout
 }
 
-fn parse(text: &str) -> Vec<Value> {
-    serde_saphyr::from_multiple::<Value>(text)
-        .expect("the rendering is YAML")
-        .into_iter()
-        .filter(|object| !object.is_null())
-        .collect()
-}
-
 fn template(namespace: &str, values: &[String]) -> Vec<Value> {
-    parse(&template_text(namespace, values))
+    nauthera_tests::manifests::documents(&template_text(namespace, values))
+        .expect("the rendering is YAML")
 }
 
 fn kustomize(overlay: &str) -> Vec<Value> {
     let dir = workspace_root().join("deploy/overlays").join(overlay);
-    let output = Command::new(kubectl())
-        .arg("kustomize")
-        .arg(&dir)
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        output.status.success(),
-        "kubectl kustomize {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    parse(&String::from_utf8(output.stdout).unwrap())
+    nauthera_tests::manifests::kustomize(&dir).expect("kustomize renders the overlay")
 }
 
 /// The documented sets of values: the defaults, and each file under the chart's `examples/`, by
@@ -436,7 +418,7 @@ fn every_documented_set_of_values_puts_everything_in_the_release_namespace() {
             !text.contains("nauthera-system"),
             "the {name} values name nauthera-system when released into team-ops"
         );
-        let objects = parse(&text);
+        let objects = nauthera_tests::manifests::documents(&text).expect("the rendering is YAML");
         assert_eq!(
             misplaced(&objects, "team-ops"),
             Vec::<String>::new(),
