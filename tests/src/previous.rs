@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, bail};
 
-use crate::binaries::workspace_root;
+use crate::binaries::{without_package_env, workspace_root};
 
 /// The previous release as the harness keeps it.
 #[derive(Clone, Debug)]
@@ -41,9 +41,10 @@ fn build() -> anyhow::Result<PreviousRelease> {
         .context("cannot read tests/previous/COMMIT")?
         .trim()
         .to_owned();
-    let output = Command::new("bash")
-        .arg(&script)
-        .stderr(std::process::Stdio::inherit())
+    let mut command = Command::new("bash");
+    command.arg(&script).stderr(std::process::Stdio::inherit());
+    without_package_env(&mut command);
+    let output = command
         .output()
         .context("cannot run tests/previous/build.sh")?;
     if !output.status.success() {
