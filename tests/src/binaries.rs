@@ -67,12 +67,38 @@ pub fn workspace_root() -> &'static Path {
         .expect("tests/ lives inside the workspace")
 }
 
+/// Removes what cargo sets for the test's own package (`CARGO_PKG_*`, `CARGO_MANIFEST_DIR`, ...)
+/// from a cargo `command` run inside a test: some dependencies' build scripts watch those (ring
+/// reruns when `CARGO_PKG_NAME` changes), so passing them on made this build and the next
+/// `cargo test` from a shell each rebuild them and everything above them (about two minutes on
+/// a shared 2-core machine).
+pub fn without_package_env(command: &mut Command) {
+    const SET_FOR_THE_PACKAGE: [&str; 6] = [
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_BIN_NAME",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if text.starts_with("CARGO_PKG_")
+            || text.starts_with("CARGO_BIN_EXE_")
+            || SET_FOR_THE_PACKAGE.contains(&text.as_ref())
+        {
+            command.env_remove(&name);
+        }
+    }
+}
+
 /// Whether this harness is a release build (then so are the binaries it runs).
 const RELEASE: bool = !cfg!(debug_assertions);
 
 fn build_all() -> anyhow::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
+    without_package_env(&mut command);
     command
         .current_dir(workspace_root())
         .args(["build", "--quiet", "--workspace", "--bins"]);

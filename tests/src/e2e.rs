@@ -72,6 +72,8 @@ pub struct StackOptions {
     pub reconciler_env: Vec<(String, String)>,
     /// Whether the test may share a real cluster with others running at the same time.
     pub sharing: Sharing,
+    /// A folder of CRDs to install instead of `deploy/crds` (a previous release's).
+    pub crds: Option<PathBuf>,
 }
 
 /// The replicas' environment for a Lease of `duration` seconds, a renew deadline of
@@ -101,6 +103,7 @@ impl Default for StackOptions {
             start_reconciler: true,
             reconciler_env: Vec::new(),
             sharing: Sharing::Together,
+            crds: None,
         }
     }
 }
@@ -213,7 +216,10 @@ impl Stack {
         Binary::Reconciler.path()?;
         let cluster = TestCluster::start_sharing(options.sharing).await?;
         let client = cluster.client();
-        manifests::install_crds(&client).await?;
+        match &options.crds {
+            Some(dir) => manifests::install_crds_from(&client, dir).await?,
+            None => manifests::install_crds(&client).await?,
+        }
         manifests::apply_all(&client, &cluster.relocate(shipped_rbac()?), None).await?;
         let reconciler_kubeconfig = cluster.dir().join("reconciler.kubeconfig");
         write_service_account_kubeconfig(&cluster, &reconciler_kubeconfig).await?;
@@ -349,6 +355,18 @@ impl Stack {
         Ok(path)
     }
 
+    /// Starts a replica that runs `program` (another release's reconciler) under the
+    /// ServiceAccount's kubeconfig, with `env` on top of the stack's.
+    pub async fn start_replica_running(
+        &self,
+        identity: &str,
+        program: &Path,
+        env: &[(String, String)],
+    ) -> anyhow::Result<Reconciler> {
+        self.start_replica_program(identity, &self.reconciler_kubeconfig, env, Some(program))
+            .await
+    }
+
     async fn start_replica_with(
         &self,
         identity: &str,
@@ -362,6 +380,17 @@ impl Stack {
         identity: &str,
         kubeconfig: &Path,
         extra_env: &[(String, String)],
+    ) -> anyhow::Result<Reconciler> {
+        self.start_replica_program(identity, kubeconfig, extra_env, None)
+            .await
+    }
+
+    async fn start_replica_program(
+        &self,
+        identity: &str,
+        kubeconfig: &Path,
+        extra_env: &[(String, String)],
+        program: Option<&Path>,
     ) -> anyhow::Result<Reconciler> {
         let mut env: Vec<(String, String)> = [
             ("KUBECONFIG", kubeconfig.display().to_string()),
@@ -407,9 +436,10 @@ impl Stack {
             ));
         }
         // A profiler's wrapper script may stand in for the binary (docs/performance.md).
-        let program = match std::env::var_os(RECONCILER_WRAPPER) {
-            Some(wrapper) => PathBuf::from(wrapper),
-            None => Binary::Reconciler.path()?,
+        let program = match (program, std::env::var_os(RECONCILER_WRAPPER)) {
+            (Some(program), _) => program.to_path_buf(),
+            (None, Some(wrapper)) => PathBuf::from(wrapper),
+            (None, None) => Binary::Reconciler.path()?,
         };
         let process = ChildProcess::start_logging(
             &format!("reconciler-{identity}"),

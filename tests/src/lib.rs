@@ -14,5 +14,7 @@ pub mod helm;
 pub mod installed;
 pub mod krew;
 pub mod manifests;
+pub mod previous;
 pub mod process;
 pub mod proxy;
+pub mod upgrade;

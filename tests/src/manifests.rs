@@ -79,8 +79,14 @@ pub fn load_file(file: &Path) -> anyhow::Result<Vec<DynamicObject>> {
 
 /// Applies the project's CRDs (`deploy/crds/`) and waits until the API serves them.
 pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
+    install_crds_from(client, &workspace_root().join("deploy/crds")).await
+}
+
+/// Applies the CRDs of `dir` (another release's `deploy/crds`) and waits until the API serves
+/// them.
+pub async fn install_crds_from(client: &kube::Client, dir: &Path) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for object in load_dir(&workspace_root().join("deploy/crds"))? {
+    for object in load_dir(dir)? {
         let name = object
             .metadata
             .name

@@ -14,7 +14,7 @@ pub mod replicas;
 pub mod report;
 mod run;
 pub mod scenario;
-mod snapshot;
+pub mod snapshot;
 pub mod world;
 
 use std::time::Duration;

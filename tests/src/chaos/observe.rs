@@ -44,8 +44,18 @@ pub struct Observer {
 
 impl Observer {
     pub fn start(client: &kube::Client, namespace: &str) -> Observer {
+        Observer::start_with_lease_in(client, namespace, RECONCILER_NAMESPACE)
+    }
+
+    /// Like [`Observer::start`], with the Lease in `lease_namespace` (on a shared real cluster,
+    /// the test's own namespace).
+    pub fn start_with_lease_in(
+        client: &kube::Client,
+        namespace: &str,
+        lease_namespace: &str,
+    ) -> Observer {
         let observed = Arc::new(Mutex::new(Observed::default()));
-        let leases: Api<Lease> = Api::namespaced(client.clone(), RECONCILER_NAMESPACE);
+        let leases: Api<Lease> = Api::namespaced(client.clone(), lease_namespace);
         let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
         let tasks = vec![
             tokio::spawn(watch_leases(leases, Arc::clone(&observed))),
