@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use nauthera_shared::resources::{Branding, IdentityProvider, OIDCClient, Organization};
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -84,7 +84,9 @@ impl Drop for Recorder {
 }
 
 async fn watch_manifests(api: Api<DynamicObject>, kind: String, history: Arc<Mutex<History>>) {
-    let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     while let Some(event) = stream.next().await {
         let Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) = event else {
             continue;
@@ -128,7 +130,9 @@ fn ready_text(object: &Value) -> Option<ReadyText> {
 }
 
 async fn watch_secrets(api: Api<Secret>, history: Arc<Mutex<History>>) {
-    let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     while let Some(event) = stream.next().await {
         let Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) = event else {
             continue;

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Resource;
 use kube::api::Api;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::guard::Guarded;
@@ -234,7 +235,7 @@ fn watch_kind<K: Observed>(client: &kube::Client, sender: watch::Sender<Seen>) -
     let api: Api<Guarded<K>> = Api::all(client.clone());
     let labelled = watcher::Config::default().labels(&format!("{BENCH_LABEL}=true"));
     tokio::spawn(async move {
-        let mut events = watcher::watcher(api, labelled).boxed();
+        let mut events = watcher::watcher(api, labelled).default_backoff().boxed();
         while let Some(event) = events.next().await {
             match event {
                 Ok(Event::Apply(Guarded(Ok(m))) | Event::InitApply(Guarded(Ok(m)))) => {
@@ -271,7 +272,9 @@ impl Observer {
             .collect();
         let secrets: Api<Secret> = Api::all(client.clone());
         tasks.push(tokio::spawn(async move {
-            let mut events = watcher::watcher(secrets, watcher::Config::default()).boxed();
+            let mut events = watcher::watcher(secrets, watcher::Config::default())
+                .default_backoff()
+                .boxed();
             while let Some(event) = events.next().await {
                 match event {
                     Ok(Event::Apply(s) | Event::InitApply(s)) => {

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
 
 use crate::e2e::RECONCILER_NAMESPACE;
@@ -81,7 +81,7 @@ impl Drop for Observer {
 
 async fn watch_leases(api: Api<Lease>, observed: Arc<Mutex<Observed>>) {
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
-    let mut stream = watcher::watcher(api, config).boxed();
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     while let Some(event) = stream.next().await {
         let Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) = event else {
             continue;
@@ -105,7 +105,9 @@ async fn watch_leases(api: Api<Lease>, observed: Arc<Mutex<Observed>>) {
 }
 
 async fn watch_secrets(api: Api<Secret>, observed: Arc<Mutex<Observed>>) {
-    let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     while let Some(event) = stream.next().await {
         let secret = match event {
             Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => secret,

@@ -25,9 +25,10 @@ const POLL: Duration = Duration::from_millis(250);
 
 struct Run<'a> {
     config: &'a Config,
+    // Fields drop in order: the observer's watches end before the stack's API server does.
+    observer: Observer,
     stack: Stack,
     replicas: Vec<Replica>,
-    observer: Observer,
     world: World,
     churn: Churn,
     organizations_at_start: BTreeSet<String>,
@@ -102,9 +103,9 @@ impl<'a> Run<'a> {
         );
         Ok(Run {
             config,
+            observer,
             stack,
             replicas,
-            observer,
             world: World::default(),
             churn,
             organizations_at_start,
