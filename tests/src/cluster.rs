@@ -320,6 +320,12 @@ impl TestCluster {
             .with_context(|| format!("{host}:{port} resolves to no address"))
     }
 
+    /// Whether other tests' objects may be on the cluster (a shared real one), so the test's
+    /// reconciler must be kept to the test's namespace.
+    pub fn is_shared(&self) -> bool {
+        self.emulator.is_none() && !self.disposable
+    }
+
     /// The emulator, when the test runs on one.
     pub fn emulator(&self) -> Option<&Emulator> {
         self.emulator.as_ref()

@@ -401,7 +401,7 @@ impl Stack {
         let scoped = env
             .iter()
             .any(|(k, _)| k == "NAUTHERA_NAMESPACES" || k == "NAUTHERA_NAMESPACE_SELECTOR");
-        if self.cluster.emulator().is_none() && !scoped {
+        if self.cluster.is_shared() && !scoped {
             // A real cluster holds other namespaces the test must not touch.
             env.push((
                 "NAUTHERA_NAMESPACES".to_owned(),
