@@ -72,6 +72,9 @@ pub struct StackOptions {
     pub reconciler_env: Vec<(String, String)>,
     /// Whether the test may share a real cluster with others running at the same time.
     pub sharing: Sharing,
+    /// A control plane of the stack's own (the benchmark's), instead of the emulator or the
+    /// shared one.
+    pub own_plane: Option<crate::control_plane::real::RealPlane>,
 }
 
 /// The replicas' environment for a Lease of `duration` seconds, a renew deadline of
@@ -101,6 +104,7 @@ impl Default for StackOptions {
             start_reconciler: true,
             reconciler_env: Vec::new(),
             sharing: Sharing::Together,
+            own_plane: None,
         }
     }
 }
@@ -211,7 +215,10 @@ impl Stack {
     pub async fn try_start(options: StackOptions) -> anyhow::Result<Stack> {
         // Build the binaries before anything listens, so no timeout runs while cargo works.
         Binary::Reconciler.path()?;
-        let cluster = TestCluster::start_sharing(options.sharing).await?;
+        let cluster = match &options.own_plane {
+            Some(plane) => TestCluster::start_alone_on(plane).await?,
+            None => TestCluster::start_sharing(options.sharing).await?,
+        };
         let client = cluster.client();
         manifests::install_crds(&client).await?;
         manifests::apply_all(&client, &cluster.relocate(shipped_rbac()?), None).await?;
@@ -399,7 +406,7 @@ impl Stack {
         let scoped = env
             .iter()
             .any(|(k, _)| k == "NAUTHERA_NAMESPACES" || k == "NAUTHERA_NAMESPACE_SELECTOR");
-        if self.cluster.emulator().is_none() && !scoped {
+        if self.cluster.is_shared() && !scoped {
             // A real cluster holds other namespaces the test must not touch.
             env.push((
                 "NAUTHERA_NAMESPACES".to_owned(),

@@ -17,14 +17,16 @@ use nauthera_shared::resources::{
 };
 
 use super::floor::{self, FloorWrites};
-use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
+use super::measure::{self, Calls, RequestCounter, difference, quantile, resident};
 use super::observer::{Incomplete, Observer};
 use super::plugin;
 use super::report::{
-    ColdStart, ColdStartCpu, DriftLatency, Memory, PerObject, Quantiles, RegistrationFloor,
-    SizeReport, Steady, ratio,
+    ColdStart, ColdStartCpu, DriftLatency, Memory, PerObject, Quantiles, RealPlaneFacts,
+    RegistrationFloor, SizeReport, Steady, ratio,
 };
 use super::workload::{ClientItem, Key, Kind, Workload, WorkloadKind, kinds_of};
+use crate::control_plane::Plane;
+use crate::control_plane::real::FreshPlane;
 use crate::e2e::{Declared, RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
 
 /// What a run measures and how long it waits.
@@ -101,6 +103,52 @@ fn stack_options(settings: &Settings, workload: WorkloadKind) -> StackOptions {
     }
 }
 
+/// A stack of the benchmark: on the emulator, or on a real control plane of its own that is
+/// stopped after it (so no stack sees an earlier one's objects).
+pub struct BenchStack {
+    // The stack drops before its control plane.
+    stack: Stack,
+    plane: Option<FreshPlane>,
+}
+
+impl std::ops::Deref for BenchStack {
+    type Target = Stack;
+    fn deref(&self) -> &Stack {
+        &self.stack
+    }
+}
+
+impl BenchStack {
+    pub async fn start(
+        settings: &Settings,
+        workload: WorkloadKind,
+        plane: Plane,
+    ) -> anyhow::Result<BenchStack> {
+        let own = match plane {
+            Plane::Emulator => None,
+            Plane::Real => Some(FreshPlane::start().await?),
+        };
+        let options = StackOptions {
+            own_plane: own.as_ref().map(|own| own.plane.clone()),
+            ..stack_options(settings, workload)
+        };
+        Ok(BenchStack {
+            stack: Stack::try_start(options).await?,
+            plane: own,
+        })
+    }
+
+    /// The CPU time the real control plane's processes have used so far (none on the
+    /// emulator, which runs in the benchmark's own process).
+    pub fn plane_cpu_seconds(&self) -> anyhow::Result<Option<f64>> {
+        self.plane.as_ref().map(FreshPlane::cpu_seconds).transpose()
+    }
+}
+
+fn since(before: Option<f64>, after: Option<f64>) -> Option<f64> {
+    Some(after? - before?)
+}
+
 /// Evenly spread clients of the workload for the drift edits.
 fn drift_clients(workload: &Workload, edits: usize) -> Vec<ClientItem> {
     let clients = workload.clients();
@@ -157,6 +205,7 @@ fn log(message: &str) {
 /// Everything at N = `clients` manifests of `kind`.
 pub async fn size(
     settings: &Settings,
+    plane: Plane,
     kind: WorkloadKind,
     clients: usize,
 ) -> anyhow::Result<SizeReport> {
@@ -172,16 +221,17 @@ pub async fn size(
     let drifted = drift_clients(&workload, settings.drift_edits);
     let mut report = SizeReport {
         workload: kind,
+        plane: plane.name().to_owned(),
         clients,
         composition,
         namespaces: workload.namespace_names().len(),
         ..SizeReport::default()
     };
-    let label = format!("N={clients} ({kind})");
+    let label = format!("N={clients} ({kind}, {} plane)", plane.name());
 
     log(&format!("{label}: the registration-only floor"));
     let registration_floor = {
-        let floor_stack = Stack::try_start(stack_options(settings, kind)).await?;
+        let floor_stack = BenchStack::start(settings, kind, plane).await?;
         workload.create(&floor_stack.client()).await?;
         let _watches = Observer::start(&floor_stack.client(), kinds);
         floor::cold_start(
@@ -194,9 +244,10 @@ pub async fn size(
     };
 
     log(&format!("{label}: the full floor"));
-    let floor_stack = Stack::try_start(stack_options(settings, kind)).await?;
+    let floor_stack = BenchStack::start(settings, kind, plane).await?;
     workload.create(&floor_stack.client()).await?;
     let floor_observer = Observer::start(&floor_stack.client(), kinds);
+    let floor_plane_before = floor_stack.plane_cpu_seconds()?;
     let cold_floor = floor::cold_start(
         &floor_stack,
         settings.concurrency,
@@ -204,6 +255,7 @@ pub async fn size(
         FloorWrites::Full,
     )
     .await?;
+    let floor_plane_seconds = since(floor_plane_before, floor_stack.plane_cpu_seconds()?);
     let drift_floor = floor::drift(
         &floor_stack,
         &floor_observer,
@@ -215,21 +267,23 @@ pub async fn size(
     drop(floor_stack);
 
     log(&format!("{label}: the reconciler's cold start"));
-    let stack = Stack::try_start(stack_options(settings, kind)).await?;
+    let stack = BenchStack::start(settings, kind, plane).await?;
     report.setup_seconds = workload.create(&stack.client()).await?.as_secs_f64();
     if settings.client_policy {
         create_client_policy(&stack.client()).await?;
     }
     stack.show_deployment_ready(1).await?;
+    report.real_plane = stack.plane.as_ref().map(|own| RealPlaneFacts {
+        version: own.plane.version.clone(),
+        api_server_flags: own.plane.api_server_flags.clone(),
+    });
     let observer = Observer::start(&stack.client(), kinds);
-    let emulator = stack
-        .cluster
-        .emulator()
-        .context("the benchmark runs on the emulator")?;
+    let requests = RequestCounter::of(&stack.cluster);
     let calls_before = stack.server.counters().calls;
-    let requests_before = reconciler_requests(emulator);
+    let requests_before = requests.reconciler().await?;
     let started = Instant::now();
     let stand_ins_before = measure::own_cpu_seconds()?;
+    let plane_before = stack.plane_cpu_seconds()?;
     let replica = stack.start_replica("bench").await?;
     let pid = replica.pid().context("the reconciler has no process id")?;
     let finished = observer
@@ -245,7 +299,9 @@ pub async fn size(
             Some(ColdStartCpu {
                 reconciler_seconds,
                 stand_ins_seconds,
+                plane_seconds: since(plane_before, stack.plane_cpu_seconds()?),
                 floor_seconds: cold_floor.cpu_seconds,
+                floor_plane_seconds,
                 ratio: ratio(
                     reconciler_seconds + stand_ins_seconds,
                     cold_floor.cpu_seconds,
@@ -282,7 +338,7 @@ pub async fn size(
         reconciles_per_object: reconciles / clients.max(1) as f64,
         server_calls: difference(&stack.server.counters().calls, &calls_before),
         floor_server_calls: cold_floor.server_calls,
-        kube_requests: difference(&reconciler_requests(emulator), &requests_before),
+        kube_requests: difference(&requests.reconciler().await?, &requests_before),
         floor_kube_requests: cold_floor.kube_requests,
         registration_floor,
     };
@@ -293,7 +349,7 @@ pub async fn size(
     report.per_object = PerObject::of(&report);
 
     if finished.is_some() {
-        report.steady = Some(steady(settings, &stack, &replica, emulator).await?);
+        report.steady = Some(steady(settings, &stack, &replica, &requests).await?);
         let idle = resident(pid)?;
         report.memory.idle = Some(idle);
         report.drift = Some(
@@ -413,16 +469,16 @@ async fn steady(
     settings: &Settings,
     stack: &Stack,
     replica: &Reconciler,
-    emulator: &nauthera_kube_emulator::Emulator,
+    requests: &RequestCounter<'_>,
 ) -> anyhow::Result<Steady> {
     log("steady state");
     tokio::time::sleep(settings.settle).await;
     let calls_before = stack.server.counters();
-    let requests_before = reconciler_requests(emulator);
+    let requests_before = requests.reconciler().await?;
     let reconciles_before = measure::reconciles(replica).await;
     tokio::time::sleep(settings.steady_window).await;
     let calls_after = stack.server.counters();
-    let requests = difference(&reconciler_requests(emulator), &requests_before);
+    let requests = difference(&requests.reconciler().await?, &requests_before);
     let minutes = settings.steady_window.as_secs_f64() / 60.0;
     let kube_writes = measure::writes(&requests);
     let lease_writes: u64 = kube_writes
