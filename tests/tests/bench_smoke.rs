@@ -206,7 +206,8 @@ fn mixed_was_measured(size: &serde_json::Value) {
 
 /// The same program on a real control plane (a fresh kube-apiserver, etcd and
 /// kube-controller-manager per stack): request counts come from the API server's `/metrics` and
-/// the plane's own CPU is reported apart.
+/// the plane's own CPU is reported apart; the controller-runtime peer runs on a plane of its own
+/// too (when Go is installed).
 #[test]
 fn the_benchmark_measures_on_the_real_control_plane_at_a_tiny_size() {
     let out = tempfile::tempdir().unwrap();
@@ -234,6 +235,7 @@ fn the_benchmark_measures_on_the_real_control_plane_at_a_tiny_size() {
             "500ms",
             "--plugin-runs",
             "0",
+            "--peer",
         ])
         .arg("--json")
         .arg(&json)
@@ -289,4 +291,13 @@ fn the_benchmark_measures_on_the_real_control_plane_at_a_tiny_size() {
         "{cold}"
     );
     assert_eq!(size["drift"]["detected"], 2, "{}", size["drift"]);
+    let peer = &size["peer"];
+    if !peer.is_null() {
+        assert_eq!(peer["finished"], true, "{peer}");
+        assert_eq!(peer["drift_detected"], 2, "{peer}");
+        assert!(
+            peer["cold_start_plane_cpu_seconds"].as_f64().unwrap() > 0.0,
+            "{peer}"
+        );
+    }
 }

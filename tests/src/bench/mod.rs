@@ -2,6 +2,7 @@
 //! several sizes, each figure against a floor measured in the same run. See
 //! `docs/performance.md` for what each figure means and how to reproduce it.
 
+pub mod drift;
 pub mod floor;
 pub mod measure;
 pub mod memory_floor;
@@ -23,8 +24,9 @@ use run::Settings;
 use workload::{Workload, WorkloadKind};
 
 /// Measures every size of every workload on every plane (each size for each workload and plane
-/// in turn, so a stopped run keeps them all at the smaller sizes), then the plugin-only sizes; after each one
-/// `written` gets the report so far, so a long run that is stopped keeps what it measured.
+/// in turn, so a stopped run keeps them all at the smaller sizes), then the plugin-only sizes on
+/// every plane; after each one `written` gets the report so far, so a long run that is stopped
+/// keeps what it measured.
 pub async fn run(
     settings: &Settings,
     planes: &[Plane],
@@ -68,10 +70,12 @@ pub async fn run(
         }
     }
     for &clients in plugin_only.iter().filter(|n| **n > 0) {
-        report
-            .plugin_only
-            .push(run::plugin_only(settings, clients).await?);
-        written(&report)?;
+        for &plane in planes {
+            report
+                .plugin_only
+                .push(run::plugin_only(settings, plane, clients).await?);
+            written(&report)?;
+        }
     }
     Ok(report)
 }

@@ -6,7 +6,7 @@ use comfy_table::{Table, presets::ASCII_MARKDOWN};
 use serde::{Deserialize, Serialize};
 
 use super::floor::ColdStartFloor;
-use super::measure::{Calls, Resident};
+use super::measure::{Calls, Resident, quantile};
 use super::workload::{Composition, WorkloadKind};
 
 /// One run of the program. Every part has a default, so that the JSON of an earlier run, with
@@ -219,6 +219,18 @@ pub struct Quantiles {
     pub max: f64,
 }
 
+impl Quantiles {
+    /// The median, the 95th percentile (nearest rank) and the largest of some values (0 for none).
+    pub fn of(mut values: Vec<f64>) -> Quantiles {
+        values.sort_by(f64::total_cmp);
+        Quantiles {
+            p50: quantile(&values, 0.5),
+            p95: quantile(&values, 0.95),
+            max: values.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Memory {
@@ -237,6 +249,9 @@ pub struct Memory {
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PluginReport {
+    /// The control plane the commands read from (`emulator` in reports from before there was a
+    /// choice).
+    pub plane: String,
     pub clients: usize,
     pub runs: usize,
     pub commands: Vec<CommandFigures>,
@@ -594,6 +609,11 @@ fn plugin_rows(table: &mut Table, plugin: &PluginReport) {
         let theirs = of(|c| c.starts_with("kubectl get"));
         table.add_row(vec![
             plugin.clients.to_string(),
+            if plugin.plane.is_empty() {
+                "emulator".to_owned()
+            } else {
+                plugin.plane.clone()
+            },
             WorkloadKind::Clients.name().to_owned(),
             format!(
                 "plugin status -A {}, {} (CPU; peak)",

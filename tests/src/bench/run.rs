@@ -10,14 +10,14 @@ use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
-use nauthera_fake_server::Actor;
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::{
     Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, ready_condition,
 };
 
+use super::drift;
 use super::floor::{self, FloorWrites};
-use super::measure::{self, Calls, RequestCounter, difference, quantile, resident};
+use super::measure::{self, RequestCounter, difference, resident};
 use super::observer::{Incomplete, Observer};
 use super::plugin;
 use super::report::{
@@ -156,19 +156,6 @@ fn drift_clients(workload: &Workload, edits: usize) -> Vec<ClientItem> {
     (0..edits)
         .map(|i| clients[i * clients.len() / edits].clone())
         .collect()
-}
-
-fn milliseconds(durations: &[Duration]) -> Quantiles {
-    quantiles(durations.iter().map(|d| d.as_secs_f64() * 1000.0).collect())
-}
-
-fn quantiles(mut values: Vec<f64>) -> Quantiles {
-    values.sort_by(f64::total_cmp);
-    Quantiles {
-        p50: quantile(&values, 0.5),
-        p95: quantile(&values, 0.95),
-        max: values.last().copied().unwrap_or_default(),
-    }
 }
 
 /// A policy with a rule of every kind the workload's clients are judged by, which all of them
@@ -407,7 +394,7 @@ pub async fn size(
     if settings.plugin_runs > 0 {
         if kind == WorkloadKind::Clients {
             log(&format!("{label}: the plugin against kubectl"));
-            report.plugin = Some(plugin_comparison(settings, &stack, clients)?);
+            report.plugin = Some(plugin_comparison(settings, &stack, plane, clients)?);
         } else {
             report.notes.push(
                 "the plugin is compared with kubectl on the clients workload only (`kubectl get \
@@ -417,14 +404,16 @@ pub async fn size(
         }
     }
     if settings.peer {
-        peer_run(settings, &workload, &drifted, &mut report).await?;
+        peer_run(settings, plane, &workload, &drifted, &mut report).await?;
     }
     Ok(report)
 }
 
-/// The controller-runtime peer on a fresh stack with the same workload (`--peer`).
+/// The controller-runtime peer on a fresh stack (on the same plane) with the same workload
+/// (`--peer`).
 async fn peer_run(
     settings: &Settings,
+    plane: Plane,
     workload: &Workload,
     drifted: &[ClientItem],
     report: &mut SizeReport,
@@ -443,8 +432,12 @@ async fn peer_run(
             .push("the controller-runtime peer was not measured: Go is not installed".to_owned());
         return Ok(());
     };
-    log(&format!("N={}: the controller-runtime peer", workload.size));
-    let stack = Stack::try_start(stack_options(settings, workload.kind)).await?;
+    log(&format!(
+        "N={} ({} plane): the controller-runtime peer",
+        workload.size,
+        plane.name()
+    ));
+    let stack = BenchStack::start(settings, workload.kind, plane).await?;
     workload.create(&stack.client()).await?;
     stack.show_deployment_ready(1).await?;
     let mut peer = super::peer::PeerRun {
@@ -516,45 +509,25 @@ async fn drift(
     floor: &[Duration],
 ) -> anyhow::Result<DriftLatency> {
     log(&format!("drift latency, {} edits", clients.len()));
-    let mut latencies = Vec::new();
-    let mut reconciles = Vec::new();
-    let mut calls = Vec::new();
-    for client in clients {
-        let key = &client.key;
-        let reconciles_before = measure::reconciles(replica).await;
-        let calls_before = stack.server.counters().calls;
-        let edited = Instant::now();
-        stack
-            .server
-            .edit_client(
-                &client.object_ref(),
-                &Actor::dashboard("bench@example.com"),
-                |spec| spec.display_name.push_str(" (edited)"),
-            )
-            .map_err(|e| anyhow::anyhow!("cannot edit {}: {e}", key.name))?;
-        let seen = observer
-            .wait_until(edited + settings.drift_timeout, |seen| {
-                seen.reason(key) == Some(Reason::Drifted)
-            })
-            .await;
-        if let Some(at) = seen {
-            latencies.push(at - edited);
-        }
-        tokio::time::sleep(settings.drift_settle).await;
-        reconciles.push(measure::reconciles(replica).await - reconciles_before);
-        let moved: Calls = difference(&stack.server.counters().calls, &calls_before);
-        calls.push(moved.values().sum::<u64>() as f64);
-    }
-    let latency_ms = milliseconds(&latencies);
-    let floor_latency_ms = milliseconds(floor);
+    let edits = drift::edit_each(
+        stack,
+        observer,
+        clients,
+        settings.drift_timeout,
+        settings.drift_settle,
+        || measure::reconciles(replica),
+    )
+    .await?;
+    let latency_ms = edits.latency_ms();
+    let floor_latency_ms = Quantiles::of(floor.iter().map(|d| d.as_secs_f64() * 1000.0).collect());
     Ok(DriftLatency {
         edits: clients.len(),
-        detected: latencies.len(),
+        detected: edits.latencies.len(),
         latency_ms,
         floor_latency_ms,
         ratio_p95: ratio(latency_ms.p95, floor_latency_ms.p95),
-        reconciles_per_edit: quantiles(reconciles),
-        server_calls_per_edit: quantiles(calls),
+        reconciles_per_edit: edits.reconciles_per_edit(),
+        server_calls_per_edit: edits.server_calls_per_edit(),
     })
 }
 
@@ -626,37 +599,43 @@ async fn live_status<K: Declared>(client: &kube::Client, key: &Key) -> String {
 fn plugin_comparison(
     settings: &Settings,
     stack: &Stack,
+    plane: Plane,
     clients: usize,
 ) -> anyhow::Result<super::report::PluginReport> {
     let home = tempfile::tempdir()?;
-    plugin::compare(
-        &settings.bench_exe,
-        stack.cluster.kubeconfig(),
-        home.path(),
-        clients,
-        settings.plugin_runs,
-    )
+    Ok(super::report::PluginReport {
+        plane: plane.name().to_owned(),
+        ..plugin::compare(
+            &settings.bench_exe,
+            stack.cluster.kubeconfig(),
+            home.path(),
+            clients,
+            settings.plugin_runs,
+        )?
+    })
 }
 
 /// The plugin against kubectl at a size too large for a reconciler run: the workload is created
 /// and given a Registered status by the harness, as a reconciler would have left it.
 pub async fn plugin_only(
     settings: &Settings,
+    plane: Plane,
     clients: usize,
 ) -> anyhow::Result<super::report::PluginReport> {
     log(&format!(
-        "N={clients}: the plugin against kubectl (no reconciler)"
+        "N={clients} ({} plane): the plugin against kubectl (no reconciler)",
+        plane.name()
     ));
     let workload = Workload {
         kind: WorkloadKind::Clients,
         size: clients,
         namespaces: settings.namespaces,
     };
-    let stack = Stack::try_start(stack_options(settings, WorkloadKind::Clients)).await?;
+    let stack = BenchStack::start(settings, WorkloadKind::Clients, plane).await?;
     workload.create(&stack.client()).await?;
     register_statuses(&stack, &workload).await?;
     stack.show_deployment_ready(1).await?;
-    plugin_comparison(settings, &stack, clients)
+    plugin_comparison(settings, &stack, plane, clients)
 }
 
 /// Writes the status a reconciler leaves on a Registered client, for every client.
