@@ -31,6 +31,9 @@ pub struct TestCluster {
     emulator: Option<Emulator>,
     /// Whether the cluster is the control plane built from source (not an existing one).
     built: bool,
+    /// Whether the cluster is a control plane of its own that is stopped after it, so nothing
+    /// need be cleaned up.
+    disposable: bool,
     kubeconfig: PathBuf,
     namespace: String,
     client: kube::Client,
@@ -56,57 +59,71 @@ impl TestCluster {
     /// Like [`TestCluster::start`], saying whether the test may share a real cluster with others
     /// running at the same time.
     pub async fn start_sharing(sharing: Sharing) -> anyhow::Result<TestCluster> {
-        TestCluster::start_on(&fresh_namespace_name(), false, sharing).await
+        TestCluster::start_on(&fresh_namespace_name(), false, sharing, None).await
+    }
+
+    /// A cluster on `plane`, a control plane of this cluster's own (see
+    /// [`crate::control_plane::real::FreshPlane`]): nothing is cleaned up when it is dropped.
+    pub async fn start_alone_on(plane: &RealPlane) -> anyhow::Result<TestCluster> {
+        TestCluster::start_on(&fresh_namespace_name(), false, Sharing::Alone, Some(plane)).await
     }
 
     /// Like [`TestCluster::start`], with the test namespace named `namespace` (two emulators
     /// standing for two clusters that both have it).
     pub async fn start_in(namespace: &str) -> anyhow::Result<TestCluster> {
-        TestCluster::start_on(namespace, false, Sharing::Together).await
+        TestCluster::start_on(namespace, false, Sharing::Together, None).await
     }
 
     /// Like [`TestCluster::start_in`] on a second cluster: a second real control plane of this
     /// test binary when the test runs on a real one (an emulator of its own either way).
     pub async fn start_second_in(namespace: &str) -> anyhow::Result<TestCluster> {
-        TestCluster::start_on(namespace, true, Sharing::Together).await
+        TestCluster::start_on(namespace, true, Sharing::Together, None).await
     }
 
     async fn start_on(
         namespace: &str,
         second: bool,
         sharing: Sharing,
+        own_plane: Option<&RealPlane>,
     ) -> anyhow::Result<TestCluster> {
-        let sharing = match Plane::current() {
-            Plane::Emulator => None,
-            Plane::Real => Some(sharing.acquire().await),
+        let sharing = match (Plane::current(), own_plane) {
+            (_, Some(_)) | (Plane::Emulator, None) => None,
+            (Plane::Real, None) => Some(sharing.acquire().await),
         };
         let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
         let namespace = namespace.to_owned();
-        let (emulator, kubeconfig) = match (Plane::current(), std::env::var_os(KUBECONFIG_ENV)) {
-            (Plane::Real, Some(_)) if second => {
-                anyhow::bail!("a second cluster needs the control plane built from source")
-            }
-            (Plane::Real, Some(path)) => (None, PathBuf::from(path)),
-            (Plane::Real, None) => {
-                let plane = if second {
-                    RealPlane::second().await?
-                } else {
-                    RealPlane::shared().await?
-                };
-                let path = dir.path().join("kubeconfig");
-                std::fs::write(&path, plane.kubeconfig(&namespace))
-                    .context("cannot write the control plane's kubeconfig")?;
-                (None, path)
-            }
-            (Plane::Emulator, _) => {
-                let emulator = Emulator::start()
-                    .await
-                    .context("cannot start the emulator")?;
-                let path = dir.path().join("kubeconfig");
-                emulator
-                    .write_kubeconfig(&path, emulator.superuser_token(), &namespace)
-                    .context("cannot write the emulator's kubeconfig")?;
-                (Some(emulator), path)
+        let (emulator, kubeconfig) = if let Some(plane) = own_plane {
+            let path = dir.path().join("kubeconfig");
+            std::fs::write(&path, plane.kubeconfig(&namespace))
+                .context("cannot write the control plane's kubeconfig")?;
+            (None, path)
+        } else {
+            match (Plane::current(), std::env::var_os(KUBECONFIG_ENV)) {
+                (Plane::Real, Some(_)) if second => {
+                    anyhow::bail!("a second cluster needs the control plane built from source")
+                }
+                (Plane::Real, Some(path)) => (None, PathBuf::from(path)),
+                (Plane::Real, None) => {
+                    let plane = if second {
+                        RealPlane::second().await?
+                    } else {
+                        RealPlane::shared().await?
+                    };
+                    let path = dir.path().join("kubeconfig");
+                    std::fs::write(&path, plane.kubeconfig(&namespace))
+                        .context("cannot write the control plane's kubeconfig")?;
+                    (None, path)
+                }
+                (Plane::Emulator, _) => {
+                    let emulator = Emulator::start()
+                        .await
+                        .context("cannot start the emulator")?;
+                    let path = dir.path().join("kubeconfig");
+                    emulator
+                        .write_kubeconfig(&path, emulator.superuser_token(), &namespace)
+                        .context("cannot write the emulator's kubeconfig")?;
+                    (Some(emulator), path)
+                }
             }
         };
         let client = client_from(&kubeconfig).await?;
@@ -118,11 +135,13 @@ impl TestCluster {
             .create(&PostParams::default(), &object)
             .await
             .with_context(|| format!("cannot create the test namespace {namespace}"))?;
-        let built = emulator.is_none() && std::env::var_os(KUBECONFIG_ENV).is_none();
+        let built = emulator.is_none()
+            && (own_plane.is_some() || std::env::var_os(KUBECONFIG_ENV).is_none());
         Ok(TestCluster {
             sharing,
             emulator,
             built,
+            disposable: own_plane.is_some(),
             kubeconfig,
             namespace,
             client,
@@ -301,6 +320,12 @@ impl TestCluster {
             .with_context(|| format!("{host}:{port} resolves to no address"))
     }
 
+    /// Whether other tests' objects may be on the cluster (a shared real one), so the test's
+    /// reconciler must be kept to the test's namespace.
+    pub fn is_shared(&self) -> bool {
+        self.emulator.is_none() && !self.disposable
+    }
+
     /// The emulator, when the test runs on one.
     pub fn emulator(&self) -> Option<&Emulator> {
         self.emulator.as_ref()
@@ -309,8 +334,8 @@ impl TestCluster {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        if self.emulator.is_some() {
-            return; // the emulator and everything in it go away with it
+        if self.emulator.is_some() || self.disposable {
+            return; // the cluster and everything in it go away with it
         }
         if std::thread::panicking() && std::env::var_os(KEEP_ENV).is_some() {
             eprintln!(

@@ -74,6 +74,9 @@ pub struct StackOptions {
     pub sharing: Sharing,
     /// A folder of CRDs to install instead of `deploy/crds` (a previous release's).
     pub crds: Option<PathBuf>,
+    /// A control plane of the stack's own (the benchmark's), instead of the emulator or the
+    /// shared one.
+    pub own_plane: Option<crate::control_plane::real::RealPlane>,
 }
 
 /// The replicas' environment for a Lease of `duration` seconds, a renew deadline of
@@ -104,6 +107,7 @@ impl Default for StackOptions {
             reconciler_env: Vec::new(),
             sharing: Sharing::Together,
             crds: None,
+            own_plane: None,
         }
     }
 }
@@ -214,7 +218,10 @@ impl Stack {
     pub async fn try_start(options: StackOptions) -> anyhow::Result<Stack> {
         // Build the binaries before anything listens, so no timeout runs while cargo works.
         Binary::Reconciler.path()?;
-        let cluster = TestCluster::start_sharing(options.sharing).await?;
+        let cluster = match &options.own_plane {
+            Some(plane) => TestCluster::start_alone_on(plane).await?,
+            None => TestCluster::start_sharing(options.sharing).await?,
+        };
         let client = cluster.client();
         match &options.crds {
             Some(dir) => manifests::install_crds_from(&client, dir).await?,
@@ -428,7 +435,7 @@ impl Stack {
         let scoped = env
             .iter()
             .any(|(k, _)| k == "NAUTHERA_NAMESPACES" || k == "NAUTHERA_NAMESPACE_SELECTOR");
-        if self.cluster.emulator().is_none() && !scoped {
+        if self.cluster.is_shared() && !scoped {
             // A real cluster holds other namespaces the test must not touch.
             env.push((
                 "NAUTHERA_NAMESPACES".to_owned(),

@@ -203,3 +203,101 @@ fn mixed_was_measured(size: &serde_json::Value) {
         "the plugin is compared on clients only"
     );
 }
+
+/// The same program on a real control plane (a fresh kube-apiserver, etcd and
+/// kube-controller-manager per stack): request counts come from the API server's `/metrics` and
+/// the plane's own CPU is reported apart; the controller-runtime peer runs on a plane of its own
+/// too (when Go is installed).
+#[test]
+fn the_benchmark_measures_on_the_real_control_plane_at_a_tiny_size() {
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("results.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_nauthera-bench"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "--control-plane",
+            "real",
+            "--clients",
+            "12",
+            "--plugin-only",
+            "0",
+            "--namespaces",
+            "3",
+            "--cold-start-timeout",
+            "2m",
+            "--settle",
+            "1s",
+            "--steady-window",
+            "2s",
+            "--drift-edits",
+            "2",
+            "--drift-settle",
+            "500ms",
+            "--plugin-runs",
+            "0",
+            "--peer",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--svg")
+        .arg(out.path().join("plot.svg"))
+        .output()
+        .expect("the benchmark runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the benchmark failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("| real ") && stdout.contains("cold start CPU of the control plane"),
+        "no real-plane rows in:\n{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let size = &report["sizes"][0];
+    assert_eq!(size["plane"], "real");
+    assert!(
+        !size["real_plane"]["api_server_flags"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let cold = &size["cold_start"];
+    assert_eq!(cold["finished"], true, "{cold}");
+    assert_eq!(cold["complete"], 12);
+    // The API server's CPU during a cold start is never under one tick of 10 ms.
+    assert!(
+        cold["cpu"]["plane_seconds"].as_f64().unwrap() > 0.0,
+        "{cold}"
+    );
+    assert!(
+        cold["cpu"]["floor_plane_seconds"].as_f64().unwrap() > 0.0,
+        "{cold}"
+    );
+    // Every client's requests together: at least the floor's own.
+    assert!(
+        cold["floor_kube_requests"]["create secrets"]
+            .as_u64()
+            .unwrap()
+            >= 12,
+        "{cold}"
+    );
+    assert!(
+        cold["kube_requests"]["patch oidcclients/status"]
+            .as_u64()
+            .unwrap()
+            >= 12,
+        "{cold}"
+    );
+    assert_eq!(size["drift"]["detected"], 2, "{}", size["drift"]);
+    let peer = &size["peer"];
+    if !peer.is_null() {
+        assert_eq!(peer["finished"], true, "{peer}");
+        assert_eq!(peer["drift_detected"], 2, "{peer}");
+        assert!(
+            peer["cold_start_plane_cpu_seconds"].as_f64().unwrap() > 0.0,
+            "{peer}"
+        );
+    }
+}

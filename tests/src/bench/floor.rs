@@ -34,7 +34,7 @@ use nauthera_shared::resources::{
     ready_condition,
 };
 
-use super::measure::{Calls, all_requests, difference, own_cpu_seconds};
+use super::measure::{Calls, RequestCounter, difference, own_cpu_seconds};
 use super::observer::Observer;
 use super::workload::{BENCH_LABEL, ClientItem, Composition, Key};
 use crate::e2e::{Declared, MANAGER, Stack};
@@ -80,13 +80,10 @@ pub async fn cold_start(
     expected: &Composition,
     writes: FloorWrites,
 ) -> anyhow::Result<ColdStartFloor> {
-    let emulator = stack
-        .cluster
-        .emulator()
-        .context("the benchmark runs on the emulator")?;
+    let requests = RequestCounter::of(&stack.cluster);
     let admin = admin_client(stack).await?;
     let calls_before = stack.server.counters().calls;
-    let requests_before = all_requests(emulator);
+    let requests_before = requests.all().await?;
     let started = Instant::now();
     let cpu_before = own_cpu_seconds()?;
     let kube = stack.client();
@@ -142,7 +139,7 @@ pub async fn cold_start(
         elapsed,
         cpu_seconds,
         server_calls: difference(&stack.server.counters().calls, &calls_before),
-        kube_requests: difference(&all_requests(emulator), &requests_before),
+        kube_requests: difference(&requests.all().await?, &requests_before),
     })
 }
 

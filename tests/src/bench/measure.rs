@@ -101,6 +101,90 @@ pub fn all_requests(emulator: &Emulator) -> Calls {
     all
 }
 
+/// Where a run's Kubernetes request counts come from: the emulator's tally by user, or on a real
+/// control plane the API server's `/metrics` (`apiserver_request_total`), which counts every
+/// client's requests together (no user label): on a plane of the run's own those are the
+/// reconciler's or the floor's, the benchmark's watches and kube-controller-manager's.
+pub enum RequestCounter<'a> {
+    Emulator(&'a Emulator),
+    ApiServer(kube::Client),
+}
+
+impl<'a> RequestCounter<'a> {
+    /// The counter of `cluster`'s plane.
+    pub fn of(cluster: &'a crate::cluster::TestCluster) -> RequestCounter<'a> {
+        match cluster.emulator() {
+            Some(emulator) => RequestCounter::Emulator(emulator),
+            None => RequestCounter::ApiServer(cluster.client()),
+        }
+    }
+
+    /// The reconciler's requests (on a real plane, every client's: see [`RequestCounter`]).
+    pub async fn reconciler(&self) -> anyhow::Result<Calls> {
+        match self {
+            RequestCounter::Emulator(emulator) => Ok(reconciler_requests(emulator)),
+            RequestCounter::ApiServer(client) => api_server_requests(client).await,
+        }
+    }
+
+    /// Every client's requests.
+    pub async fn all(&self) -> anyhow::Result<Calls> {
+        match self {
+            RequestCounter::Emulator(emulator) => Ok(all_requests(emulator)),
+            RequestCounter::ApiServer(client) => api_server_requests(client).await,
+        }
+    }
+}
+
+/// The API server's request counts so far, keyed `verb resource` as the emulator keys them.
+pub async fn api_server_requests(client: &kube::Client) -> anyhow::Result<Calls> {
+    let text = client
+        .request_text(http::Request::get("/metrics").body(Vec::new())?)
+        .await
+        .context("cannot read the API server's /metrics")?;
+    Ok(parse_request_totals(&text))
+}
+
+/// `apiserver_request_total` lines summed by verb and resource (with its subresource), the
+/// verbs named as RBAC names them.
+fn parse_request_totals(text: &str) -> Calls {
+    let mut calls = Calls::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or_default()
+        };
+        let verb = match label("verb") {
+            "POST" => "create",
+            "PUT" => "update",
+            "PATCH" | "APPLY" => "patch",
+            "DELETE" => "delete",
+            "DELETECOLLECTION" => "deletecollection",
+            "GET" => "get",
+            "LIST" => "list",
+            "WATCH" | "WATCHLIST" => "watch",
+            _ => continue,
+        };
+        let resource = match (label("resource"), label("subresource")) {
+            ("", _) => continue,
+            (resource, "") => resource.to_owned(),
+            (resource, sub) => format!("{resource}/{sub}"),
+        };
+        let count = value.trim().parse::<f64>().unwrap_or_default() as u64;
+        *calls.entry(format!("{verb} {resource}")).or_default() += count;
+    }
+    calls
+}
+
 const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
 
 /// The writes among requests keyed `verb resource`.
@@ -233,6 +317,24 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_server_request_totals_are_keyed_as_the_emulator_keys_them() {
+        let text = r#"# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="POST",version="v1"} 3
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="secrets",scope="resource",subresource="",verb="POST",version="v1"} 1
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="nauthera.io",resource="oidcclients",scope="resource",subresource="status",verb="APPLY",version="v1alpha1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""} 9
+apiserver_request_total_other{verb="GET",resource="pods"} 4
+"#;
+        assert_eq!(
+            parse_request_totals(text),
+            Calls::from([
+                ("create secrets".into(), 4),
+                ("patch oidcclients/status".into(), 7),
+            ])
+        );
+    }
 
     #[test]
     fn differences_keep_what_moved() {

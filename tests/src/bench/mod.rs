@@ -2,6 +2,7 @@
 //! several sizes, each figure against a floor measured in the same run. See
 //! `docs/performance.md` for what each figure means and how to reproduce it.
 
+pub mod drift;
 pub mod floor;
 pub mod measure;
 pub mod memory_floor;
@@ -17,15 +18,18 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use crate::control_plane::Plane;
 use report::Report;
 use run::Settings;
 use workload::{Workload, WorkloadKind};
 
-/// Measures every size of every workload (each size for each workload in turn, so a stopped run
-/// keeps both workloads at the smaller sizes), then the plugin-only sizes; after each one
-/// `written` gets the report so far, so a long run that is stopped keeps what it measured.
+/// Measures every size of every workload on every plane (each size for each workload and plane
+/// in turn, so a stopped run keeps them all at the smaller sizes), then the plugin-only sizes on
+/// every plane; after each one `written` gets the report so far, so a long run that is stopped
+/// keeps what it measured.
 pub async fn run(
     settings: &Settings,
+    planes: &[Plane],
     workloads: &[WorkloadKind],
     sizes: &[usize],
     plugin_only: &[usize],
@@ -57,15 +61,21 @@ pub async fn run(
     // A size of 0 stands for none (`--plugin-only 0` skips the plugin-only sizes).
     for &clients in sizes.iter().filter(|n| **n > 0) {
         for &kind in workloads {
-            report.sizes.push(run::size(settings, kind, clients).await?);
-            written(&report)?;
+            for &plane in planes {
+                report
+                    .sizes
+                    .push(run::size(settings, plane, kind, clients).await?);
+                written(&report)?;
+            }
         }
     }
     for &clients in plugin_only.iter().filter(|n| **n > 0) {
-        report
-            .plugin_only
-            .push(run::plugin_only(settings, clients).await?);
-        written(&report)?;
+        for &plane in planes {
+            report
+                .plugin_only
+                .push(run::plugin_only(settings, plane, clients).await?);
+            written(&report)?;
+        }
     }
     Ok(report)
 }

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use comfy_table::Table;
-use nauthera_fake_server::Actor;
-use nauthera_shared::catalog::Reason;
 use serde::{Deserialize, Serialize};
 
-use super::measure::{self, Calls, difference, reconciler_requests, resident};
+use super::drift;
+use super::measure::{self, Calls, RequestCounter, difference, resident};
 use super::observer::Observer;
 use super::report::{Quantiles, SizeReport, ratio};
+use super::run::BenchStack;
 use super::workload::{ClientItem, Workload, kinds_of};
 use crate::e2e::Stack;
 use crate::process::{ChildProcess, http_get};
@@ -68,7 +68,7 @@ impl Peer {
         concurrency: usize,
         namespaces: &[String],
     ) -> anyhow::Result<Peer> {
-        let args = vec![
+        let mut args = vec![
             format!("--proto-root={}", root().join("proto").display()),
             format!("--server-address={}", stack.server.address()),
             format!("--server-name={}", stack.pki.server_name),
@@ -77,10 +77,13 @@ impl Peer {
             format!("--lease-namespace={}", stack.reconciler_namespace()),
             // The reconciler's ServiceAccount, which the peer runs as, may hold this Lease only.
             "--lease-name=nauthera-reconciler".to_owned(),
-            // The emulator decodes JSON bodies only (the real API server takes either).
-            "--kube-content-type=application/json".to_owned(),
             format!("--namespaces={}", namespaces.join(",")),
         ];
+        if stack.cluster.emulator().is_some() {
+            // The emulator decodes JSON bodies only; on a real API server the peer keeps
+            // client-go's default (protobuf for built-in kinds), as a user's would.
+            args.push("--kube-content-type=application/json".to_owned());
+        }
         let kubeconfig = stack.cluster.dir().join("reconciler.kubeconfig");
         let env = [("KUBECONFIG".to_owned(), kubeconfig.display().to_string())];
         let mut process = ChildProcess::start_silent(
@@ -148,6 +151,9 @@ pub struct PeerReport {
     pub cold_start_seconds: f64,
     /// The peer process's own CPU time for the cold start.
     pub cold_start_cpu_seconds: Option<f64>,
+    /// The real control plane's own processes during the peer's cold start (none on the
+    /// emulator).
+    pub cold_start_plane_cpu_seconds: Option<f64>,
     pub reconciles: f64,
     pub reconciles_per_object: f64,
     pub server_calls: Calls,
@@ -155,7 +161,8 @@ pub struct PeerReport {
     pub peak_kib: u64,
     pub idle_kib: Option<u64>,
     pub steady_server_calls_per_minute: Option<Calls>,
-    /// Kubernetes writes in the steady window (Leases included, as `<verb> <resource>`).
+    /// Kubernetes writes in the steady window (Leases included, as `<verb> <resource>`; on a
+    /// real plane every client's, kube-controller-manager's too).
     pub steady_kube_writes: Option<Calls>,
     pub steady_reconciles: Option<f64>,
     pub drift_latency_ms: Option<Quantiles>,
@@ -184,7 +191,7 @@ fn log(message: &str) {
 /// The peer's run on a stack the caller started with the same workload created, the same drift
 /// edits, the same settle and steady windows as the reconciler's.
 pub struct PeerRun<'a> {
-    pub stack: &'a Stack,
+    pub stack: &'a BenchStack,
     pub workload: &'a Workload,
     pub concurrency: usize,
     pub cold_start_timeout: Duration,
@@ -197,15 +204,13 @@ pub struct PeerRun<'a> {
 
 impl PeerRun<'_> {
     pub async fn measure(&self, program: &Path) -> anyhow::Result<PeerReport> {
-        let stack = self.stack;
-        let emulator = stack
-            .cluster
-            .emulator()
-            .context("the benchmark runs on the emulator")?;
+        let stack: &Stack = self.stack;
+        let requests = RequestCounter::of(&stack.cluster);
         let manifests = self.workload.composition().manifests();
         let observer = Observer::start(&stack.client(), kinds_of(self.workload.kind));
         let calls_before = stack.server.counters().calls;
-        let requests_before = reconciler_requests(emulator);
+        let requests_before = requests.reconciler().await?;
+        let plane_before = self.stack.plane_cpu_seconds()?;
         let started = Instant::now();
         let peer = Peer::start(program, stack, self.concurrency, &[]).await?;
         let pid = peer.pid()?;
@@ -225,10 +230,15 @@ impl PeerRun<'_> {
                 .transpose()?,
             ..PeerReport::default()
         };
+        if finished.is_some() {
+            report.cold_start_plane_cpu_seconds = plane_before
+                .zip(self.stack.plane_cpu_seconds()?)
+                .map(|(before, after)| after - before);
+        }
         report.reconciles = peer.quiet_reconciles(self.settle).await;
         report.reconciles_per_object = report.reconciles / self.workload.size.max(1) as f64;
         report.server_calls = difference(&stack.server.counters().calls, &calls_before);
-        report.kube_requests = difference(&reconciler_requests(emulator), &requests_before);
+        report.kube_requests = difference(&requests.reconciler().await?, &requests_before);
         report.peak_kib = resident(pid)?.hwm_kib;
         if finished.is_none() {
             report.notes.push(format!(
@@ -245,7 +255,7 @@ impl PeerRun<'_> {
         log("the peer's steady state");
         tokio::time::sleep(self.settle).await;
         let calls_before = stack.server.counters().calls;
-        let requests_before = reconciler_requests(emulator);
+        let requests_before = requests.reconciler().await?;
         let reconciles_before = peer.reconciles().await;
         tokio::time::sleep(self.steady_window).await;
         let minutes = self.steady_window.as_secs_f64() / 60.0;
@@ -256,7 +266,7 @@ impl PeerRun<'_> {
                 .collect(),
         );
         report.steady_kube_writes = Some(measure::writes(&difference(
-            &reconciler_requests(emulator),
+            &requests.reconciler().await?,
             &requests_before,
         )));
         report.steady_reconciles = Some(peer.reconciles().await - reconciles_before);
@@ -266,52 +276,23 @@ impl PeerRun<'_> {
             "the peer's drift latency, {} edits",
             self.drifted.len()
         ));
-        let mut latencies = Vec::new();
-        let mut reconciles = Vec::new();
-        let mut calls = Vec::new();
-        for client in self.drifted {
-            let key = &client.key;
-            let reconciles_before = peer.reconciles().await;
-            let calls_before = stack.server.counters().calls;
-            let edited = Instant::now();
-            stack
-                .server
-                .edit_client(
-                    &client.object_ref(),
-                    &Actor::dashboard("bench@example.com"),
-                    |spec| spec.display_name.push_str(" (edited)"),
-                )
-                .map_err(|e| anyhow::anyhow!("cannot edit {}: {e}", key.name))?;
-            let seen = observer
-                .wait_until(edited + self.drift_timeout, |seen| {
-                    seen.reason(key) == Some(Reason::Drifted)
-                })
-                .await;
-            if let Some(at) = seen {
-                latencies.push((at - edited).as_secs_f64() * 1000.0);
-            }
-            tokio::time::sleep(self.drift_settle).await;
-            reconciles.push(peer.reconciles().await - reconciles_before);
-            let moved = difference(&stack.server.counters().calls, &calls_before);
-            calls.push(moved.values().sum::<u64>() as f64);
-        }
-        report.drift_detected = latencies.len();
+        let edits = drift::edit_each(
+            stack,
+            &observer,
+            self.drifted,
+            self.drift_timeout,
+            self.drift_settle,
+            || peer.reconciles(),
+        )
+        .await?;
+        report.drift_detected = edits.latencies.len();
         if !self.drifted.is_empty() {
-            report.drift_latency_ms = Some(quantiles(latencies));
-            report.drift_reconciles_per_edit = Some(quantiles(reconciles));
-            report.drift_server_calls_per_edit = Some(quantiles(calls));
+            report.drift_latency_ms = Some(edits.latency_ms());
+            report.drift_reconciles_per_edit = Some(edits.reconciles_per_edit());
+            report.drift_server_calls_per_edit = Some(edits.server_calls_per_edit());
         }
         peer.stop().await;
         Ok(report)
-    }
-}
-
-fn quantiles(mut values: Vec<f64>) -> Quantiles {
-    values.sort_by(f64::total_cmp);
-    Quantiles {
-        p50: measure::quantile(&values, 0.5),
-        p95: measure::quantile(&values, 0.95),
-        max: values.last().copied().unwrap_or_default(),
     }
 }
 
@@ -358,10 +339,12 @@ fn against(ratio: Option<f64>, target: f64) -> String {
 /// reconciler column, the peer in the floor column.
 pub fn rows(table: &mut Table, size: &SizeReport, peer: &PeerReport) {
     let n = size.clients.to_string();
+    let plane = size.plane_name().to_owned();
     let workload = size.workload.name().to_owned();
     let mut row = |measure: &str, reconciler: String, peer: String, ratio: String| {
         table.add_row(vec![
             n.clone(),
+            plane.clone(),
             workload.clone(),
             format!("vs controller-runtime peer: {measure}"),
             reconciler,
@@ -390,6 +373,17 @@ pub fn rows(table: &mut Table, size: &SizeReport, peer: &PeerReport) {
             .map_or("n/a".to_owned(), |s| format!("{} s", two(s))),
         against(peer.ratios.cpu, 0.5),
     );
+    if let Some(peer_plane) = peer.cold_start_plane_cpu_seconds {
+        row(
+            "cold start CPU of the control plane",
+            cold.cpu
+                .as_ref()
+                .and_then(|c| c.plane_seconds)
+                .map_or("n/a".to_owned(), |s| format!("{} s", two(s))),
+            format!("{} s", two(peer_plane)),
+            String::new(),
+        );
+    }
     row(
         "peak RSS",
         format!(

@@ -141,6 +141,7 @@ pub fn compare(
         runs: runs.max(1),
         commands,
         ratios,
+        ..PluginReport::default()
     })
 }
 

@@ -6,7 +6,7 @@ use comfy_table::{Table, presets::ASCII_MARKDOWN};
 use serde::{Deserialize, Serialize};
 
 use super::floor::ColdStartFloor;
-use super::measure::{Calls, Resident};
+use super::measure::{Calls, Resident, quantile};
 use super::workload::{Composition, WorkloadKind};
 
 /// One run of the program. Every part has a default, so that the JSON of an earlier run, with
@@ -26,12 +26,26 @@ pub struct Report {
     pub plugin_only: Vec<PluginReport>,
 }
 
+/// What a real control plane ran as.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RealPlaneFacts {
+    pub version: String,
+    pub api_server_flags: Vec<String>,
+}
+
 /// Everything measured at one size of one workload.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SizeReport {
     /// `clients` or `mixed` (`docs/performance.md` says what each holds).
     pub workload: WorkloadKind,
+    /// The control plane measured on: `emulator` or `real` (empty in reports from before the
+    /// real plane was measured, which ran on the emulator).
+    pub plane: String,
+    /// The real control plane's version and kube-apiserver flags (ports and file paths
+    /// included, no credentials); none on the emulator.
+    pub real_plane: Option<RealPlaneFacts>,
     /// N, the `--clients` value: the number of manifests of every kind (for the clients
     /// workload, the number of OIDCClients).
     pub clients: usize,
@@ -157,8 +171,14 @@ pub struct ColdStartCpu {
     pub reconciler_seconds: f64,
     /// The benchmark's own process: the emulator, the fake server and its watches.
     pub stand_ins_seconds: f64,
+    /// The real control plane's own processes (kube-apiserver, etcd, kube-controller-manager)
+    /// during the reconciler's cold start; none on the emulator, whose CPU is in
+    /// `stand_ins_seconds`. Shown beside the ratio, never in it.
+    pub plane_seconds: Option<f64>,
     /// The floor's, its stand-ins and the same watches included.
     pub floor_seconds: f64,
+    /// The real control plane's own processes during the floor's cold start.
+    pub floor_plane_seconds: Option<f64>,
     /// Reconciler and stand-ins together, against the floor.
     pub ratio: Option<f64>,
 }
@@ -199,6 +219,18 @@ pub struct Quantiles {
     pub max: f64,
 }
 
+impl Quantiles {
+    /// The median, the 95th percentile (nearest rank) and the largest of some values (0 for none).
+    pub fn of(mut values: Vec<f64>) -> Quantiles {
+        values.sort_by(f64::total_cmp);
+        Quantiles {
+            p50: quantile(&values, 0.5),
+            p95: quantile(&values, 0.95),
+            max: values.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Memory {
@@ -217,6 +249,9 @@ pub struct Memory {
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PluginReport {
+    /// The control plane the commands read from (`emulator` in reports from before there was a
+    /// choice).
+    pub plane: String,
     pub clients: usize,
     pub runs: usize,
     pub commands: Vec<CommandFigures>,
@@ -274,25 +309,50 @@ fn calls(calls: &Calls) -> String {
         .join(", ")
 }
 
+impl SizeReport {
+    /// The plane measured on (`emulator` for reports from before there was a choice).
+    pub fn plane_name(&self) -> &str {
+        if self.plane.is_empty() {
+            "emulator"
+        } else {
+            &self.plane
+        }
+    }
+}
+
 impl Report {
-    /// The figures as Markdown tables: one row per measure and size.
+    /// The figures as Markdown tables: one row per measure and size, grouped by plane.
     pub fn table(&self) -> String {
         let mut table = Table::new();
         table.load_style(ASCII_MARKDOWN);
         table.set_header(vec![
             "N",
+            "plane",
             "workload",
             "measure",
             "reconciler",
             "floor",
             "ratio",
         ]);
+        let mut planes: Vec<&str> = Vec::new();
         for size in &self.sizes {
+            if !planes.contains(&size.plane_name()) {
+                planes.push(size.plane_name());
+            }
+        }
+        let grouped = planes.iter().flat_map(|plane| {
+            self.sizes
+                .iter()
+                .filter(move |size| size.plane_name() == *plane)
+        });
+        for size in grouped {
             let n = size.clients.to_string();
+            let plane = size.plane_name().to_owned();
             let workload = size.workload.name().to_owned();
             if size.workload == WorkloadKind::Mixed {
                 table.add_row(vec![
                     n.clone(),
+                    plane.clone(),
                     workload.clone(),
                     "manifests".into(),
                     size.composition.describe(),
@@ -313,6 +373,7 @@ impl Report {
             };
             table.add_row(vec![
                 n.clone(),
+                plane.clone(),
                 workload.clone(),
                 "cold start".into(),
                 measured,
@@ -322,6 +383,7 @@ impl Report {
             if let Some(cpu) = &cold.cpu {
                 table.add_row(vec![
                     n.clone(),
+                    plane.clone(),
                     workload.clone(),
                     "cold start CPU (reconciler + stand-ins)".into(),
                     format!(
@@ -332,10 +394,24 @@ impl Report {
                     format!("{} s", number(cpu.floor_seconds)),
                     optional_ratio(cpu.ratio),
                 ]);
+                if cpu.plane_seconds.is_some() || cpu.floor_plane_seconds.is_some() {
+                    let seconds =
+                        |s: Option<f64>| s.map_or(String::new(), |s| format!("{} s", number(s)));
+                    table.add_row(vec![
+                        n.clone(),
+                        plane.clone(),
+                        workload.clone(),
+                        "cold start CPU of the control plane (kube-apiserver, etcd, kube-controller-manager)".into(),
+                        seconds(cpu.plane_seconds),
+                        seconds(cpu.floor_plane_seconds),
+                        String::new(),
+                    ]);
+                }
             }
             let registration = &cold.registration_floor;
             table.add_row(vec![
                 n.clone(),
+                plane.clone(),
                 workload.clone(),
                 "cold start against the registration-only floor (wall; CPU)".into(),
                 String::new(),
@@ -352,6 +428,7 @@ impl Report {
             ]);
             table.add_row(vec![
                 n.clone(),
+                plane.clone(),
                 workload.clone(),
                 "reconciles per object".into(),
                 number(cold.reconciles_per_object),
@@ -360,6 +437,7 @@ impl Report {
             ]);
             table.add_row(vec![
                 n.clone(),
+                plane.clone(),
                 workload.clone(),
                 "cold start server calls".into(),
                 calls(&cold.server_calls),
@@ -368,6 +446,7 @@ impl Report {
             ]);
             table.add_row(vec![
                 n.clone(),
+                plane.clone(),
                 workload.clone(),
                 "cold start Kubernetes requests".into(),
                 calls(&cold.kube_requests),
@@ -380,6 +459,7 @@ impl Report {
                 let floor: f64 = steady.floor_server_calls_per_minute.values().sum::<f64>() + 0.0;
                 table.add_row(vec![
                     n.clone(),
+                    plane.clone(),
                     workload.clone(),
                     format!(
                         "steady server calls/min ({} s)",
@@ -400,6 +480,7 @@ impl Report {
                 ]);
                 table.add_row(vec![
                     n.clone(),
+                    plane.clone(),
                     workload.clone(),
                     "steady writes (server; Kubernetes but Leases)".into(),
                     format!(
@@ -416,6 +497,7 @@ impl Report {
             if let Some(drift) = &size.drift {
                 table.add_row(vec![
                     n.clone(),
+                    plane.clone(),
                     workload.clone(),
                     format!("drift latency p50/p95/max ({} edits)", drift.edits),
                     format!(
@@ -435,6 +517,7 @@ impl Report {
                 ]);
                 table.add_row(vec![
                     n.clone(),
+                    plane.clone(),
                     workload.clone(),
                     "per edit: reconciles, server calls (p50/max)".into(),
                     format!(
@@ -451,6 +534,7 @@ impl Report {
             let memory = &size.memory;
             table.add_row(vec![
                 n.clone(),
+                plane.clone(),
                 workload.clone(),
                 "memory: cold-start peak; idle RSS".into(),
                 format!(
@@ -467,6 +551,7 @@ impl Report {
                 let cpu = |ms: Option<f64>| ms.map_or_else(|| "-".into(), |ms| format!("{ms:.3}"));
                 table.add_row(vec![
                     n.clone(),
+                    plane.clone(),
                     workload.clone(),
                     "per object: wall ms; CPU ms; peak KiB".into(),
                     format!(
@@ -524,6 +609,11 @@ fn plugin_rows(table: &mut Table, plugin: &PluginReport) {
         let theirs = of(|c| c.starts_with("kubectl get"));
         table.add_row(vec![
             plugin.clients.to_string(),
+            if plugin.plane.is_empty() {
+                "emulator".to_owned()
+            } else {
+                plugin.plane.clone()
+            },
             WorkloadKind::Clients.name().to_owned(),
             format!(
                 "plugin status -A {}, {} (CPU; peak)",

@@ -10,21 +10,23 @@ use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
-use nauthera_fake_server::Actor;
 use nauthera_shared::catalog::{Phase, Reason};
 use nauthera_shared::resources::{
     Branding, IdentityProvider, OIDCClient, Organization, ResourceStatus, ready_condition,
 };
 
+use super::drift;
 use super::floor::{self, FloorWrites};
-use super::measure::{self, Calls, difference, quantile, reconciler_requests, resident};
+use super::measure::{self, RequestCounter, difference, resident};
 use super::observer::{Incomplete, Observer};
 use super::plugin;
 use super::report::{
-    ColdStart, ColdStartCpu, DriftLatency, Memory, PerObject, Quantiles, RegistrationFloor,
-    SizeReport, Steady, ratio,
+    ColdStart, ColdStartCpu, DriftLatency, Memory, PerObject, Quantiles, RealPlaneFacts,
+    RegistrationFloor, SizeReport, Steady, ratio,
 };
 use super::workload::{ClientItem, Key, Kind, Workload, WorkloadKind, kinds_of};
+use crate::control_plane::Plane;
+use crate::control_plane::real::FreshPlane;
 use crate::e2e::{Declared, RECONCILER_IDENTITY, Reconciler, Stack, StackOptions};
 
 /// What a run measures and how long it waits.
@@ -101,6 +103,52 @@ fn stack_options(settings: &Settings, workload: WorkloadKind) -> StackOptions {
     }
 }
 
+/// A stack of the benchmark: on the emulator, or on a real control plane of its own that is
+/// stopped after it (so no stack sees an earlier one's objects).
+pub struct BenchStack {
+    // The stack drops before its control plane.
+    stack: Stack,
+    plane: Option<FreshPlane>,
+}
+
+impl std::ops::Deref for BenchStack {
+    type Target = Stack;
+    fn deref(&self) -> &Stack {
+        &self.stack
+    }
+}
+
+impl BenchStack {
+    pub async fn start(
+        settings: &Settings,
+        workload: WorkloadKind,
+        plane: Plane,
+    ) -> anyhow::Result<BenchStack> {
+        let own = match plane {
+            Plane::Emulator => None,
+            Plane::Real => Some(FreshPlane::start().await?),
+        };
+        let options = StackOptions {
+            own_plane: own.as_ref().map(|own| own.plane.clone()),
+            ..stack_options(settings, workload)
+        };
+        Ok(BenchStack {
+            stack: Stack::try_start(options).await?,
+            plane: own,
+        })
+    }
+
+    /// The CPU time the real control plane's processes have used so far (none on the
+    /// emulator, which runs in the benchmark's own process).
+    pub fn plane_cpu_seconds(&self) -> anyhow::Result<Option<f64>> {
+        self.plane.as_ref().map(FreshPlane::cpu_seconds).transpose()
+    }
+}
+
+fn since(before: Option<f64>, after: Option<f64>) -> Option<f64> {
+    Some(after? - before?)
+}
+
 /// Evenly spread clients of the workload for the drift edits.
 fn drift_clients(workload: &Workload, edits: usize) -> Vec<ClientItem> {
     let clients = workload.clients();
@@ -108,19 +156,6 @@ fn drift_clients(workload: &Workload, edits: usize) -> Vec<ClientItem> {
     (0..edits)
         .map(|i| clients[i * clients.len() / edits].clone())
         .collect()
-}
-
-fn milliseconds(durations: &[Duration]) -> Quantiles {
-    quantiles(durations.iter().map(|d| d.as_secs_f64() * 1000.0).collect())
-}
-
-fn quantiles(mut values: Vec<f64>) -> Quantiles {
-    values.sort_by(f64::total_cmp);
-    Quantiles {
-        p50: quantile(&values, 0.5),
-        p95: quantile(&values, 0.95),
-        max: values.last().copied().unwrap_or_default(),
-    }
 }
 
 /// A policy with a rule of every kind the workload's clients are judged by, which all of them
@@ -157,6 +192,7 @@ fn log(message: &str) {
 /// Everything at N = `clients` manifests of `kind`.
 pub async fn size(
     settings: &Settings,
+    plane: Plane,
     kind: WorkloadKind,
     clients: usize,
 ) -> anyhow::Result<SizeReport> {
@@ -172,16 +208,17 @@ pub async fn size(
     let drifted = drift_clients(&workload, settings.drift_edits);
     let mut report = SizeReport {
         workload: kind,
+        plane: plane.name().to_owned(),
         clients,
         composition,
         namespaces: workload.namespace_names().len(),
         ..SizeReport::default()
     };
-    let label = format!("N={clients} ({kind})");
+    let label = format!("N={clients} ({kind}, {} plane)", plane.name());
 
     log(&format!("{label}: the registration-only floor"));
     let registration_floor = {
-        let floor_stack = Stack::try_start(stack_options(settings, kind)).await?;
+        let floor_stack = BenchStack::start(settings, kind, plane).await?;
         workload.create(&floor_stack.client()).await?;
         let _watches = Observer::start(&floor_stack.client(), kinds);
         floor::cold_start(
@@ -194,9 +231,10 @@ pub async fn size(
     };
 
     log(&format!("{label}: the full floor"));
-    let floor_stack = Stack::try_start(stack_options(settings, kind)).await?;
+    let floor_stack = BenchStack::start(settings, kind, plane).await?;
     workload.create(&floor_stack.client()).await?;
     let floor_observer = Observer::start(&floor_stack.client(), kinds);
+    let floor_plane_before = floor_stack.plane_cpu_seconds()?;
     let cold_floor = floor::cold_start(
         &floor_stack,
         settings.concurrency,
@@ -204,6 +242,7 @@ pub async fn size(
         FloorWrites::Full,
     )
     .await?;
+    let floor_plane_seconds = since(floor_plane_before, floor_stack.plane_cpu_seconds()?);
     let drift_floor = floor::drift(
         &floor_stack,
         &floor_observer,
@@ -215,21 +254,23 @@ pub async fn size(
     drop(floor_stack);
 
     log(&format!("{label}: the reconciler's cold start"));
-    let stack = Stack::try_start(stack_options(settings, kind)).await?;
+    let stack = BenchStack::start(settings, kind, plane).await?;
     report.setup_seconds = workload.create(&stack.client()).await?.as_secs_f64();
     if settings.client_policy {
         create_client_policy(&stack.client()).await?;
     }
     stack.show_deployment_ready(1).await?;
+    report.real_plane = stack.plane.as_ref().map(|own| RealPlaneFacts {
+        version: own.plane.version.clone(),
+        api_server_flags: own.plane.api_server_flags.clone(),
+    });
     let observer = Observer::start(&stack.client(), kinds);
-    let emulator = stack
-        .cluster
-        .emulator()
-        .context("the benchmark runs on the emulator")?;
+    let requests = RequestCounter::of(&stack.cluster);
     let calls_before = stack.server.counters().calls;
-    let requests_before = reconciler_requests(emulator);
+    let requests_before = requests.reconciler().await?;
     let started = Instant::now();
     let stand_ins_before = measure::own_cpu_seconds()?;
+    let plane_before = stack.plane_cpu_seconds()?;
     let replica = stack.start_replica("bench").await?;
     let pid = replica.pid().context("the reconciler has no process id")?;
     let finished = observer
@@ -245,7 +286,9 @@ pub async fn size(
             Some(ColdStartCpu {
                 reconciler_seconds,
                 stand_ins_seconds,
+                plane_seconds: since(plane_before, stack.plane_cpu_seconds()?),
                 floor_seconds: cold_floor.cpu_seconds,
+                floor_plane_seconds,
                 ratio: ratio(
                     reconciler_seconds + stand_ins_seconds,
                     cold_floor.cpu_seconds,
@@ -282,7 +325,7 @@ pub async fn size(
         reconciles_per_object: reconciles / clients.max(1) as f64,
         server_calls: difference(&stack.server.counters().calls, &calls_before),
         floor_server_calls: cold_floor.server_calls,
-        kube_requests: difference(&reconciler_requests(emulator), &requests_before),
+        kube_requests: difference(&requests.reconciler().await?, &requests_before),
         floor_kube_requests: cold_floor.kube_requests,
         registration_floor,
     };
@@ -293,7 +336,7 @@ pub async fn size(
     report.per_object = PerObject::of(&report);
 
     if finished.is_some() {
-        report.steady = Some(steady(settings, &stack, &replica, emulator).await?);
+        report.steady = Some(steady(settings, &stack, &replica, &requests).await?);
         let idle = resident(pid)?;
         report.memory.idle = Some(idle);
         report.drift = Some(
@@ -351,7 +394,7 @@ pub async fn size(
     if settings.plugin_runs > 0 {
         if kind == WorkloadKind::Clients {
             log(&format!("{label}: the plugin against kubectl"));
-            report.plugin = Some(plugin_comparison(settings, &stack, clients)?);
+            report.plugin = Some(plugin_comparison(settings, &stack, plane, clients)?);
         } else {
             report.notes.push(
                 "the plugin is compared with kubectl on the clients workload only (`kubectl get \
@@ -361,14 +404,16 @@ pub async fn size(
         }
     }
     if settings.peer {
-        peer_run(settings, &workload, &drifted, &mut report).await?;
+        peer_run(settings, plane, &workload, &drifted, &mut report).await?;
     }
     Ok(report)
 }
 
-/// The controller-runtime peer on a fresh stack with the same workload (`--peer`).
+/// The controller-runtime peer on a fresh stack (on the same plane) with the same workload
+/// (`--peer`).
 async fn peer_run(
     settings: &Settings,
+    plane: Plane,
     workload: &Workload,
     drifted: &[ClientItem],
     report: &mut SizeReport,
@@ -387,8 +432,12 @@ async fn peer_run(
             .push("the controller-runtime peer was not measured: Go is not installed".to_owned());
         return Ok(());
     };
-    log(&format!("N={}: the controller-runtime peer", workload.size));
-    let stack = Stack::try_start(stack_options(settings, workload.kind)).await?;
+    log(&format!(
+        "N={} ({} plane): the controller-runtime peer",
+        workload.size,
+        plane.name()
+    ));
+    let stack = BenchStack::start(settings, workload.kind, plane).await?;
     workload.create(&stack.client()).await?;
     stack.show_deployment_ready(1).await?;
     let mut peer = super::peer::PeerRun {
@@ -413,16 +462,16 @@ async fn steady(
     settings: &Settings,
     stack: &Stack,
     replica: &Reconciler,
-    emulator: &nauthera_kube_emulator::Emulator,
+    requests: &RequestCounter<'_>,
 ) -> anyhow::Result<Steady> {
     log("steady state");
     tokio::time::sleep(settings.settle).await;
     let calls_before = stack.server.counters();
-    let requests_before = reconciler_requests(emulator);
+    let requests_before = requests.reconciler().await?;
     let reconciles_before = measure::reconciles(replica).await;
     tokio::time::sleep(settings.steady_window).await;
     let calls_after = stack.server.counters();
-    let requests = difference(&reconciler_requests(emulator), &requests_before);
+    let requests = difference(&requests.reconciler().await?, &requests_before);
     let minutes = settings.steady_window.as_secs_f64() / 60.0;
     let kube_writes = measure::writes(&requests);
     let lease_writes: u64 = kube_writes
@@ -460,45 +509,25 @@ async fn drift(
     floor: &[Duration],
 ) -> anyhow::Result<DriftLatency> {
     log(&format!("drift latency, {} edits", clients.len()));
-    let mut latencies = Vec::new();
-    let mut reconciles = Vec::new();
-    let mut calls = Vec::new();
-    for client in clients {
-        let key = &client.key;
-        let reconciles_before = measure::reconciles(replica).await;
-        let calls_before = stack.server.counters().calls;
-        let edited = Instant::now();
-        stack
-            .server
-            .edit_client(
-                &client.object_ref(),
-                &Actor::dashboard("bench@example.com"),
-                |spec| spec.display_name.push_str(" (edited)"),
-            )
-            .map_err(|e| anyhow::anyhow!("cannot edit {}: {e}", key.name))?;
-        let seen = observer
-            .wait_until(edited + settings.drift_timeout, |seen| {
-                seen.reason(key) == Some(Reason::Drifted)
-            })
-            .await;
-        if let Some(at) = seen {
-            latencies.push(at - edited);
-        }
-        tokio::time::sleep(settings.drift_settle).await;
-        reconciles.push(measure::reconciles(replica).await - reconciles_before);
-        let moved: Calls = difference(&stack.server.counters().calls, &calls_before);
-        calls.push(moved.values().sum::<u64>() as f64);
-    }
-    let latency_ms = milliseconds(&latencies);
-    let floor_latency_ms = milliseconds(floor);
+    let edits = drift::edit_each(
+        stack,
+        observer,
+        clients,
+        settings.drift_timeout,
+        settings.drift_settle,
+        || measure::reconciles(replica),
+    )
+    .await?;
+    let latency_ms = edits.latency_ms();
+    let floor_latency_ms = Quantiles::of(floor.iter().map(|d| d.as_secs_f64() * 1000.0).collect());
     Ok(DriftLatency {
         edits: clients.len(),
-        detected: latencies.len(),
+        detected: edits.latencies.len(),
         latency_ms,
         floor_latency_ms,
         ratio_p95: ratio(latency_ms.p95, floor_latency_ms.p95),
-        reconciles_per_edit: quantiles(reconciles),
-        server_calls_per_edit: quantiles(calls),
+        reconciles_per_edit: edits.reconciles_per_edit(),
+        server_calls_per_edit: edits.server_calls_per_edit(),
     })
 }
 
@@ -570,37 +599,43 @@ async fn live_status<K: Declared>(client: &kube::Client, key: &Key) -> String {
 fn plugin_comparison(
     settings: &Settings,
     stack: &Stack,
+    plane: Plane,
     clients: usize,
 ) -> anyhow::Result<super::report::PluginReport> {
     let home = tempfile::tempdir()?;
-    plugin::compare(
-        &settings.bench_exe,
-        stack.cluster.kubeconfig(),
-        home.path(),
-        clients,
-        settings.plugin_runs,
-    )
+    Ok(super::report::PluginReport {
+        plane: plane.name().to_owned(),
+        ..plugin::compare(
+            &settings.bench_exe,
+            stack.cluster.kubeconfig(),
+            home.path(),
+            clients,
+            settings.plugin_runs,
+        )?
+    })
 }
 
 /// The plugin against kubectl at a size too large for a reconciler run: the workload is created
 /// and given a Registered status by the harness, as a reconciler would have left it.
 pub async fn plugin_only(
     settings: &Settings,
+    plane: Plane,
     clients: usize,
 ) -> anyhow::Result<super::report::PluginReport> {
     log(&format!(
-        "N={clients}: the plugin against kubectl (no reconciler)"
+        "N={clients} ({} plane): the plugin against kubectl (no reconciler)",
+        plane.name()
     ));
     let workload = Workload {
         kind: WorkloadKind::Clients,
         size: clients,
         namespaces: settings.namespaces,
     };
-    let stack = Stack::try_start(stack_options(settings, WorkloadKind::Clients)).await?;
+    let stack = BenchStack::start(settings, WorkloadKind::Clients, plane).await?;
     workload.create(&stack.client()).await?;
     register_statuses(&stack, &workload).await?;
     stack.show_deployment_ready(1).await?;
-    plugin_comparison(settings, &stack, clients)
+    plugin_comparison(settings, &stack, plane, clients)
 }
 
 /// Writes the status a reconciler leaves on a Registered client, for every client.

@@ -51,6 +51,16 @@ impl Role {
     }
 }
 
+/// How a plane's lines are stroked: the real control plane's wider and paler, so both planes'
+/// lines of one role and workload stay apart.
+fn plane_stroke(plane: &str) -> &'static str {
+    if plane == "real" {
+        r#"stroke-width="5" stroke-opacity="0.45""#
+    } else {
+        r#"stroke-width="2""#
+    }
+}
+
 /// The dash pattern of a workload's lines: the clients workload solid.
 fn dashes(workload: WorkloadKind) -> &'static str {
     match workload {
@@ -198,6 +208,8 @@ const MEASURES: [Measure; 6] = [
 struct Line {
     role: Role,
     workload: WorkloadKind,
+    /// `emulator` or `real`: the real plane's lines are drawn wider and paler.
+    plane: String,
     points: Vec<(f64, Value)>,
 }
 
@@ -210,14 +222,16 @@ fn lines(report: &Report, measure: &Measure) -> Vec<Line> {
                 continue;
             };
             let point = (size.clients as f64, value);
-            match lines
-                .iter_mut()
-                .find(|line| line.role == role && line.workload == size.workload)
-            {
+            match lines.iter_mut().find(|line| {
+                line.role == role
+                    && line.workload == size.workload
+                    && line.plane == size.plane_name()
+            }) {
                 Some(line) => line.points.push(point),
                 None => lines.push(Line {
                     role,
                     workload: size.workload,
+                    plane: size.plane_name().to_owned(),
                     points: vec![point],
                 }),
             }
@@ -248,7 +262,8 @@ pub fn plot(report: &Report) -> String {
     let width = COLUMNS as f64 * (PANEL_WIDTH + MARGIN) + MARGIN;
     let legend_top = rows as f64 * (PANEL_HEIGHT + 2.0 * MARGIN) + 8.0;
     let workloads = workloads(report);
-    let legend_lines = Role::ALL.len() + workloads.len();
+    let has_real = report.sizes.iter().any(|size| size.plane_name() == "real");
+    let legend_lines = Role::ALL.len() + workloads.len() + usize::from(has_real);
     let height = legend_top + 16.0 * legend_lines as f64 + 8.0;
     let mut svg = format!(
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">
@@ -267,7 +282,7 @@ pub fn plot(report: &Report) -> String {
             (n_low, n_high),
         );
     }
-    legend(&mut svg, legend_top, &workloads);
+    legend(&mut svg, legend_top, &workloads, has_real);
     svg.push_str("</svg>\n");
     svg
 }
@@ -283,7 +298,7 @@ fn workloads(report: &Report) -> Vec<WorkloadKind> {
     workloads
 }
 
-fn legend(svg: &mut String, top: f64, workloads: &[WorkloadKind]) {
+fn legend(svg: &mut String, top: f64, workloads: &[WorkloadKind], report_has_real: bool) {
     let mut y = top;
     for role in Role::ALL {
         let _ = writeln!(
@@ -310,6 +325,17 @@ fn legend(svg: &mut String, top: f64, workloads: &[WorkloadKind]) {
             workload.name()
         );
         y += 16.0;
+    }
+    if report_has_real {
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{MARGIN}" y1="{:.1}" x2="{}" y2="{:.1}" stroke="#333333" {}/><text x="{}" y="{y:.1}">the real control plane (thin: the emulator)</text>"##,
+            y - 4.0,
+            MARGIN + 24.0,
+            y - 4.0,
+            plane_stroke("real"),
+            MARGIN + 30.0,
+        );
     }
     let _ = writeln!(
         svg,
@@ -387,19 +413,25 @@ fn panel(
             .collect();
         let _ = writeln!(
             svg,
-            r##"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{}"/>"##,
+            r##"<polyline points="{}" fill="none" stroke="{colour}" {} stroke-dasharray="{}"/>"##,
             points.join(" "),
+            plane_stroke(&line.plane),
             dashes(line.workload)
         );
         for (n, v) in &line.points {
             let fill = if v.at_least { "#ffffff" } else { colour };
             let _ = writeln!(
                 svg,
-                r##"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{fill}" stroke="{colour}" stroke-width="1.5"><title>{} ({}), N = {n}: {}{}</title></circle>"##,
+                r##"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{fill}" stroke="{colour}" stroke-width="1.5"><title>{} ({}{}), N = {n}: {}{}</title></circle>"##,
                 x(*n),
                 y(v.value),
                 line.role.label(),
                 line.workload.name(),
+                if line.plane == "real" {
+                    ", real plane"
+                } else {
+                    ""
+                },
                 if v.at_least { "≥" } else { "" },
                 short(v.value)
             );

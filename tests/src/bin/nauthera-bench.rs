@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use nauthera_tests::bench::{self, run::Settings, workload::WorkloadKind};
+use nauthera_tests::control_plane::Plane;
 
 /// Measures cold start, steady state, drift latency, memory and the plugin against their floors.
 #[derive(Debug, Parser)]
@@ -19,6 +20,12 @@ struct Args {
     /// `clients,mixed,templated`). The plugin is compared with kubectl on the clients workload only.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "clients")]
     workload: Vec<WorkloadKind>,
+    /// The control planes to measure every size on, comma-separated: `emulator` (in this
+    /// process) and `real` (kube-apiserver, etcd and kube-controller-manager built from source,
+    /// a fresh one for each stack; their CPU is reported apart). `emulator,real` puts both
+    /// side by side in one report.
+    #[arg(long, value_delimiter = ',', default_value = "emulator", value_parser = parse_plane)]
+    control_plane: Vec<Plane>,
     /// Sizes N to measure the reconciler at, comma-separated: the number of manifests (of every
     /// kind, for the mixed workload; OIDCClients, for the clients workload).
     #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
@@ -93,6 +100,10 @@ enum Helper {
     },
 }
 
+fn parse_plane(text: &str) -> Result<Plane, String> {
+    Plane::parse(text).ok_or_else(|| format!("`{text}` is not a control plane: emulator or real"))
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
@@ -145,8 +156,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
             workloads.push(*kind);
         }
     }
+    let mut planes: Vec<Plane> = Vec::new();
+    for plane in &args.control_plane {
+        if !planes.contains(plane) {
+            planes.push(*plane);
+        }
+    }
     let report = bench::run(
         &settings,
+        &planes,
         &workloads,
         &args.clients,
         &args.plugin_only,

@@ -78,6 +78,76 @@ pub struct RealPlane {
     pub dir: PathBuf,
     /// The versions `/version` and etcd report, for messages.
     pub version: String,
+    /// The process IDs of etcd, kube-apiserver and kube-controller-manager, by name (their CPU
+    /// time is read from `/proc`).
+    pub processes: Vec<(String, u32)>,
+    /// The flags kube-apiserver runs with (credentials' paths only, no secrets).
+    pub api_server_flags: Vec<String>,
+}
+
+/// A control plane of its own for one user (a benchmark's stack), stopped and its folder
+/// removed when dropped: nothing of an earlier stack is left for the next one to see.
+pub struct FreshPlane {
+    pub plane: RealPlane,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FreshPlane {
+    /// Starts a new control plane (building it first when the build cache has none).
+    pub async fn start() -> anyhow::Result<FreshPlane> {
+        static NEXT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(3);
+        let slot = NEXT_SLOT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        // The thread that starts the processes outlives them (the parent-death signal follows
+        // it) and ends them when the plane is dropped.
+        let thread = std::thread::Builder::new()
+            .name(format!("control-plane-{slot}"))
+            .spawn(move || match start_with_retries(slot) {
+                Ok((plane, mut children)) => {
+                    let dir = plane.dir.clone();
+                    let _ = sender.send(Ok(plane));
+                    let _ = stopped.recv();
+                    for child in children.iter_mut().rev() {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                    }
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                Err(error) => {
+                    let _ = sender.send(Err(error));
+                }
+            })
+            .context("cannot start the control plane's thread")?;
+        let plane = receiver
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the control plane's thread ended")))?;
+        Ok(FreshPlane {
+            plane,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The CPU time etcd, kube-apiserver and kube-controller-manager have used so far, in
+    /// seconds.
+    pub fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        self.plane
+            .processes
+            .iter()
+            .map(|(_, pid)| crate::bench::measure::cpu_seconds(*pid))
+            .sum()
+    }
+}
+
+impl Drop for FreshPlane {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl RealPlane {
@@ -110,7 +180,10 @@ impl RealPlane {
                 let started = std::thread::Builder::new()
                     .name(format!("control-plane-{slot}"))
                     .spawn(move || match start_with_retries(slot) {
-                        Ok(plane) => {
+                        Ok((plane, children)) => {
+                            // Never waited for: the kernel ends them with this thread, so
+                            // with the process.
+                            drop(children);
                             let _ = sender.send(Ok(plane));
                             loop {
                                 std::thread::park();
@@ -178,17 +251,13 @@ const START_ATTEMPTS: usize = 3;
 
 /// Starts the control plane in `slot`, again with fresh ports when a process exits at start;
 /// the processes of a failed attempt are killed.
-fn start_with_retries(slot: usize) -> anyhow::Result<RealPlane> {
+fn start_with_retries(slot: usize) -> anyhow::Result<(RealPlane, Vec<Child>)> {
     let bin = binaries()?;
     let mut attempt = 1;
     loop {
         let mut children = Vec::new();
         match start(&bin, slot, &mut children) {
-            Ok(plane) => {
-                // Never waited for: the kernel ends them with this thread, so with the process.
-                drop(children);
-                return Ok(plane);
-            }
+            Ok(plane) => return Ok((plane, children)),
             Err(error) => {
                 for child in &mut children {
                     let _ = child.kill();
@@ -241,39 +310,40 @@ fn start(bin: &Path, slot: usize, children: &mut Vec<Child>) -> anyhow::Result<R
 
     let api_port = free_port()?;
     let server = format!("https://127.0.0.1:{api_port}");
+    let api_server_flags: Vec<String> = [
+        format!("--etcd-servers=http://127.0.0.1:{etcd_client}"),
+        format!(
+            "--etcd-compaction-interval={}s",
+            COMPACTION_INTERVAL.as_secs()
+        ),
+        "--bind-address=127.0.0.1".to_owned(),
+        "--advertise-address=127.0.0.1".to_owned(),
+        format!("--secure-port={api_port}"),
+        format!("--tls-cert-file={}", files.serving_cert.display()),
+        format!("--tls-private-key-file={}", files.serving_key.display()),
+        format!("--client-ca-file={}", files.ca.display()),
+        format!("--token-auth-file={}", files.tokens.display()),
+        "--authorization-mode=RBAC".to_owned(),
+        format!("--service-account-issuer={server}"),
+        format!(
+            "--service-account-key-file={}",
+            files.account_public.display()
+        ),
+        format!(
+            "--service-account-signing-key-file={}",
+            files.account_private.display()
+        ),
+        "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
+        "--allow-privileged=false".to_owned(),
+        "--profiling=false".to_owned(),
+        "--v=1".to_owned(),
+    ]
+    .into_iter()
+    .chain(EXTRA_API_SERVER_FLAGS.get().cloned().unwrap_or_default())
+    .collect();
     children.push(spawn(
         &bin.join("kube-apiserver"),
-        &[
-            format!("--etcd-servers=http://127.0.0.1:{etcd_client}"),
-            format!(
-                "--etcd-compaction-interval={}s",
-                COMPACTION_INTERVAL.as_secs()
-            ),
-            "--bind-address=127.0.0.1".to_owned(),
-            "--advertise-address=127.0.0.1".to_owned(),
-            format!("--secure-port={api_port}"),
-            format!("--tls-cert-file={}", files.serving_cert.display()),
-            format!("--tls-private-key-file={}", files.serving_key.display()),
-            format!("--client-ca-file={}", files.ca.display()),
-            format!("--token-auth-file={}", files.tokens.display()),
-            "--authorization-mode=RBAC".to_owned(),
-            format!("--service-account-issuer={server}"),
-            format!(
-                "--service-account-key-file={}",
-                files.account_public.display()
-            ),
-            format!(
-                "--service-account-signing-key-file={}",
-                files.account_private.display()
-            ),
-            "--service-cluster-ip-range=10.96.0.0/16".to_owned(),
-            "--allow-privileged=false".to_owned(),
-            "--profiling=false".to_owned(),
-            "--v=1".to_owned(),
-        ]
-        .into_iter()
-        .chain(EXTRA_API_SERVER_FLAGS.get().cloned().unwrap_or_default())
-        .collect::<Vec<_>>(),
+        &api_server_flags,
         &dir.join("kube-apiserver.log"),
     )?);
     let mut plane = RealPlane {
@@ -282,6 +352,8 @@ fn start(bin: &Path, slot: usize, children: &mut Vec<Child>) -> anyhow::Result<R
         admin_token,
         dir,
         version: String::new(),
+        processes: Vec::new(),
+        api_server_flags,
     };
     plane.version = wait_ready(&plane, children)?;
     let RealPlane { server, dir, .. } = &plane;
@@ -326,6 +398,11 @@ fn start(bin: &Path, slot: usize, children: &mut Vec<Child>) -> anyhow::Result<R
         ],
         &dir.join("kube-controller-manager.log"),
     )?);
+    plane.processes = ["etcd", "kube-apiserver", "kube-controller-manager"]
+        .iter()
+        .zip(children.iter())
+        .map(|(name, child)| ((*name).to_owned(), child.id()))
+        .collect();
     Ok(plane)
 }
 
