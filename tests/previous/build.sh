@@ -28,6 +28,12 @@ binary="$out/nauthera-reconciler"
 complete() { [[ -x "$binary" && -d "$out/crds" ]]; }
 if complete; then echo "$out"; exit 0; fi
 
+# A shallow clone lacks it: the history is fetched once, where a remote has it.
+if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
+  echo "previous release: commit $commit is not in this clone; fetching it" >&2
+  git -C "$root" fetch --quiet --unshallow 2>/dev/null ||
+    git -C "$root" fetch --quiet origin "$commit" 2>/dev/null || true
+fi
 if ! git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null; then
   echo "previous release: commit $commit is not in this clone; the rolling-upgrade test builds the" >&2
   echo "reconciler from it. Fetch the history (git fetch --unshallow, or clone without --depth)." >&2
