@@ -82,7 +82,15 @@ impl TestCluster {
         };
         let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
         let namespace = namespace.to_owned();
+        let scoped = RealPlane::scoped().filter(|_| !second);
         let (emulator, kubeconfig) = match (Plane::current(), std::env::var_os(KUBECONFIG_ENV)) {
+            (Plane::Real, _) if scoped.is_some() => {
+                let plane = scoped.clone().context("a scoped plane")?;
+                let path = dir.path().join("kubeconfig");
+                std::fs::write(&path, plane.kubeconfig(&namespace))
+                    .context("cannot write the control plane's kubeconfig")?;
+                (None, path)
+            }
             (Plane::Real, Some(_)) if second => {
                 anyhow::bail!("a second cluster needs the control plane built from source")
             }
@@ -118,7 +126,8 @@ impl TestCluster {
             .create(&PostParams::default(), &object)
             .await
             .with_context(|| format!("cannot create the test namespace {namespace}"))?;
-        let built = emulator.is_none() && std::env::var_os(KUBECONFIG_ENV).is_none();
+        let built =
+            emulator.is_none() && (scoped.is_some() || std::env::var_os(KUBECONFIG_ENV).is_none());
         Ok(TestCluster {
             sharing,
             emulator,

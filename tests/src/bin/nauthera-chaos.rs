@@ -28,9 +28,17 @@ struct Args {
     /// How long convergence may take after the faults stop.
     #[arg(long, default_value = "3m", value_parser = nauthera_shared::duration::parse)]
     converge_timeout: Duration,
-    /// The scenarios, comma-separated (default: all of them, in this order).
+    /// The scenarios, comma-separated (default: the server-side ones, in this order). The
+    /// Kubernetes-side ones (etcd-stopped, api-server-restarted, compaction, throttled, api-cut)
+    /// each start a real control plane of their own.
     #[arg(long, value_enum, value_delimiter = ',')]
     scenario: Vec<Scenario>,
+    /// Every Kubernetes-side scenario, after those `--scenario` names.
+    #[arg(long)]
+    kubernetes_side: bool,
+    /// How long the etcd-stopped scenario keeps etcd stopped.
+    #[arg(long, default_value = "30s", value_parser = nauthera_shared::duration::parse)]
+    outage: Duration,
     /// The churn's seed: a run's operations are reproducible from it.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -64,15 +72,12 @@ async fn main() -> anyhow::Result<()> {
         fault_phase: args.fault_phase,
         steady_window: args.steady_window,
         converge_timeout: args.converge_timeout,
-        scenarios: if args.scenario.is_empty() {
-            Scenario::ALL.to_vec()
-        } else {
-            args.scenario.clone()
-        },
+        scenarios: scenarios(&args),
         seed: args.seed,
         lease: args.lease,
         renew_deadline: args.renew_deadline,
         retry_backoff_max: args.retry_backoff_max,
+        outage: args.outage,
     };
     let report = chaos::run(&config).await?;
     let figures = report.markdown();
@@ -103,4 +108,21 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The scenarios named, the server-side ones when none is, and the Kubernetes-side ones asked
+/// for.
+fn scenarios(args: &Args) -> Vec<Scenario> {
+    let mut scenarios = args.scenario.clone();
+    if scenarios.is_empty() && !args.kubernetes_side {
+        scenarios = Scenario::ALL.to_vec();
+    }
+    if args.kubernetes_side {
+        scenarios.extend(
+            Scenario::KUBERNETES
+                .into_iter()
+                .filter(|s| !args.scenario.contains(s)),
+        );
+    }
+    scenarios
 }

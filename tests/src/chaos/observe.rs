@@ -9,10 +9,8 @@ use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, watcher};
 use tokio::task::JoinHandle;
-
-use crate::e2e::RECONCILER_NAMESPACE;
 
 /// The key both a generated client secret and an upstream secret are kept under.
 const SECRET_KEY: &str = "clientSecret";
@@ -43,9 +41,10 @@ pub struct Observer {
 }
 
 impl Observer {
-    pub fn start(client: &kube::Client, namespace: &str) -> Observer {
+    /// Watches the Lease in `lease_namespace` and the Secrets of `namespace`.
+    pub fn start(client: &kube::Client, namespace: &str, lease_namespace: &str) -> Observer {
         let observed = Arc::new(Mutex::new(Observed::default()));
-        let leases: Api<Lease> = Api::namespaced(client.clone(), RECONCILER_NAMESPACE);
+        let leases: Api<Lease> = Api::namespaced(client.clone(), lease_namespace);
         let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
         let tasks = vec![
             tokio::spawn(watch_leases(leases, Arc::clone(&observed))),
@@ -71,7 +70,8 @@ impl Drop for Observer {
 
 async fn watch_leases(api: Api<Lease>, observed: Arc<Mutex<Observed>>) {
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
-    let mut stream = watcher::watcher(api, config).boxed();
+    // Backing off, so that an API server that is down is not asked again in a tight loop.
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     while let Some(event) = stream.next().await {
         let Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) = event else {
             continue;
@@ -95,7 +95,9 @@ async fn watch_leases(api: Api<Lease>, observed: Arc<Mutex<Observed>>) {
 }
 
 async fn watch_secrets(api: Api<Secret>, observed: Arc<Mutex<Observed>>) {
-    let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     while let Some(event) = stream.next().await {
         let secret = match event {
             Ok(watcher::Event::Apply(secret) | watcher::Event::InitApply(secret)) => secret,

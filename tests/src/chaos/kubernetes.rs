@@ -1,0 +1,114 @@
+//! The Kubernetes-side scenarios' faults, acted on the run's own real control plane: its etcd
+//! stopped, its API server killed and started again, its etcd compacted under resumed watches,
+//! its API server throttling, the leader's path to it cut.
+
+use std::time::Duration;
+
+use anyhow::bail;
+use tokio::time::Instant;
+
+use super::Config;
+use super::replicas::Replica;
+use super::scenario::{self, Disruption, Scenario};
+use crate::control_plane::real::{OwnedPlane, PlaneProcess};
+use crate::e2e::Stack;
+
+/// How long the API server may take to be ready again once etcd is continued.
+const READY_AGAIN: Duration = Duration::from_secs(120);
+
+/// The flags the scenario's API server runs with (after the harness's own, so they win).
+pub fn api_server_flags(scenario: Scenario) -> &'static [&'static str] {
+    match scenario {
+        // The compactor has no minimum interval (0 turns it off); the watch cache off, watches
+        // are served by etcd, so a resumed one meets etcd's compaction as 410 Gone.
+        Scenario::Compaction => &["--etcd-compaction-interval=2s", "--watch-cache=false"],
+        // The in-flight limits apply only with priority and fairness off; the administrator
+        // (system:masters: the churn, the checks) and watches are exempt, the reconciler's
+        // ServiceAccount is not.
+        Scenario::Throttled => &[
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight=2",
+            "--max-mutating-requests-inflight=1",
+        ],
+        _ => &[],
+    }
+}
+
+/// How often [`tick`] acts (the first time after half of it).
+pub fn tick_interval(scenario: Scenario, config: &Config) -> Option<Duration> {
+    match scenario {
+        // Once, in the middle of the churn.
+        Scenario::EtcdStopped => Some(config.fault_phase),
+        // At a quarter and at three quarters of the churn.
+        Scenario::ApiServerRestarted => Some(config.fault_phase / 2),
+        Scenario::Compaction => Some(Duration::from_secs(3)),
+        scenario => scenario::tick_interval(scenario, config.lease),
+    }
+}
+
+/// One recurring fault; while it acts the churn waits (a person's writes would fail too).
+pub async fn tick(
+    scenario: Scenario,
+    plane: &OwnedPlane,
+    stack: &Stack,
+    replicas: &mut [Replica],
+    leader: Option<&str>,
+    disruption: &mut Disruption,
+    config: &Config,
+) -> anyhow::Result<()> {
+    match scenario {
+        Scenario::EtcdStopped => {
+            let began = Instant::now();
+            plane.stop(PlaneProcess::Etcd).await?;
+            disruption.etcd_stops += 1;
+            tokio::time::sleep(config.outage).await;
+            plane.resume(PlaneProcess::Etcd).await?;
+            disruption.etcd_stopped_seconds += began.elapsed().as_secs_f64();
+            wait_ready(stack).await?;
+        }
+        Scenario::ApiServerRestarted => {
+            plane.restart(PlaneProcess::ApiServer).await?;
+            disruption.api_server_restarts += 1;
+        }
+        Scenario::Compaction => {
+            // A moment's cut; healing closes every connection, so every watch resumes.
+            for replica in replicas.iter() {
+                replica.proxy.cut();
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            for replica in replicas.iter() {
+                replica.proxy.heal();
+            }
+            disruption.watch_breaks += 1;
+        }
+        scenario => scenario::tick(scenario, stack, replicas, leader, disruption).await?,
+    }
+    Ok(())
+}
+
+/// Requests the API server answered 429, by its own count.
+pub async fn throttled(stack: &Stack) -> anyhow::Result<u64> {
+    let metrics = stack
+        .client()
+        .request_text(http::Request::get("/metrics").body(Vec::new())?)
+        .await?;
+    let count = crate::e2e::metric_sum(&metrics, "apiserver_request_total", &[("code", "429")]);
+    Ok(count as u64)
+}
+
+async fn wait_ready(stack: &Stack) -> anyhow::Result<()> {
+    let client = stack.client();
+    let deadline = Instant::now() + READY_AGAIN;
+    loop {
+        let ready = client
+            .request_text(http::Request::get("/readyz").body(Vec::new())?)
+            .await;
+        if matches!(ready.as_deref(), Ok("ok")) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the API server is not ready {READY_AGAIN:?} after etcd continued");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
