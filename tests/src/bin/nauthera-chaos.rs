@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use nauthera_tests::chaos::scenario::Side;
 use nauthera_tests::chaos::{self, Config, Scenario};
 
 /// Churn under faults, crashes, partitions and certificate trouble, with invariants checked.
@@ -54,14 +55,26 @@ struct Args {
     /// Write the figures as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Replace the figures section of this Markdown file (between the `chaos-figures` markers),
+    /// Replace the figures sections of this Markdown file (between the `chaos-figures` markers,
+    /// and the `chaos-kubernetes-figures` ones for the Kubernetes side),
     /// for example docs/reliability.md.
     #[arg(long)]
     update_doc: Option<PathBuf>,
 }
 
-const BEGIN: &str = "<!-- chaos-figures:begin -->";
-const END: &str = "<!-- chaos-figures:end -->";
+/// The figures sections of `--update-doc`: the server side's and the Kubernetes side's.
+const SECTIONS: [(Side, &str, &str); 2] = [
+    (
+        Side::Server,
+        "<!-- chaos-figures:begin -->",
+        "<!-- chaos-figures:end -->",
+    ),
+    (
+        Side::Kubernetes,
+        "<!-- chaos-kubernetes-figures:begin -->",
+        "<!-- chaos-kubernetes-figures:end -->",
+    ),
+];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
@@ -87,17 +100,27 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.update_doc {
-        let text = std::fs::read_to_string(path)
+        let mut text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
-            anyhow::bail!(
-                "{} has no {BEGIN} ... {END} section to replace",
-                path.display()
+        // Each side's section is replaced only by a run of that side.
+        for (side, begin_marker, end_marker) in SECTIONS {
+            if !config.scenarios.iter().any(|s| s.side() == side) {
+                continue;
+            }
+            let (Some(begin), Some(end)) = (text.find(begin_marker), text.find(end_marker)) else {
+                anyhow::bail!(
+                    "{} has no {begin_marker} ... {end_marker} section to replace",
+                    path.display()
+                );
+            };
+            let figures = report.markdown_of(&[side]);
+            text = format!(
+                "{}{begin_marker}\n{figures}{}",
+                &text[..begin],
+                &text[end..]
             );
-        };
-        let updated = format!("{}{BEGIN}\n{figures}{}", &text[..begin], &text[end..]);
-        std::fs::write(path, updated)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let failures = report.failures();
     if !failures.is_empty() {

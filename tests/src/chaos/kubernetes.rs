@@ -2,9 +2,16 @@
 //! stopped, its API server killed and started again, its etcd compacted under resumed watches,
 //! its API server throttling, the leader's path to it cut.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
+use futures::StreamExt as _;
+use kube::api::Api;
+use kube::runtime::watcher;
+use nauthera_shared::resources::IdentityProvider;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Config;
@@ -12,6 +19,7 @@ use super::replicas::Replica;
 use super::scenario::{self, Disruption, Scenario};
 use crate::control_plane::real::{OwnedPlane, PlaneProcess};
 use crate::e2e::Stack;
+use crate::proxy::CuttableProxy;
 
 /// How long the API server may take to be ready again once etcd is continued.
 const READY_AGAIN: Duration = Duration::from_secs(120);
@@ -41,27 +49,42 @@ pub fn tick_interval(scenario: Scenario, config: &Config) -> Option<Duration> {
         Scenario::EtcdStopped => Some(config.fault_phase),
         // At a quarter and at three quarters of the churn.
         Scenario::ApiServerRestarted => Some(config.fault_phase / 2),
-        Scenario::Compaction => Some(Duration::from_secs(3)),
+        // Longer than two compaction intervals, so that a watch resumed after a break has its
+        // revision compacted by the next one.
+        Scenario::Compaction => Some(Duration::from_secs(5)),
         scenario => scenario::tick_interval(scenario, config.lease),
     }
+}
+
+/// What the Kubernetes-side faults act on, besides the stack and its replicas.
+pub struct Target<'a> {
+    pub plane: &'a OwnedPlane,
+    /// The compaction scenario's witness watch, broken with the replicas' connections.
+    pub witness: Option<&'a Witness>,
+    /// How long etcd stays stopped.
+    pub outage: Duration,
 }
 
 /// One recurring fault; while it acts the churn waits (a person's writes would fail too).
 pub async fn tick(
     scenario: Scenario,
-    plane: &OwnedPlane,
+    target: &Target<'_>,
     stack: &Stack,
     replicas: &mut [Replica],
     leader: Option<&str>,
     disruption: &mut Disruption,
-    config: &Config,
 ) -> anyhow::Result<()> {
+    let Target {
+        plane,
+        witness,
+        outage,
+    } = *target;
     match scenario {
         Scenario::EtcdStopped => {
             let began = Instant::now();
             plane.stop(PlaneProcess::Etcd).await?;
             disruption.etcd_stops += 1;
-            tokio::time::sleep(config.outage).await;
+            tokio::time::sleep(outage).await;
             plane.resume(PlaneProcess::Etcd).await?;
             disruption.etcd_stopped_seconds += began.elapsed().as_secs_f64();
             wait_ready(stack).await?;
@@ -72,12 +95,16 @@ pub async fn tick(
         }
         Scenario::Compaction => {
             // A moment's cut; healing closes every connection, so every watch resumes.
-            for replica in replicas.iter() {
-                replica.proxy.cut();
+            let proxies = replicas
+                .iter()
+                .map(|r| &r.proxy)
+                .chain(witness.map(|w| &w.proxy));
+            for proxy in proxies.clone() {
+                proxy.cut();
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
-            for replica in replicas.iter() {
-                replica.proxy.heal();
+            for proxy in proxies {
+                proxy.heal();
             }
             disruption.watch_breaks += 1;
         }
@@ -110,5 +137,54 @@ async fn wait_ready(stack: &Stack) -> anyhow::Result<()> {
             bail!("the API server is not ready {READY_AGAIN:?} after etcd continued");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A watch of the namespace's IdentityProviders through a proxy broken with the replicas', so
+/// that it resumes as theirs do: it counts the 410 Gone its resumptions meet, showing that the
+/// compaction scenario's fault happened. It stops when dropped.
+pub struct Witness {
+    proxy: CuttableProxy,
+    gone: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+impl Witness {
+    pub async fn start(stack: &Stack) -> anyhow::Result<Witness> {
+        let proxy = CuttableProxy::start(stack.cluster.api_address()?).await?;
+        let kubeconfig = kube::config::Kubeconfig::read_from(stack.cluster.kubeconfig())?;
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        config.cluster_url = format!("https://{}", proxy.address())
+            .parse()
+            .context("the proxy's URL")?;
+        let client = kube::Client::try_from(config)?;
+        let api: Api<IdentityProvider> = Api::namespaced(client, stack.namespace());
+        let gone = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&gone);
+        let task = tokio::spawn(async move {
+            let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+            while let Some(event) = stream.next().await {
+                if let Err(watcher::Error::WatchError(status)) = &event
+                    && status.code == 410
+                {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+                if event.is_err() {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        });
+        Ok(Witness { proxy, gone, task })
+    }
+
+    pub fn gone(&self) -> u64 {
+        self.gone.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }

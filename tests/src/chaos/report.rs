@@ -63,12 +63,14 @@ impl ScenarioReport {
         let faults = match self.scenario.side() {
             Side::Server => format!("{} faults, {} kills", d.faults_answered, d.kills),
             Side::Kubernetes => format!(
-                "{} etcd stops ({:.0} s), {} API server restarts, {} watch breaks, {} partitions, {} answers 429",
+                "{} etcd stops ({:.0} s), {} API server restarts, {} watch breaks ({} 410 Gone met), {} partitions, {} Lease handovers, {} answers 429",
                 d.etcd_stops,
                 d.etcd_stopped_seconds,
                 d.api_server_restarts,
                 d.watch_breaks,
+                d.gone,
                 d.partitions,
+                d.lease_handovers,
                 d.throttled
             ),
         };
@@ -157,6 +159,11 @@ impl Report {
 
     /// The figures as a Markdown section.
     pub fn markdown(&self) -> String {
+        self.markdown_of(&[Side::Server, Side::Kubernetes])
+    }
+
+    /// The figures of the scenarios of `sides` (and the run's leak scan) as a Markdown section.
+    pub fn markdown_of(&self, sides: &[Side]) -> String {
         let mut text = String::new();
         let _ = writeln!(
             text,
@@ -166,12 +173,12 @@ impl Report {
         let server_side: Vec<&ScenarioReport> = self
             .scenarios
             .iter()
-            .filter(|s| s.scenario.side() == Side::Server)
+            .filter(|s| s.scenario.side() == Side::Server && sides.contains(&Side::Server))
             .collect();
         let kubernetes_side: Vec<&ScenarioReport> = self
             .scenarios
             .iter()
-            .filter(|s| s.scenario.side() == Side::Kubernetes)
+            .filter(|s| s.scenario.side() == Side::Kubernetes && sides.contains(&Side::Kubernetes))
             .collect();
         if !server_side.is_empty() {
             server_table(&mut text, &server_side);
@@ -246,11 +253,11 @@ fn server_table(text: &mut String, scenarios: &[&ScenarioReport]) {
 fn kubernetes_table(text: &mut String, scenarios: &[&ScenarioReport]) {
     let _ = writeln!(
         text,
-        "| scenario (real control plane) | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | etcd stops | etcd stopped | API server restarts | watch breaks | partitions | answers 429 | converged after | steady writes | lost | duplicated | invariants |"
+        "| scenario (real control plane) | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | etcd stops | etcd stopped | API server restarts | watch breaks | 410 Gone met | partitions | Lease handovers | answers 429 | converged after | steady writes | lost | duplicated | invariants |"
     );
     let _ = writeln!(
         text,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in scenarios {
         let census: Vec<String> = s.census.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -258,7 +265,7 @@ fn kubernetes_table(text: &mut String, scenarios: &[&ScenarioReport]) {
         let d = &s.disruption;
         let _ = writeln!(
             text,
-            "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {:.0} s | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {:.0} s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             s.scenario.name(),
             census.join(", "),
             c.creates,
@@ -271,7 +278,9 @@ fn kubernetes_table(text: &mut String, scenarios: &[&ScenarioReport]) {
             d.etcd_stopped_seconds,
             d.api_server_restarts,
             d.watch_breaks,
+            d.gone,
             d.partitions,
+            d.lease_handovers,
             d.throttled,
             s.converged_after_seconds
                 .map_or("not converged".to_owned(), |v| format!("{v:.1} s")),

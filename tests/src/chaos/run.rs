@@ -162,6 +162,11 @@ impl<'a> Run<'a> {
         let mut disruption = Disruption::default();
         let mut churned = ChurnCounts::default();
         scenario::begin(scenario, &self.stack, &mut self.replicas, &mut disruption)?;
+        let leaderships_before = self.observer.lock().leaderships.len();
+        let witness = match scenario {
+            Scenario::Compaction => Some(kubernetes::Witness::start(&self.stack).await?),
+            _ => None,
+        };
         let mut end = Instant::now() + self.config.fault_phase;
         let interval = match (scenario.side(), self.plane) {
             (Side::Kubernetes, Some(_)) => kubernetes::tick_interval(scenario, self.config),
@@ -177,14 +182,18 @@ impl<'a> Run<'a> {
                         // The churn waits while the control plane is down, and then has its
                         // whole phase still.
                         let began = Instant::now();
+                        let target = kubernetes::Target {
+                            plane,
+                            witness: witness.as_ref(),
+                            outage: self.config.outage,
+                        };
                         kubernetes::tick(
                             scenario,
-                            plane,
+                            &target,
                             &self.stack,
                             &mut self.replicas,
                             leader.as_deref(),
                             &mut disruption,
-                            self.config,
                         )
                         .await?;
                         end += began.elapsed();
@@ -213,6 +222,10 @@ impl<'a> Run<'a> {
         scenario::end(scenario, &self.stack, &mut self.replicas)?;
         disruption.faults_answered = self.stack.server.counters().faults.values().sum();
         let converged_after = self.converge().await?;
+        disruption.lease_handovers =
+            (self.observer.lock().leaderships.len() - leaderships_before) as u64;
+        disruption.gone = witness.as_ref().map_or(0, kubernetes::Witness::gone);
+        drop(witness);
         let snapshot = snapshot::take(&self.stack).await?;
         let mut verdicts = self.verdicts(&snapshot);
         if converged_after.is_none() {

@@ -133,6 +133,11 @@ pub struct Disruption {
     pub api_server_restarts: u64,
     /// Times every replica's connections to the API server were broken.
     pub watch_breaks: u64,
+    /// 410 Gone met by a watch of the namespace's IdentityProviders (a kind the churn leaves
+    /// quiet, as the replicas watch it) resuming after each break.
+    pub gone: u64,
+    /// Times the Lease changed hands from the faults' start until convergence.
+    pub lease_handovers: u64,
     /// Requests the API server answered 429 (its `apiserver_request_total{code="429"}`).
     pub throttled: u64,
 }
