@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::runtime::watcher;
-use nauthera_shared::resources::IdentityProvider;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -140,9 +140,10 @@ async fn wait_ready(stack: &Stack) -> anyhow::Result<()> {
     }
 }
 
-/// A watch of the namespace's IdentityProviders through a proxy broken with the replicas', so
-/// that it resumes as theirs do: it counts the 410 Gone its resumptions meet, showing that the
-/// compaction scenario's fault happened. It stops when dropped.
+/// A watch of the namespace's ConfigMaps (which nothing writes, so its revision only ages, as
+/// the replicas' watches of quiet kinds do) through a proxy broken with the replicas', so that it
+/// resumes as theirs do: it counts the 410 Gone its resumptions meet, showing that the compaction
+/// scenario's fault happened. It stops when dropped.
 pub struct Witness {
     proxy: CuttableProxy,
     gone: Arc<AtomicU64>,
@@ -159,15 +160,23 @@ impl Witness {
             .parse()
             .context("the proxy's URL")?;
         let client = kube::Client::try_from(config)?;
-        let api: Api<IdentityProvider> = Api::namespaced(client, stack.namespace());
+        let api: Api<ConfigMap> = Api::namespaced(client, stack.namespace());
         let gone = Arc::new(AtomicU64::new(0));
         let counted = Arc::clone(&gone);
         let task = tokio::spawn(async move {
             let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
             while let Some(event) = stream.next().await {
-                if let Err(watcher::Error::WatchError(status)) = &event
-                    && status.code == 410
-                {
+                // 410 arrives as an error event of an open watch, or as the answer to the
+                // watch request itself.
+                let gone = match &event {
+                    Err(watcher::Error::WatchError(status)) => status.code == 410,
+                    Err(
+                        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+                        | watcher::Error::WatchFailed(kube::Error::Api(status)),
+                    ) => status.code == 410,
+                    _ => false,
+                };
+                if gone {
                     counted.fetch_add(1, Ordering::Relaxed);
                 }
                 if event.is_err() {

@@ -133,8 +133,8 @@ pub struct Disruption {
     pub api_server_restarts: u64,
     /// Times every replica's connections to the API server were broken.
     pub watch_breaks: u64,
-    /// 410 Gone met by a watch of the namespace's IdentityProviders (a kind the churn leaves
-    /// quiet, as the replicas watch it) resuming after each break.
+    /// 410 Gone met by a watch of the namespace's ConfigMaps (which nothing writes, so its
+    /// revision only ages) resuming after each break.
     pub gone: u64,
     /// Times the Lease changed hands from the faults' start until convergence.
     pub lease_handovers: u64,
