@@ -86,6 +86,10 @@ impl TestCluster {
         sharing: Sharing,
         own_plane: Option<&RealPlane>,
     ) -> anyhow::Result<TestCluster> {
+        // A plane of the stack's own (the benchmark's), or the one the work runs in (a
+        // Kubernetes-side chaos scenario's).
+        let scoped = RealPlane::scoped().filter(|_| !second && Plane::current() == Plane::Real);
+        let own_plane = own_plane.or(scoped.as_ref());
         let sharing = match (Plane::current(), own_plane) {
             (_, Some(_)) | (Plane::Emulator, None) => None,
             (Plane::Real, None) => Some(sharing.acquire().await),

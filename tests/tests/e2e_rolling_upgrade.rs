@@ -260,8 +260,7 @@ async fn the_previous_release_hands_over_to_this_one_and_back() {
     .await
     .unwrap();
     let client = stack.client();
-    let observer =
-        Observer::start_with_lease_in(&client, stack.namespace(), stack.reconciler_namespace());
+    let observer = Observer::start(&client, stack.namespace(), stack.reconciler_namespace());
     let recorder = Recorder::start(&client, stack.namespace());
     let this_release = nauthera_tests::binaries::Binary::Reconciler.path().unwrap();
     let mut previous = Replica::new(&stack, PREVIOUS, release.reconciler.clone());

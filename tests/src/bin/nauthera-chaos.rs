@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use nauthera_tests::chaos::scenario::Side;
 use nauthera_tests::chaos::{self, Config, Scenario};
 
 /// Churn under faults, crashes, partitions and certificate trouble, with invariants checked.
@@ -28,9 +29,17 @@ struct Args {
     /// How long convergence may take after the faults stop.
     #[arg(long, default_value = "3m", value_parser = nauthera_shared::duration::parse)]
     converge_timeout: Duration,
-    /// The scenarios, comma-separated (default: all of them, in this order).
+    /// The scenarios, comma-separated (default: the server-side ones, in this order). The
+    /// Kubernetes-side ones (etcd-stopped, api-server-restarted, compaction, throttled, api-cut)
+    /// each start a real control plane of their own.
     #[arg(long, value_enum, value_delimiter = ',')]
     scenario: Vec<Scenario>,
+    /// Every Kubernetes-side scenario, after those `--scenario` names.
+    #[arg(long)]
+    kubernetes_side: bool,
+    /// How long the etcd-stopped scenario keeps etcd stopped.
+    #[arg(long, default_value = "30s", value_parser = nauthera_shared::duration::parse)]
+    outage: Duration,
     /// The churn's seed: a run's operations are reproducible from it.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -46,14 +55,26 @@ struct Args {
     /// Write the figures as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Replace the figures section of this Markdown file (between the `chaos-figures` markers),
+    /// Replace the figures sections of this Markdown file (between the `chaos-figures` markers,
+    /// and the `chaos-kubernetes-figures` ones for the Kubernetes side),
     /// for example docs/reliability.md.
     #[arg(long)]
     update_doc: Option<PathBuf>,
 }
 
-const BEGIN: &str = "<!-- chaos-figures:begin -->";
-const END: &str = "<!-- chaos-figures:end -->";
+/// The figures sections of `--update-doc`: the server side's and the Kubernetes side's.
+const SECTIONS: [(Side, &str, &str); 2] = [
+    (
+        Side::Server,
+        "<!-- chaos-figures:begin -->",
+        "<!-- chaos-figures:end -->",
+    ),
+    (
+        Side::Kubernetes,
+        "<!-- chaos-kubernetes-figures:begin -->",
+        "<!-- chaos-kubernetes-figures:end -->",
+    ),
+];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
@@ -64,15 +85,12 @@ async fn main() -> anyhow::Result<()> {
         fault_phase: args.fault_phase,
         steady_window: args.steady_window,
         converge_timeout: args.converge_timeout,
-        scenarios: if args.scenario.is_empty() {
-            Scenario::ALL.to_vec()
-        } else {
-            args.scenario.clone()
-        },
+        scenarios: scenarios(&args),
         seed: args.seed,
         lease: args.lease,
         renew_deadline: args.renew_deadline,
         retry_backoff_max: args.retry_backoff_max,
+        outage: args.outage,
     };
     let report = chaos::run(&config).await?;
     let figures = report.markdown();
@@ -82,17 +100,27 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(path) = &args.update_doc {
-        let text = std::fs::read_to_string(path)
+        let mut text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
-            anyhow::bail!(
-                "{} has no {BEGIN} ... {END} section to replace",
-                path.display()
+        // Each side's section is replaced only by a run of that side.
+        for (side, begin_marker, end_marker) in SECTIONS {
+            if !config.scenarios.iter().any(|s| s.side() == side) {
+                continue;
+            }
+            let (Some(begin), Some(end)) = (text.find(begin_marker), text.find(end_marker)) else {
+                anyhow::bail!(
+                    "{} has no {begin_marker} ... {end_marker} section to replace",
+                    path.display()
+                );
+            };
+            let figures = report.markdown_of(&[side]);
+            text = format!(
+                "{}{begin_marker}\n{figures}{}",
+                &text[..begin],
+                &text[end..]
             );
-        };
-        let updated = format!("{}{BEGIN}\n{figures}{}", &text[..begin], &text[end..]);
-        std::fs::write(path, updated)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let failures = report.failures();
     if !failures.is_empty() {
@@ -103,4 +131,21 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The scenarios named, the server-side ones when none is, and the Kubernetes-side ones asked
+/// for.
+fn scenarios(args: &Args) -> Vec<Scenario> {
+    let mut scenarios = args.scenario.clone();
+    if scenarios.is_empty() && !args.kubernetes_side {
+        scenarios = Scenario::ALL.to_vec();
+    }
+    if args.kubernetes_side {
+        scenarios.extend(
+            Scenario::KUBERNETES
+                .into_iter()
+                .filter(|s| !args.scenario.contains(s)),
+        );
+    }
+    scenarios
 }

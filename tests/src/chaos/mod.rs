@@ -7,6 +7,7 @@
 
 pub mod churn;
 pub mod invariants;
+pub mod kubernetes;
 pub mod leaks;
 pub mod observe;
 mod random;
@@ -44,6 +45,8 @@ pub struct Config {
     /// The replicas' longest wait before retrying a failed reconcile: convergence after the
     /// faults stop takes up to this long for a resource that failed many times in a row.
     pub retry_backoff_max: Duration,
+    /// How long the `etcd-stopped` scenario keeps etcd stopped.
+    pub outage: Duration,
 }
 
 impl Config {
@@ -60,6 +63,19 @@ impl Config {
             lease: Duration::from_secs(4),
             renew_deadline: Duration::from_secs(2),
             retry_backoff_max: Duration::from_secs(4),
+            outage: Duration::from_secs(10),
+        }
+    }
+
+    /// The configuration `cargo test` runs on the Kubernetes side: every Kubernetes-side
+    /// scenario, each on a control plane of its own, smaller and shorter still (etcd stopped for
+    /// 10 s, where the documented run stops it for 30 s).
+    pub fn bounded_kubernetes() -> Config {
+        Config {
+            resources: 12,
+            fault_phase: Duration::from_secs(10),
+            scenarios: Scenario::KUBERNETES.to_vec(),
+            ..Config::bounded()
         }
     }
 }

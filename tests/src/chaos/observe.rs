@@ -12,8 +12,6 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::task::JoinHandle;
 
-use crate::e2e::RECONCILER_NAMESPACE;
-
 /// The key both a generated client secret and an upstream secret are kept under.
 const SECRET_KEY: &str = "clientSecret";
 
@@ -43,17 +41,8 @@ pub struct Observer {
 }
 
 impl Observer {
-    pub fn start(client: &kube::Client, namespace: &str) -> Observer {
-        Observer::start_with_lease_in(client, namespace, RECONCILER_NAMESPACE)
-    }
-
-    /// Like [`Observer::start`], with the Lease in `lease_namespace` (on a shared real cluster,
-    /// the test's own namespace).
-    pub fn start_with_lease_in(
-        client: &kube::Client,
-        namespace: &str,
-        lease_namespace: &str,
-    ) -> Observer {
+    /// Watches the Lease in `lease_namespace` and the Secrets of `namespace`.
+    pub fn start(client: &kube::Client, namespace: &str, lease_namespace: &str) -> Observer {
         let observed = Arc::new(Mutex::new(Observed::default()));
         let leases: Api<Lease> = Api::namespaced(client.clone(), lease_namespace);
         let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
@@ -81,6 +70,7 @@ impl Drop for Observer {
 
 async fn watch_leases(api: Api<Lease>, observed: Arc<Mutex<Observed>>) {
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE}"));
+    // Backing off, so that an API server that is down is not asked again in a tight loop.
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     while let Some(event) = stream.next().await {
         let Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) = event else {

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use nauthera_fake_server::{ClientCertOptions, IssuedCert, pki};
 
 use crate::e2e::{Reconciler, Stack};
@@ -41,11 +40,7 @@ impl Replica {
         identity: &str,
         retry_backoff_max: std::time::Duration,
     ) -> anyhow::Result<Replica> {
-        let emulator = stack
-            .cluster
-            .emulator()
-            .context("the chaos program runs on the Kubernetes API emulator")?;
-        let proxy = CuttableProxy::start(emulator.address()).await?;
+        let proxy = CuttableProxy::start(stack.cluster.api_address()?).await?;
         let kubeconfig = stack.kubeconfig_through(identity, &proxy)?;
         let tls_dir = stack.cluster.dir().join(format!("{identity}-tls"));
         let certificate =

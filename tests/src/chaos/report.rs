@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::churn::ChurnCounts;
 use super::invariants::Verdict;
 use super::leaks::Scan;
-use super::scenario::{Disruption, Scenario};
+use super::scenario::{Disruption, Scenario, Side};
 
 /// What one scenario did and found.
 #[derive(Clone, Debug, Serialize)]
@@ -32,6 +32,16 @@ impl ScenarioReport {
         self.verdicts.iter().all(|v| v.holds)
     }
 
+    /// `all 9 hold`, or how many broke.
+    fn invariants_cell(&self) -> String {
+        if self.holds() {
+            format!("all {} hold", self.verdicts.len())
+        } else {
+            let broken = self.verdicts.iter().filter(|v| !v.holds).count();
+            format!("{broken} broken")
+        }
+    }
+
     /// `faults-20: 120 operations, 48 faults, converged in 2.1 s, every invariant holds`.
     pub fn one_line(&self) -> String {
         let converged = match self.converged_after_seconds {
@@ -49,12 +59,25 @@ impl ScenarioReport {
         } else {
             format!("BROKEN: {}", broken.join("; "))
         };
+        let d = &self.disruption;
+        let faults = match self.scenario.side() {
+            Side::Server => format!("{} faults, {} kills", d.faults_answered, d.kills),
+            Side::Kubernetes => format!(
+                "{} etcd stops ({:.0} s), {} API server restarts, {} watch breaks ({} 410 Gone met), {} partitions, {} Lease handovers, {} answers 429",
+                d.etcd_stops,
+                d.etcd_stopped_seconds,
+                d.api_server_restarts,
+                d.watch_breaks,
+                d.gone,
+                d.partitions,
+                d.lease_handovers,
+                d.throttled
+            ),
+        };
         format!(
-            "{}: {} operations, {} faults, {} kills, {converged}, {verdict}",
+            "{}: {} operations, {faults}, {converged}, {verdict}",
             self.scenario.name(),
             self.churn.operations(),
-            self.disruption.faults_answered,
-            self.disruption.kills,
         )
     }
 }
@@ -65,6 +88,24 @@ pub struct LeakReport {
     pub scan: Scan,
     /// Whether the secret planted in an Event was found (it must be).
     pub planted_found: bool,
+}
+
+impl LeakReport {
+    /// The scans of several stacks as one: every source, every leak; the plant found in each.
+    pub fn merged(reports: Vec<LeakReport>) -> LeakReport {
+        let planted_found = !reports.is_empty() && reports.iter().all(|r| r.planted_found);
+        let mut scan = Scan::default();
+        for report in reports {
+            scan.sources += report.scan.sources;
+            scan.bytes_scanned += report.scan.bytes_scanned;
+            scan.secrets_searched += report.scan.secrets_searched;
+            scan.leaks.extend(report.scan.leaks);
+        }
+        LeakReport {
+            scan,
+            planted_found,
+        }
+    }
 }
 
 /// The whole run.
@@ -118,52 +159,35 @@ impl Report {
 
     /// The figures as a Markdown section.
     pub fn markdown(&self) -> String {
+        self.markdown_of(&[Side::Server, Side::Kubernetes])
+    }
+
+    /// The figures of the scenarios of `sides` (and the run's leak scan) as a Markdown section.
+    pub fn markdown_of(&self, sides: &[Side]) -> String {
         let mut text = String::new();
         let _ = writeln!(
             text,
             "{} manifests kept by the churn (seed {}), {} replica processes started, {:.0} s in all.\n",
             self.resources, self.seed, self.replica_starts, self.duration_seconds
         );
-        let _ = writeln!(
-            text,
-            "| scenario | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | faults answered | hangs | kills | partitions | certificates replaced | converged after | steady writes | lost | duplicated | invariants |"
-        );
-        let _ = writeln!(
-            text,
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-        );
-        for s in &self.scenarios {
-            let census: Vec<String> = s.census.iter().map(|(k, n)| format!("{k} {n}")).collect();
-            let c = &s.churn;
-            let d = &s.disruption;
-            let _ = writeln!(
-                text,
-                "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                s.scenario.name(),
-                census.join(", "),
-                c.creates,
-                c.updates,
-                c.secret_name_moves,
-                c.upstream_secret_changes,
-                c.rotations,
-                c.deletes,
-                d.faults_answered,
-                d.hangs,
-                d.kills,
-                d.partitions,
-                d.certificates_replaced,
-                s.converged_after_seconds
-                    .map_or("not converged".to_owned(), |v| format!("{v:.1} s")),
-                s.steady_writes,
-                s.objects_lost,
-                s.objects_duplicated,
-                if s.holds() {
-                    format!("all {} hold", s.verdicts.len())
-                } else {
-                    let broken = s.verdicts.iter().filter(|v| !v.holds).count();
-                    format!("{broken} broken")
-                },
-            );
+        let server_side: Vec<&ScenarioReport> = self
+            .scenarios
+            .iter()
+            .filter(|s| s.scenario.side() == Side::Server && sides.contains(&Side::Server))
+            .collect();
+        let kubernetes_side: Vec<&ScenarioReport> = self
+            .scenarios
+            .iter()
+            .filter(|s| s.scenario.side() == Side::Kubernetes && sides.contains(&Side::Kubernetes))
+            .collect();
+        if !server_side.is_empty() {
+            server_table(&mut text, &server_side);
+        }
+        if !kubernetes_side.is_empty() {
+            if !server_side.is_empty() {
+                text.push('\n');
+            }
+            kubernetes_table(&mut text, &kubernetes_side);
         }
         let scan = &self.leaks.scan;
         let _ = writeln!(
@@ -182,5 +206,88 @@ impl Report {
             },
         );
         text
+    }
+}
+
+/// The server-side scenarios' figures (on the emulator).
+fn server_table(text: &mut String, scenarios: &[&ScenarioReport]) {
+    let _ = writeln!(
+        text,
+        "| scenario | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | faults answered | hangs | kills | partitions | certificates replaced | converged after | steady writes | lost | duplicated | invariants |"
+    );
+    let _ = writeln!(
+        text,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for s in scenarios {
+        let census: Vec<String> = s.census.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let c = &s.churn;
+        let d = &s.disruption;
+        let _ = writeln!(
+            text,
+            "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.scenario.name(),
+            census.join(", "),
+            c.creates,
+            c.updates,
+            c.secret_name_moves,
+            c.upstream_secret_changes,
+            c.rotations,
+            c.deletes,
+            d.faults_answered,
+            d.hangs,
+            d.kills,
+            d.partitions,
+            d.certificates_replaced,
+            s.converged_after_seconds
+                .map_or("not converged".to_owned(), |v| format!("{v:.1} s")),
+            s.steady_writes,
+            s.objects_lost,
+            s.objects_duplicated,
+            s.invariants_cell(),
+        );
+    }
+}
+
+/// The Kubernetes-side scenarios' figures (each on a real control plane of its own).
+fn kubernetes_table(text: &mut String, scenarios: &[&ScenarioReport]) {
+    let _ = writeln!(
+        text,
+        "| scenario (real control plane) | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | etcd stops | etcd stopped | API server restarts | watch breaks | 410 Gone met | partitions | Lease handovers | answers 429 | converged after | steady writes | lost | duplicated | invariants |"
+    );
+    let _ = writeln!(
+        text,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for s in scenarios {
+        let census: Vec<String> = s.census.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let c = &s.churn;
+        let d = &s.disruption;
+        let _ = writeln!(
+            text,
+            "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {:.0} s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            s.scenario.name(),
+            census.join(", "),
+            c.creates,
+            c.updates,
+            c.secret_name_moves,
+            c.upstream_secret_changes,
+            c.rotations,
+            c.deletes,
+            d.etcd_stops,
+            d.etcd_stopped_seconds,
+            d.api_server_restarts,
+            d.watch_breaks,
+            d.gone,
+            d.partitions,
+            d.lease_handovers,
+            d.throttled,
+            s.converged_after_seconds
+                .map_or("not converged".to_owned(), |v| format!("{v:.1} s")),
+            s.steady_writes,
+            s.objects_lost,
+            s.objects_duplicated,
+            s.invariants_cell(),
+        );
     }
 }

@@ -12,14 +12,17 @@ use tokio::time::Instant;
 use super::Config;
 use super::churn::{Churn, ChurnCounts, pause};
 use super::invariants::{self, Snapshot, Verdict};
+use super::kubernetes;
 use super::leaks::{self, Known, Source};
 use super::observe::Observer;
 use super::replicas::{IDENTITIES, Replica, certificate_identity};
 use super::report::{LeakReport, Report, ScenarioReport};
-use super::scenario::{self, Disruption, Scenario};
+use super::scenario::{self, Disruption, Scenario, Side};
 use super::snapshot;
 use super::world::World;
-use crate::e2e::{RECONCILER_NAMESPACE, Stack, StackOptions, short_lease};
+use crate::control_plane::Plane;
+use crate::control_plane::real::OwnedPlane;
+use crate::e2e::{Stack, StackOptions, short_lease};
 
 const POLL: Duration = Duration::from_millis(250);
 
@@ -27,6 +30,8 @@ struct Run<'a> {
     config: &'a Config,
     // Fields drop in order: the observer's watches end before the stack's API server does.
     observer: Observer,
+    /// The real control plane of a Kubernetes-side scenario.
+    plane: Option<&'a OwnedPlane>,
     stack: Stack,
     replicas: Vec<Replica>,
     world: World,
@@ -35,15 +40,43 @@ struct Run<'a> {
     started: jiff::Timestamp,
 }
 
-/// Runs every configured scenario and the leak scan.
+/// Runs every configured scenario and the leak scan: the server-side scenarios on one emulator,
+/// each Kubernetes-side one on a real control plane of its own (started with its flags).
 pub async fn run(config: &Config) -> anyhow::Result<Report> {
-    let mut run = Run::start(config).await?;
     let began = Instant::now();
     let mut report = Report {
         resources: config.resources,
         seed: config.seed,
         ..Report::default()
     };
+    let mut leaks = Vec::new();
+    let (server_side, kubernetes_side): (Vec<Scenario>, Vec<Scenario>) = config
+        .scenarios
+        .iter()
+        .partition(|s| s.side() == Side::Server);
+    if !server_side.is_empty() {
+        leaks.push(run_on(config, &server_side, None, &mut report).await?);
+    }
+    for scenario in kubernetes_side {
+        let plane = OwnedPlane::start(kubernetes::api_server_flags(scenario)).await?;
+        let alone = [scenario];
+        let work = run_on(config, &alone, Some(&plane), &mut report);
+        leaks.push(Plane::Real.run(plane.plane.clone().scope(work)).await?);
+    }
+    report.leaks = LeakReport::merged(leaks);
+    report.duration_seconds = began.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// One stack (on the emulator, or on `plane`), populated and converged, then `scenarios` in
+/// turn into `report`; returns its leak scan.
+async fn run_on(
+    config: &Config,
+    scenarios: &[Scenario],
+    plane: Option<&OwnedPlane>,
+    report: &mut Report,
+) -> anyhow::Result<LeakReport> {
+    let mut run = Run::start(config, plane).await?;
     run.churn.populate(&mut run.world).await?;
     let converged = run.converge().await?;
     if converged.is_none() {
@@ -53,19 +86,18 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
             run.failing().await?
         );
     }
-    for scenario in &config.scenarios {
+    for scenario in scenarios {
         let scenario_report = run.scenario(*scenario).await?;
         eprintln!("{}", scenario_report.one_line());
         report.scenarios.push(scenario_report);
     }
-    report.leaks = run.scan_for_leaks().await?;
-    report.replica_starts = run.replicas.iter().map(|r| r.starts).sum();
-    report.duration_seconds = began.elapsed().as_secs_f64();
-    Ok(report)
+    let leaks = run.scan_for_leaks().await?;
+    report.replica_starts += run.replicas.iter().map(|r| r.starts).sum::<u64>();
+    Ok(leaks)
 }
 
 impl<'a> Run<'a> {
-    async fn start(config: &'a Config) -> anyhow::Result<Run<'a>> {
+    async fn start(config: &'a Config, plane: Option<&'a OwnedPlane>) -> anyhow::Result<Run<'a>> {
         let grants = IDENTITIES
             .iter()
             .map(|identity| grant_everything(&certificate_identity(identity)))
@@ -77,7 +109,11 @@ impl<'a> Run<'a> {
             ..StackOptions::default()
         })
         .await?;
-        let observer = Observer::start(&stack.client(), stack.namespace());
+        let observer = Observer::start(
+            &stack.client(),
+            stack.namespace(),
+            stack.reconciler_namespace(),
+        );
         let mut replicas = Vec::new();
         for identity in IDENTITIES {
             let mut replica = Replica::new(&stack, identity, config.retry_backoff_max).await?;
@@ -104,6 +140,7 @@ impl<'a> Run<'a> {
         Ok(Run {
             config,
             observer,
+            plane,
             stack,
             replicas,
             world: World::default(),
@@ -126,21 +163,54 @@ impl<'a> Run<'a> {
         let mut disruption = Disruption::default();
         let mut churned = ChurnCounts::default();
         scenario::begin(scenario, &self.stack, &mut self.replicas, &mut disruption)?;
-        let end = Instant::now() + self.config.fault_phase;
-        let interval = scenario::tick_interval(scenario, self.config.lease);
+        let leaderships_before = self.observer.lock().leaderships.len();
+        let witness = match scenario {
+            Scenario::Compaction => Some(kubernetes::Witness::start(&self.stack).await?),
+            _ => None,
+        };
+        let mut end = Instant::now() + self.config.fault_phase;
+        let interval = match (scenario.side(), self.plane) {
+            (Side::Kubernetes, Some(_)) => kubernetes::tick_interval(scenario, self.config),
+            _ => scenario::tick_interval(scenario, self.config.lease),
+        };
         let mut next_tick = interval.map(|i| Instant::now() + i / 2);
         let mut next_step = Instant::now();
         while Instant::now() < end {
             if next_tick.is_some_and(|t| Instant::now() >= t) {
                 let leader = self.leader();
-                scenario::tick(
-                    scenario,
-                    &self.stack,
-                    &mut self.replicas,
-                    leader.as_deref(),
-                    &mut disruption,
-                )
-                .await?;
+                match (scenario.side(), self.plane) {
+                    (Side::Kubernetes, Some(plane)) => {
+                        // The churn waits while the control plane is down, and then has its
+                        // whole phase still.
+                        let began = Instant::now();
+                        let target = kubernetes::Target {
+                            plane,
+                            witness: witness.as_ref(),
+                            outage: self.config.outage,
+                        };
+                        kubernetes::tick(
+                            scenario,
+                            &target,
+                            &self.stack,
+                            &mut self.replicas,
+                            leader.as_deref(),
+                            &mut disruption,
+                        )
+                        .await?;
+                        end += began.elapsed();
+                        next_step = next_step.max(Instant::now());
+                    }
+                    _ => {
+                        scenario::tick(
+                            scenario,
+                            &self.stack,
+                            &mut self.replicas,
+                            leader.as_deref(),
+                            &mut disruption,
+                        )
+                        .await?
+                    }
+                }
                 next_tick = interval.map(|i| Instant::now() + i);
             }
             if Instant::now() >= next_step {
@@ -153,6 +223,10 @@ impl<'a> Run<'a> {
         scenario::end(scenario, &self.stack, &mut self.replicas)?;
         disruption.faults_answered = self.stack.server.counters().faults.values().sum();
         let converged_after = self.converge().await?;
+        disruption.lease_handovers =
+            (self.observer.lock().leaderships.len() - leaderships_before) as u64;
+        disruption.gone = witness.as_ref().map_or(0, kubernetes::Witness::gone);
+        drop(witness);
         let snapshot = snapshot::take(&self.stack).await?;
         let mut verdicts = self.verdicts(&snapshot);
         if converged_after.is_none() {
@@ -178,6 +252,9 @@ impl<'a> Run<'a> {
             }
         }
         verdicts.push(invariants::verdict("no write in the steady state", steady));
+        if scenario == Scenario::Throttled {
+            disruption.throttled = kubernetes::throttled(&self.stack).await?;
+        }
         verdicts.push(invariants::verdict(
             "converged after the faults stopped",
             converged_after
@@ -333,7 +410,12 @@ impl<'a> Run<'a> {
 
     async fn events(&self) -> anyhow::Result<Source> {
         let mut text = String::new();
-        for namespace in [self.stack.namespace(), RECONCILER_NAMESPACE] {
+        let mut namespaces = vec![self.stack.namespace()];
+        // On a real plane the reconciler is installed in the test's namespace.
+        if self.stack.reconciler_namespace() != self.stack.namespace() {
+            namespaces.push(self.stack.reconciler_namespace());
+        }
+        for namespace in namespaces {
             let events = Api::<Event>::namespaced(self.stack.client(), namespace)
                 .list(&ListParams::default())
                 .await?;

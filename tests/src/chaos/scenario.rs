@@ -38,9 +38,37 @@ pub enum Scenario {
     /// Both replicas' client certificates are replaced by ones from a CA the server does not
     /// trust until the faults stop.
     CertificateForeignCa,
+    /// Kubernetes side, on a real control plane of its own: etcd stopped (`SIGSTOP`) for the
+    /// run's outage in the middle of the churn, then continued.
+    EtcdStopped,
+    /// kube-apiserver killed and started again (same flags, port and etcd) twice during the
+    /// churn: every watch breaks.
+    ApiServerRestarted,
+    /// etcd compacted by the API server every 2 s, with its watch cache off, and the replicas'
+    /// connections broken every few seconds: their watches resume from compacted revisions and
+    /// meet 410 Gone.
+    Compaction,
+    /// The API server admits one mutating and two other requests at a time (priority and
+    /// fairness off): the reconciler meets 429 with Retry-After.
+    Throttled,
+    /// The leader's path to the real API server (not to the server) cut for longer than its
+    /// Lease, again and again: the other replica takes the Lease over.
+    ApiCut,
+}
+
+/// Where a scenario runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Side {
+    /// The server side, on the Kubernetes API emulator (one for all of them).
+    Server,
+    /// The Kubernetes side, on a real control plane of its own, started with the scenario's
+    /// API-server flags.
+    Kubernetes,
 }
 
 impl Scenario {
+    /// The server-side scenarios, the default run.
     pub const ALL: [Scenario; 9] = [
         Scenario::Faults20,
         Scenario::Faults50,
@@ -53,6 +81,23 @@ impl Scenario {
         Scenario::CertificateForeignCa,
     ];
 
+    /// The Kubernetes-side scenarios, each on a real control plane of its own.
+    pub const KUBERNETES: [Scenario; 5] = [
+        Scenario::EtcdStopped,
+        Scenario::ApiServerRestarted,
+        Scenario::Compaction,
+        Scenario::Throttled,
+        Scenario::ApiCut,
+    ];
+
+    pub fn side(self) -> Side {
+        if Scenario::KUBERNETES.contains(&self) {
+            Side::Kubernetes
+        } else {
+            Side::Server
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Faults20 => "faults-20",
@@ -64,6 +109,11 @@ impl Scenario {
             Scenario::CertificateRotated => "certificate-rotated",
             Scenario::CertificateExpired => "certificate-expired",
             Scenario::CertificateForeignCa => "certificate-foreign-ca",
+            Scenario::EtcdStopped => "etcd-stopped",
+            Scenario::ApiServerRestarted => "api-server-restarted",
+            Scenario::Compaction => "compaction",
+            Scenario::Throttled => "throttled",
+            Scenario::ApiCut => "api-cut",
         }
     }
 }
@@ -77,6 +127,19 @@ pub struct Disruption {
     pub kills: u64,
     pub partitions: u64,
     pub certificates_replaced: u64,
+    /// Kubernetes side: times etcd was stopped, and for how long in all.
+    pub etcd_stops: u64,
+    pub etcd_stopped_seconds: f64,
+    pub api_server_restarts: u64,
+    /// Times every replica's connections to the API server were broken.
+    pub watch_breaks: u64,
+    /// 410 Gone met by a watch of the namespace's ConfigMaps (which nothing writes, so its
+    /// revision only ages) resuming after each break.
+    pub gone: u64,
+    /// Times the Lease changed hands from the faults' start until convergence.
+    pub lease_handovers: u64,
+    /// Requests the API server answered 429 (its `apiserver_request_total{code="429"}`).
+    pub throttled: u64,
 }
 
 const WRITES: [Method; 8] = [
@@ -153,7 +216,12 @@ pub fn begin(
         Scenario::HungServer
         | Scenario::KillLeader
         | Scenario::LeaderPartition
-        | Scenario::CertificateRotated => {}
+        | Scenario::CertificateRotated
+        | Scenario::EtcdStopped
+        | Scenario::ApiServerRestarted
+        | Scenario::Compaction
+        | Scenario::Throttled
+        | Scenario::ApiCut => {}
     }
     Ok(())
 }
@@ -164,7 +232,7 @@ pub fn tick_interval(scenario: Scenario, lease: Duration) -> Option<Duration> {
         Scenario::HungServer => Some(Duration::from_secs(5)),
         Scenario::KillLeader => Some(Duration::from_secs(3)),
         // Cut for longer than the Lease, then healed for as long.
-        Scenario::LeaderPartition => Some(lease + Duration::from_secs(2)),
+        Scenario::LeaderPartition | Scenario::ApiCut => Some(lease + Duration::from_secs(2)),
         Scenario::CertificateRotated => Some(Duration::from_secs(2)),
         _ => None,
     }
@@ -193,7 +261,7 @@ pub async fn tick(
                 replica.start(stack).await?;
             }
         }
-        Scenario::LeaderPartition => {
+        Scenario::LeaderPartition | Scenario::ApiCut => {
             let any_cut = replicas.iter().any(|r| r.proxy.is_cut());
             if any_cut {
                 for replica in replicas.iter() {

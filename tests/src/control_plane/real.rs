@@ -256,7 +256,13 @@ fn start_with_retries(slot: usize) -> anyhow::Result<(RealPlane, Vec<Child>)> {
     let mut attempt = 1;
     loop {
         let mut children = Vec::new();
-        match start(&bin, slot, &mut children) {
+        let extra_flags = EXTRA_API_SERVER_FLAGS.get().cloned().unwrap_or_default();
+        match start(
+            &bin,
+            run_dir(&slot.to_string())?,
+            &extra_flags,
+            &mut children,
+        ) {
             Ok(plane) => return Ok((plane, children)),
             Err(error) => {
                 for child in &mut children {
@@ -273,8 +279,14 @@ fn start_with_retries(slot: usize) -> anyhow::Result<(RealPlane, Vec<Child>)> {
     }
 }
 
-fn start(bin: &Path, slot: usize, children: &mut Vec<Child>) -> anyhow::Result<RealPlane> {
-    let dir = run_dir(slot)?;
+/// Starts etcd, kube-apiserver (with `extra_api_server_flags` last) and
+/// kube-controller-manager in `dir`, pushing them on `children` in that order.
+fn start(
+    bin: &Path,
+    dir: PathBuf,
+    extra_api_server_flags: &[String],
+    children: &mut Vec<Child>,
+) -> anyhow::Result<RealPlane> {
     let etcd_data = dir.join("etcd");
     let etcd_client = free_port()?;
     let etcd_peer = free_port()?;
@@ -339,7 +351,7 @@ fn start(bin: &Path, slot: usize, children: &mut Vec<Child>) -> anyhow::Result<R
         "--v=1".to_owned(),
     ]
     .into_iter()
-    .chain(EXTRA_API_SERVER_FLAGS.get().cloned().unwrap_or_default())
+    .chain(extra_api_server_flags.iter().cloned())
     .collect();
     children.push(spawn(
         &bin.join("kube-apiserver"),
@@ -440,9 +452,9 @@ impl PlaneFiles {
     }
 }
 
-/// A folder for this process's control plane under `target/control-plane/run/`; folders of
-/// processes that are gone are removed first.
-fn run_dir(slot: usize) -> anyhow::Result<PathBuf> {
+/// A folder for this process's control plane `name` under `target/control-plane/run/`; folders
+/// of processes that are gone are removed first.
+fn run_dir(name: &str) -> anyhow::Result<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"));
@@ -463,7 +475,7 @@ fn run_dir(slot: usize) -> anyhow::Result<PathBuf> {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-    let dir = runs.join(format!("{}-{slot}", std::process::id()));
+    let dir = runs.join(format!("{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir)
@@ -572,4 +584,206 @@ pub fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     file.write_all(contents.as_bytes())?;
     Ok(())
+}
+
+/// A process of an [`OwnedPlane`] a test can stop, continue, or kill and start again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlaneProcess {
+    Etcd,
+    ApiServer,
+}
+
+impl PlaneProcess {
+    /// Its place among the children [`start`] pushes.
+    fn index(self) -> usize {
+        match self {
+            PlaneProcess::Etcd => 0,
+            PlaneProcess::ApiServer => 1,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            PlaneProcess::Etcd => "etcd",
+            PlaneProcess::ApiServer => "kube-apiserver",
+        }
+    }
+}
+
+/// What the thread of an [`OwnedPlane`] does on request.
+#[derive(Clone, Copy, Debug)]
+enum PlaneRequest {
+    /// `SIGSTOP`: the process holds its sockets and answers nothing.
+    Stop(PlaneProcess),
+    /// `SIGCONT` after a stop.
+    Continue(PlaneProcess),
+    /// `kill -9`, then the same command line again (same ports, same etcd data); an API server
+    /// is waited for until ready.
+    Restart(PlaneProcess),
+}
+
+type PlaneReply = tokio::sync::oneshot::Sender<Result<(), String>>;
+
+/// A control plane of one caller's own, outside the process's slots, with API-server flags of
+/// its own (last on the command line, so they win): its etcd and kube-apiserver can be stopped,
+/// continued, or killed and started again. Its processes end when it is dropped (their thread
+/// ends, and the kernel's parent-death signal follows), and its folder is removed.
+pub struct OwnedPlane {
+    pub plane: RealPlane,
+    requests: std::sync::mpsc::Sender<(PlaneRequest, PlaneReply)>,
+}
+
+impl OwnedPlane {
+    /// Starts a control plane whose kube-apiserver also gets `api_server_flags`.
+    pub async fn start(api_server_flags: &[&str]) -> anyhow::Result<OwnedPlane> {
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let number = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let flags: Vec<String> = api_server_flags.iter().map(|f| (*f).to_owned()).collect();
+        let (started, started_receiver) = tokio::sync::oneshot::channel();
+        let (requests, request_receiver) = std::sync::mpsc::channel();
+        // The thread that starts the processes must outlive them (see `RealPlane::instance`).
+        std::thread::Builder::new()
+            .name(format!("owned-plane-{number}"))
+            .spawn(move || serve_owned(&format!("own{number}"), &flags, started, request_receiver))
+            .context("cannot start the control plane's thread")?;
+        let plane = started_receiver
+            .await
+            .unwrap_or_else(|_| Err("the control plane's thread ended".to_owned()))
+            .map_err(|e| anyhow::anyhow!("the control plane did not start: {e}"))?;
+        Ok(OwnedPlane { plane, requests })
+    }
+
+    /// `SIGSTOP` to the process.
+    pub async fn stop(&self, process: PlaneProcess) -> anyhow::Result<()> {
+        self.ask(PlaneRequest::Stop(process)).await
+    }
+
+    /// `SIGCONT` to a stopped process.
+    pub async fn resume(&self, process: PlaneProcess) -> anyhow::Result<()> {
+        self.ask(PlaneRequest::Continue(process)).await
+    }
+
+    /// `kill -9` of the process and the same command again; returns once an API server is
+    /// ready (etcd at once: the API server reconnects by itself).
+    pub async fn restart(&self, process: PlaneProcess) -> anyhow::Result<()> {
+        self.ask(PlaneRequest::Restart(process)).await
+    }
+
+    async fn ask(&self, request: PlaneRequest) -> anyhow::Result<()> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.requests
+            .send((request, reply))
+            .map_err(|_| anyhow::anyhow!("the control plane's thread ended"))?;
+        answer
+            .await
+            .unwrap_or_else(|_| Err("the control plane's thread ended".to_owned()))
+            .map_err(|e| anyhow::anyhow!("{request:?}: {e}"))
+    }
+}
+
+/// The thread of an [`OwnedPlane`]: starts it, serves requests until the plane is dropped, then
+/// ends its processes and removes its folder.
+fn serve_owned(
+    name: &str,
+    flags: &[String],
+    started: tokio::sync::oneshot::Sender<Result<RealPlane, String>>,
+    requests: std::sync::mpsc::Receiver<(PlaneRequest, PlaneReply)>,
+) {
+    let mut children = Vec::new();
+    let mut attempt = 1;
+    let plane = loop {
+        let result = binaries().and_then(|bin| start(&bin, run_dir(name)?, flags, &mut children));
+        match result {
+            Ok(plane) => break plane,
+            Err(error) => {
+                end_children(&mut children);
+                if attempt == START_ATTEMPTS {
+                    let _ = started.send(Err(format!("{error:#}")));
+                    return;
+                }
+                attempt += 1;
+            }
+        }
+    };
+    let _ = started.send(Ok(plane.clone()));
+    let mut restarts = 0;
+    while let Ok((request, reply)) = requests.recv() {
+        let result = match request {
+            PlaneRequest::Stop(process) => signal(&children[process.index()], "STOP"),
+            PlaneRequest::Continue(process) => signal(&children[process.index()], "CONT"),
+            PlaneRequest::Restart(process) => {
+                restarts += 1;
+                restart_child(&plane, &mut children, process, restarts)
+            }
+        };
+        let _ = reply.send(result.map_err(|e| format!("{e:#}")));
+    }
+    end_children(&mut children);
+    let _ = std::fs::remove_dir_all(&plane.dir);
+}
+
+fn end_children(children: &mut Vec<Child>) {
+    for child in children.iter_mut() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    children.clear();
+}
+
+/// Sends `SIGname` to a child (`setpriv` execs the program, so the child is the program).
+fn signal(child: &Child, name: &str) -> anyhow::Result<()> {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .context("cannot run kill")?;
+    anyhow::ensure!(status.success(), "kill -{name} {} failed", child.id());
+    Ok(())
+}
+
+/// Kills a child and starts its command line again, logging into a fresh file.
+fn restart_child(
+    plane: &RealPlane,
+    children: &mut [Child],
+    process: PlaneProcess,
+    number: u32,
+) -> anyhow::Result<()> {
+    let child = &mut children[process.index()];
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id()))
+        .with_context(|| format!("cannot read the command line of {}", process.name()))?;
+    let mut words = cmdline
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned());
+    let program = PathBuf::from(words.next().context("an empty command line")?);
+    let args: Vec<String> = words.collect();
+    // A stopped process dies of SIGKILL too.
+    child.kill().context("cannot kill")?;
+    child.wait().context("cannot wait for the killed process")?;
+    *child = spawn(
+        &program,
+        &args,
+        &plane.dir.join(format!("{}.{number}.log", process.name())),
+    )?;
+    if process == PlaneProcess::ApiServer {
+        wait_ready(plane, children)?;
+    }
+    Ok(())
+}
+
+tokio::task_local! {
+    static SCOPED: RealPlane;
+}
+
+impl RealPlane {
+    /// Runs `work` with this plane as the one a test cluster starts on in place of the shared
+    /// one (for an [`OwnedPlane`]).
+    pub async fn scope<F: std::future::Future>(self, work: F) -> F::Output {
+        SCOPED.scope(self, work).await
+    }
+
+    /// The plane [`RealPlane::scope`] set for the work running now.
+    pub fn scoped() -> Option<RealPlane> {
+        SCOPED.try_with(Clone::clone).ok()
+    }
 }
