@@ -90,6 +90,7 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
     let minted = ctx.memory.minted(&edges.uid);
     let (mut observed, provided) = observe(&edges, status, minted.is_some()).await?;
     let step = step_to_carry_out(&edges, &mut observed).await?;
+    let checked = step == Step::CheckDrift;
     let verdict = match carry_out(&edges, step, &observed, provided, minted).await? {
         Carried::Verdict(verdict) => *verdict,
         Carried::Done(action) => return Ok(action),
@@ -102,15 +103,22 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
     record_hold(&edges, &verdict);
     let mut verdict = verdict;
     verdict.fields.next_rotation = next_rotation(&edges, status, &verdict);
-    ctx.record(
-        K::KIND.as_str(),
-        &edges.api,
-        edges.resource,
-        status,
-        &verdict,
-        true,
-    )
-    .await
+    let action = ctx
+        .record(
+            K::KIND.as_str(),
+            &edges.api,
+            edges.resource,
+            status,
+            &verdict,
+            true,
+        )
+        .await?;
+    // The check corrected the view (`note_server_view`): the next decision reaches the request.
+    let requested = observed.rotation_request.is_some();
+    if crate::reconcile::decide::rotation_waits_after_check(checked, requested, &verdict) {
+        return Ok(Action::requeue(std::time::Duration::ZERO));
+    }
+    Ok(action)
 }
 
 /// Where the schedule stands for the secret in force (set at `set_at`), if the manifest

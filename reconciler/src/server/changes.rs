@@ -139,10 +139,20 @@ impl ServerRevisions {
         }
     }
 
-    /// Records what a read or a write found the server holding for an object of a kind it does
-    /// not list.
+    /// Records what a read or a write found the server holding. For a client it corrects a
+    /// listing the change hint has not caught up with yet (the stream broke, the listing is
+    /// retried): a decision that waits behind the check (a rotation request) then sees the view
+    /// agree instead of checking again.
     pub fn note(&self, kind: v1::ObjectKind, key: RefKey, revision: Option<String>) {
         if kind == v1::ObjectKind::Client {
+            if let Ok(mut listing) = self.listing.write()
+                && listing.complete
+            {
+                match revision {
+                    Some(revision) => listing.revisions.insert(key, revision),
+                    None => listing.revisions.remove(&key),
+                };
+            }
             return;
         }
         if let Ok(mut objects) = self.objects.write() {
@@ -771,5 +781,37 @@ mod tests {
         assert_eq!(view.hint(), Some(hint("e1", 2)));
         view.replace(Some(hint("e2", 1)), Vec::new());
         assert!(view.history_restarted());
+    }
+
+    #[test]
+    fn a_client_read_or_written_corrects_a_listing_that_lags_behind() {
+        let view = ServerRevisions::default();
+        let key = || key_of(&reference("web"));
+        let web = || view.view_of("https://login.example.test/acme", "team-a", "web");
+        // Before the first listing a read tells nothing lasting: the listing decides.
+        view.note(v1::ObjectKind::Client, key(), Some("r1".into()));
+        assert_eq!(web(), ServerView::Unknown);
+        view.replace(Some(hint("e1", 1)), Vec::new());
+        // The create's change was missed (the stream broke): the check found it.
+        view.note(v1::ObjectKind::Client, key(), Some("r1".into()));
+        assert_eq!(
+            web(),
+            ServerView::Holds {
+                revision: "r1".into()
+            }
+        );
+        // The next listing holds the same: nothing moved, so nothing is routed again.
+        let moved = view.replace(
+            Some(hint("e1", 2)),
+            vec![v1::ClientRevision {
+                r#ref: Some(reference("web")),
+                client_id: "cid".into(),
+                revision: "r1".into(),
+                last_write: None,
+            }],
+        );
+        assert!(moved.is_empty(), "{moved:?}");
+        view.note(v1::ObjectKind::Client, key(), None);
+        assert_eq!(web(), ServerView::Absent);
     }
 }

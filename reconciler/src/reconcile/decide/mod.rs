@@ -46,7 +46,8 @@ pub use rotation::{
     with_stale_removal,
 };
 pub use rotation_triggers::{
-    RotationRequest, ScheduledRotation, rotation_answered, with_rotation_recorded,
+    RotationRequest, ScheduledRotation, rotation_answered, rotation_waits_after_check,
+    with_rotation_recorded,
 };
 pub use shape::{invalid_secret_template, secret_reshape_failed, secret_reshaped};
 pub use step::{

@@ -7,7 +7,9 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use nauthera_shared::resources::{Planned, ResourceStatus, RotationOutcome, RotationRecord};
 
-use super::{Rotation, Verdict};
+use nauthera_shared::catalog::Reason;
+
+use super::{Rotation, Update, Verdict};
 
 /// A rotation asked for with `nauthera.io/rotate`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,3 +100,19 @@ pub fn rotation_answered(
 
 #[cfg(test)]
 mod tests;
+
+/// Whether a reconcile must follow at once: a drift check (made because the listing lagged
+/// behind the server) found the server as written, while a rotation request waits behind that
+/// check. Nothing else would bring the reconcile that answers it: the check wrote nothing, so no
+/// watch event comes, and the listing catching up with this reconciler's own write routes nowhere.
+pub fn rotation_waits_after_check(
+    checked: bool,
+    rotation_requested: bool,
+    verdict: &Verdict,
+) -> bool {
+    checked
+        && rotation_requested
+        && !verdict.retried
+        && verdict.reason == Reason::Registered
+        && !matches!(verdict.fields.drift, Update::Set(_))
+}
