@@ -161,12 +161,15 @@ pub fn as_kubectl_applies(objects: &[DynamicObject]) -> anyhow::Result<Vec<Dynam
         .collect()
 }
 
+/// How often a kind the discovery does not list is looked up again, half a second apart.
+const DISCOVERY_RETRIES: u32 = 20;
+
 pub async fn apply_all(
     client: &kube::Client,
     objects: &[DynamicObject],
     namespace: Option<&str>,
 ) -> anyhow::Result<()> {
-    let discovery = Discovery::new(client.clone())
+    let mut discovery = Discovery::new(client.clone())
         .run()
         .await
         .context("API discovery failed")?;
@@ -176,6 +179,17 @@ pub async fn apply_all(
             .as_ref()
             .context("a manifest without apiVersion and kind")?;
         let gvk = GroupVersionKind::try_from(types)?;
+        // A group whose CRDs were just established can be missing from the aggregated discovery
+        // for a moment longer than from its own endpoint (which `wait_for_group` asks).
+        let mut attempts = 0;
+        while discovery.resolve_gvk(&gvk).is_none() && attempts < DISCOVERY_RETRIES {
+            attempts += 1;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            discovery = Discovery::new(client.clone())
+                .run()
+                .await
+                .context("API discovery failed")?;
+        }
         let (resource, capabilities) = discovery.resolve_gvk(&gvk).with_context(|| {
             format!(
                 "the API does not serve {}/{}",
