@@ -73,6 +73,33 @@ pub fn every_rotation_answered(snapshot: &Snapshot) -> Verdict {
     verdict("every rotation request is answered", problems)
 }
 
+/// Every state-based invariant of a snapshot, with `leaderships` since `since`; `identities`
+/// are the replicas whose client certificates tell which of them wrote.
+pub fn state_verdicts(
+    world: &World,
+    snapshot: &Snapshot,
+    organizations_at_start: &BTreeSet<String>,
+    leaderships: &[Leadership],
+    since: jiff::Timestamp,
+    identities: &[&str],
+) -> Vec<Verdict> {
+    let replica_of = |actor: &str| {
+        identities
+            .iter()
+            .find(|identity| super::replicas::certificate_identity(identity) == actor)
+            .map(|identity| (*identity).to_owned())
+    };
+    vec![
+        every_resource_settled(world, snapshot),
+        server_holds_exactly_the_manifests(world, snapshot, organizations_at_start),
+        no_duplicate_clients(snapshot),
+        delivered_secrets_are_in_force(world, snapshot),
+        no_dead_values(snapshot),
+        every_rotation_answered(snapshot),
+        only_the_leader_wrote(snapshot, leaderships, since, replica_of),
+    ]
+}
+
 pub fn verdict(invariant: &'static str, problems: Vec<String>) -> Verdict {
     Verdict {
         invariant,

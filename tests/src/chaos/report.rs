@@ -209,85 +209,88 @@ impl Report {
     }
 }
 
+/// A disruption column: its header, and its cell for one scenario.
+type Column = (&'static str, fn(&Disruption) -> String);
+
 /// The server-side scenarios' figures (on the emulator).
 fn server_table(text: &mut String, scenarios: &[&ScenarioReport]) {
-    let _ = writeln!(
-        text,
-        "| scenario | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | faults answered | hangs | kills | partitions | certificates replaced | converged after | steady writes | lost | duplicated | invariants |"
-    );
-    let _ = writeln!(
-        text,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-    );
-    for s in scenarios {
-        let census: Vec<String> = s.census.iter().map(|(k, n)| format!("{k} {n}")).collect();
-        let c = &s.churn;
-        let d = &s.disruption;
-        let _ = writeln!(
-            text,
-            "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            s.scenario.name(),
-            census.join(", "),
-            c.creates,
-            c.updates,
-            c.secret_name_moves,
-            c.upstream_secret_changes,
-            c.rotations,
-            c.deletes,
-            d.faults_answered,
-            d.hangs,
-            d.kills,
-            d.partitions,
-            d.certificates_replaced,
-            s.converged_after_seconds
-                .map_or("not converged".to_owned(), |v| format!("{v:.1} s")),
-            s.steady_writes,
-            s.objects_lost,
-            s.objects_duplicated,
-            s.invariants_cell(),
-        );
-    }
+    let columns: [Column; 5] = [
+        ("faults answered", |d| d.faults_answered.to_string()),
+        ("hangs", |d| d.hangs.to_string()),
+        ("kills", |d| d.kills.to_string()),
+        ("partitions", |d| d.partitions.to_string()),
+        ("certificates replaced", |d| {
+            d.certificates_replaced.to_string()
+        }),
+    ];
+    scenario_table(text, "scenario", &columns, scenarios);
 }
 
 /// The Kubernetes-side scenarios' figures (each on a real control plane of its own).
 fn kubernetes_table(text: &mut String, scenarios: &[&ScenarioReport]) {
-    let _ = writeln!(
-        text,
-        "| scenario (real control plane) | manifests at the end | churn (create/update/secretName/upstream/rotate/delete) | etcd stops | etcd stopped | API server restarts | watch breaks | 410 Gone met | partitions | Lease handovers | answers 429 | converged after | steady writes | lost | duplicated | invariants |"
-    );
-    let _ = writeln!(
-        text,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-    );
+    let columns: [Column; 8] = [
+        ("etcd stops", |d| d.etcd_stops.to_string()),
+        ("etcd stopped", |d| {
+            format!("{:.0} s", d.etcd_stopped_seconds)
+        }),
+        ("API server restarts", |d| d.api_server_restarts.to_string()),
+        ("watch breaks", |d| d.watch_breaks.to_string()),
+        ("410 Gone met", |d| d.gone.to_string()),
+        ("partitions", |d| d.partitions.to_string()),
+        ("Lease handovers", |d| d.lease_handovers.to_string()),
+        ("answers 429", |d| d.throttled.to_string()),
+    ];
+    scenario_table(text, "scenario (real control plane)", &columns, scenarios);
+}
+
+/// One table of scenario figures: what every scenario reports, with the `columns` of its side's
+/// disruptions after the churn.
+fn scenario_table(
+    text: &mut String,
+    first: &str,
+    columns: &[Column],
+    scenarios: &[&ScenarioReport],
+) {
+    let mut header = vec![
+        first,
+        "manifests at the end",
+        "churn (create/update/secretName/upstream/rotate/delete)",
+    ];
+    header.extend(columns.iter().map(|(name, _)| *name));
+    header.extend([
+        "converged after",
+        "steady writes",
+        "lost",
+        "duplicated",
+        "invariants",
+    ]);
+    let _ = writeln!(text, "| {} |", header.join(" | "));
+    let _ = writeln!(text, "|{}", "---|".repeat(header.len()));
     for s in scenarios {
         let census: Vec<String> = s.census.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let c = &s.churn;
-        let d = &s.disruption;
-        let _ = writeln!(
-            text,
-            "| {} | {} | {}/{}/{}/{}/{}/{} | {} | {:.0} s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            s.scenario.name(),
+        let mut cells = vec![
+            s.scenario.name().to_owned(),
             census.join(", "),
-            c.creates,
-            c.updates,
-            c.secret_name_moves,
-            c.upstream_secret_changes,
-            c.rotations,
-            c.deletes,
-            d.etcd_stops,
-            d.etcd_stopped_seconds,
-            d.api_server_restarts,
-            d.watch_breaks,
-            d.gone,
-            d.partitions,
-            d.lease_handovers,
-            d.throttled,
+            format!(
+                "{}/{}/{}/{}/{}/{}",
+                c.creates,
+                c.updates,
+                c.secret_name_moves,
+                c.upstream_secret_changes,
+                c.rotations,
+                c.deletes
+            ),
+        ];
+        cells.extend(columns.iter().map(|(_, cell)| cell(&s.disruption)));
+        cells.extend([
             s.converged_after_seconds
                 .map_or("not converged".to_owned(), |v| format!("{v:.1} s")),
-            s.steady_writes,
-            s.objects_lost,
-            s.objects_duplicated,
+            s.steady_writes.to_string(),
+            s.objects_lost.to_string(),
+            s.objects_duplicated.to_string(),
             s.invariants_cell(),
-        );
+        ]);
+        let _ = writeln!(text, "| {} |", cells.join(" | "));
     }
 }

@@ -282,25 +282,14 @@ impl<'a> Run<'a> {
 
     fn verdicts(&self, snapshot: &Snapshot) -> Vec<Verdict> {
         let leaderships = self.observer.lock().leaderships.clone();
-        let replica_of = |actor: &str| {
-            IDENTITIES
-                .iter()
-                .find(|identity| certificate_identity(identity) == actor)
-                .map(|identity| (*identity).to_owned())
-        };
-        vec![
-            invariants::every_resource_settled(&self.world, snapshot),
-            invariants::server_holds_exactly_the_manifests(
-                &self.world,
-                snapshot,
-                &self.organizations_at_start,
-            ),
-            invariants::no_duplicate_clients(snapshot),
-            invariants::delivered_secrets_are_in_force(&self.world, snapshot),
-            invariants::no_dead_values(snapshot),
-            invariants::every_rotation_answered(snapshot),
-            invariants::only_the_leader_wrote(snapshot, &leaderships, self.started, replica_of),
-        ]
+        invariants::state_verdicts(
+            &self.world,
+            snapshot,
+            &self.organizations_at_start,
+            &leaderships,
+            self.started,
+            &IDENTITIES,
+        )
     }
 
     /// Waits until the state-based invariants hold; how long that took, or `None` at the timeout.
