@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use nauthera_fake_server::{Fault, FaultCode, Method};
 use nauthera_shared::catalog::Reason;
+use nauthera_shared::resources::Branding;
 use nauthera_tests::e2e::{
-    MANAGER, Stack, StackOptions, generated_client, secret_value, sha256_hex, short_lease,
-    status_of,
+    Declared, ISSUER, MANAGER, Stack, StackOptions, generated_client, secret_value, sha256_hex,
+    short_lease, status_of,
 };
 
 /// The client ends registered with the secret the server holds in its Secret, and no event ever
@@ -230,3 +231,97 @@ async fn a_manifest_deleted_after_a_lost_update_answer_deletes_the_object() {
     );
 }
 nauthera_tests::e2e_test!(a_manifest_deleted_after_a_lost_update_answer_deletes_the_object);
+
+/// A Branding (a kind the server does not list, so a reconciler knows of one only by a change
+/// it saw or a read) whose create committed while its reconciler died, its manifest then deleted
+/// with the Delete policy: the next reconciler has no revision recorded and has seen nothing of
+/// it, and reads the server before the manifest goes, so the object is adopted and deleted, not
+/// left behind as if nothing had been registered.
+async fn a_branding_deleted_after_a_lost_create_is_read_and_deleted() {
+    let mut stack = Stack::start_with(StackOptions {
+        // A killed leader releases nothing: a short lease lets the next one take over soon.
+        reconciler_env: short_lease(4, 3),
+        ..StackOptions::default()
+    })
+    .await;
+    let reference = stack.object_ref("look");
+    // The server commits the create and then hangs: the process dies before any answer.
+    stack.server.inject_fault(
+        Some(Method::ApplyBranding),
+        Fault::hanging_after_effect(FaultCode::Unavailable, 1, Duration::from_secs(600)),
+    );
+    stack
+        .apply(&format!(
+            "apiVersion: nauthera.io/v1alpha1
+kind: Branding
+metadata:
+  name: look
+spec:
+  issuer: {ISSUER}
+  branding:
+    texts:
+      title: Look
+  deletionPolicy: Delete
+"
+        ))
+        .await;
+    stack
+        .eventually("the server holds the branding", async || {
+            stack.server.branding(&reference).is_some()
+        })
+        .await;
+    stack.reconciler.take().unwrap().kill().await;
+    let branding = stack.manifest::<Branding>("look").await.unwrap();
+    assert!(
+        branding
+            .declared_status()
+            .and_then(|s| s.revision.as_ref())
+            .is_none(),
+        "no revision may be recorded: {:?}",
+        branding.declared_status()
+    );
+    stack.delete_manifest::<Branding>("look").await;
+    // The next reconciler cannot read the server at first: the manifest must wait for it.
+    for method in [
+        Method::ApplyBranding,
+        Method::GetBranding,
+        Method::DeleteBranding,
+    ] {
+        stack
+            .server
+            .inject_fault(Some(method), Fault::always(FaultCode::Unavailable));
+    }
+    let reads_before = stack.server.counters().calls_of(Method::GetBranding);
+    let next = stack.start_replica("replica-b").await.unwrap();
+    next.wait_ready().await.unwrap();
+    stack.reconciler = Some(next);
+    stack
+        .eventually(
+            "the next reconciler tried to read the branding",
+            async || stack.server.counters().calls_of(Method::GetBranding) > reads_before,
+        )
+        .await;
+    assert!(
+        stack.manifest::<Branding>("look").await.is_some(),
+        "the finalizer was released without reading the server"
+    );
+
+    stack.server.clear_faults();
+    stack.wait_gone_of::<Branding>("look").await;
+    assert!(
+        stack.server.branding(&reference).is_none(),
+        "the object the lost create made is deleted with its manifest"
+    );
+    let deleted = stack
+        .server
+        .audit_events()
+        .into_iter()
+        .any(|e| e.action == "branding.deleted" && e.manager == MANAGER);
+    assert!(deleted, "the reconciler deleted it");
+    let events = stack.events_for("Branding", "look").await;
+    assert!(
+        !events.iter().any(|e| e.reason == "Drifted"),
+        "the reconciler's own write was taken for drift: {events:?}"
+    );
+}
+nauthera_tests::e2e_test!(a_branding_deleted_after_a_lost_create_is_read_and_deleted);

@@ -23,17 +23,18 @@ use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{AdoptRefusal, MintCheck, adoption_refused, requested_mint_check};
 use crate::reconcile::decide::{
-    AdoptRequest, Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret, Readers, Rotation,
-    RotationRequest, ScheduledRotation, SecretMode, SecretRelease, SecretState, SentValue,
-    StaleRemoval, Standing, Step, Update, ValueSent, Verdict, after_apply, after_secret_failure,
-    awaiting_missing, awaiting_prerequisite, claimed_status, held_by_policy, in_organization,
-    invalid_secret_template, naming_dependents, provided_value_changed, reference_missing,
-    released, released_elsewhere, released_with_secret, resend_over, restart_plan,
-    restore_not_needed, restored, rotated, rotation_answered, secret_delivered, secret_name_taken,
-    secret_reclaimed, secret_ref_unavailable, secret_reshape_failed, secret_reshaped,
-    secret_to_release, secret_unreadable, stale_secret, stale_secret_removed, superseding_drift,
-    take_over_refused, taken_over, unencodable_branding, with_approval, with_removal_told,
-    with_restarts, with_rotation_recorded, with_stale_removal, with_value_sent,
+    AdoptRequest, AfterReleaseLook, Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret,
+    Readers, ReleaseLook, Rotation, RotationRequest, ScheduledRotation, SecretMode, SecretRelease,
+    SecretState, SentValue, StaleRemoval, Standing, Step, Update, ValueSent, Verdict, after_apply,
+    after_release_look, after_secret_failure, awaiting_missing, awaiting_prerequisite,
+    claimed_status, held_by_policy, in_organization, invalid_secret_template, naming_dependents,
+    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
+    resend_over, restart_plan, restore_not_needed, restored, rotated, rotation_answered,
+    secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
+    secret_reshape_failed, secret_reshaped, secret_to_release, secret_unreadable, stale_secret,
+    stale_secret_removed, superseding_drift, take_over_refused, taken_over, unencodable_branding,
+    with_approval, with_removal_told, with_restarts, with_rotation_recorded, with_stale_removal,
+    with_value_sent,
 };
 use crate::reconcile::managed::{Managed, WriteRequest};
 use crate::reconcile::policies::Judged;
@@ -389,6 +390,30 @@ async fn carry_out<K: Managed, A: AdminApi>(
             let verdict = refused_if_unencodable(checked)?;
             note_server_view(edges, &verdict);
             verdict.into()
+        }
+        Step::LookBeforeRelease => {
+            let looked = server_calls::look_before_release(
+                edges.resource,
+                ctx.admin.as_ref(),
+                &drift_facts(edges, status),
+            )
+            .await;
+            let look = match looked {
+                Ok(look) => look,
+                Err(ConvertError::Branding(error)) => {
+                    ReleaseLook::Held(Box::new(unencodable_branding(&error)))
+                }
+                Err(error) => return Err(error.into()),
+            };
+            match after_release_look(look, K::KIND.methods().get) {
+                AfterReleaseLook::LetGo(verdict) => {
+                    Carried::Done(finish_deletion(edges, status, &verdict).await?)
+                }
+                AfterReleaseLook::Record(verdict) => {
+                    note_server_view(edges, &verdict);
+                    verdict.into()
+                }
+            }
         }
         Step::Delete { if_revision } => {
             Carried::Done(delete_on_server(edges, status, &if_revision).await?)

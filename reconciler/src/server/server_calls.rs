@@ -11,10 +11,10 @@ use nauthera_shared::resources::{ManagedElsewhere, ServerObject};
 
 use crate::process::memory::SecretValue;
 use crate::reconcile::decide::{
-    Applied, DeleteOutcome, DriftReport, LastWrite, Verdict, Writer, adopt_command, adopted,
-    adopted_from, adoption_required, after_apply_failure, after_delete, after_delete_failure,
-    after_drift_check_failure, drifted, elsewhere_gone, elsewhere_record, is_conflict,
-    managed_elsewhere, no_drift, writer,
+    Applied, DeleteOutcome, DriftReport, LastWrite, ReleaseLook, Verdict, Writer, adopt_command,
+    adopted, adopted_from, adoption_required, after_apply_failure, after_delete,
+    after_delete_failure, after_drift_check_failure, drifted, elsewhere_gone, elsewhere_record,
+    is_conflict, managed_elsewhere, no_drift, writer,
 };
 use crate::reconcile::managed::{Held, Managed, WriteRequest};
 use crate::server::admin::AdminApi;
@@ -245,6 +245,21 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
         return Ok(drifted(&report, facts.written_revision));
     };
     Ok(describe_held(resource, admin, facts, held).await)
+}
+
+/// Reads the object a Delete-policy deletion with no revision recorded is about to let go of.
+pub async fn look_before_release<K: Managed, A: AdminApi>(
+    resource: &K,
+    admin: &A,
+    facts: &DriftFacts<'_>,
+) -> Result<ReleaseLook, ConvertError> {
+    Ok(match resource.get(admin).await? {
+        Ok(None) => ReleaseLook::Nothing,
+        Ok(Some(held)) => {
+            ReleaseLook::Held(Box::new(describe_held(resource, admin, facts, held).await))
+        }
+        Err(error) => ReleaseLook::Failed(error),
+    })
 }
 
 /// What the server holding `held` means for the resource: no drift, an own write adopted,

@@ -799,6 +799,53 @@ pub fn released(reason: Reason) -> Verdict {
     Verdict::new(reason, cause, message.to_owned())
 }
 
+/// What the read a Delete-policy deletion makes before letting go of a manifest with no
+/// revision recorded found on the server.
+#[derive(Debug)]
+pub enum ReleaseLook {
+    /// The server holds nothing of that name.
+    Nothing,
+    /// The server holds an object: what that means for the resource, as a drift check says it
+    /// (an own write whose answer was lost is adopted, and deleted on the next step; anyone
+    /// else's is reported and left in place).
+    Held(Box<Verdict>),
+    /// The read failed.
+    Failed(CallError),
+}
+
+/// What follows the look: let the manifest go with this verdict, or record the verdict and
+/// decide again.
+#[derive(Debug, PartialEq)]
+pub enum AfterReleaseLook {
+    LetGo(Verdict),
+    Record(Verdict),
+}
+
+/// Nothing recorded means only that no answer was recorded (a status write can be lost): the
+/// server is read before the manifest goes, so an own write is deleted rather than left behind.
+/// An unreachable or failing server holds the deletion, as it holds any delete; a server that
+/// refuses to read the object could not have taken a write of it from this reconciler either.
+pub fn after_release_look(look: ReleaseLook, method: &str) -> AfterReleaseLook {
+    match look {
+        ReleaseLook::Nothing => AfterReleaseLook::LetGo(released(Reason::Deleted)),
+        ReleaseLook::Held(verdict) => AfterReleaseLook::Record(*verdict),
+        ReleaseLook::Failed(CallError::Server(refusal)) if !refusal.is_retryable() => {
+            AfterReleaseLook::LetGo(Verdict::new(
+                Reason::Deleted,
+                Cause::None,
+                format!(
+                    "no registration was recorded, and the server refused to read the object \
+                     ({}): nothing was deleted",
+                    refusal_message(&refusal, method)
+                ),
+            ))
+        }
+        ReleaseLook::Failed(error) => {
+            AfterReleaseLook::Record(after_delete_failure(&error, method))
+        }
+    }
+}
+
 /// A new generation written over a drift, not on a restore request: the Drifted runbook's rule.
 /// Each field the drift changed is compared with what the new generation declares
 /// (`still_differs`: the fields in which the server's drifted state differs from it, read before

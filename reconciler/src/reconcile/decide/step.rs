@@ -284,6 +284,9 @@ pub enum Step {
     /// read it before creating anything, so that an earlier write is adopted rather than
     /// refused by the server.
     LookBeforeCreate,
+    /// A manifest with `deletionPolicy: Delete` and no revision recorded is deleted: read the
+    /// object before letting go, so that an own write whose answer was lost is deleted too.
+    LookBeforeRelease,
     /// The Secret a re-declared orphan's secret was released into holds the client secret in
     /// force: own it again.
     ReclaimSecret { name: String },
@@ -325,6 +328,7 @@ impl Step {
             Step::AwaitPrerequisite { .. } => "await_prerequisite",
             Step::AwaitMissing { .. } => "await_missing",
             Step::LookBeforeCreate => "look_before_create",
+            Step::LookBeforeRelease => "look_before_release",
             Step::ReclaimSecret { .. } => "reclaim_secret",
             Step::HoldByPolicy => "hold_by_policy",
             Step::TakeOver { .. } => "take_over",
@@ -351,6 +355,7 @@ impl Step {
             | Step::Delete { .. }
             | Step::Release { .. }
             | Step::LookBeforeCreate
+            | Step::LookBeforeRelease
             | Step::ReclaimSecret { .. }
             | Step::TakeOver { .. }
             | Step::LetGo => true,
@@ -522,14 +527,22 @@ fn deletion_step(observed: &Observed<'_>, written: Option<String>, drift: Option
         &observed.server,
         ServerView::Holds { revision } if Some(revision) != written.as_ref()
     );
-    if observed.deletion_policy == DeletionPolicy::Delete && drift.is_none() && unrecorded {
-        return Step::CheckDrift;
+    if observed.deletion_policy == DeletionPolicy::Delete && drift.is_none() {
+        match (&written, &observed.server) {
+            // Nothing recorded is not nothing written (a status write can be lost): unless the
+            // listing says the server holds nothing, read before letting go.
+            (None, ServerView::Absent) => {}
+            (None, _) => return Step::LookBeforeRelease,
+            (Some(_), _) if unrecorded => return Step::CheckDrift,
+            (Some(_), _) => {}
+        }
     }
     match (observed.deletion_policy, written) {
         (DeletionPolicy::Orphan, _) => Step::Release {
             reason: Reason::Orphaned,
         },
-        // Nothing was ever registered: nothing to delete.
+        // The server holds nothing of it (the listing says so, or a drift check found it
+        // removed): nothing to delete.
         (DeletionPolicy::Delete, None) => Step::Release {
             reason: Reason::Deleted,
         },

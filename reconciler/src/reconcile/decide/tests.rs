@@ -402,8 +402,11 @@ fn the_next_step_follows_the_resource() {
             },
         ),
         (
-            "deletion of something never registered deletes nothing",
-            Box::new(|o| o.deleting = true),
+            "deletion of something the listing says the server does not hold deletes nothing",
+            Box::new(|o| {
+                o.deleting = true;
+                o.server = ServerView::Absent;
+            }),
             Step::Release {
                 reason: Reason::Deleted,
             },
@@ -416,7 +419,31 @@ fn the_next_step_follows_the_resource() {
                     revision: "r1".into(),
                 };
             }),
-            Step::CheckDrift,
+            Step::LookBeforeRelease,
+        ),
+        (
+            "deletion with no write recorded looks first when the kind is not listed",
+            Box::new(|o| {
+                o.deleting = true;
+                o.server = ServerView::Unchecked;
+            }),
+            Step::LookBeforeRelease,
+        ),
+        (
+            "deletion with no write recorded looks first when there is no listing yet",
+            Box::new(|o| o.deleting = true),
+            Step::LookBeforeRelease,
+        ),
+        (
+            "deletion with Orphan and no write recorded lets go without a look",
+            Box::new(|o| {
+                o.deleting = true;
+                o.server = ServerView::Unchecked;
+                o.deletion_policy = DeletionPolicy::Orphan;
+            }),
+            Step::Release {
+                reason: Reason::Orphaned,
+            },
         ),
         (
             "deletion when the listing holds another revision looks first",
@@ -1399,6 +1426,58 @@ fn deletion_outcomes() {
             "{reason}"
         );
     }
+}
+
+#[test]
+fn a_deletion_with_nothing_recorded_lets_go_only_of_what_it_read() {
+    let method = "GetBranding";
+    // The server holds nothing: nothing to delete.
+    let AfterReleaseLook::LetGo(gone) = after_release_look(ReleaseLook::Nothing, method) else {
+        panic!("nothing on the server lets go");
+    };
+    assert_eq!((gone.reason, gone.cause), (Reason::Deleted, Cause::None));
+    // The server holds an object: what the read says is recorded, and decided on again.
+    let adopted_write = in_force(1, "r7", false);
+    assert_eq!(
+        after_release_look(ReleaseLook::Held(Box::new(adopted_write.clone())), method),
+        AfterReleaseLook::Record(adopted_write)
+    );
+    // Unreachable or failing: the deletion waits for the server, as any delete does.
+    for (error, reason) in [
+        (
+            CallError::Connect(ConnectError::Unreachable {
+                address: "s:1".into(),
+                problem: ConnectProblem::Transport,
+                cause: "connection refused".into(),
+            }),
+            Reason::Unreachable,
+        ),
+        (
+            CallError::Server(server_error(Code::Unavailable, None, &[])),
+            Reason::Deleting,
+        ),
+    ] {
+        let AfterReleaseLook::Record(waits) =
+            after_release_look(ReleaseLook::Failed(error), method)
+        else {
+            panic!("a failed read holds the deletion");
+        };
+        assert_eq!(waits.reason, reason, "{}", waits.message);
+        assert!(waits.retried);
+    }
+    // A server that refuses to read the object never took a write of it either.
+    let refused = CallError::Server(server_error(Code::PermissionDenied, None, &[]));
+    let AfterReleaseLook::LetGo(refused) = after_release_look(ReleaseLook::Failed(refused), method)
+    else {
+        panic!("a refused read lets go");
+    };
+    assert_eq!(refused.reason, Reason::Deleted);
+    assert!(
+        refused.message.contains("GetBranding refused")
+            && refused.message.contains("nothing was deleted"),
+        "{}",
+        refused.message
+    );
 }
 
 #[test]
