@@ -243,18 +243,23 @@ pub async fn clear_restore_annotation<K: NamespacedResource>(
 }
 
 /// Writes the status by server-side apply under the manager's name, forced: the status belongs
-/// to the reconciler.
+/// to the reconciler. With `if_version`, only over that resourceVersion of the object (a 409
+/// Conflict otherwise).
 pub async fn write_status<K: NamespacedResource>(
     api: &Api<K>,
     name: &str,
     status: &ResourceStatus,
     manager: &str,
+    if_version: Option<&str>,
 ) -> Result<(), kube::Error> {
-    let patch = serde_json::json!({
+    let mut patch = serde_json::json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
         "status": status,
     });
+    if let Some(version) = if_version {
+        patch["metadata"] = serde_json::json!({ "resourceVersion": version });
+    }
     unread::patch_status(
         api,
         name,

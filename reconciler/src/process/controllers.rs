@@ -7,9 +7,8 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll};
-use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
@@ -27,10 +26,12 @@ use nauthera_shared::kinds::Kind;
 use nauthera_shared::resources::ResourceStatus;
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
+use tokio::time::Instant;
 use tokio_stream::wrappers::{BroadcastStream, ReceiverStream};
 
 use crate::kubernetes::caches::{SecretReferences, SecretSummaries};
 use crate::kubernetes::kube_io::{self, MANAGED_BY, MANAGED_BY_LABEL};
+use crate::process::echoes::{ECHO_WINDOW, Held};
 use crate::process::shard::ShardScope;
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::Manifest;
@@ -41,11 +42,6 @@ use crate::reconcile::prerequisites::Prerequisites;
 use crate::server::admin::AdminApi;
 use crate::server::changes::{Route, StartGate};
 use nauthera_shared::guard::Guarded;
-
-/// How long a resource's events are left to settle before its reconcile: the echoes of one
-/// reconcile's own writes (finalizer, status, Secret) arrive within milliseconds of each other and
-/// fold into a single next reconcile instead of one each.
-const ECHO_DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// A watch stream of the Secrets this reconciler delivered, for the controller that owns them.
 pub type DeliveredStream = BoxStream<'static, Result<Secret, watcher::Error>>;
@@ -199,6 +195,11 @@ async fn follow_secrets_in(wiring: Wiring, namespace: String) {
 
 /// Starts the controller of one kind in one scope. It begins once the server's first listing is
 /// in (or its wait ran out), so that first reconciles already compare against it.
+///
+/// Its Kubernetes watches (the manifests, the Secrets it delivered) and the held routes (another
+/// reconciler's server write, a prerequisite registered) wait for the echo window (see
+/// [`echoes`](crate::process::echoes)); any other route (a person's change on the server, a
+/// referenced Secret) reconciles the resource it names at once and takes what was held for it.
 pub fn spawn<K: Managed, A: AdminApi>(
     tasks: &mut JoinSet<()>,
     wiring: &Wiring,
@@ -210,8 +211,23 @@ pub fn spawn<K: Managed, A: AdminApi>(
     wiring
         .prerequisites
         .find_dependents_with(dependents_in(manifests.clone()));
-    let watched = watch_manifests::<K>(wiring, scope.clone(), writer);
-    let named = routed::<K>(wiring, scope.clone(), manifests.clone());
+    let held = Arc::new(Mutex::new(Held::new(ECHO_WINDOW)));
+    let watched = watch_manifests::<K>(wiring, scope.clone(), writer)
+        .map_ok(|manifest| vec![ObjectRef::from_obj(&manifest)]);
+    let elsewhere = routed::<K>(wiring, scope.clone(), manifests.clone(), Timing::Settled)
+        .map(|reference| Ok(vec![reference]));
+    let watched = futures::stream::select(watched, elsewhere).boxed();
+    // A delivered Secret that is changed, deleted or emptied reconciles its owner.
+    let echoes = match delivered {
+        Some(delivered) => {
+            futures::stream::select(watched, delivered.map_ok(|secret| owners::<K>(&secret)))
+                .boxed()
+        }
+        None => watched,
+    };
+    let releasing = held.clone();
+    let named = routed::<K>(wiring, scope.clone(), manifests.clone(), Timing::AtOnce)
+        .inspect(move |reference| held_by::<K>(&releasing).release(reference));
     // A receiver that fell behind has lost routes: everything is reconciled instead.
     let everything = BroadcastStream::new(wiring.routes.subscribe()).filter_map(|route| {
         std::future::ready(matches!(route, Ok(Route::All) | Err(_)).then_some(()))
@@ -221,26 +237,19 @@ pub fn spawn<K: Managed, A: AdminApi>(
     let shard = wiring.shard.clone();
     let concurrency = wiring.concurrency;
     tasks.spawn(async move {
-        // The watches are decoded on tasks of their own (they end with this one), so that the
-        // controller's own task only schedules; the cache fills while the gate is closed.
-        let (watched, _watching) = on_own_task(watched);
-        let delivered = delivered.map(on_own_task);
+        // The watches are decoded and held on a task of their own (it ends with this one), so
+        // that the controller's own task only schedules; the cache fills while the gate is closed.
+        let (settled, _watching) = settle_on_own_task::<K>(echoes, held);
         gate.wait().await;
         // A decision before the policies are listed could send what one does not allow.
         loaded.wait_loaded().await;
-        let mut controller = Controller::for_stream(watched, manifests).with_config(
-            controller::Config::default()
-                .concurrency(concurrency)
-                .debounce(ECHO_DEBOUNCE),
-        );
-        let _delivering = match delivered {
-            Some((delivered, task)) => {
-                // A delivered Secret that is deleted or emptied is written again at once.
-                controller = controller.owns_stream(delivered);
-                Some(task)
-            }
-            None => None,
-        };
+        // Every trigger comes as a reference: the settled watch events and the routes.
+        let controller = Controller::for_stream(
+            futures::stream::empty::<Result<Guarded<K>, watcher::Error>>(),
+            manifests,
+        )
+        .with_config(controller::Config::default().concurrency(concurrency))
+        .reconcile_on(settled);
         controller
             .reconcile_on(named)
             .reconcile_all_on(everything)
@@ -274,6 +283,63 @@ pub fn spawn<K: Managed, A: AdminApi>(
             })
             .await;
     });
+}
+
+fn held_by<K: Managed>(
+    held: &Mutex<Held<ObjectRef<Guarded<K>>>>,
+) -> std::sync::MutexGuard<'_, Held<ObjectRef<Guarded<K>>>> {
+    held.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The manifests of the kind that own a delivered Secret.
+fn owners<K: Managed>(secret: &Secret) -> Vec<ObjectRef<Guarded<K>>> {
+    secret
+        .owner_references()
+        .iter()
+        .filter_map(|owner| ObjectRef::from_owner_ref(secret.namespace().as_deref(), owner, ()))
+        .collect()
+}
+
+/// Drives the watch events on a task of their own, holds the resources they name until
+/// [`ECHO_WINDOW`] has passed without another event for one, and hands them over through a
+/// bounded channel.
+fn settle_on_own_task<K: Managed>(
+    events: BoxStream<'static, Result<Vec<ObjectRef<Guarded<K>>>, watcher::Error>>,
+    held: Arc<Mutex<Held<ObjectRef<Guarded<K>>>>>,
+) -> (ReceiverStream<ObjectRef<Guarded<K>>>, OwnedTask<()>) {
+    let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
+    let task = tokio::spawn(async move {
+        let mut events = events;
+        let mut watching = true;
+        loop {
+            let next_due = held_by::<K>(&held).next_due();
+            tokio::select! {
+                event = events.next(), if watching => match event {
+                    Some(Ok(references)) => {
+                        let now = Instant::now();
+                        let mut holding = held_by::<K>(&held);
+                        for reference in references {
+                            holding.hold(reference, now);
+                        }
+                    }
+                    Some(Err(error)) => {
+                        tracing::warn!(kind = K::KIND.as_str(), error = %error, "watch");
+                    }
+                    None => watching = false,
+                },
+                () = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {
+                    let due = held_by::<K>(&held).take_due(Instant::now());
+                    for reference in due {
+                        if sender.send(reference).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                else => return,
+            }
+        }
+    });
+    (ReceiverStream::new(receiver), OwnedTask(task))
 }
 
 /// The namespace limit of ClientPolicies counts the clients of a scope from its watch cache.
@@ -361,12 +427,21 @@ fn watch_manifests<K: Managed>(
     .applied_objects()
 }
 
-/// The manifests of the kind that routes name (a resource, or every one of a namespace), within
-/// the scope and the shard.
+/// Whether a route's reconcile comes at once or after the echo window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timing {
+    AtOnce,
+    /// After the echo window ([`Route::Held`]).
+    Settled,
+}
+
+/// The manifests of the kind that routes of this timing name (a resource, or every one of a
+/// namespace), within the scope and the shard.
 fn routed<K: Managed>(
     wiring: &Wiring,
     scope: Option<String>,
     cached: reflector::Store<Guarded<K>>,
+    timing: Timing,
 ) -> impl futures::Stream<Item = ObjectRef<Guarded<K>>> + Send + 'static {
     let shard = wiring.shard.clone();
     let locator = wiring.prerequisites.clone();
@@ -376,10 +451,17 @@ fn routed<K: Managed>(
                 kind,
                 namespace,
                 name,
-            }) if kind == K::KIND.object_kind() => {
+            }) if kind == K::KIND.object_kind() && timing == Timing::AtOnce => {
                 K::locate(&locator, namespace, name).into_iter().collect()
             }
-            Ok(Route::Namespace { namespace }) => cached
+            Ok(Route::Held {
+                kind,
+                namespace,
+                name,
+            }) if kind == K::KIND.object_kind() && timing == Timing::Settled => {
+                K::locate(&locator, namespace, name).into_iter().collect()
+            }
+            Ok(Route::Namespace { namespace }) if timing == Timing::AtOnce => cached
                 .state()
                 .iter()
                 .filter(|guard| guard.namespace().as_deref() == Some(namespace.as_str()))
@@ -542,7 +624,7 @@ fn slim_manifest<K: Resource>(object: &mut K) {
     }
 }
 
-/// How many decoded watch events wait for the controller before the watch waits in turn.
+/// How many settled resources wait for the controller before the watch waits in turn.
 const WATCH_BUFFER: usize = 1024;
 
 /// A spawned task that is aborted when its handle is dropped, so that work a controller started
@@ -561,24 +643,6 @@ impl<T> Future for OwnedTask<T> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         Pin::new(&mut self.0).poll(cx)
     }
-}
-
-/// Drives a stream on a task of its own and hands its items over through a bounded channel.
-fn on_own_task<S, T>(stream: S) -> (ReceiverStream<T>, OwnedTask<()>)
-where
-    S: futures::Stream<Item = T> + Send + 'static,
-    T: Send + 'static,
-{
-    let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = stream.next().await {
-            if sender.send(item).await.is_err() {
-                return;
-            }
-        }
-    });
-    (ReceiverStream::new(receiver), OwnedTask(task))
 }
 
 /// One malformed object must not break the watch: it is logged and waits for a change.
@@ -628,6 +692,8 @@ fn error_policy<K: Managed, A: AdminApi>(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[tokio::test]
@@ -644,8 +710,30 @@ mod tests {
                 .await
                 .is_ok_and(|result| result.is_err())
         );
-        let (items, _task) = on_own_task(futures::stream::iter([1, 2, 3]));
-        assert_eq!(items.collect::<Vec<_>>().await, vec![1, 2, 3]);
+    }
+
+    #[tokio::test]
+    async fn watch_events_for_one_resource_settle_into_one_reconcile() {
+        use nauthera_shared::resources::OIDCClient;
+        let named = |name: &str| ObjectRef::<Guarded<OIDCClient>>::new(name).within("team");
+        // A window long enough that the events given at once fall in it.
+        let held = Arc::new(Mutex::new(Held::new(Duration::from_millis(50))));
+        let events = futures::stream::iter([
+            Ok(vec![named("web")]),
+            Ok(vec![named("web"), named("api")]),
+            Ok(vec![named("web")]),
+        ])
+        .chain(futures::stream::pending())
+        .boxed();
+        let (settled, _task) = settle_on_own_task::<OIDCClient>(events, held);
+        let first_two =
+            tokio::time::timeout(Duration::from_secs(5), settled.take(2).collect::<Vec<_>>())
+                .await
+                .expect("both resources settle");
+        // Three events for `web` gave one reconcile: the second to come is `api`'s.
+        let mut names: Vec<String> = first_two.into_iter().map(|r| r.name).collect();
+        names.sort();
+        assert_eq!(names, ["api", "web"]);
     }
 
     #[test]

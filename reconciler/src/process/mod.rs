@@ -3,6 +3,7 @@
 
 pub(crate) mod config;
 pub(crate) mod controllers;
+pub(crate) mod echoes;
 pub(crate) mod http;
 pub(crate) mod logging;
 pub(crate) mod memory;

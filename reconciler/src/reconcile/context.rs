@@ -100,7 +100,28 @@ impl<A> Context<A> {
         if write_status && let Some(mut new_status) = status_after(status, verdict, generation, now)
         {
             new_status.manager = Some(self.manager.clone());
-            kube_io::write_status(api, &resource.name_any(), &new_status, &self.manager).await?;
+            // A status naming another reconciler's object goes only over the status it was
+            // decided on: that reconciler (an overlapping shard taking the resource over) may
+            // have recorded its claim since, and the claim must stand.
+            let if_version = new_status
+                .managed_elsewhere
+                .as_ref()
+                .and(resource.meta().resource_version.as_deref());
+            let written = kube_io::write_status(
+                api,
+                &resource.name_any(),
+                &new_status,
+                &self.manager,
+                if_version,
+            )
+            .await;
+            match written {
+                Err(kube::Error::Api(answer)) if if_version.is_some() && answer.code == 409 => {
+                    tracing::debug!(kind, name = %resource.name_any(), "the status changed since it was read; deciding again");
+                    return Ok(Action::requeue(Duration::ZERO));
+                }
+                written => written?,
+            }
             self.memory.remember_status(&uid, new_status);
         }
         // Queued, never awaited as written: an event must not hold up the reconcile.

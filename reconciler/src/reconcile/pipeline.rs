@@ -470,6 +470,7 @@ async fn answer_restore_not_needed<K: Managed, A>(
         &edges.resource.name_any(),
         &answered,
         &ctx.manager,
+        None,
     )
     .await?;
     ctx.memory.remember_status(&edges.uid, answered);
@@ -496,6 +497,7 @@ async fn answer_rotation<K: Managed, A>(
             &edges.resource.name_any(),
             &answered,
             &ctx.manager,
+            None,
         )
         .await?;
         ctx.memory.remember_status(&edges.uid, answered);

@@ -255,9 +255,11 @@ impl Prerequisites {
         self.index.read().ok()?.slugs.get(slug).cloned()
     }
 
+    /// Held for the echo window: a dependent reconciling when its prerequisite registers folds
+    /// this route with the echoes of its own writes.
     fn route(&self, manifests: impl IntoIterator<Item = Manifest>) {
         for manifest in manifests {
-            let _ = self.routes.send(Route::Resource {
+            let _ = self.routes.send(Route::Held {
                 kind: manifest.kind,
                 namespace: manifest.namespace,
                 name: manifest.name,
@@ -279,7 +281,7 @@ mod tests {
     }
 
     fn route(manifest: &Manifest) -> Route {
-        Route::Resource {
+        Route::Held {
             kind: manifest.kind,
             namespace: manifest.namespace.clone(),
             name: manifest.name.clone(),

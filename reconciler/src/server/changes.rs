@@ -19,7 +19,7 @@ use nauthera_client::CallError;
 use nauthera_proto::v1;
 use tokio::sync::{broadcast, watch};
 
-use crate::reconcile::decide::ServerView;
+use crate::reconcile::decide::{LastWrite, ServerView, Writer, writer};
 use crate::server::admin::AdminApi;
 
 /// A client's place on the server: issuer, namespace, name.
@@ -42,6 +42,16 @@ pub enum Route {
         namespace: String,
         name: String,
     },
+    /// Reconcile the one resource of this kind it names once the echo window has passed, like a
+    /// watch event: the route follows a write whose status echo should reach the cache first.
+    /// Another reconciler's server write (it records its claim in the resource's status right
+    /// after, and a decision made before the claim is in the cache would write over it), and a
+    /// manifest the resource depends on registering (the dependent's own echoes fold in).
+    Held {
+        kind: v1::ObjectKind,
+        namespace: String,
+        name: String,
+    },
     /// Reconcile every resource of a namespace (its labels moved, or a client under a namespace
     /// limit went away).
     Namespace { namespace: String },
@@ -50,12 +60,24 @@ pub enum Route {
 }
 
 impl Route {
-    fn client(key: &RefKey) -> Route {
-        Route::Resource {
-            kind: v1::ObjectKind::Client,
-            namespace: key.1.clone(),
-            name: key.2.clone(),
+    /// The route to a resource whose object `writer` changed.
+    fn to(kind: v1::ObjectKind, namespace: String, name: String, writer: Writer) -> Route {
+        match writer {
+            Writer::OtherReconciler => Route::Held {
+                kind,
+                namespace,
+                name,
+            },
+            Writer::Own | Writer::Other => Route::Resource {
+                kind,
+                namespace,
+                name,
+            },
         }
+    }
+
+    fn client(key: &RefKey, writer: Writer) -> Route {
+        Route::to(v1::ObjectKind::Client, key.1.clone(), key.2.clone(), writer)
     }
 }
 
@@ -66,15 +88,23 @@ pub fn route_event(event: &v1::ChangeEvent, manager: &str) -> Option<Route> {
         return Some(Route::All);
     }
     let reference = event.r#ref.as_ref()?;
-    if event.written.as_ref().is_some_and(|w| w.manager == manager) {
+    let written = event.written.clone().unwrap_or_default();
+    let last = LastWrite {
+        manager: &written.manager,
+        actor: &written.actor,
+        generation: written.generation,
+    };
+    let by = writer(&last, manager);
+    if by == Writer::Own {
         return None;
     }
     let kind = v1::ObjectKind::try_from(event.kind).ok()?;
-    Some(Route::Resource {
+    Some(Route::to(
         kind,
-        namespace: reference.namespace.clone(),
-        name: reference.name.clone(),
-    })
+        reference.namespace.clone(),
+        reference.name.clone(),
+        by,
+    ))
 }
 
 /// A client whose revision a new listing moved, and the manager its last write named (`None`
@@ -341,6 +371,9 @@ impl Router<'_> {
         // controller that finds the manifest checks its namespace against the scope instead.
         if let Route::Resource {
             kind, namespace, ..
+        }
+        | Route::Held {
+            kind, namespace, ..
         } = &route
             && !namespace.is_empty()
             && !(self.covers)(*kind, namespace)
@@ -361,9 +394,13 @@ impl Router<'_> {
             return;
         }
         for moved in moved {
-            if moved.manager.as_deref() != Some(self.manager) {
-                self.send(Route::client(&moved.key));
-            }
+            // A listing names the manager only: any other than none is another reconciler's.
+            let by = match moved.manager.as_deref() {
+                Some(manager) if manager == self.manager => continue,
+                Some(manager) if !manager.is_empty() => Writer::OtherReconciler,
+                _ => Writer::Other,
+            };
+            self.send(Route::client(&moved.key, by));
         }
     }
 }
@@ -558,7 +595,7 @@ mod tests {
             // The moved hint costs one listing, and only the client it moved is reconciled.
             assert_eq!(
                 routed.recv().await.unwrap(),
-                Route::client(&key_of(&reference("web")))
+                Route::client(&key_of(&reference("web")), Writer::Other)
             );
             assert_eq!(server.lists.load(Ordering::SeqCst), 2);
             assert_eq!(
@@ -628,6 +665,20 @@ mod tests {
         );
         assert!(route_event(&change("web", "terraform"), manager).is_some());
         assert_eq!(route_event(&change("web", manager), manager), None);
+        // Another reconciler's write (a manager naming a declared generation) waits for the
+        // echo window, so that its status claim is in the cache before the decision.
+        let mut elsewhere = change("web", "nauthera-reconciler-batch");
+        if let Some(written) = elsewhere.written.as_mut() {
+            written.generation = 3;
+        }
+        assert_eq!(
+            route_event(&elsewhere, manager),
+            Some(Route::Held {
+                kind: v1::ObjectKind::Client,
+                namespace: "team-a".into(),
+                name: "web".into(),
+            })
+        );
         let resync = v1::ChangeEvent {
             resync_required: true,
             ..v1::ChangeEvent::default()
@@ -656,7 +707,7 @@ mod tests {
         router.listed(vec![moved("team-b"), moved("team-a")], false);
         assert_eq!(
             routed.try_recv().unwrap(),
-            Route::client(&moved("team-a").key)
+            Route::client(&moved("team-a").key, Writer::OtherReconciler)
         );
         assert!(routed.try_recv().is_err(), "team-b is another shard's");
         let mut branding = change("look", "terraform");

@@ -75,7 +75,7 @@ async fn status_finalizer_and_annotation_edges() {
         revision: Some("r1".into()),
         ..ResourceStatus::default()
     };
-    write_status(&api, "web", &status, "nauthera-reconciler")
+    write_status(&api, "web", &status, "nauthera-reconciler", None)
         .await
         .unwrap();
     let read = api.get("web").await.unwrap().status.unwrap();
@@ -84,12 +84,44 @@ async fn status_finalizer_and_annotation_edges() {
     // A field left out of the next apply is removed: the status belongs to the reconciler.
     let without_revision = ResourceStatus {
         revision: None,
-        ..status
+        ..status.clone()
     };
-    write_status(&api, "web", &without_revision, "nauthera-reconciler")
+    let read_before = api.get("web").await.unwrap();
+    write_status(&api, "web", &without_revision, "nauthera-reconciler", None)
         .await
         .unwrap();
     assert_eq!(api.get("web").await.unwrap().status.unwrap().revision, None);
+    // Written only over the version named: a status read before another write is refused.
+    let stale = read_before.metadata.resource_version.as_deref();
+    let refused = write_status(&api, "web", &status, "nauthera-shard-a", stale).await;
+    assert!(
+        matches!(&refused, Err(kube::Error::Api(answer)) if answer.code == 409),
+        "{refused:?}"
+    );
+    assert_eq!(api.get("web").await.unwrap().status.unwrap().revision, None);
+    let current = api.get("web").await.unwrap().metadata.resource_version;
+    write_status(
+        &api,
+        "web",
+        &status,
+        "nauthera-reconciler",
+        current.as_deref(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        api.get("web")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .revision
+            .as_deref(),
+        Some("r1")
+    );
+    write_status(&api, "web", &without_revision, "nauthera-reconciler", None)
+        .await
+        .unwrap();
 
     let patch = serde_json::json!({
         "metadata": { "annotations": { nauthera_shared::RESTORE_ANNOTATION: "true" } }
