@@ -80,12 +80,22 @@ fn describe(object: &Value) -> String {
 /// a namespace, the Namespace itself under another name, a binding to a ServiceAccount elsewhere,
 /// a certificate for an identity in another namespace.
 fn misplaced(objects: &[Value], namespace: &str) -> Vec<String> {
+    // The grants in the namespaces a reconciler is limited to (deploy/overlays/namespaced) are
+    // the only objects elsewhere.
+    let limited_to: Vec<&str> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .filter_map(|deployment| env_value(deployment, "NAUTHERA_NAMESPACES"))
+        .flat_map(|list| list.split(','))
+        .collect();
     let mut problems = Vec::new();
     for object in objects {
         let kind = object["kind"].as_str().unwrap_or_default();
         let name = describe(object);
         let actual = object["metadata"]["namespace"].as_str();
-        if CLUSTER_SCOPED_KINDS.contains(&kind) {
+        if kind == "RoleBinding" && actual.is_some_and(|n| limited_to.contains(&n)) {
+            // A grant in a namespace the reconciler is limited to.
+        } else if CLUSTER_SCOPED_KINDS.contains(&kind) {
             if let Some(actual) = actual {
                 problems.push(format!(
                     "{name} is cluster-scoped but names namespace {actual}"

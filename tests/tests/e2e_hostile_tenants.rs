@@ -4,8 +4,9 @@
 //! tenants table of `docs/security.md`. Each is refused with a stable reason (the API server's
 //! 403 or schema error, or a catalog reason and cause in the status), and nothing crosses: B's
 //! Secrets are never written (same resourceVersion) nor sent (the server holds no hash of their
-//! values), B's objects on the server are untouched (same revisions, no audit write after A
-//! began), and nothing of B shows in A's statuses or events.
+//! values), B's objects on the server are untouched (same revisions, no audit record of any call
+//! on them after A began, not even a refused one), and nothing of B shows in A's statuses or
+//! events.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,10 +16,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use nauthera_fake_server::OrganizationConfig;
-use nauthera_proto::v1::{AuditOutcome, ObjectRef};
+use nauthera_proto::v1::ObjectRef;
 use nauthera_shared::catalog::{Cause, Reason};
 use nauthera_shared::grants::{GrantEntry, Operation};
-use nauthera_shared::resources::OIDCClient;
+use nauthera_shared::resources::{Branding, OIDCClient};
 use nauthera_tests::e2e::{
     ISSUER, ORGANIZATION, PluginRun, RECONCILER_IDENTITY, Stack, StackOptions, client_manifest,
     generated_client_with, kubectl_as, sha256_hex, status_of,
@@ -226,11 +227,26 @@ spec:
             })
             .await;
     }
+    // B's Branding too: it is reconciled beside the clients, not before them, so its write
+    // could otherwise land after the audit log below is read and count as one after A began.
+    let b_brandings: Api<Branding> = Api::namespaced(stack.client(), &team_b);
+    stack
+        .eventually("B's b-branding is registered", async || {
+            b_brandings
+                .get("b-branding")
+                .await
+                .ok()
+                .and_then(|b| b.status?.reason)
+                == Some(Reason::Registered)
+        })
+        .await;
     let b_shared = reference(ISSUER, &team_b, "shared-name");
     let b_globex = reference(GLOBEX_ISSUER, &team_b, "b-globex");
+    let b_branding = reference(ISSUER, &team_b, "b-branding");
     let b_objects_before = (
         stack.server.client(&b_shared).unwrap(),
         stack.server.client(&b_globex).unwrap(),
+        stack.server.branding(&b_branding).unwrap(),
     );
     let b_secret_versions = (
         resource_version(&stack, &team_b, "b-upstream").await,
@@ -240,12 +256,16 @@ spec:
         events
             .iter()
             .filter(|e| e.r#ref.as_ref().is_some_and(|r| r.namespace == team_b))
-            // Writes: a refused call changes nothing on the server.
-            .filter(|e| e.outcome() != AuditOutcome::Refused)
+            // Every call on B's objects, refused ones too: once B's three objects are written,
+            // nothing has a reason to touch them.
             .map(|e| {
                 format!(
                     "{} {:?} {} {} {}",
-                    e.action, e.outcome, e.actor, e.cause, e.revision
+                    e.action,
+                    e.outcome(),
+                    e.actor,
+                    e.cause,
+                    e.revision
                 )
             })
             .collect::<Vec<_>>()
@@ -579,6 +599,7 @@ subjects:
         (
             stack.server.client(&b_shared).unwrap(),
             stack.server.client(&b_globex).unwrap(),
+            stack.server.branding(&b_branding).unwrap(),
         ),
         b_objects_before,
         "B's objects on the server changed"
@@ -586,7 +607,7 @@ subjects:
     assert_eq!(
         audit_of_b(&stack.server.audit_events()),
         b_audit_before,
-        "the server recorded writes on B's objects after A began"
+        "the server recorded calls on B's objects after A began"
     );
     assert_eq!(
         (

@@ -283,13 +283,23 @@ fn env_value<'a>(deployment: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 /// Every way the objects are not where a reconciler released into `namespace` needs them.
+/// The grants in the namespaces the reconciler is limited to (`namespaces`) are the only
+/// objects elsewhere.
 fn misplaced(objects: &[Value], namespace: &str) -> Vec<String> {
+    let limited_to: Vec<&str> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Deployment")
+        .filter_map(|deployment| env_value(deployment, "NAUTHERA_NAMESPACES"))
+        .flat_map(|list| list.split(','))
+        .collect();
     let mut problems = Vec::new();
     for object in objects {
         let kind = object["kind"].as_str().unwrap_or_default();
         let name = describe(object);
         let actual = object["metadata"]["namespace"].as_str();
-        if CLUSTER_SCOPED_KINDS.contains(&kind) {
+        if kind == "RoleBinding" && actual.is_some_and(|n| limited_to.contains(&n)) {
+            // A grant in a namespace the reconciler is limited to.
+        } else if CLUSTER_SCOPED_KINDS.contains(&kind) {
             if actual.is_some() {
                 problems.push(format!("{name} is cluster-scoped but names a namespace"));
             }
@@ -684,9 +694,106 @@ fn each_shard_gets_its_own_deployment_lease_state_and_metrics() {
     );
 }
 
+/// The resources of a Role's or ClusterRole's rules, with their group (`resource.group`).
+fn rule_resources(role: &Value) -> BTreeSet<String> {
+    role["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|rule| {
+            let group = rule["apiGroups"][0].as_str().unwrap_or_default().to_owned();
+            rule["resources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |r| format!("{}.{group}", r.as_str().unwrap_or_default()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_reconciler_limited_to_namespaces_is_granted_namespaced_objects_there_only() {
+    let objects = template(
+        "nauthera-system",
+        &[
+            "--set".to_owned(),
+            "namespaces={team-a,team-b},rbac.workloadRestart=true".to_owned(),
+        ],
+    );
+    let deployment = find(&objects, "Deployment", "nauthera-reconciler");
+    assert_eq!(
+        env_value(deployment, "NAUTHERA_NAMESPACES"),
+        Some("team-a,team-b")
+    );
+    // Nothing namespaced stays in the ClusterRole bound cluster-wide, and nothing is lost: the
+    // two ClusterRoles hold the default one's rules between them.
+    let cluster_wide = find(&objects, "ClusterRole", "nauthera-reconciler");
+    let namespaced = find(&objects, "ClusterRole", "nauthera-reconciler-namespaced");
+    assert_eq!(
+        rule_resources(cluster_wide),
+        [
+            "clientpolicies.nauthera.io",
+            "clientpolicies/status.nauthera.io",
+            "namespaces.",
+            "validatingadmissionpolicies.admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+        ]
+        .map(str::to_owned)
+        .into()
+    );
+    let defaults = template("nauthera-system", &[]);
+    let mut rules = cluster_wide["rules"].as_array().unwrap().clone();
+    rules.splice(
+        0..0,
+        namespaced["rules"].as_array().unwrap().iter().cloned(),
+    );
+    assert_eq!(
+        Value::from(rules),
+        find(&defaults, "ClusterRole", "nauthera-reconciler")["rules"]
+    );
+    // Bound in each listed namespace, never cluster-wide.
+    for role in [
+        "nauthera-reconciler-namespaced",
+        "nauthera-reconciler-workload-restart",
+    ] {
+        for namespace in ["team-a", "team-b"] {
+            let binding = objects
+                .iter()
+                .find(|o| describe(o) == format!("RoleBinding {namespace}/{role}"))
+                .unwrap_or_else(|| panic!("no RoleBinding {role} in {namespace}"));
+            assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+            assert_eq!(binding["roleRef"]["name"], role);
+            assert_eq!(binding["subjects"][0]["namespace"], "nauthera-system");
+        }
+        assert!(
+            objects
+                .iter()
+                .filter(|o| o["kind"] == "ClusterRoleBinding")
+                .all(|o| o["roleRef"]["name"] != role),
+            "{role} is bound cluster-wide"
+        );
+    }
+    // Shards share the ServiceAccount, so they cannot be limited this way.
+    let run = helm(&[
+        "template",
+        RELEASE,
+        chart_dir().to_str().unwrap(),
+        "--set",
+        "namespaces={team-a}",
+        "--set-json",
+        r#"shards=[{"name":"batch","namespaceSelector":"a=b"}]"#,
+    ]);
+    assert!(!run.ok);
+    assert!(
+        run.stderr.contains("namespaces and shards"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn the_schema_refuses_typos_and_wrong_types() {
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 12] = [
         (
             &["--set", "servr.address=x:1"],
             "additional properties 'servr' not allowed",
@@ -717,6 +824,11 @@ fn the_schema_refuses_typos_and_wrong_types() {
         (&["--set", "logFormat=yaml"], "at '/logFormat'"),
         (&["--set", "kinds={Secret}"], "at '/kinds/0'"),
         (&["--set", "clusterName=Prod EU"], "at '/clusterName'"),
+        (&["--set", "namespaces={team_a}"], "at '/namespaces/0'"),
+        (
+            &["--set", "namespaces=team-a"],
+            "at '/namespaces': got string, want array",
+        ),
         (
             &["--set", "tls.certManager.duration=90d"],
             "at '/tls/certManager/duration'",
@@ -927,6 +1039,19 @@ async fn the_chart_installs_on_a_real_api_server_and_the_reconciler_registers_th
         "the notes show the allowed_clients entry: {}",
         run.stdout
     );
+    // The namespaces examples/namespaced.yaml limits the reconciler to exist first, as the
+    // chart's README says.
+    let limited_to = ["team-a", "team-b"].map(|name| {
+        serde_json::from_value::<kube::api::DynamicObject>(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": { "name": name },
+        }))
+        .unwrap()
+    });
+    manifests::apply_all(&client, &limited_to, None)
+        .await
+        .expect("the namespaces are created");
     // Every documented set of values as an upgrade (the API server judges each), then back.
     for (name, values) in documented_values().into_iter().skip(1) {
         let run = run_helm(release_args("upgrade", &values)).await;
@@ -938,6 +1063,13 @@ async fn the_chart_installs_on_a_real_api_server_and_the_reconciler_registers_th
     }
     let run = run_helm(release_args("upgrade", &["--reset-values".to_owned()])).await;
     assert!(run.ok, "helm upgrade back to the defaults: {}", run.stderr);
+    let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+    for namespace in ["team-a", "team-b"] {
+        namespaces
+            .delete(namespace, &Default::default())
+            .await
+            .expect("the namespace is removed");
+    }
     let run = run_helm(vec![
         "status".to_owned(),
         RELEASE.to_owned(),

@@ -1,5 +1,6 @@
 //! The install on a real API server: `deploy/overlays/production`, `deploy/overlays/shards`,
-//! `deploy/overlays/downstream-cluster` and `deploy/overlays/workload-restart`, rendered by `kubectl kustomize`, are accepted by a
+//! `deploy/overlays/downstream-cluster`, `deploy/overlays/namespaced` (its namespaces made first)
+//! and `deploy/overlays/workload-restart`, rendered by `kubectl kustomize`, are accepted by a
 //! server-side dry run and then by a server-side apply, with the cert-manager and Prometheus
 //! Operator CRDs installed first from those projects' own Go modules. The reconciler then runs
 //! under the ServiceAccount and RBAC the overlays applied (as a pod would, with a token of that
@@ -18,10 +19,11 @@ use nauthera_tests::e2e::{RECONCILER_NAMESPACE, Stack, StackOptions, kubectl};
 use nauthera_tests::{installed, manifests};
 use tokio::io::AsyncWriteExt;
 
-const OVERLAYS: [&str; 4] = [
+const OVERLAYS: [&str; 5] = [
     "production",
     "shards",
     "downstream-cluster",
+    "namespaced",
     "workload-restart",
 ];
 
@@ -36,15 +38,18 @@ async fn the_overlays_install_on_a_real_api_server_and_the_reconciler_registers_
     installed::install_third_party_crds(&client).await;
     // The namespace first, as an administrator creates it: a dry run creates nothing, so the
     // objects in a namespace it would create could not be judged.
-    let namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": { "name": RECONCILER_NAMESPACE },
-    }))
-    .unwrap();
-    manifests::apply_all(&client, &[namespace], None)
+    // deploy/overlays/namespaced grants in team-a and team-b, which a platform has already.
+    let namespaces = [RECONCILER_NAMESPACE, "team-a", "team-b"].map(|name| {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": { "name": name },
+        }))
+        .unwrap()
+    });
+    manifests::apply_all(&client, &namespaces, None)
         .await
-        .expect("the namespace is created");
+        .expect("the namespaces are created");
 
     for overlay in OVERLAYS {
         let rendered = render(overlay).await;

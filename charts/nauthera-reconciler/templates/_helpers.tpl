@@ -29,6 +29,7 @@ One reconciler's Deployment. The argument is a dict:
   root               the chart's root context
   name               the Deployment's name, which is also its pods' app.kubernetes.io/name
   shard              the shard's name, or "" for the unsharded reconciler
+  namespaces         the namespaces it is limited to, or an empty list
   namespaceSelector  its namespace selector, or ""
   kinds              the kinds it reconciles, or an empty list
 A shard's settings come first in its environment, the unsharded reconciler's scope after the
@@ -38,6 +39,9 @@ common settings, as deploy/overlays/shards has them.
 {{- $root := .root -}}
 {{- $values := $root.Values -}}
 {{- $scope := list -}}
+{{- if .namespaces -}}
+{{- $scope = append $scope (dict "name" "NAUTHERA_NAMESPACES" "value" (join "," .namespaces)) -}}
+{{- end -}}
 {{- if .namespaceSelector -}}
 {{- $scope = append $scope (dict "name" "NAUTHERA_NAMESPACE_SELECTOR" "value" .namespaceSelector) -}}
 {{- end -}}
@@ -145,4 +149,72 @@ spec:
       affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+{{- end -}}
+
+{{/*
+The reconciler's rules on namespaced objects: in its ClusterRole (every namespace), or, with
+.Values.namespaces, in the ClusterRole nauthera-reconciler-namespaced that a RoleBinding grants in
+each of those namespaces. deploy/base/rbac.yaml has the same rules in the same order.
+*/}}
+{{- define "nauthera-reconciler.namespacedRules" -}}
+# Watch the manifests and keep the finalizer on them.
+- apiGroups: ["nauthera.io"]
+  resources: ["oidcclients", "brandings", "identityproviders", "organizations"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["nauthera.io"]
+  resources:
+    - oidcclients/status
+    - brandings/status
+    - identityproviders/status
+    - organizations/status
+  verbs: ["get", "patch"]
+# Owner references with blockOwnerDeletion on delivered Secrets need update on finalizers.
+- apiGroups: ["nauthera.io"]
+  resources: ["oidcclients/finalizers"]
+  verbs: ["update"]
+# Deliver generated client secrets; read the Secrets that secretRef names; remove a Secret it
+# delivered once the manifest names another (only Secrets the manifest owns are deleted).
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# Name the workloads that read a rotated Secret, with their restart commands (listed only
+# when a secret is rotated).
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "daemonsets"]
+  verbs: ["list"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+# The ClientApprovals that release a held OIDCClient, watched like the manifests they
+# approve. Read only: the reconciler never approves.
+- apiGroups: ["nauthera.io"]
+  resources: ["clientapprovals"]
+  verbs: ["get", "list", "watch"]
+{{- end -}}
+
+{{/* The reconciler's rules on cluster-scoped objects, always in its ClusterRole. */}}
+{{- define "nauthera-reconciler.clusterRules" -}}
+# The security team's ClientPolicies (cluster-scoped), judged before every write. Read only:
+# a policy's spec is the security team's.
+- apiGroups: ["nauthera.io"]
+  resources: ["clientpolicies"]
+  verbs: ["get", "list", "watch"]
+# What each policy holds back, counted in its status (server-side apply).
+- apiGroups: ["nauthera.io"]
+  resources: ["clientpolicies/status"]
+  verbs: ["get", "patch"]
+# A policy's namespaceSelector matches namespace labels.
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
+# The ValidatingAdmissionPolicy and binding `nauthera-<policy>` generated from each
+# ClientPolicy: written with server-side apply (create and patch), written again when someone
+# edits or deletes them, removed when the policy no longer has a rule to check at admission.
+# RBAC cannot narrow create (or list and watch) to the generated names, so this covers every
+# admission policy; the reconciler only touches those labelled managed-by nauthera-reconciler.
+# They are owned by their ClientPolicy without blockOwnerDeletion, so no update on
+# clientpolicies/finalizers is needed.
+- apiGroups: ["admissionregistration.k8s.io"]
+  resources: ["validatingadmissionpolicies", "validatingadmissionpolicybindings"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 {{- end -}}
