@@ -465,7 +465,10 @@ fn only_a_foreground_deletion_leaves_dependents_to_the_collector() {
 
 #[test]
 fn the_reconciler_removes_only_its_own_finalizer() {
-    let theirs = ["orphan".to_owned(), FOREGROUND_DELETION_FINALIZER.to_owned()];
+    let theirs = [
+        "orphan".to_owned(),
+        FOREGROUND_DELETION_FINALIZER.to_owned(),
+    ];
     let mut all = vec![theirs[0].clone(), FINALIZER.to_owned(), theirs[1].clone()];
     assert_eq!(finalizers_with_ours(&all, false), theirs.to_vec());
     all = finalizers_with_ours(&theirs, true);
