@@ -195,3 +195,45 @@ async fn an_orphan_deleted_with_orphan_propagation_keeps_its_secret_released() {
         .await;
 }
 nauthera_tests::e2e_test!(an_orphan_deleted_with_orphan_propagation_keeps_its_secret_released);
+
+/// `kubectl delete --cascade=foreground` of a manifest with `deletionPolicy: Orphan`: the person
+/// asked for the manifest's dependents to be deleted first, so the garbage collector deletes the
+/// Secret and the reconciler does not race it for it; the object stays registered on the server,
+/// and the Orphaned event says that no copy of its client secret stays in the cluster.
+async fn an_orphan_deleted_in_the_foreground_loses_its_secret_and_says_so() {
+    let stack = Stack::start().await;
+    stack
+        .apply(&generated_client_with("shop", "Orphan", ""))
+        .await;
+    stack.wait_reason("shop", Reason::Registered).await;
+    assert!(stack.secret("shop").await.is_some());
+
+    Api::<OIDCClient>::namespaced(stack.client(), stack.namespace())
+        .delete("shop", &DeleteParams::foreground())
+        .await
+        .expect("the delete is accepted");
+    stack.wait_gone("shop").await;
+    stack
+        .eventually("the collector deletes the Secret", async || {
+            stack.secret("shop").await.is_none()
+        })
+        .await;
+    assert!(
+        stack.server.client(&stack.object_ref("shop")).is_some(),
+        "the object stays registered"
+    );
+    stack
+        .eventually("the Orphaned event says no copy stays", async || {
+            stack
+                .events_for("OIDCClient", "shop")
+                .await
+                .iter()
+                .any(|e| {
+                    e.reason == "Orphaned"
+                        && e.message.contains("Secret shop")
+                        && e.message.contains("no copy of the client secret")
+                })
+        })
+        .await;
+}
+nauthera_tests::e2e_test!(an_orphan_deleted_in_the_foreground_loses_its_secret_and_says_so);
