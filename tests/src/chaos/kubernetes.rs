@@ -1,6 +1,7 @@
 //! The Kubernetes-side scenarios' faults, acted on the run's own real control plane: its etcd
 //! stopped, its API server killed and started again, its etcd compacted under resumed watches,
-//! its API server throttling, the leader's path to it cut.
+//! its API server throttling, the leader's path to it cut, its garbage collector acting on the
+//! Secrets of manifests deleted with each propagation policy.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
