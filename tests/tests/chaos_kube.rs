@@ -1,7 +1,7 @@
 //! The reliability suite's bounded run on the Kubernetes side: every Kubernetes-side chaos
 //! scenario (etcd stopped, the API server restarted, compaction under resumed watches, throttling,
-//! the leader's path to the API cut), each on a real control plane of its own, small and short,
-//! each followed by the invariants, then the leak scan.
+//! the leader's path to the API cut, the garbage collector racing deletions), each on a real
+//! control plane of its own, small and short, each followed by the invariants, then the leak scan.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -38,6 +38,11 @@ async fn every_kubernetes_side_scenario_keeps_every_invariant_and_leaks_nothing(
     assert!(
         faults("api-cut").lease_handovers > 0,
         "the other replica took the Lease over"
+    );
+    let deletions = faults("gc-orphan").deletions;
+    assert!(
+        deletions.background > 0 && deletions.foreground > 0 && deletions.orphan > 0,
+        "manifests were deleted with each propagation policy: {deletions:?}"
     );
     assert!(report.leaks.scan.secrets_searched > 0);
     let failures = report.failures();

@@ -4,7 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use kube::api::{Api, DeleteParams};
 use nauthera_shared::catalog::Reason;
+use nauthera_shared::resources::OIDCClient;
 use nauthera_tests::e2e::{MANAGER, Stack, generated_client_with, secret_value, status_of};
 
 const RELEASED_LABEL: &str = "nauthera.io/released";
@@ -140,3 +142,98 @@ async fn an_orphan_applied_again_takes_its_secret_back_and_a_later_delete_leaves
 nauthera_tests::e2e_test!(
     an_orphan_applied_again_takes_its_secret_back_and_a_later_delete_leaves_nothing
 );
+
+/// `kubectl delete --cascade=orphan` of a manifest with `deletionPolicy: Orphan`: the garbage
+/// collector removes the Secret's owner reference, maybe before the reconciler releases it; the
+/// Secret is labelled released all the same, with the client secret the server still accepts.
+async fn an_orphan_deleted_with_orphan_propagation_keeps_its_secret_released() {
+    let stack = Stack::start().await;
+    stack
+        .apply(&generated_client_with("shop", "Orphan", ""))
+        .await;
+    stack.wait_reason("shop", Reason::Registered).await;
+    let value = secret_value(&stack.secret("shop").await.unwrap(), "clientSecret").unwrap();
+
+    Api::<OIDCClient>::namespaced(stack.client(), stack.namespace())
+        .delete("shop", &DeleteParams::orphan())
+        .await
+        .expect("the delete is accepted");
+    stack.wait_gone("shop").await;
+    let secret = stack.secret("shop").await.expect("the Secret outlives it");
+    assert!(
+        secret
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_none_or(Vec::is_empty),
+        "{:?}",
+        secret.metadata.owner_references
+    );
+    assert_eq!(
+        secret
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(RELEASED_LABEL))
+            .map(String::as_str),
+        Some("true"),
+        "released, so that a manifest applied again takes it back"
+    );
+    assert_eq!(
+        secret_value(&secret, "clientSecret").as_deref(),
+        Some(value.as_str())
+    );
+    assert!(stack.server.client(&stack.object_ref("shop")).is_some());
+    stack
+        .eventually("the Orphaned event names the Secret kept", async || {
+            stack
+                .events_for("OIDCClient", "shop")
+                .await
+                .iter()
+                .any(|e| e.reason == "Orphaned" && e.message.contains("Secret shop is kept"))
+        })
+        .await;
+}
+nauthera_tests::e2e_test!(an_orphan_deleted_with_orphan_propagation_keeps_its_secret_released);
+
+/// `kubectl delete --cascade=foreground` of a manifest with `deletionPolicy: Orphan`: the person
+/// asked for the manifest's dependents to be deleted first, so the garbage collector deletes the
+/// Secret and the reconciler does not race it for it; the object stays registered on the server,
+/// and the Orphaned event says that no copy of its client secret stays in the cluster.
+async fn an_orphan_deleted_in_the_foreground_loses_its_secret_and_says_so() {
+    let stack = Stack::start().await;
+    stack
+        .apply(&generated_client_with("shop", "Orphan", ""))
+        .await;
+    stack.wait_reason("shop", Reason::Registered).await;
+    assert!(stack.secret("shop").await.is_some());
+
+    Api::<OIDCClient>::namespaced(stack.client(), stack.namespace())
+        .delete("shop", &DeleteParams::foreground())
+        .await
+        .expect("the delete is accepted");
+    stack.wait_gone("shop").await;
+    stack
+        .eventually("the collector deletes the Secret", async || {
+            stack.secret("shop").await.is_none()
+        })
+        .await;
+    assert!(
+        stack.server.client(&stack.object_ref("shop")).is_some(),
+        "the object stays registered"
+    );
+    stack
+        .eventually("the Orphaned event says no copy stays", async || {
+            stack
+                .events_for("OIDCClient", "shop")
+                .await
+                .iter()
+                .any(|e| {
+                    e.reason == "Orphaned"
+                        && e.message.contains("Secret shop")
+                        && e.message.contains("no copy of the client secret")
+                })
+        })
+        .await;
+}
+nauthera_tests::e2e_test!(an_orphan_deleted_in_the_foreground_loses_its_secret_and_says_so);

@@ -22,7 +22,7 @@ use crate::kubernetes::caches::{CLIENT_ID_KEY, SecretSummary};
 use crate::kubernetes::secret_shape;
 use crate::process::memory::SecretValue;
 use crate::reconcile::decide::{
-    AdoptRequest, RotationRequest, SecretRefProblem, SecretState, SecretWriteFailure,
+    AdoptRequest, RotationRequest, SecretHeld, SecretRefProblem, SecretState, SecretWriteFailure,
 };
 use nauthera_shared::secret_render::RenderedSecret;
 
@@ -65,16 +65,23 @@ pub async fn set_finalizer<K: NamespacedResource>(
     resource: &K,
     present: bool,
 ) -> Result<(), kube::Error> {
-    let mut finalizers: Vec<String> = resource.finalizers().to_vec();
-    finalizers.retain(|f| f != FINALIZER);
-    if present {
-        finalizers.push(FINALIZER.to_owned());
-    }
+    let finalizers = finalizers_with_ours(resource.finalizers(), present);
     let metadata = serde_json::json!({
         "finalizers": finalizers,
         "resourceVersion": resource.resource_version(),
     });
     patch_metadata(api, resource, metadata).await
+}
+
+/// The finalizers with the reconciler's own added or removed and everybody else's kept as they
+/// are (the garbage collector's `orphan` and `foregroundDeletion` among them).
+fn finalizers_with_ours(finalizers: &[String], present: bool) -> Vec<String> {
+    let mut finalizers = finalizers.to_vec();
+    finalizers.retain(|f| f != FINALIZER);
+    if present {
+        finalizers.push(FINALIZER.to_owned());
+    }
+    finalizers
 }
 
 /// A merge patch of the resource's metadata (the reconciler's own marks: finalizer, answered
@@ -381,32 +388,63 @@ pub fn state_of(secret: &SecretSummary, owner_uid: &str, shape: Option<&str>) ->
 pub const RELEASED_LABEL: &str = "nauthera.io/released";
 pub const RELEASED_FROM_ANNOTATION: &str = "nauthera.io/released-from";
 
-/// What releasing a delivered Secret found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Release {
-    /// The Secret no longer names the resource as its owner, and is labelled released.
-    Released,
-    /// There was nothing of this resource's to release: no Secret, or one it does not own.
-    Nothing,
+/// The finalizer the API server adds to an object deleted with `--cascade=foreground`
+/// (`propagationPolicy: Foreground`): the garbage collector deletes its dependents first.
+pub const FOREGROUND_DELETION_FINALIZER: &str = "foregroundDeletion";
+
+/// Whether the resource is being deleted with its dependents first (`--cascade=foreground`).
+pub fn deleted_in_foreground<K: Resource>(resource: &K) -> bool {
+    resource
+        .meta()
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == FOREGROUND_DELETION_FINALIZER))
 }
 
-/// Releases the Secret a resource owns before the resource goes while its object stays on the
-/// server: without the owner reference the garbage collector keeps the only copy of a secret
-/// the server still accepts. The Secret is labelled and annotated with where it came from, and
-/// no longer carries the managed-by label, so the reconciler stops watching it.
+/// How a Secret stands towards the resource a deletion releases it from (`owner_uid`).
+pub fn secret_held(secret: Option<&Secret>, owner_uid: &str) -> SecretHeld {
+    let Some(secret) = secret else {
+        return SecretHeld::Absent;
+    };
+    let references = secret
+        .metadata
+        .owner_references
+        .as_deref()
+        .unwrap_or_default();
+    if references.iter().any(|r| r.uid == owner_uid) {
+        return SecretHeld::Owned;
+    }
+    let label = |key: &str| {
+        secret
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .map(String::as_str)
+    };
+    // The collector removes only the owner reference: the reconciler's label stays.
+    if references.is_empty()
+        && label(MANAGED_BY_LABEL) == Some(MANAGED_BY)
+        && label(RELEASED_LABEL).is_none()
+    {
+        return SecretHeld::OrphanedByCollector;
+    }
+    SecretHeld::Other
+}
+
+/// Releases the Secret a resource owned (or that the garbage collector already orphaned) before
+/// the resource goes while its object stays on the server: without the owner reference the
+/// garbage collector keeps the only copy of a secret the server still accepts. The Secret is
+/// labelled and annotated with where it came from, and no longer carries the managed-by label,
+/// so the reconciler stops watching it. The resourceVersion read is a precondition, so a change
+/// the collector made in between is read again, not written over.
 pub async fn release_secret<K: NamespacedResource>(
     secrets: &Api<Secret>,
     owner: &K,
-    name: &str,
-) -> Result<Release, kube::Error> {
+    secret: &Secret,
+) -> Result<(), kube::Error> {
     let owner_uid = owner.uid().unwrap_or_default();
-    let Some(secret) = secrets.get_opt(name).await? else {
-        return Ok(Release::Nothing);
-    };
     let references = secret.metadata.owner_references.clone().unwrap_or_default();
-    if !references.iter().any(|r| r.uid == owner_uid) {
-        return Ok(Release::Nothing);
-    }
     let remaining: Vec<&OwnerReference> =
         references.iter().filter(|r| r.uid != owner_uid).collect();
     let patch = serde_json::json!({
@@ -420,9 +458,13 @@ pub async fn release_secret<K: NamespacedResource>(
         },
     });
     secrets
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(
+            &secret.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
         .await?;
-    Ok(Release::Released)
+    Ok(())
 }
 
 /// Deletes a Secret if this resource (`owner_uid`) owns it, no matter what else changed in it

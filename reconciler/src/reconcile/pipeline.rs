@@ -24,17 +24,17 @@ use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{AdoptRefusal, MintCheck, adoption_refused, requested_mint_check};
 use crate::reconcile::decide::{
     AdoptRequest, AfterReleaseLook, Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret,
-    Readers, ReleaseLook, Rotation, RotationRequest, ScheduledRotation, SecretMode, SecretRelease,
-    SecretState, SentValue, StaleRemoval, Standing, Step, Update, ValueSent, Verdict, after_apply,
-    after_release_look, after_secret_failure, awaiting_missing, awaiting_prerequisite,
-    claimed_status, held_by_policy, in_organization, invalid_secret_template, naming_dependents,
-    provided_value_changed, reference_missing, released, released_elsewhere, released_with_secret,
-    resend_over, restart_plan, restore_not_needed, restored, rotated, rotation_answered,
-    secret_delivered, secret_name_taken, secret_reclaimed, secret_ref_unavailable,
-    secret_reshape_failed, secret_reshaped, secret_to_release, secret_unreadable, stale_secret,
-    stale_secret_removed, superseding_drift, take_over_refused, taken_over, unencodable_branding,
-    with_approval, with_removal_told, with_restarts, with_rotation_recorded, with_stale_removal,
-    with_value_sent,
+    Readers, ReleaseLook, Rotation, RotationRequest, ScheduledRotation, SecretFate, SecretMode,
+    SecretRelease, SecretState, SentValue, StaleRemoval, Standing, Step, Update, ValueSent,
+    Verdict, after_apply, after_release_look, after_secret_failure, awaiting_missing,
+    awaiting_prerequisite, claimed_status, held_by_policy, in_organization,
+    invalid_secret_template, naming_dependents, provided_value_changed, reference_missing,
+    released, released_elsewhere, released_with_secret, resend_over, restart_plan,
+    restore_not_needed, restored, rotated, rotation_answered, secret_delivered, secret_fate,
+    secret_name_taken, secret_reclaimed, secret_ref_unavailable, secret_reshape_failed,
+    secret_reshaped, secret_to_release, secret_unreadable, stale_secret, stale_secret_removed,
+    superseding_drift, take_over_refused, taken_over, unencodable_branding, with_approval,
+    with_removal_told, with_restarts, with_rotation_recorded, with_stale_removal, with_value_sent,
 };
 use crate::reconcile::managed::{Managed, WriteRequest};
 use crate::reconcile::policies::Judged;
@@ -1484,7 +1484,8 @@ async fn remove_stale_secret<K: Managed, A>(edges: &Edges<'_, K, A>, name: &str)
 }
 
 /// Releases the Secret a deletion that leaves the object on the server releases
-/// ([`secret_to_release`]); `None` when there is no such Secret.
+/// ([`secret_to_release`]), unless a foreground deletion leaves it to the garbage collector
+/// ([`secret_fate`]); `None` when there is no such Secret of this resource's.
 async fn release_secret<K: Managed, A>(
     edges: &Edges<'_, K, A>,
     reason: Reason,
@@ -1495,14 +1496,29 @@ async fn release_secret<K: Managed, A>(
         .status_or(&edges.uid, edges.resource.status())
         .is_some_and(|status| status.revision.is_some());
     let secret_name = secret_to_release(reason, edges.resource.secret_mode(), registered)?;
-    match kube_io::release_secret(&edges.secrets, edges.resource, &secret_name).await {
-        Ok(kube_io::Release::Released) => Some(SecretRelease::Released { secret_name }),
-        Ok(kube_io::Release::Nothing) => None,
-        Err(error) => Some(SecretRelease::Failed {
-            forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
-            message: error.to_string(),
-            secret_name,
-        }),
+    let failed = |error: kube::Error, secret_name: String| SecretRelease::Failed {
+        forbidden: matches!(&error, kube::Error::Api(status) if status.code == 403),
+        message: error.to_string(),
+        secret_name,
+    };
+    let secret = match edges.secrets.get_opt(&secret_name).await {
+        Ok(secret) => secret,
+        Err(error) => return Some(failed(error, secret_name)),
+    };
+    let held = kube_io::secret_held(secret.as_ref(), &edges.uid);
+    match (
+        secret_fate(held, kube_io::deleted_in_foreground(edges.resource)),
+        secret,
+    ) {
+        (SecretFate::Release, Some(secret)) => {
+            match kube_io::release_secret(&edges.secrets, edges.resource, &secret).await {
+                Ok(()) => Some(SecretRelease::Released { secret_name }),
+                Err(error) => Some(failed(error, secret_name)),
+            }
+        }
+        (SecretFate::LeaveToCollector, _) => Some(SecretRelease::LeftToCollector { secret_name }),
+        (SecretFate::Absent, _) => Some(SecretRelease::Absent { secret_name }),
+        (SecretFate::Release | SecretFate::NotOurs, _) => None,
     }
 }
 

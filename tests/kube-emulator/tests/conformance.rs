@@ -969,6 +969,57 @@ async fn owner_references_are_garbage_collected() {
 }
 
 #[tokio::test]
+async fn a_foreground_deletion_holds_the_owner_until_its_dependents_are_gone() {
+    let cluster = Cluster::start().await;
+    let namespace = cluster.namespace("fg").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &namespace);
+    let mut owner = config_map("owner", json!({}));
+    owner.metadata.finalizers = Some(vec!["example.com/guard".into()]);
+    let owner = maps.create(&PostParams::default(), &owner).await.unwrap();
+    let dependent = Secret {
+        metadata: ObjectMeta {
+            name: Some("dependent".into()),
+            owner_references: Some(vec![owner.controller_owner_ref(&()).unwrap()]),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    secrets
+        .create(&PostParams::default(), &dependent)
+        .await
+        .unwrap();
+
+    maps.delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    // The dependent goes first, then the collector's finalizer; the owner's own one stays.
+    eventually(|| async {
+        secrets
+            .get_opt("dependent")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let held = eventually(|| async {
+        let owner = maps.get("owner").await.unwrap();
+        (owner.finalizers() == ["example.com/guard"]).then_some(owner)
+    })
+    .await;
+    assert!(held.metadata.deletion_timestamp.is_some());
+    maps.patch(
+        "owner",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually(|| async { maps.get_opt("owner").await.unwrap().is_none().then_some(()) }).await;
+}
+
+#[tokio::test]
 async fn label_and_field_selectors_and_cluster_wide_lists() {
     let cluster = Cluster::start().await;
     let first = cluster.namespace("sel").await;

@@ -30,7 +30,8 @@ struct Args {
     #[arg(long, default_value = "3m", value_parser = nauthera_shared::duration::parse)]
     converge_timeout: Duration,
     /// The scenarios, comma-separated (default: the server-side ones, in this order). The
-    /// Kubernetes-side ones (etcd-stopped, api-server-restarted, compaction, throttled, api-cut)
+    /// Kubernetes-side ones (etcd-stopped, api-server-restarted, compaction, throttled, api-cut,
+    /// gc-orphan)
     /// each start a real control plane of their own.
     #[arg(long, value_enum, value_delimiter = ',')]
     scenario: Vec<Scenario>,

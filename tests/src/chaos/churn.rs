@@ -14,7 +14,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::random::Random;
-use super::world::{CHAOS_ISSUER, CHAOS_SLUG, Declared, Kind, Policy, SERVER_ISSUER, World};
+use super::world::{
+    CHAOS_ISSUER, CHAOS_SLUG, CollectedDeletion, Declared, Kind, Policy, Propagation,
+    SERVER_ISSUER, World,
+};
 
 /// The field manager the churn applies with.
 const FIELD_MANAGER: &str = "nauthera-chaos";
@@ -141,6 +144,22 @@ impl Churn {
         } else {
             Kind::OIDCClient
         };
+        let policy = if self.random.unit() < 0.15 {
+            Policy::Orphan
+        } else {
+            Policy::Delete
+        };
+        self.create_with(world, kind, policy, counts).await
+    }
+
+    /// A new manifest of `kind` with the deletion policy `policy`.
+    pub async fn create_with(
+        &mut self,
+        world: &mut World,
+        kind: Kind,
+        policy: Policy,
+        counts: &mut ChurnCounts,
+    ) -> anyhow::Result<()> {
         let name = world.fresh_name(kind);
         let declared = Declared {
             kind,
@@ -149,11 +168,7 @@ impl Churn {
             } else {
                 SERVER_ISSUER.to_owned()
             },
-            policy: if self.random.unit() < 0.15 {
-                Policy::Orphan
-            } else {
-                Policy::Delete
-            },
+            policy,
             version: 1,
             secret_name: None,
             upstream_secret: (kind == Kind::IdentityProvider).then(|| self.random.secret("up")),
@@ -222,6 +237,39 @@ impl Churn {
             .await
             .with_context(|| format!("cannot delete {} {}", declared.kind.name(), declared.name))?;
         counts.deletes += 1;
+        match declared.policy {
+            Policy::Delete => world.deleted.push(declared),
+            Policy::Orphan => world.orphaned.push(declared),
+        }
+        Ok(())
+    }
+
+    /// Deletes a manifest with Kubernetes' propagation policy `propagation`
+    /// (`kubectl delete --cascade=...`).
+    pub async fn delete_propagating(
+        &mut self,
+        world: &mut World,
+        key: &(Kind, String),
+        propagation: Propagation,
+        counts: &mut ChurnCounts,
+    ) -> anyhow::Result<()> {
+        let Some(declared) = world.live.remove(key) else {
+            return Ok(());
+        };
+        let params = match propagation {
+            Propagation::Background => DeleteParams::background(),
+            Propagation::Foreground => DeleteParams::foreground(),
+            Propagation::Orphan => DeleteParams::orphan(),
+        };
+        self.api(declared.kind)
+            .delete(&declared.name, &params)
+            .await
+            .with_context(|| format!("cannot delete {} {}", declared.kind.name(), declared.name))?;
+        counts.deletes += 1;
+        world.collected.push(CollectedDeletion {
+            declared: declared.clone(),
+            propagation,
+        });
         match declared.policy {
             Policy::Delete => world.deleted.push(declared),
             Policy::Orphan => world.orphaned.push(declared),

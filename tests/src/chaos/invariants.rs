@@ -9,7 +9,7 @@ use nauthera_proto::v1::{AuditEvent, AuditOutcome};
 use serde::Serialize;
 
 use super::observe::{Leadership, leader_at};
-use super::world::{Declared, HeldKey, Kind, World};
+use super::world::{CollectedDeletion, Declared, HeldKey, Kind, Policy, Propagation, World};
 use crate::e2e::{MANAGER, sha256_hex};
 
 /// One manifest as the cluster shows it.
@@ -31,6 +31,8 @@ pub struct SecretShown {
     pub name: String,
     /// The OIDCClient that owns it, if one does.
     pub owner_client: Option<String>,
+    /// Labelled `nauthera.io/released=true`: released from a manifest deleted with `Orphan`.
+    pub released: bool,
     pub data: BTreeMap<String, String>,
 }
 
@@ -97,6 +99,11 @@ pub fn state_verdicts(
         no_dead_values(snapshot),
         every_rotation_answered(snapshot),
         only_the_leader_wrote(snapshot, leaderships, since, replica_of),
+        no_deleted_manifest_stays(world, snapshot),
+        no_secret_owned_by_a_deleted_manifest(world, snapshot),
+        orphan_policy_keeps_its_secret(world, snapshot),
+        foreground_deletes_the_secret(world, snapshot),
+        delete_policy_leaves_no_dead_value(world, snapshot),
     ]
 }
 
@@ -310,6 +317,132 @@ pub fn no_dead_values(snapshot: &Snapshot) -> Verdict {
     verdict("no owned Secret holds a dead value", problems)
 }
 
+/// The Secret a deleted client's generated secret was delivered into, as the snapshot shows it.
+fn delivered_secret_of<'a>(
+    deletion: &CollectedDeletion,
+    snapshot: &'a Snapshot,
+) -> Option<&'a SecretShown> {
+    let name = deletion.declared.delivered_secret()?;
+    snapshot.secrets.iter().find(|s| s.name == name)
+}
+
+fn described(deletion: &CollectedDeletion) -> String {
+    format!(
+        "{} {} (deletionPolicy {}, {:?} propagation)",
+        deletion.declared.kind.name(),
+        deletion.declared.name,
+        deletion.declared.policy.as_str(),
+        deletion.propagation
+    )
+}
+
+/// Every manifest deleted with a propagation policy is gone: no finalizer, the reconciler's or
+/// the garbage collector's (`orphan`, `foregroundDeletion`), keeps it.
+pub fn no_deleted_manifest_stays(world: &World, snapshot: &Snapshot) -> Verdict {
+    let problems = world
+        .collected
+        .iter()
+        .filter(|d| {
+            snapshot
+                .shown
+                .contains_key(&(d.declared.kind, d.declared.name.clone()))
+        })
+        .map(|d| format!("{} is still there", described(d)))
+        .collect();
+    verdict(
+        "no manifest deleted with a propagation policy stays",
+        problems,
+    )
+}
+
+/// No Secret is owned by a manifest deleted with a propagation policy: the reconciler neither
+/// re-created one for it nor kept one from the garbage collector.
+pub fn no_secret_owned_by_a_deleted_manifest(world: &World, snapshot: &Snapshot) -> Verdict {
+    let problems = world
+        .collected
+        .iter()
+        .flat_map(|d| {
+            snapshot
+                .secrets
+                .iter()
+                .filter(|s| s.owner_client.as_deref() == Some(d.declared.name.as_str()))
+                .map(move |s| format!("Secret {} is owned by {}", s.name, described(d)))
+        })
+        .collect();
+    verdict("no Secret is owned by a deleted manifest", problems)
+}
+
+/// `deletionPolicy: Orphan` under background or orphan propagation: a client the server still
+/// holds keeps its Secret, owned by nobody, labelled released, holding the secret the server
+/// holds.
+pub fn orphan_policy_keeps_its_secret(world: &World, snapshot: &Snapshot) -> Verdict {
+    let problems = world
+        .collected
+        .iter()
+        .filter(|d| d.declared.policy == Policy::Orphan && d.propagation != Propagation::Foreground)
+        .filter_map(|d| {
+            let held = snapshot.client_hashes.get(&d.declared.name)?;
+            let problem = match delivered_secret_of(d, snapshot) {
+                None => "its Secret is gone".to_owned(),
+                Some(s) if s.owner_client.is_some() => format!("Secret {} is still owned", s.name),
+                Some(s) if !s.released => format!("Secret {} is not labelled released", s.name),
+                Some(s)
+                    if s.data.get("clientSecret").map(|v| sha256_hex(v.as_bytes()))
+                        != Some(held.clone()) =>
+                {
+                    format!("Secret {} holds another secret than the server", s.name)
+                }
+                Some(_) => return None,
+            };
+            Some(format!("{}: {problem}", described(d)))
+        })
+        .collect();
+    verdict(
+        "an orphan keeps its secret under background and orphan propagation",
+        problems,
+    )
+}
+
+/// Foreground propagation, either deletion policy: the Secret went with the manifest, as asked.
+pub fn foreground_deletes_the_secret(world: &World, snapshot: &Snapshot) -> Verdict {
+    let problems = world
+        .collected
+        .iter()
+        .filter(|d| d.propagation == Propagation::Foreground)
+        .filter_map(|d| {
+            let secret = delivered_secret_of(d, snapshot)?;
+            Some(format!("{}: Secret {} stays", described(d), secret.name))
+        })
+        .collect();
+    verdict(
+        "a foreground deletion deletes the Secret with the manifest",
+        problems,
+    )
+}
+
+/// `deletionPolicy: Delete` under background propagation leaves no Secret (its value died with
+/// the server's client); under orphan propagation the person asked to keep dependents, so the
+/// Secret stays, owned by nobody ([`no_secret_owned_by_a_deleted_manifest`]).
+pub fn delete_policy_leaves_no_dead_value(world: &World, snapshot: &Snapshot) -> Verdict {
+    let problems = world
+        .collected
+        .iter()
+        .filter(|d| d.declared.policy == Policy::Delete && d.propagation == Propagation::Background)
+        .filter_map(|d| {
+            let secret = delivered_secret_of(d, snapshot)?;
+            Some(format!(
+                "{}: Secret {} stays with a dead value",
+                described(d),
+                secret.name
+            ))
+        })
+        .collect();
+    verdict(
+        "a Delete-policy deletion leaves no Secret unless asked to orphan dependents",
+        problems,
+    )
+}
+
 /// Every write by the reconciler's manager came from the replica that led at that moment.
 /// `replica_of` maps the audit log's actor (a certificate identity) to a Lease identity.
 pub fn only_the_leader_wrote(
@@ -379,6 +512,7 @@ mod tests {
         SecretShown {
             name: name.to_owned(),
             owner_client: owner.map(str::to_owned),
+            released: false,
             data: BTreeMap::from([("clientSecret".to_owned(), value.to_owned())]),
         }
     }
@@ -489,5 +623,118 @@ mod tests {
             ..Snapshot::default()
         };
         assert!(!only_the_leader_wrote(&bad, &leaderships, at(0), replica_of).holds);
+    }
+
+    fn collected(name: &str, policy: Policy, propagation: Propagation) -> CollectedDeletion {
+        CollectedDeletion {
+            declared: Declared {
+                policy,
+                ..client(name)
+            },
+            propagation,
+        }
+    }
+
+    fn world_deleting(deletions: Vec<CollectedDeletion>) -> World {
+        let mut world = World::default();
+        world.collected = deletions;
+        world
+    }
+
+    #[test]
+    fn a_deleted_manifest_still_there_is_stuck() {
+        let world = world_deleting(vec![collected(
+            "app-1",
+            Policy::Orphan,
+            Propagation::Orphan,
+        )]);
+        let mut snapshot = Snapshot::default();
+        assert!(no_deleted_manifest_stays(&world, &snapshot).holds);
+        snapshot
+            .shown
+            .insert((Kind::OIDCClient, "app-1".to_owned()), Shown::default());
+        assert!(!no_deleted_manifest_stays(&world, &snapshot).holds);
+    }
+
+    #[test]
+    fn a_secret_owned_by_a_deleted_manifest_is_a_fight_with_the_collector() {
+        let world = world_deleting(vec![collected(
+            "app-1",
+            Policy::Delete,
+            Propagation::Foreground,
+        )]);
+        let mut snapshot = Snapshot {
+            secrets: vec![secret("app-1", Some("app-1"), "v")],
+            ..Snapshot::default()
+        };
+        assert!(!no_secret_owned_by_a_deleted_manifest(&world, &snapshot).holds);
+        snapshot.secrets[0].owner_client = None;
+        assert!(no_secret_owned_by_a_deleted_manifest(&world, &snapshot).holds);
+    }
+
+    #[test]
+    fn an_orphan_keeps_its_released_secret_holding_the_servers_value() {
+        let world = world_deleting(vec![
+            collected("app-1", Policy::Orphan, Propagation::Background),
+            collected("app-2", Policy::Orphan, Propagation::Orphan),
+            // Foreground: the person asked for dependents to go; not this check's.
+            collected("app-3", Policy::Orphan, Propagation::Foreground),
+        ]);
+        let mut snapshot = Snapshot::default();
+        for name in ["app-1", "app-2", "app-3"] {
+            snapshot
+                .client_hashes
+                .insert(name.to_owned(), sha256_hex(b"in-force"));
+        }
+        let broken = orphan_policy_keeps_its_secret(&world, &snapshot);
+        assert_eq!(broken.violations, 2, "{:?}", broken.problems);
+        let mut released = secret("app-1", None, "in-force");
+        released.released = true;
+        snapshot.secrets = vec![released.clone(), secret("app-2", None, "in-force")];
+        let unlabelled = orphan_policy_keeps_its_secret(&world, &snapshot);
+        assert_eq!(unlabelled.violations, 1, "{:?}", unlabelled.problems);
+        released.name = "app-2".to_owned();
+        released
+            .data
+            .insert("clientSecret".to_owned(), "dead".to_owned());
+        snapshot.secrets[1] = released.clone();
+        assert!(!orphan_policy_keeps_its_secret(&world, &snapshot).holds);
+        released
+            .data
+            .insert("clientSecret".to_owned(), "in-force".to_owned());
+        snapshot.secrets[1] = released;
+        assert!(orphan_policy_keeps_its_secret(&world, &snapshot).holds);
+        // A client the server does not hold (deleted before it registered) has nothing to keep.
+        snapshot.client_hashes.clear();
+        snapshot.secrets.clear();
+        assert!(orphan_policy_keeps_its_secret(&world, &snapshot).holds);
+    }
+
+    #[test]
+    fn foreground_and_background_deletions_leave_no_secret_and_orphan_propagation_may() {
+        let world = world_deleting(vec![
+            collected("app-1", Policy::Orphan, Propagation::Foreground),
+            collected("app-2", Policy::Delete, Propagation::Background),
+            collected("app-3", Policy::Delete, Propagation::Orphan),
+        ]);
+        let mut snapshot = Snapshot {
+            secrets: vec![
+                secret("app-1", None, "a"),
+                secret("app-2", None, "b"),
+                secret("app-3", None, "c"),
+            ],
+            ..Snapshot::default()
+        };
+        assert_eq!(
+            foreground_deletes_the_secret(&world, &snapshot).violations,
+            1
+        );
+        assert_eq!(
+            delete_policy_leaves_no_dead_value(&world, &snapshot).violations,
+            1
+        );
+        snapshot.secrets.retain(|s| s.name == "app-3");
+        assert!(foreground_deletes_the_secret(&world, &snapshot).holds);
+        assert!(delete_policy_leaves_no_dead_value(&world, &snapshot).holds);
     }
 }

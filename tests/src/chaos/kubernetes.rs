@@ -1,6 +1,7 @@
 //! The Kubernetes-side scenarios' faults, acted on the run's own real control plane: its etcd
 //! stopped, its API server killed and started again, its etcd compacted under resumed watches,
-//! its API server throttling, the leader's path to it cut.
+//! its API server throttling, the leader's path to it cut, its garbage collector acting on the
+//! Secrets of manifests deleted with each propagation policy.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +16,10 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::Config;
+use super::churn::{Churn, ChurnCounts};
 use super::replicas::Replica;
 use super::scenario::{self, Disruption, Scenario};
+use super::world::{Kind, Policy, Propagation, World};
 use crate::control_plane::real::{OwnedPlane, PlaneProcess};
 use crate::e2e::Stack;
 use crate::proxy::CuttableProxy;
@@ -52,6 +55,8 @@ pub fn tick_interval(scenario: Scenario, config: &Config) -> Option<Duration> {
         // Longer than two compaction intervals, so that a watch resumed after a break has its
         // revision compacted by the next one.
         Scenario::Compaction => Some(Duration::from_secs(5)),
+        // Every combination of deletion and propagation policy about once in 8 s.
+        Scenario::GcOrphan => Some(Duration::from_millis(1300)),
         scenario => scenario::tick_interval(scenario, config.lease),
     }
 }
@@ -111,6 +116,51 @@ pub async fn tick(
         scenario => scenario::tick(scenario, stack, replicas, leader, disruption).await?,
     }
     Ok(())
+}
+
+/// The combinations `gc-orphan` deletes in turn: each deletion policy with each propagation
+/// policy.
+const RACES: [(Policy, Propagation); 6] = [
+    (Policy::Orphan, Propagation::Background),
+    (Policy::Orphan, Propagation::Foreground),
+    (Policy::Orphan, Propagation::Orphan),
+    (Policy::Delete, Propagation::Background),
+    (Policy::Delete, Propagation::Foreground),
+    (Policy::Delete, Propagation::Orphan),
+];
+
+/// One deletion racing the garbage collector: the oldest live OIDCClient (registered, its secret
+/// delivered, most likely) of the next combination's deletion policy, deleted with its
+/// propagation policy, and a fresh client of that policy in its place, registered by its turn.
+/// With no client of that policy yet, one is created and the combination waits a turn.
+pub async fn race_the_collector(
+    churn: &mut Churn,
+    world: &mut World,
+    churned: &mut ChurnCounts,
+    disruption: &mut Disruption,
+) -> anyhow::Result<()> {
+    let d = &disruption.deletions;
+    let done = d.background + d.foreground + d.orphan;
+    let (policy, propagation) = RACES[done as usize % RACES.len()];
+    let victim = world
+        .live
+        .values()
+        .find(|d| d.kind == Kind::OIDCClient && d.policy == policy)
+        .map(|d| (d.kind, d.name.clone()));
+    if let Some(key) = victim {
+        churn
+            .delete_propagating(world, &key, propagation, churned)
+            .await?;
+        let counted = &mut disruption.deletions;
+        *match propagation {
+            Propagation::Background => &mut counted.background,
+            Propagation::Foreground => &mut counted.foreground,
+            Propagation::Orphan => &mut counted.orphan,
+        } += 1;
+    }
+    churn
+        .create_with(world, Kind::OIDCClient, policy, churned)
+        .await
 }
 
 /// Requests the API server answered 429, by its own count.

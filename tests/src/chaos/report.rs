@@ -63,7 +63,7 @@ impl ScenarioReport {
         let faults = match self.scenario.side() {
             Side::Server => format!("{} faults, {} kills", d.faults_answered, d.kills),
             Side::Kubernetes => format!(
-                "{} etcd stops ({:.0} s), {} API server restarts, {} watch breaks ({} 410 Gone met), {} partitions, {} Lease handovers, {} answers 429",
+                "{} etcd stops ({:.0} s), {} API server restarts, {} watch breaks ({} 410 Gone met), {} partitions, {} Lease handovers, {} answers 429, {}/{}/{} deletions background/foreground/orphan",
                 d.etcd_stops,
                 d.etcd_stopped_seconds,
                 d.api_server_restarts,
@@ -71,7 +71,10 @@ impl ScenarioReport {
                 d.gone,
                 d.partitions,
                 d.lease_handovers,
-                d.throttled
+                d.throttled,
+                d.deletions.background,
+                d.deletions.foreground,
+                d.deletions.orphan
             ),
         };
         format!(
@@ -228,7 +231,7 @@ fn server_table(text: &mut String, scenarios: &[&ScenarioReport]) {
 
 /// The Kubernetes-side scenarios' figures (each on a real control plane of its own).
 fn kubernetes_table(text: &mut String, scenarios: &[&ScenarioReport]) {
-    let columns: [Column; 8] = [
+    let columns: [Column; 9] = [
         ("etcd stops", |d| d.etcd_stops.to_string()),
         ("etcd stopped", |d| {
             format!("{:.0} s", d.etcd_stopped_seconds)
@@ -239,6 +242,10 @@ fn kubernetes_table(text: &mut String, scenarios: &[&ScenarioReport]) {
         ("partitions", |d| d.partitions.to_string()),
         ("Lease handovers", |d| d.lease_handovers.to_string()),
         ("answers 429", |d| d.throttled.to_string()),
+        ("deletions (background/foreground/orphan)", |d| {
+            let p = &d.deletions;
+            format!("{}/{}/{}", p.background, p.foreground, p.orphan)
+        }),
     ];
     scenario_table(text, "scenario (real control plane)", &columns, scenarios);
 }

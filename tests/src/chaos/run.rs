@@ -179,6 +179,15 @@ impl<'a> Run<'a> {
             if next_tick.is_some_and(|t| Instant::now() >= t) {
                 let leader = self.leader();
                 match (scenario.side(), self.plane) {
+                    (Side::Kubernetes, Some(_)) if scenario == Scenario::GcOrphan => {
+                        kubernetes::race_the_collector(
+                            &mut self.churn,
+                            &mut self.world,
+                            &mut churned,
+                            &mut disruption,
+                        )
+                        .await?;
+                    }
                     (Side::Kubernetes, Some(plane)) => {
                         // The churn waits while the control plane is down, and then has its
                         // whole phase still.

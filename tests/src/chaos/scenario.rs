@@ -54,6 +54,11 @@ pub enum Scenario {
     /// The leader's path to the real API server (not to the server) cut for longer than its
     /// Lease, again and again: the other replica takes the Lease over.
     ApiCut,
+    /// OIDCClients of both deletion policies, with generated Secrets, deleted with each of
+    /// Kubernetes' propagation policies in turn (`--cascade=background|foreground|orphan`), so
+    /// that kube-controller-manager's garbage collector acts on their Secrets while the
+    /// reconciler carries out the deletion.
+    GcOrphan,
 }
 
 /// Where a scenario runs.
@@ -82,12 +87,13 @@ impl Scenario {
     ];
 
     /// The Kubernetes-side scenarios, each on a real control plane of its own.
-    pub const KUBERNETES: [Scenario; 5] = [
+    pub const KUBERNETES: [Scenario; 6] = [
         Scenario::EtcdStopped,
         Scenario::ApiServerRestarted,
         Scenario::Compaction,
         Scenario::Throttled,
         Scenario::ApiCut,
+        Scenario::GcOrphan,
     ];
 
     pub fn side(self) -> Side {
@@ -114,6 +120,7 @@ impl Scenario {
             Scenario::Compaction => "compaction",
             Scenario::Throttled => "throttled",
             Scenario::ApiCut => "api-cut",
+            Scenario::GcOrphan => "gc-orphan",
         }
     }
 }
@@ -140,6 +147,17 @@ pub struct Disruption {
     pub lease_handovers: u64,
     /// Requests the API server answered 429 (its `apiserver_request_total{code="429"}`).
     pub throttled: u64,
+    /// Manifests deleted with each propagation policy while the garbage collector raced the
+    /// reconciler (`gc-orphan`).
+    pub deletions: Propagations,
+}
+
+/// Deletions by Kubernetes propagation policy.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Propagations {
+    pub background: u64,
+    pub foreground: u64,
+    pub orphan: u64,
 }
 
 const WRITES: [Method; 8] = [
@@ -221,7 +239,8 @@ pub fn begin(
         | Scenario::ApiServerRestarted
         | Scenario::Compaction
         | Scenario::Throttled
-        | Scenario::ApiCut => {}
+        | Scenario::ApiCut
+        | Scenario::GcOrphan => {}
     }
     Ok(())
 }

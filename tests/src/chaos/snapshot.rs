@@ -38,6 +38,9 @@ async fn shown_of<K: Declared>(
     Ok(())
 }
 
+/// The label the reconciler marks a Secret released from a manifest deleted with `Orphan` with.
+const RELEASED_LABEL: &str = "nauthera.io/released";
+
 pub async fn take(stack: &Stack) -> anyhow::Result<Snapshot> {
     let namespace = stack.namespace().to_owned();
     let mut shown = BTreeMap::new();
@@ -59,6 +62,12 @@ pub async fn take(stack: &Stack) -> anyhow::Result<Snapshot> {
                 .into_iter()
                 .find(|owner| owner.kind == "OIDCClient")
                 .map(|owner| owner.name),
+            released: secret
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(RELEASED_LABEL))
+                .is_some_and(|v| v == "true"),
             data: secret
                 .data
                 .unwrap_or_default()

@@ -29,6 +29,34 @@ impl Policy {
     }
 }
 
+/// Kubernetes' propagation policy of a deletion (`kubectl delete --cascade=...`): what the
+/// garbage collector does with the manifest's dependents (a client's Secret).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// Dependents are deleted once the manifest is gone (the default).
+    Background,
+    /// Dependents are deleted first (`foregroundDeletion` finalizer).
+    Foreground,
+    /// Dependents lose their owner reference and stay (`orphan` finalizer).
+    Orphan,
+}
+
+impl Propagation {
+    pub const ALL: [Propagation; 3] = [
+        Propagation::Background,
+        Propagation::Foreground,
+        Propagation::Orphan,
+    ];
+}
+
+/// A manifest deleted with a propagation policy while the garbage collector raced the
+/// reconciler.
+#[derive(Clone, Debug)]
+pub struct CollectedDeletion {
+    pub declared: Declared,
+    pub propagation: Propagation,
+}
+
 /// One manifest as the churn last declared it.
 #[derive(Clone, Debug)]
 pub struct Declared {
@@ -119,6 +147,8 @@ pub struct World {
     pub deleted: Vec<Declared>,
     /// Deleted with the Orphan policy: the server may hold them (if they were registered).
     pub orphaned: Vec<Declared>,
+    /// Deleted with a propagation policy named (also in `deleted` or `orphaned`).
+    pub collected: Vec<CollectedDeletion>,
     next: u64,
 }
 

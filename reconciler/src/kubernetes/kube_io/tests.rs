@@ -425,3 +425,85 @@ fn an_adoption_request_names_its_revision_secret_choice_and_who_set_it() {
     client.metadata.annotations = None;
     assert_eq!(adopt_request(&client), None);
 }
+
+#[test]
+fn a_secret_the_collector_orphaned_is_told_apart_from_somebody_elses() {
+    let secret = |owners: &[&str], labels: &[(&str, &str)]| Secret {
+        metadata: ObjectMeta {
+            name: Some("web".into()),
+            owner_references: Some(
+                owners
+                    .iter()
+                    .map(|uid| OwnerReference {
+                        uid: (*uid).to_owned(),
+                        ..OwnerReference::default()
+                    })
+                    .collect(),
+            ),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    let managed = [(MANAGED_BY_LABEL, MANAGED_BY)];
+    assert_eq!(secret_held(None, "u1"), SecretHeld::Absent);
+    assert_eq!(
+        secret_held(Some(&secret(&["u1"], &managed)), "u1"),
+        SecretHeld::Owned
+    );
+    assert_eq!(
+        secret_held(Some(&secret(&[], &managed)), "u1"),
+        SecretHeld::OrphanedByCollector
+    );
+    assert_eq!(
+        secret_held(Some(&secret(&["u2"], &managed)), "u1"),
+        SecretHeld::Other,
+        "another manifest's"
+    );
+    assert_eq!(
+        secret_held(Some(&secret(&[], &[])), "u1"),
+        SecretHeld::Other,
+        "a team's own Secret"
+    );
+    assert_eq!(
+        secret_held(Some(&secret(&[], &[(RELEASED_LABEL, "true")])), "u1"),
+        SecretHeld::Other,
+        "released already"
+    );
+}
+
+#[test]
+fn only_a_foreground_deletion_leaves_dependents_to_the_collector() {
+    let mut client = OIDCClient::new(
+        "web",
+        serde_json::from_value(serde_json::json!({
+            "issuer": ISSUER, "redirectUris": ["https://web.example.test/cb"],
+        }))
+        .unwrap(),
+    );
+    client.metadata.finalizers = Some(vec![FINALIZER.to_owned(), "orphan".to_owned()]);
+    assert!(!deleted_in_foreground(&client));
+    client.metadata.finalizers = Some(vec![
+        FINALIZER.to_owned(),
+        FOREGROUND_DELETION_FINALIZER.to_owned(),
+    ]);
+    assert!(deleted_in_foreground(&client));
+}
+
+#[test]
+fn the_reconciler_removes_only_its_own_finalizer() {
+    let theirs = [
+        "orphan".to_owned(),
+        FOREGROUND_DELETION_FINALIZER.to_owned(),
+    ];
+    let mut all = vec![theirs[0].clone(), FINALIZER.to_owned(), theirs[1].clone()];
+    assert_eq!(finalizers_with_ours(&all, false), theirs.to_vec());
+    all = finalizers_with_ours(&theirs, true);
+    assert_eq!(all.len(), 3);
+    assert!(all.contains(&FINALIZER.to_owned()));
+}

@@ -28,14 +28,14 @@ pub use elsewhere::{
 };
 pub use observe::observed;
 pub use outcome::{
-    AfterReleaseLook, Applied, DeleteOutcome, DriftReport, ReleaseLook, SecretRefProblem,
-    SecretRelease, SecretWriteFailure, Verdict, adopted, adopted_from, after_apply,
-    after_apply_failure, after_delete, after_delete_failure, after_drift_check_failure,
-    after_release_look, after_secret_failure, awaiting_missing, awaiting_prerequisite, drifted,
-    in_organization, is_conflict, naming_dependents, no_drift, reference_missing, refusal_message,
-    released, released_with_secret, restored, secret_delivered, secret_reclaimed,
-    secret_ref_unavailable, secret_to_release, secret_unreadable, superseding_drift,
-    unencodable_branding,
+    AfterReleaseLook, Applied, DeleteOutcome, DriftReport, ReleaseLook, SecretFate, SecretHeld,
+    SecretRefProblem, SecretRelease, SecretWriteFailure, Verdict, adopted, adopted_from,
+    after_apply, after_apply_failure, after_delete, after_delete_failure,
+    after_drift_check_failure, after_release_look, after_secret_failure, awaiting_missing,
+    awaiting_prerequisite, drifted, in_organization, is_conflict, naming_dependents, no_drift,
+    reference_missing, refusal_message, released, released_with_secret, restored, secret_delivered,
+    secret_fate, secret_reclaimed, secret_ref_unavailable, secret_to_release, secret_unreadable,
+    superseding_drift, unencodable_branding,
 };
 pub use policy::{PolicyGate, held_by_policy, with_approval};
 pub use provided::{

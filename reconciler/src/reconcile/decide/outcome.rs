@@ -929,12 +929,55 @@ pub fn superseding_drift(
     verdict
 }
 
+/// The Secret at the name a deletion releases, as the deletion finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretHeld {
+    /// There is no Secret of that name.
+    Absent,
+    /// Owned by the manifest being deleted.
+    Owned,
+    /// Delivered by the reconciler and owned by nothing, not released: the garbage collector
+    /// removed its owner reference (a deletion with `--cascade=orphan`).
+    OrphanedByCollector,
+    /// Somebody else's, or released already.
+    Other,
+}
+
+/// What a deletion that leaves the object on the server does with the Secret it releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretFate {
+    /// Release it: no owner reference, labelled released.
+    Release,
+    /// Leave it to the garbage collector: the deletion asked for dependents to be deleted
+    /// first (`foregroundDeletion`), and the reconciler does not race the collector for it.
+    LeaveToCollector,
+    /// Nothing there to keep: said, since no copy of the secret stays in the cluster.
+    Absent,
+    /// Not this manifest's: left alone.
+    NotOurs,
+}
+
+/// The decision for the Secret a deletion releases; `foreground` when the manifest carries the
+/// `foregroundDeletion` finalizer (deleted with `--cascade=foreground`).
+pub fn secret_fate(held: SecretHeld, foreground: bool) -> SecretFate {
+    match held {
+        SecretHeld::Absent => SecretFate::Absent,
+        SecretHeld::Other => SecretFate::NotOurs,
+        SecretHeld::Owned if foreground => SecretFate::LeaveToCollector,
+        SecretHeld::Owned | SecretHeld::OrphanedByCollector => SecretFate::Release,
+    }
+}
+
 /// What became of the Secret a resource owned, when its object stays on the server (`Orphan`, or
 /// a drifted object left in place) and the manifest goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SecretRelease {
     /// Released: it keeps the client secret the server still accepts.
     Released { secret_name: String },
+    /// Left to the garbage collector, which a foreground deletion has delete it.
+    LeftToCollector { secret_name: String },
+    /// There was no Secret to keep (deleted before the release, or never delivered).
+    Absent { secret_name: String },
     /// The release failed: the finalizer stays, so the garbage collector cannot take it.
     Failed {
         secret_name: String,
@@ -963,6 +1006,26 @@ pub fn released_with_secret(reason: Reason, release: &SecretRelease) -> Verdict 
             verdict.message = format!(
                 "{}; Secret {secret_name} is kept with the client secret the server still \
                  accepts: no longer owned by the manifest, labelled nauthera.io/released=true",
+                verdict.message
+            );
+            verdict
+        }
+        SecretRelease::LeftToCollector { secret_name } => {
+            let mut verdict = released(reason);
+            verdict.message = format!(
+                "{}; Secret {secret_name} is deleted by the garbage collector, as a foreground \
+                 deletion asks for the manifest's dependents: no copy of the client secret the \
+                 server still accepts stays in the cluster",
+                verdict.message
+            );
+            verdict
+        }
+        SecretRelease::Absent { secret_name } => {
+            let mut verdict = released(reason);
+            verdict.message = format!(
+                "{}; Secret {secret_name} no longer exists (a foreground deletion, for one, has \
+                 the garbage collector delete it first): no copy of the client secret the server \
+                 still accepts stays in the cluster",
                 verdict.message
             );
             verdict

@@ -2348,3 +2348,45 @@ fn a_write_in_force_keeps_what_the_approval_listed_and_a_restore_its_answer() {
     assert_eq!(record.overwritten_revision.as_deref(), Some("r8"));
     assert_eq!(record.requested_by.as_deref(), Some("kubectl-nauthera"));
 }
+
+#[test]
+fn a_foreground_deletion_leaves_the_secret_to_the_collector_and_an_orphaned_one_is_released() {
+    // Background: released before the manifest goes, so the collector keeps it.
+    assert_eq!(secret_fate(SecretHeld::Owned, false), SecretFate::Release);
+    // `--cascade=foreground`: the person asked for dependents to go; no race with the collector.
+    assert_eq!(
+        secret_fate(SecretHeld::Owned, true),
+        SecretFate::LeaveToCollector
+    );
+    // `--cascade=orphan`: the collector removed the owner reference first; still labelled.
+    assert_eq!(
+        secret_fate(SecretHeld::OrphanedByCollector, false),
+        SecretFate::Release
+    );
+    assert_eq!(secret_fate(SecretHeld::Absent, true), SecretFate::Absent);
+    assert_eq!(secret_fate(SecretHeld::Other, false), SecretFate::NotOurs);
+    assert_eq!(secret_fate(SecretHeld::Other, true), SecretFate::NotOurs);
+}
+
+#[test]
+fn an_orphan_whose_secret_the_collector_takes_says_no_copy_stays() {
+    for release in [
+        SecretRelease::LeftToCollector {
+            secret_name: "web".into(),
+        },
+        SecretRelease::Absent {
+            secret_name: "web".into(),
+        },
+    ] {
+        let verdict = released_with_secret(Reason::Orphaned, &release);
+        assert_eq!(verdict.reason, Reason::Orphaned);
+        assert!(!verdict.retried, "the manifest goes");
+        assert!(
+            verdict.message.contains("stays registered on the server")
+                && verdict.message.contains("Secret web")
+                && verdict.message.contains("no copy of the client secret"),
+            "{}",
+            verdict.message
+        );
+    }
+}

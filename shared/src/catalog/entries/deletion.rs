@@ -51,6 +51,33 @@ pub(in crate::catalog) static DELETING: ReasonEntry = ReasonEntry {
              of a secret the server still accepts. If that write fails (cause `transient`, or \
              `forbidden` when the reconciler's role lacks `patch` on secrets), the resource \
              stays here and the release is retried with backoff.",
+            "Kubernetes' own propagation policy (`kubectl delete \
+             --cascade=background|foreground|orphan`) tells kube-controller-manager's garbage \
+             collector what to do with the manifest's dependents, an OIDCClient's generated \
+             Secret among them, while the reconciler carries out `deletionPolicy`: both act on \
+             the same Secret at the same moment. The outcomes:",
+            "- `Orphan` with `--cascade=background` (the default): the object stays registered; \
+             the Secret is released first and kept, holding the client secret the server \
+             accepts.\n\
+             - `Orphan` with `--cascade=orphan`: the same. The garbage collector may remove the \
+             owner reference first; the reconciler labels the Secret released all the same, so \
+             that the manifest applied again takes it back.\n\
+             - `Orphan` with `--cascade=foreground`: whoever deleted it asked for the dependents \
+             to be deleted first, so the reconciler leaves the Secret to the garbage collector \
+             rather than race it. The object stays registered, the Secret is deleted, and the \
+             `Orphaned` event says that no copy of the client secret the server still accepts \
+             stays in the cluster.\n\
+             - `Delete` with `--cascade=background` or `--cascade=foreground`: the object is \
+             deleted on the server and the garbage collector deletes the Secret (before the \
+             manifest goes in the foreground, after it in the background): no Secret is left \
+             with a secret that no longer works.\n\
+             - `Delete` with `--cascade=orphan`: the object is deleted on the server and the \
+             Secret stays, as asked, owned by nobody, with a client secret that no longer \
+             works; delete it once no workload reads it.",
+            "Either way the manifest goes once both are done. The reconciler removes only its \
+             own finalizer, never the garbage collector's `orphan` or `foregroundDeletion`, and \
+             its write carries the resourceVersion it read, so it never undoes one the collector \
+             made meanwhile.",
             "An Organization stays here as well while the server refuses to delete it because \
              it still holds clients, brandings or identity providers (`ORGANIZATION_NOT_EMPTY`, \
              cause `organization_not_empty`): the server keeps an organization until it is \
@@ -145,7 +172,9 @@ pub(in crate::catalog) static DELETED: ReasonEntry = ReasonEntry {
              the revision the reconciler wrote. The reconciler deleted the object on that \
              condition, recorded a `Deleted` event and released the finalizer. The server's \
              audit log records the deletion under the reconciler's manager name. An OIDCClient's \
-             generated Secret is owned by the resource and is garbage-collected with it.",
+             generated Secret is owned by the resource and is garbage-collected with it, unless \
+             the manifest was deleted with `kubectl delete --cascade=orphan`: then the Secret \
+             stays, owned by nobody, with a client secret that no longer works.",
         ],
         impact: &[
             "The object no longer exists on the server. For a client, nobody can sign in through \
@@ -197,6 +226,12 @@ pub(in crate::catalog) static ORPHANED: ReasonEntry = ReasonEntry {
              manifest go, so it is not garbage-collected, and labelled it \
              `nauthera.io/released=true` with the annotation `nauthera.io/released-from` naming \
              the manifest. Nobody manages it any more: delete it once no workload needs it.",
+            "Not when the manifest was deleted with `kubectl delete --cascade=foreground`: that \
+             asks for its dependents to be deleted first, so the garbage collector deletes the \
+             Secret and the event says that no copy of the client secret stays in the cluster. \
+             The client keeps working on the server with a secret no Secret holds: delete it \
+             there, or apply the manifest again and rotate its secret (`kubectl nauthera \
+             rotate`) to have a new one delivered.",
         ],
         diagnosis: &[
             DiagnosisStep {

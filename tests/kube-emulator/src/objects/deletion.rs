@@ -6,12 +6,18 @@ use super::*;
 /// How dependents are treated when their owner goes (`propagationPolicy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Propagation {
-    /// Dependents are collected after the owner is gone (Foreground is treated the same way).
+    /// Dependents are collected after the owner is gone.
     #[default]
     Background,
+    /// The owner is held by the `foregroundDeletion` finalizer while the collector deletes its
+    /// dependents (`gc::finish_foreground`).
+    Foreground,
     /// Dependents lose their owner reference and stay.
     Orphan,
 }
+
+/// The finalizer a foreground deletion holds its object with until its dependents are gone.
+pub const FOREGROUND_DELETION: &str = "foregroundDeletion";
 
 /// Body and query options of a DELETE.
 #[derive(Debug, Clone, Default)]
@@ -30,7 +36,8 @@ impl DeleteOptions {
     ) -> ApiResult<Self> {
         let policy = body["propagationPolicy"].as_str().or(query_propagation);
         let propagation = match policy {
-            None | Some("Background") | Some("Foreground") => Propagation::Background,
+            None | Some("Background") => Propagation::Background,
+            Some("Foreground") => Propagation::Foreground,
             Some("Orphan") => Propagation::Orphan,
             Some(other) => {
                 return Err(ApiError::bad_request(format!(
@@ -106,11 +113,17 @@ pub fn delete(
         orphan_dependents(store, live.uid());
     }
     let is_namespace = info.group.is_empty() && info.plural == "namespaces";
-    if !finalizers(&live.value).is_empty() || is_namespace {
+    let foreground = options.propagation == Propagation::Foreground && !is_namespace;
+    if !finalizers(&live.value).is_empty() || is_namespace || foreground {
         if live.value.pointer("/metadata/deletionTimestamp").is_some() {
             return Ok(Deleted::Pending(live));
         }
         let mut marked = live.value.clone();
+        if foreground {
+            let mut held = finalizers(&live.value);
+            held.push(FOREGROUND_DELETION.to_owned());
+            marked["metadata"]["finalizers"] = json!(held);
+        }
         marked["metadata"]["deletionTimestamp"] = json!(ids::now_rfc3339());
         marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
         // Marking for deletion bumps the generation, as the API server does for kinds without

@@ -6,7 +6,7 @@ mod deletion;
 mod draft;
 mod scale;
 
-pub use deletion::{DeleteOptions, Deleted, delete, remove_now};
+pub use deletion::{DeleteOptions, Deleted, FOREGROUND_DELETION, delete, remove_now};
 pub use draft::{Access, Committed, Draft, commit as commit_draft};
 pub use scale::{ScaleChange, to_scale, write as write_scale};
 
