@@ -17,4 +17,5 @@ pub mod manifests;
 pub mod previous;
 pub mod process;
 pub mod proxy;
+pub mod rendered;
 pub mod upgrade;

@@ -23,20 +23,13 @@ use nauthera_tests::e2e::{RECONCILER_NAMESPACE, Stack, StackOptions, kubectl};
 use nauthera_tests::helm::helm_path;
 use nauthera_tests::installed::{self, EXAMPLES_NAMESPACE};
 use nauthera_tests::manifests;
+use nauthera_tests::rendered::{env_value, misplaced};
 use serde_json::Value;
 
 const CHART: &str = "charts/nauthera-reconciler";
 const RELEASE: &str = "nauthera-reconciler";
 /// The label `deploy/base` (and the shards overlay) puts on what it installs.
 const PART_OF: &str = "app.kubernetes.io/part-of";
-
-/// Kinds that live outside namespaces; any other kind rendered is taken as namespaced.
-const CLUSTER_SCOPED_KINDS: [&str; 4] = [
-    "Namespace",
-    "CustomResourceDefinition",
-    "ClusterRole",
-    "ClusterRoleBinding",
-];
 
 fn chart_dir() -> PathBuf {
     workspace_root().join(CHART)
@@ -272,61 +265,6 @@ fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .iter()
         .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
         .unwrap_or_else(|| panic!("no {kind} {name} rendered"))
-}
-
-fn env_value<'a>(deployment: &'a Value, name: &str) -> Option<&'a str> {
-    deployment["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_array()?
-        .iter()
-        .find(|variable| variable["name"] == name)?["value"]
-        .as_str()
-}
-
-/// Every way the objects are not where a reconciler released into `namespace` needs them.
-/// The grants in the namespaces the reconciler is limited to (`namespaces`) are the only
-/// objects elsewhere.
-fn misplaced(objects: &[Value], namespace: &str) -> Vec<String> {
-    let limited_to: Vec<&str> = objects
-        .iter()
-        .filter(|o| o["kind"] == "Deployment")
-        .filter_map(|deployment| env_value(deployment, "NAUTHERA_NAMESPACES"))
-        .flat_map(|list| list.split(','))
-        .collect();
-    let mut problems = Vec::new();
-    for object in objects {
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let name = describe(object);
-        let actual = object["metadata"]["namespace"].as_str();
-        if kind == "RoleBinding" && actual.is_some_and(|n| limited_to.contains(&n)) {
-            // A grant in a namespace the reconciler is limited to.
-        } else if CLUSTER_SCOPED_KINDS.contains(&kind) {
-            if actual.is_some() {
-                problems.push(format!("{name} is cluster-scoped but names a namespace"));
-            }
-        } else if actual != Some(namespace) {
-            problems.push(format!("{name} is not in {namespace}"));
-        }
-        if kind == "Namespace" && object["metadata"]["name"] != namespace {
-            problems.push(format!("{name} is created instead of {namespace}"));
-        }
-        for subject in object["subjects"].as_array().into_iter().flatten() {
-            if subject["kind"] == "ServiceAccount" && subject["namespace"] != namespace {
-                problems.push(format!(
-                    "{name} binds a ServiceAccount elsewhere: {subject}"
-                ));
-            }
-        }
-        if kind == "Certificate" {
-            let names = object["spec"]["dnsNames"].as_array().into_iter().flatten();
-            for dns in names.chain([&object["spec"]["commonName"]]) {
-                let labels: Vec<&str> = dns.as_str().unwrap_or_default().split('.').collect();
-                if labels.len() < 3 || labels[1] != namespace || labels.last() != Some(&"svc") {
-                    problems.push(format!("{name} is for {dns}, not a name in {namespace}"));
-                }
-            }
-        }
-    }
-    problems
 }
 
 #[test]
