@@ -7,11 +7,7 @@
 
 use nauthera_tests::chaos::{self, Config, Scenario};
 
-// Left out of the default run until the defect `throttled` found is fixed (docs/reliability.md,
-// "Open findings": a rotation whose delivery failed under 429s was not completed in 1 run of 4);
-// `cargo test --workspace --test chaos_kube -- --ignored` runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a rotation defect found by `throttled` makes it fail 1 run in 4; see docs/reliability.md"]
 async fn every_kubernetes_side_scenario_keeps_every_invariant_and_leaks_nothing() {
     let report = chaos::run(&Config::bounded_kubernetes()).await.unwrap();
     println!("{}", report.markdown());

@@ -189,6 +189,58 @@ nauthera_tests::e2e_test!(
     a_requested_rotation_whose_answer_is_lost_is_finished_and_never_done_twice
 );
 
+/// A Secret the reconciler wrote whose status write never came (its term ended in between, as
+/// under API server throttling): owned by the client, with the reconciler's label, holding a
+/// value the server no longer accepts, and named by neither the manifest nor the status. It is
+/// removed, and the Secret in force is left alone.
+async fn a_secret_written_but_never_recorded_is_removed() {
+    let stack = Stack::start().await;
+    stack.apply(&generated_client("web")).await;
+    stack.wait_reason("web", Reason::Registered).await;
+    let in_force = secret_in_force(&stack, "web").await;
+    // A copy of the delivered Secret under another name, with a dead value: what a term that
+    // ended between writing a renamed Secret and recording it leaves behind.
+    let mut left = stack.secret("web").await.unwrap();
+    left.metadata = kube::api::ObjectMeta {
+        name: Some("web-left".into()),
+        namespace: left.metadata.namespace.clone(),
+        labels: left.metadata.labels.clone(),
+        annotations: left.metadata.annotations.clone(),
+        owner_references: left.metadata.owner_references.clone(),
+        ..kube::api::ObjectMeta::default()
+    };
+    left.data.get_or_insert_default().insert(
+        "clientSecret".into(),
+        k8s_openapi::ByteString(b"a-dead-value".to_vec()),
+    );
+    stack
+        .secrets()
+        .create(&kube::api::PostParams::default(), &left)
+        .await
+        .expect("the Secret left behind is written");
+    stack
+        .eventually("the Secret left behind is removed", async || {
+            stack.secret("web-left").await.is_none()
+        })
+        .await;
+    let event = stack.wait_event("web", "SecretRemoved").await;
+    assert!(
+        event.message.contains("removed Secret web-left"),
+        "{}",
+        event.message
+    );
+    assert_eq!(secret_in_force(&stack, "web").await, in_force);
+    let client = stack.wait_reason("web", Reason::Registered).await;
+    assert_eq!(
+        status_of(&client)
+            .secret_ref
+            .as_ref()
+            .map(|r| r.name.as_str()),
+        Some("web")
+    );
+}
+nauthera_tests::e2e_test!(a_secret_written_but_never_recorded_is_removed);
+
 async fn a_rotation_of_a_secret_the_team_holds_is_answered_without_a_write() {
     let stack = Stack::start().await;
     let team_secret = "apiVersion: v1

@@ -110,11 +110,75 @@ pub struct SecretSummaries {
     denied: AtomicBool,
 }
 
+/// A Secret's namespace and name.
+type NamespacedName = (Box<str>, Box<str>);
+
 #[derive(Debug, Default)]
 struct Listed {
     current: ByNamespace,
     /// A listing under way (after a start or a lost watch): it replaces `current` when done.
     listing: Option<ByNamespace>,
+    /// The Secrets of `current` by the uid of each owner.
+    by_owner: HashMap<Box<str>, BTreeSet<NamespacedName>>,
+}
+
+impl Listed {
+    fn apply(&mut self, secret: &Secret) {
+        self.unindex(secret);
+        insert(&mut self.current, secret);
+        let (Some(namespace), Some(name)) = (&secret.metadata.namespace, &secret.metadata.name)
+        else {
+            return;
+        };
+        for owner in secret.metadata.owner_references.iter().flatten() {
+            self.by_owner
+                .entry(owner.uid.as_str().into())
+                .or_default()
+                .insert((namespace.as_str().into(), name.as_str().into()));
+        }
+    }
+
+    fn delete(&mut self, secret: &Secret) {
+        self.unindex(secret);
+        remove(&mut self.current, secret);
+    }
+
+    /// Drops the owners the cached copy of this Secret names from the index.
+    fn unindex(&mut self, secret: &Secret) {
+        let (Some(namespace), Some(name)) = (&secret.metadata.namespace, &secret.metadata.name)
+        else {
+            return;
+        };
+        let Some(cached) = self
+            .current
+            .get(namespace.as_str())
+            .and_then(|names| names.get(name.as_str()))
+        else {
+            return;
+        };
+        for uid in &cached.owner_uids {
+            if let Some(names) = self.by_owner.get_mut(uid) {
+                names.remove(&(namespace.as_str().into(), name.as_str().into()));
+                if names.is_empty() {
+                    self.by_owner.remove(uid);
+                }
+            }
+        }
+    }
+
+    fn reindex(&mut self) {
+        self.by_owner.clear();
+        for (namespace, names) in &self.current {
+            for (name, summary) in names {
+                for uid in &summary.owner_uids {
+                    self.by_owner
+                        .entry(uid.clone())
+                        .or_default()
+                        .insert((namespace.clone(), name.clone()));
+                }
+            }
+        }
+    }
 }
 
 fn insert(map: &mut ByNamespace, secret: &Secret) {
@@ -157,11 +221,12 @@ impl SecretSummaries {
             watcher::Event::InitDone => {
                 if let Some(listed) = cache.listing.take() {
                     cache.current = listed;
+                    cache.reindex();
                 }
                 self.denied.store(false, Ordering::Relaxed);
             }
-            watcher::Event::Apply(secret) => insert(&mut cache.current, secret),
-            watcher::Event::Delete(secret) => remove(&mut cache.current, secret),
+            watcher::Event::Apply(secret) => cache.apply(secret),
+            watcher::Event::Delete(secret) => cache.delete(secret),
         }
     }
 
@@ -182,6 +247,24 @@ impl SecretSummaries {
                     Some((namespace.to_string(), summary.first_owner.clone()?))
                 })
             })
+            .collect()
+    }
+
+    /// The names of the cached Secrets in a namespace that the owner with this uid owns.
+    fn owned_by(&self, namespace: &str, uid: &str) -> Vec<String> {
+        if self.denied.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let Ok(cache) = self.cache.read() else {
+            return Vec::new();
+        };
+        cache
+            .by_owner
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .filter(|(in_namespace, _)| &**in_namespace == namespace)
+            .map(|(_, name)| name.to_string())
             .collect()
     }
 
@@ -217,6 +300,19 @@ impl DeliveredSecrets {
         self.scopes
             .iter()
             .find_map(|scope| scope.get(namespace, name))
+    }
+
+    /// The delivered Secrets in a namespace that the resource with this uid owns, as the
+    /// watches last saw them (none while a watch is refused).
+    pub fn owned_by(&self, namespace: &str, uid: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .scopes
+            .iter()
+            .flat_map(|scope| scope.owned_by(namespace, uid))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 }
 
@@ -437,6 +533,28 @@ mod tests {
         summaries.follow(&watcher::Event::Delete(secret("web", "uid-1", "")));
         assert!(cache.get("team", "web").is_none());
         assert!(cache.get("elsewhere", "web").is_none());
+    }
+
+    #[test]
+    fn the_secrets_an_owner_owns_follow_the_listing_and_the_changes() {
+        let summaries = Arc::new(SecretSummaries::default());
+        let cache = DeliveredSecrets::new(vec![summaries.clone()]);
+        summaries.follow(&watcher::Event::Apply(secret("gone", "uid-1", "x")));
+        summaries.follow(&watcher::Event::Init);
+        summaries.follow(&watcher::Event::InitApply(secret("web", "uid-1", "x")));
+        summaries.follow(&watcher::Event::InitApply(secret("web-s2", "uid-1", "x")));
+        summaries.follow(&watcher::Event::InitApply(secret("api", "uid-2", "x")));
+        assert_eq!(cache.owned_by("team", "uid-1"), vec!["gone".to_owned()]);
+        summaries.follow(&watcher::Event::InitDone);
+        assert_eq!(cache.owned_by("team", "uid-1"), vec!["web", "web-s2"]);
+        assert!(cache.owned_by("elsewhere", "uid-1").is_empty());
+        summaries.follow(&watcher::Event::Delete(secret("web-s2", "uid-1", "x")));
+        assert_eq!(cache.owned_by("team", "uid-1"), vec!["web"]);
+        // A Secret that changes owner (taken over) leaves the first owner's list.
+        summaries.follow(&watcher::Event::Apply(secret("web", "uid-3", "x")));
+        assert!(cache.owned_by("team", "uid-1").is_empty());
+        assert_eq!(cache.owned_by("team", "uid-3"), vec!["web"]);
+        assert_eq!(cache.owned_by("team", "uid-2"), vec!["api"]);
     }
 
     #[test]

@@ -91,7 +91,7 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
     let minted = ctx.memory.minted(&edges.uid);
     let (mut observed, provided) = observe(&edges, status, minted.is_some()).await?;
     let step = step_to_carry_out(&edges, &mut observed).await?;
-    let checked = step == Step::CheckDrift;
+    let taken = step.clone();
     let verdict = match carry_out(&edges, step, &observed, provided, minted).await? {
         Carried::Verdict(verdict) => *verdict,
         Carried::Done(action) => return Ok(action),
@@ -114,9 +114,10 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
             true,
         )
         .await?;
-    // The check corrected the view (`note_server_view`): the next decision reaches the request.
-    let requested = observed.rotation_request.is_some();
-    if crate::reconcile::decide::rotation_waits_after_check(checked, requested, &verdict) {
+    // A request waiting behind the step just taken is decided at once (the view is corrected
+    // by `note_server_view`), not left for a watch event that never comes.
+    let request = observed.rotation_request.as_ref();
+    if crate::reconcile::decide::rotation_waits_after(&taken, request, &verdict) {
         return Ok(Action::requeue(std::time::Duration::ZERO));
     }
     Ok(action)
@@ -736,6 +737,11 @@ async fn observe<'s, K: Managed, A>(
     };
     let (provided_secret_changed, provided) =
         provided_secret_changed(edges, status, &secret_mode, deleting).await?;
+    // The owner index of the delivered Secrets' cache; the decision keeps those not recorded.
+    let unrecorded_secrets = match secret_mode.generated_into() {
+        Some(_) if !deleting => ctx.delivered.owned_by(&edges.namespace, &edges.uid),
+        _ => Vec::new(),
+    };
     let now = (ctx.clock)();
     let observed = Observed {
         generation,
@@ -758,6 +764,7 @@ async fn observe<'s, K: Managed, A>(
         provided_secret_changed,
         secret_mode,
         secret_pending,
+        unrecorded_secrets,
         secret_state,
         server: resource.server_view(&ctx.revisions),
         retry_not_before: ctx.memory.retry_not_before(&edges.uid, generation),

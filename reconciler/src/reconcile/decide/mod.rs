@@ -47,7 +47,7 @@ pub use rotation::{
     with_stale_removal,
 };
 pub use rotation_triggers::{
-    RotationRequest, ScheduledRotation, rotation_answered, rotation_waits_after_check,
+    RotationRequest, ScheduledRotation, rotation_answered, rotation_waits_after,
     with_rotation_recorded,
 };
 pub use shape::{invalid_secret_template, secret_reshape_failed, secret_reshaped};

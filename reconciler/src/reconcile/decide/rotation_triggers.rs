@@ -9,7 +9,7 @@ use nauthera_shared::resources::{Planned, ResourceStatus, RotationOutcome, Rotat
 
 use nauthera_shared::catalog::Reason;
 
-use super::{Rotation, Update, Verdict};
+use super::{Rotation, Step, Update, Verdict};
 
 /// A rotation asked for with `nauthera.io/rotate`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,17 +101,35 @@ pub fn rotation_answered(
 #[cfg(test)]
 mod tests;
 
-/// Whether a reconcile must follow at once: a drift check (made because the listing lagged
-/// behind the server) found the server as written, while a rotation request waits behind that
-/// check. Nothing else would bring the reconcile that answers it: the check wrote nothing, so no
-/// watch event comes, and the listing catching up with this reconciler's own write routes nowhere.
-pub fn rotation_waits_after_check(
-    checked: bool,
-    rotation_requested: bool,
+/// Whether a reconcile must follow at once: a rotation request waits, and the step just taken
+/// came before the decision that carries it out and settled the resource without carrying it
+/// out. A drift check (made because the listing lagged behind the server) that found the server
+/// as written; a write of the declared state without a rotation; or a rotation's write that met
+/// a conflict and found the server holding this reconciler's own earlier write (a term that ended
+/// between the server minting and the Secret being written, or an answer lost), adopted without
+/// a new secret, while the Secret still holds the value before it; or a delivery of a secret
+/// minted before the request came. Nothing else would bring the
+/// reconcile that answers the request: no watch event follows the reconciler's own status write,
+/// and the listing catching up with its own write routes nowhere.
+pub fn rotation_waits_after(
+    step: &Step,
+    request: Option<&RotationRequest>,
     verdict: &Verdict,
 ) -> bool {
-    checked
-        && rotation_requested
+    let Some(request) = request else {
+        return false;
+    };
+    let before_rotation = matches!(
+        step,
+        Step::CheckDrift | Step::Apply { .. } | Step::LookBeforeCreate | Step::DeliverSecret
+    );
+    let answered = verdict
+        .fields
+        .last_rotation
+        .as_ref()
+        .is_some_and(|record| record.request.as_deref() == Some(request.request.as_str()));
+    before_rotation
+        && !answered
         && !verdict.retried
         && verdict.reason == Reason::Registered
         && !matches!(verdict.fields.drift, Update::Set(_))

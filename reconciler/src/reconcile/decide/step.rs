@@ -204,6 +204,10 @@ pub struct Observed<'a> {
     pub secret_mode: SecretMode,
     /// A minted secret is held in memory, not yet delivered.
     pub secret_pending: bool,
+    /// The delivered Secrets this resource owns, as their watch shows them. One other than the
+    /// Secret the manifest names and the one the status records was written by a term that
+    /// ended (or a process that stopped) before its status was written: it holds a dead value.
+    pub unrecorded_secrets: Vec<String>,
     pub secret_state: SecretState,
     /// The value in the Secret named by `spec.secret.secretRef` differs from the one last sent.
     pub provided_secret_changed: bool,
@@ -698,6 +702,11 @@ fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
             name: name.to_owned(),
         };
     }
+    if let Some(name) = unrecorded_secret(observed) {
+        return Step::RemoveStaleSecret {
+            name: name.to_owned(),
+        };
+    }
     // A check that failed (its read was retried) left a phase other than Registered in status
     // although the generation is in force: look again, so the status says what holds now.
     // A generation in force that a policy (made since) does not allow says so, and stays.
@@ -711,6 +720,24 @@ fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
         _ if held => Step::HoldByPolicy,
         _ => rotation_step(observed, written),
     }
+}
+
+/// A Secret of this resource's that the status never recorded, once the secret in force is
+/// recorded as delivered into the Secret the manifest names: removed like a stale one.
+fn unrecorded_secret<'a>(observed: &'a Observed<'_>) -> Option<&'a str> {
+    let current = observed.secret_mode.generated_into()?;
+    let recorded = observed
+        .status
+        .and_then(|s| s.secret_ref.as_ref())
+        .map(|r| r.name.as_str());
+    if recorded != Some(current) {
+        return None;
+    }
+    observed
+        .unrecorded_secrets
+        .iter()
+        .map(String::as_str)
+        .find(|name| *name != current)
 }
 
 /// The generated secret in force, settled in its Secret: rotated when somebody asked for it

@@ -46,6 +46,7 @@ pub(super) fn observed(status: Option<&ResourceStatus>) -> Observed<'_> {
         status,
         secret_mode: SecretMode::None,
         secret_pending: false,
+        unrecorded_secrets: Vec::new(),
         secret_state: SecretState::NotApplicable,
         provided_secret_changed: false,
         server: ServerView::Unknown,
@@ -628,29 +629,6 @@ fn every_rotation_says_why_and_a_secret_left_with_a_dead_value_is_removed() {
         change(&mut o);
         assert_eq!(next_step(&o), expected, "{name}");
     }
-}
-
-#[test]
-fn a_rotation_request_behind_a_check_that_found_the_server_as_written_is_decided_at_once() {
-    let agreed = no_drift(1, "r2");
-    assert!(rotation_waits_after_check(true, true, &agreed));
-    // Nothing waits: no request, or the step was not a check.
-    assert!(!rotation_waits_after_check(true, false, &agreed));
-    assert!(!rotation_waits_after_check(false, true, &agreed));
-    // A drift is reported and waits for a person; a failed check is retried with backoff.
-    let report = DriftReport {
-        server_revision: "r3".into(),
-        manager: Some("dashboard".into()),
-        ..DriftReport::default()
-    };
-    assert!(!rotation_waits_after_check(
-        true,
-        true,
-        &drifted(&report, Some("r2"))
-    ));
-    let mut failed = no_drift(1, "r2");
-    failed.retried = true;
-    assert!(!rotation_waits_after_check(true, true, &failed));
 }
 
 #[test]

@@ -55,6 +55,7 @@ fn observed(status: &ResourceStatus) -> Observed<'_> {
             secret_name: "app".into(),
         },
         secret_pending: false,
+        unrecorded_secrets: Vec::new(),
         secret_state: SecretState::Owned { has_value: true },
         provided_secret_changed: false,
         server: ServerView::Holds {
@@ -338,5 +339,175 @@ fn the_rotated_event_says_who_asked_and_when_and_who_reads_the_secret() {
             .contains("no Deployment, StatefulSet or DaemonSet"),
         "{}",
         event.note
+    );
+}
+
+/// The throttled scenario's lost rotation: a term ended after the server minted the requested
+/// secret and before the Secret was written. The next term's first decision (its listing not in
+/// yet) writes the rotation again over the revision the status records, meets a conflict, and
+/// the check adopts the server's revision, the reconciler's own write: that verdict carries the
+/// request out with no new secret while the Secret holds the value before, so the request is
+/// decided again at once (it was left for a watch event that never came).
+#[test]
+fn a_rotation_request_behind_a_step_that_did_not_carry_it_out_is_decided_at_once() {
+    let status = delivered();
+    let mut first = observed(&status);
+    first.server = ServerView::Unknown;
+    first.rotation_request = Some(request("n2"));
+    first.delivered_request = Some("n1".into());
+    let step = next_step(&first);
+    assert_eq!(
+        step,
+        Step::Apply {
+            if_revision: Some("r1".into()),
+            rotate: Some(requested()),
+            restore: false,
+        }
+    );
+    let held = Applied {
+        client_id: "cid".into(),
+        revision: "r2".into(),
+        generation_in_force: 1,
+        created: false,
+    };
+    let own_write_adopted = adopted(
+        &held,
+        1,
+        true,
+        super::super::outcome::AdoptedFrom::LostAnswer,
+    );
+    assert_eq!(own_write_adopted.reason, Reason::Registered);
+    let waiting = first.rotation_request.clone();
+    assert!(rotation_waits_after(
+        &step,
+        waiting.as_ref(),
+        &own_write_adopted
+    ));
+    // Decided again over the adopted revision: the Secret does not hold the request's secret.
+    let mut status = status;
+    status.revision = Some("r2".into());
+    let mut again = observed(&status);
+    again.server = ServerView::Holds {
+        revision: "r2".into(),
+    };
+    again.rotation_request = waiting.clone();
+    again.delivered_request = Some("n1".into());
+    assert_eq!(
+        next_step(&again),
+        Step::Apply {
+            if_revision: Some("r2".into()),
+            rotate: Some(requested()),
+            restore: false,
+        }
+    );
+
+    // Carried out (the delivery recorded the request): nothing follows.
+    let delivered = with_rotation_recorded(
+        after_apply(&held, Some("app"), Some(Ok(())), false, Some(&requested())),
+        Some(&requested()),
+        waiting.as_ref(),
+    );
+    assert!(!rotation_waits_after(&step, waiting.as_ref(), &delivered));
+    // A check that found the server as written, or a write without a rotation, while a request
+    // waits: decided at once.
+    let agreed = no_drift(1, "r2");
+    assert!(rotation_waits_after(
+        &Step::CheckDrift,
+        waiting.as_ref(),
+        &agreed
+    ));
+    let declared = Step::Apply {
+        if_revision: Some("r1".into()),
+        rotate: None,
+        restore: false,
+    };
+    assert!(rotation_waits_after(&declared, waiting.as_ref(), &agreed));
+    // Nothing waits; or the step is not one before the rotation's decision (no loop).
+    assert!(!rotation_waits_after(&Step::CheckDrift, None, &agreed));
+    assert!(!rotation_waits_after(
+        &Step::HoldByPolicy,
+        waiting.as_ref(),
+        &agreed
+    ));
+    // A drift is reported and waits for a person; a failed step is retried with backoff.
+    let report = DriftReport {
+        server_revision: "r3".into(),
+        manager: Some("dashboard".into()),
+        ..DriftReport::default()
+    };
+    assert!(!rotation_waits_after(
+        &Step::CheckDrift,
+        waiting.as_ref(),
+        &drifted(&report, Some("r2"))
+    ));
+    let mut failed = no_drift(1, "r2");
+    failed.retried = true;
+    assert!(!rotation_waits_after(
+        &Step::CheckDrift,
+        waiting.as_ref(),
+        &failed
+    ));
+}
+
+/// The throttled scenario's dead value: a term ended after the server minted a secret for a new
+/// `spec.secret.secretName` and after the Secret was written, before the status recorded it;
+/// the next term rotated again from the Secret the status named. The Secret written in between,
+/// owned by the resource and recorded nowhere, is removed once the secret in force is settled.
+#[test]
+fn a_secret_delivered_by_a_term_that_ended_before_its_status_is_removed() {
+    let mut status = delivered();
+    status.secret_ref = Some(LocalRef {
+        name: "app-s9".into(),
+    });
+    let mut settled = observed(&status);
+    settled.secret_mode = SecretMode::Generate {
+        secret_name: "app-s9".into(),
+    };
+    settled.unrecorded_secrets = vec!["app-s2".into(), "app-s9".into()];
+    assert_eq!(
+        next_step(&settled),
+        Step::RemoveStaleSecret {
+            name: "app-s2".into()
+        }
+    );
+    // Only the Secret in force: nothing to remove.
+    settled.unrecorded_secrets = vec!["app-s9".into()];
+    assert_eq!(next_step(&settled), Step::Wait { after: None });
+    // While the status still records another Secret, the rename (or its clean-up) comes first.
+    let mut moving = observed(&status);
+    moving.secret_mode = SecretMode::Generate {
+        secret_name: "app-s10".into(),
+    };
+    moving.secret_state = SecretState::Absent;
+    moving.unrecorded_secrets = vec!["app-s2".into(), "app-s9".into()];
+    assert!(matches!(
+        next_step(&moving),
+        Step::Apply {
+            rotate: Some(Rotation::Renamed { .. }),
+            ..
+        }
+    ));
+    // The removal is told, and the status keeps naming the Secret in force.
+    let verdict = stale_secret_removed(
+        1,
+        "r1",
+        "app-s2",
+        &StaleRemoval::Removed,
+        &Readers::Found(Vec::new()),
+        Some("app-s9"),
+        "team-a",
+    );
+    assert_eq!(
+        verdict.fields.secret_ref,
+        Update::Set(LocalRef {
+            name: "app-s9".into()
+        })
+    );
+    assert!(
+        verdict
+            .events
+            .iter()
+            .any(|event| event.reason == EventReason::SecretRemoved
+                && event.note.contains("removed Secret app-s2"))
     );
 }
