@@ -406,26 +406,15 @@ pub fn secret_held(secret: Option<&Secret>, owner_uid: &str) -> SecretHeld {
     let Some(secret) = secret else {
         return SecretHeld::Absent;
     };
-    let references = secret
-        .metadata
-        .owner_references
-        .as_deref()
-        .unwrap_or_default();
+    let references = secret.owner_references();
     if references.iter().any(|r| r.uid == owner_uid) {
         return SecretHeld::Owned;
     }
-    let label = |key: &str| {
-        secret
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(key))
-            .map(String::as_str)
-    };
+    let labels = secret.labels();
     // The collector removes only the owner reference: the reconciler's label stays.
     if references.is_empty()
-        && label(MANAGED_BY_LABEL) == Some(MANAGED_BY)
-        && label(RELEASED_LABEL).is_none()
+        && labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY)
+        && !labels.contains_key(RELEASED_LABEL)
     {
         return SecretHeld::OrphanedByCollector;
     }

@@ -108,9 +108,9 @@ mod tests;
 /// a conflict and found the server holding this reconciler's own earlier write (a term that ended
 /// between the server minting and the Secret being written, or an answer lost), adopted without
 /// a new secret, while the Secret still holds the value before it; or a delivery of a secret
-/// minted before the request came. Nothing else would bring the
-/// reconcile that answers the request: no watch event follows the reconciler's own status write,
-/// and the listing catching up with its own write routes nowhere.
+/// minted before the request came. Nothing else would bring the reconcile that answers the
+/// request: no watch event follows the reconciler's own status write, and the listing catching
+/// up with its own write routes nowhere.
 pub fn rotation_waits_after(
     step: &Step,
     request: Option<&RotationRequest>,
