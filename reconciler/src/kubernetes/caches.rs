@@ -1,7 +1,9 @@
 //! Watch caches that reconciles read instead of asking the API server each time, and the keys
 //! of a delivered Secret, which its cached summary reads and the delivery writes.
 
+use std::collections::hash_map::RandomState;
 use std::collections::{BTreeSet, HashMap};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -110,16 +112,29 @@ pub struct SecretSummaries {
     denied: AtomicBool,
 }
 
-/// A Secret's namespace and name.
-type NamespacedName = (Box<str>, Box<str>);
-
 #[derive(Debug, Default)]
 struct Listed {
     current: ByNamespace,
     /// A listing under way (after a start or a lost watch): it replaces `current` when done.
     listing: Option<ByNamespace>,
-    /// The Secrets of `current` by the uid of each owner.
-    by_owner: HashMap<Box<str>, BTreeSet<NamespacedName>>,
+    /// The names of the Secrets of `current` by owner: keyed by a digest of the owner's uid and
+    /// the namespace, so that no uid is held twice (a uid and a set per Secret cost more than its
+    /// summary). Two owners sharing a digest never mix: a lookup keeps only the Secrets whose
+    /// summary names the uid.
+    by_owner: HashMap<u64, Vec<Box<str>>>,
+    owner_keys: RandomState,
+}
+
+/// The key of an owner's Secrets in a namespace in [`Listed::by_owner`].
+fn owner_key(keys: &RandomState, namespace: &str, uid: &str) -> u64 {
+    keys.hash_one((namespace, uid))
+}
+
+/// Adds a Secret's name to its owner's entry; most owners own one Secret: no spare capacity.
+fn index(by_owner: &mut HashMap<u64, Vec<Box<str>>>, key: u64, name: Box<str>) {
+    let names = by_owner.entry(key).or_default();
+    names.reserve_exact(1);
+    names.push(name);
 }
 
 impl Listed {
@@ -131,10 +146,8 @@ impl Listed {
             return;
         };
         for owner in secret.metadata.owner_references.iter().flatten() {
-            self.by_owner
-                .entry(owner.uid.as_str().into())
-                .or_default()
-                .insert((namespace.as_str().into(), name.as_str().into()));
+            let key = owner_key(&self.owner_keys, namespace, &owner.uid);
+            index(&mut self.by_owner, key, name.as_str().into());
         }
     }
 
@@ -157,10 +170,13 @@ impl Listed {
             return;
         };
         for uid in &cached.owner_uids {
-            if let Some(names) = self.by_owner.get_mut(uid) {
-                names.remove(&(namespace.as_str().into(), name.as_str().into()));
+            let key = owner_key(&self.owner_keys, namespace, uid);
+            if let Some(names) = self.by_owner.get_mut(&key) {
+                if let Some(at) = names.iter().position(|indexed| **indexed == **name) {
+                    names.swap_remove(at);
+                }
                 if names.is_empty() {
-                    self.by_owner.remove(uid);
+                    self.by_owner.remove(&key);
                 }
             }
         }
@@ -171,13 +187,29 @@ impl Listed {
         for (namespace, names) in &self.current {
             for (name, summary) in names {
                 for uid in &summary.owner_uids {
-                    self.by_owner
-                        .entry(uid.clone())
-                        .or_default()
-                        .insert((namespace.clone(), name.clone()));
+                    let key = owner_key(&self.owner_keys, namespace, uid);
+                    index(&mut self.by_owner, key, name.clone());
                 }
             }
         }
+    }
+
+    /// The names of the Secrets in a namespace that the owner with this uid owns.
+    fn owned_by(&self, namespace: &str, uid: &str) -> Vec<String> {
+        let Some(names) = self.current.get(namespace) else {
+            return Vec::new();
+        };
+        self.by_owner
+            .get(&owner_key(&self.owner_keys, namespace, uid))
+            .into_iter()
+            .flatten()
+            .filter(|name| {
+                names
+                    .get(&***name)
+                    .is_some_and(|summary| summary.owner_uids.iter().any(|owner| **owner == *uid))
+            })
+            .map(|name| name.to_string())
+            .collect()
     }
 }
 
@@ -258,14 +290,7 @@ impl SecretSummaries {
         let Ok(cache) = self.cache.read() else {
             return Vec::new();
         };
-        cache
-            .by_owner
-            .get(uid)
-            .into_iter()
-            .flatten()
-            .filter(|(in_namespace, _)| &**in_namespace == namespace)
-            .map(|(_, name)| name.to_string())
-            .collect()
+        cache.owned_by(namespace, uid)
     }
 
     fn get(&self, namespace: &str, name: &str) -> Option<SecretSummary> {
@@ -555,6 +580,31 @@ mod tests {
         assert!(cache.owned_by("team", "uid-1").is_empty());
         assert_eq!(cache.owned_by("team", "uid-3"), vec!["web"]);
         assert_eq!(cache.owned_by("team", "uid-2"), vec!["api"]);
+        // The same owner and name in another namespace is another Secret: each goes alone.
+        let mut elsewhere = secret("web", "uid-3", "x");
+        elsewhere.metadata.namespace = Some("elsewhere".into());
+        summaries.follow(&watcher::Event::Apply(elsewhere.clone()));
+        assert_eq!(cache.owned_by("elsewhere", "uid-3"), vec!["web"]);
+        summaries.follow(&watcher::Event::Delete(secret("web", "uid-3", "x")));
+        assert!(cache.owned_by("team", "uid-3").is_empty());
+        assert_eq!(cache.owned_by("elsewhere", "uid-3"), vec!["web"]);
+        // A Secret with two owners is found under each, and leaves both when deleted.
+        let mut shared = secret("shared", "uid-4", "x");
+        if let Some(owners) = shared.metadata.owner_references.as_mut() {
+            let mut second = owners[0].clone();
+            second.uid = "uid-5".into();
+            owners.push(second);
+        }
+        summaries.follow(&watcher::Event::Apply(shared.clone()));
+        assert_eq!(cache.owned_by("team", "uid-4"), vec!["shared"]);
+        assert_eq!(cache.owned_by("team", "uid-5"), vec!["shared"]);
+        summaries.follow(&watcher::Event::Delete(shared));
+        assert!(cache.owned_by("team", "uid-4").is_empty());
+        assert!(cache.owned_by("team", "uid-5").is_empty());
+        summaries.follow(&watcher::Event::Delete(elsewhere));
+        assert!(cache.owned_by("elsewhere", "uid-3").is_empty());
+        // Nothing of a deleted Secret stays in the index: only `api` is left.
+        assert_eq!(summaries.cache.read().unwrap().by_owner.len(), 1);
     }
 
     #[test]

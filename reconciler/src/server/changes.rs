@@ -380,6 +380,7 @@ impl Router<'_> {
         {
             return;
         }
+        tracing::debug!(?route, "a server change routed");
         // No receiver yet (the controllers start alongside) is not an error: they list anyway.
         let _ = self.routes.send(route);
     }

@@ -163,6 +163,12 @@ async fn listen(
                     continue;
                 }
             };
+            // As gRPC servers do by default (tonic's own listener, grpc-go): with Nagle's
+            // algorithm on, a response's last frames can wait for the client's delayed
+            // acknowledgement, tens of milliseconds a call.
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::warn!(%error, "cannot turn off Nagle's algorithm on a connection");
+            }
             let acceptor = acceptor.clone();
             let connections = connections.clone();
             tokio::spawn(async move {
