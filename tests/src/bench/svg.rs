@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::peer::PeerReport;
 use super::report::{PerObject, Report, SizeReport};
 use super::workload::WorkloadKind;
 
@@ -22,14 +23,17 @@ enum Role {
     Floor,
     /// A bare reflector holding the same objects (the memory floor).
     Reflector,
+    /// The controller-runtime peer doing the same job (`--peer`).
+    Peer,
 }
 
 impl Role {
-    const ALL: [Role; 4] = [
+    const ALL: [Role; 5] = [
         Role::Reconciler,
         Role::ReconcilerIdle,
         Role::Floor,
         Role::Reflector,
+        Role::Peer,
     ];
 
     fn label(self) -> &'static str {
@@ -38,6 +42,7 @@ impl Role {
             Role::ReconcilerIdle => "reconciler, idle",
             Role::Floor => "floor (same work, done directly)",
             Role::Reflector => "bare reflector (memory floor)",
+            Role::Peer => "controller-runtime peer",
         }
     }
 
@@ -47,6 +52,7 @@ impl Role {
             Role::ReconcilerIdle => "#e67e22",
             Role::Floor => "#7f8c8d",
             Role::Reflector => "#2c3e50",
+            Role::Peer => "#2980b9",
         }
     }
 }
@@ -107,6 +113,13 @@ const MEASURES: [Measure; 6] = [
                     }),
                 ),
                 (Role::Floor, value(cold.floor_seconds)),
+                (
+                    Role::Peer,
+                    peer(size).map(|peer| Value {
+                        value: peer.cold_start_seconds,
+                        at_least: !peer.finished,
+                    }),
+                ),
             ]
         },
     },
@@ -146,6 +159,10 @@ const MEASURES: [Measure; 6] = [
                         .floor
                         .and_then(|floor| value(floor.rss_kib as f64 / 1024.0)),
                 ),
+                (
+                    Role::Peer,
+                    peer(size).and_then(|peer| value(peer.peak_kib as f64 / 1024.0)),
+                ),
             ]
         },
     },
@@ -162,6 +179,13 @@ const MEASURES: [Measure; 6] = [
                     }),
                 ),
                 (Role::Floor, value(1.0)),
+                (
+                    Role::Peer,
+                    peer(size).map(|peer| Value {
+                        value: peer.reconciles_per_object,
+                        at_least: !peer.finished,
+                    }),
+                ),
             ]
         },
     },
@@ -178,12 +202,18 @@ const MEASURES: [Measure; 6] = [
                     Role::Floor,
                     drift.and_then(|drift| value(drift.floor_latency_ms.p95)),
                 ),
+                (
+                    Role::Peer,
+                    peer(size)
+                        .and_then(|peer| peer.drift_latency_ms.as_ref())
+                        .and_then(|latency| value(latency.p95)),
+                ),
             ]
         },
     },
     Measure {
-        // The floor's with its stand-ins, the reconciler's without: the CPU panel has both
-        // with the stand-ins.
+        // The floor's with its stand-ins, the reconciler's and the peer's without: the CPU
+        // panel has the reconciler's and the floor's with the stand-ins.
         title: "Cold-start CPU per object (ms)",
         values: |size| {
             // Worked out again, so an earlier run's JSON without it is drawn too.
@@ -199,10 +229,22 @@ const MEASURES: [Measure; 6] = [
                         .and_then(|cost| cost.floor_cpu_ms)
                         .and_then(value),
                 ),
+                (
+                    Role::Peer,
+                    peer(size)
+                        .filter(|peer| peer.finished && size.clients > 0)
+                        .and_then(|peer| peer.cold_start_cpu_seconds)
+                        .and_then(|cpu| value(cpu * 1000.0 / size.clients as f64)),
+                ),
             ]
         },
     },
 ];
+
+/// The peer's figures of a size, when `--peer` measured it.
+fn peer(size: &SizeReport) -> Option<&PeerReport> {
+    size.peer.as_ref()
+}
 
 /// One line of a panel: a role on one workload, a point per size measured.
 struct Line {
@@ -472,7 +514,7 @@ fn short(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::ColdStartCpu;
+    use crate::bench::report::{ColdStartCpu, Quantiles};
 
     #[test]
     fn decades_cover_the_values() {
@@ -550,6 +592,34 @@ mod tests {
         );
         assert!(svg.contains(">100k<") && svg.contains(">1k<"));
         assert!(svg.contains("mixed workload<"));
+    }
+
+    #[test]
+    fn the_peer_is_drawn_where_it_was_measured() {
+        let mut measured = size(10_000, WorkloadKind::Clients, 12.0, true);
+        measured.peer = Some(PeerReport {
+            finished: true,
+            cold_start_seconds: 87.0,
+            cold_start_cpu_seconds: Some(42.0),
+            reconciles_per_object: 2.4,
+            peak_kib: 359 * 1024,
+            drift_latency_ms: Some(Quantiles::of(vec![3.3])),
+            ..PeerReport::default()
+        });
+        let report = Report {
+            sizes: vec![size(1000, WorkloadKind::Clients, 2.0, true), measured],
+            ..Report::default()
+        };
+        let svg = plot(&report);
+        let peer = "<title>controller-runtime peer (clients), N = 10000: ";
+        for value in ["87<", "359<", "2.4<", "3.3<", "4.2<"] {
+            assert!(svg.contains(&format!("{peer}{value}")), "{value}");
+        }
+        assert_eq!(
+            svg.matches(peer).count(),
+            5,
+            "no point where the peer did not run"
+        );
     }
 
     #[test]
