@@ -827,9 +827,7 @@ impl Core {
         let since = request.since.map(|t| (t.seconds, t.nanos));
         let matching: Vec<_> = self
             .audit
-            .events()
-            .iter()
-            .rev()
+            .newest_first(&request.organization, &request.client_id, &request.name)
             .filter(|event| {
                 event.organization == request.organization
                     && (request.client_id.is_empty() || event.client_id == request.client_id)

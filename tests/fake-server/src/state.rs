@@ -2,7 +2,7 @@
 //! its history, and the audit log. Plain data with small helpers; the rules of each call live in
 //! `core`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use nauthera_proto::v1::{
     AuditEvent, AuditOutcome, ChangeEvent, ChangeHint, FieldViolation, ObjectKind, ObjectRef,
@@ -172,11 +172,19 @@ impl History {
     }
 }
 
-/// The audit log. It survives a backup restore, the way a separate audit store would.
+/// The audit log. It survives a backup restore, the way a separate audit store would, and is
+/// indexed the way one is: a listing of one client's or one object's records reads those, not
+/// the whole log (a scan made each drift check cost time growing with every record ever kept).
 #[derive(Debug, Default)]
 pub struct AuditLog {
     next_id: u64,
     events: Vec<AuditEvent>,
+    /// Positions in `events`, oldest first, by organization and client id.
+    by_client: HashMap<(String, String), Vec<usize>>,
+    /// Positions by organization and object name.
+    by_name: HashMap<(String, String), Vec<usize>>,
+    /// Positions by organization.
+    by_organization: HashMap<String, Vec<usize>>,
 }
 
 /// The facts of one audit record, before it gets an id and a time.
@@ -200,6 +208,24 @@ pub struct AuditRecord {
 impl AuditLog {
     pub fn record(&mut self, record: AuditRecord) {
         self.next_id += 1;
+        let at = self.events.len();
+        let organization = &record.organization;
+        if !record.client_id.is_empty() {
+            self.by_client
+                .entry((organization.clone(), record.client_id.clone()))
+                .or_default()
+                .push(at);
+        }
+        if !record.reference.name.is_empty() {
+            self.by_name
+                .entry((organization.clone(), record.reference.name.clone()))
+                .or_default()
+                .push(at);
+        }
+        self.by_organization
+            .entry(organization.clone())
+            .or_default()
+            .push(at);
         self.events.push(AuditEvent {
             id: format!("{:012}", self.next_id),
             time: Some(now()),
@@ -222,6 +248,31 @@ impl AuditLog {
     /// Every event, oldest first.
     pub fn events(&self) -> &[AuditEvent] {
         &self.events
+    }
+
+    /// The events of an organization, newest first, narrowed by the index to those of one
+    /// client or one object name when the listing names one; the caller applies its whole filter.
+    pub fn newest_first<'a>(
+        &'a self,
+        organization: &str,
+        client_id: &str,
+        name: &str,
+    ) -> impl Iterator<Item = &'a AuditEvent> + 'a {
+        let positions = if !client_id.is_empty() {
+            self.by_client
+                .get(&(organization.to_owned(), client_id.to_owned()))
+        } else if !name.is_empty() {
+            self.by_name
+                .get(&(organization.to_owned(), name.to_owned()))
+        } else {
+            self.by_organization.get(organization)
+        };
+        positions
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .rev()
+            .map(|&at| &self.events[at])
     }
 }
 
@@ -317,6 +368,41 @@ mod tests {
         history.restart_epoch(current.sequence);
         assert_eq!(history.replay_after(&current), None);
         assert!(history.resync_event().resync_required);
+    }
+
+    #[test]
+    fn the_audit_index_narrows_a_listing_to_its_client_or_object_newest_first() {
+        let mut log = AuditLog::default();
+        let record = |organization: &str, client_id: &str, name: &str, action: &str| AuditRecord {
+            action: action.into(),
+            organization: organization.into(),
+            client_id: client_id.into(),
+            reference: ObjectRef {
+                name: name.into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        log.record(record("acme", "c1", "web", "create"));
+        log.record(record("acme", "c2", "api", "create"));
+        log.record(record("other", "c1", "web", "create"));
+        log.record(record("acme", "", "brand", "create"));
+        log.record(record("acme", "c1", "web", "update"));
+        let actions = |events: Vec<&AuditEvent>| -> Vec<String> {
+            events.iter().map(|e| e.action.clone()).collect()
+        };
+        assert_eq!(
+            actions(log.newest_first("acme", "c1", "").collect()),
+            ["update", "create"]
+        );
+        assert_eq!(
+            actions(log.newest_first("acme", "", "brand").collect()),
+            ["create"]
+        );
+        assert_eq!(log.newest_first("acme", "", "").count(), 4);
+        assert_eq!(log.newest_first("other", "c1", "").count(), 1);
+        assert_eq!(log.newest_first("nobody", "", "").count(), 0);
+        assert_eq!(log.events().len(), 5);
     }
 
     #[test]
