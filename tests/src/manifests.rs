@@ -104,23 +104,28 @@ pub async fn install_crds_from(client: &kube::Client, dir: &Path) -> anyhow::Res
 }
 
 /// Waits until discovery serves at least `kinds` kinds of `group` (a CRD is served a moment after
-/// it is applied).
+/// it is applied), both from the group's own endpoint and from the aggregated discovery kubectl
+/// reads: a real API server updates the latter a moment later, and a `kubectl apply` in between
+/// answers "no matches for kind".
 pub async fn wait_for_group(
     client: &kube::Client,
     group: &str,
     kinds: usize,
 ) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let discovery = Discovery::new(client.clone()).filter(&[group]).run().await;
-        if let Ok(discovery) = discovery {
-            let served = discovery
+    let serves = |discovery: kube::Result<Discovery>| {
+        discovery.is_ok_and(|discovery| {
+            discovery
                 .groups()
                 .map(|g| g.recommended_resources().len())
-                .sum::<usize>();
-            if served >= kinds {
-                return Ok(());
-            }
+                .sum::<usize>()
+                >= kinds
+        })
+    };
+    loop {
+        let discovery = || Discovery::new(client.clone()).filter(&[group]);
+        if serves(discovery().run().await) && serves(discovery().run_aggregated().await) {
+            return Ok(());
         }
         if tokio::time::Instant::now() > deadline {
             bail!("the API does not serve the {group} kinds 30 s after their CRDs were applied");
@@ -179,8 +184,8 @@ pub async fn apply_all(
             .as_ref()
             .context("a manifest without apiVersion and kind")?;
         let gvk = GroupVersionKind::try_from(types)?;
-        // A group whose CRDs were just established can be missing from the aggregated discovery
-        // for a moment longer than from its own endpoint (which `wait_for_group` asks).
+        // A group whose CRDs were just established can be missing from the discovery for a
+        // moment when `wait_for_group` was not asked first.
         let mut attempts = 0;
         while discovery.resolve_gvk(&gvk).is_none() && attempts < DISCOVERY_RETRIES {
             attempts += 1;

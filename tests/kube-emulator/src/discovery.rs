@@ -1,5 +1,5 @@
-//! Discovery (`/api`, `/apis`, `/apis/<group>`, `/api/v1`, `/apis/<group>/<version>`),
-//! `/version` and OpenAPI v3 (`/openapi/v3` and one document per group-version).
+//! Discovery (`/api`, `/apis`, `/apis/<group>`, `/api/v1`, `/apis/<group>/<version>`, and the
+//! aggregated `/api` and `/apis` kubectl asks for), `/version` and OpenAPI v3 (`/openapi/v3` and one document per group-version).
 
 use serde_json::{Value, json};
 
@@ -125,6 +125,109 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     Some(
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
     )
+}
+
+/// The media type of aggregated discovery (`/api` and `/apis` in one answer each), which a client
+/// asks for in its Accept header and the server names in its Content-Type when it answers so.
+pub const AGGREGATED_MEDIA_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an Accept header asks for aggregated discovery (v2, the one version served here).
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|media| {
+        let parameters: Vec<&str> = media.split(';').map(str::trim).collect();
+        ["g=apidiscovery.k8s.io", "v=v2", "as=APIGroupDiscoveryList"]
+            .iter()
+            .all(|wanted| parameters.contains(wanted))
+    })
+}
+
+/// The aggregated discovery of the core group (`/api`) or of every other group (`/apis`): each
+/// group's versions, each with its resources and their subresources, built from the same
+/// resource lists the per-version endpoints serve.
+pub fn aggregated(registry: &Registry, core: bool) -> Value {
+    let groups: Vec<(String, Vec<String>)> = if core {
+        vec![(String::new(), vec!["v1".to_owned()])]
+    } else {
+        registry.groups().into_iter().collect()
+    };
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|(group, versions)| {
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|version| {
+                    let resources = resource_list(registry, group, version)
+                        .map(|list| aggregated_resources(&list, group, version))
+                        .unwrap_or_default();
+                    json!({"version": version, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": group}, "versions": versions})
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// An APIResourceList's entries regrouped as aggregated discovery has them: `plural/sub` entries
+/// become subresources of their resource.
+fn aggregated_resources(list: &Value, group: &str, version: &str) -> Vec<Value> {
+    let entries = list["resources"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let response_kind = |entry: &Value| {
+        json!({
+            "group": entry.get("group").unwrap_or(&json!(group)),
+            "version": entry.get("version").unwrap_or(&json!(version)),
+            "kind": entry["kind"],
+        })
+    };
+    let mut resources: Vec<Value> = Vec::new();
+    for entry in entries {
+        let name = entry["name"].as_str().unwrap_or_default();
+        match name.split_once('/') {
+            None => {
+                let scope = if entry["namespaced"] == json!(true) {
+                    "Namespaced"
+                } else {
+                    "Cluster"
+                };
+                let mut resource = json!({
+                    "resource": name,
+                    "responseKind": response_kind(entry),
+                    "scope": scope,
+                    "singularResource": entry["singularName"],
+                    "verbs": entry["verbs"],
+                });
+                for optional in ["shortNames", "categories"] {
+                    if let Some(value) = entry.get(optional) {
+                        resource[optional] = value.clone();
+                    }
+                }
+                resources.push(resource);
+            }
+            Some((parent, subresource)) => {
+                let sub = json!({
+                    "subresource": subresource,
+                    "responseKind": response_kind(entry),
+                    "verbs": entry["verbs"],
+                });
+                if let Some(resource) = resources.iter_mut().find(|r| r["resource"] == parent) {
+                    match resource["subresources"].as_array_mut() {
+                        Some(subresources) => subresources.push(sub),
+                        None => resource["subresources"] = json!([sub]),
+                    }
+                }
+            }
+        }
+    }
+    resources
 }
 
 fn gv_path(group: &str, version: &str) -> String {
@@ -292,6 +395,57 @@ mod tests {
                 .any(|g| g["name"] == "coordination.k8s.io")
         );
         assert!(resource_list(&registry, "nope.io", "v1").is_none());
+    }
+
+    #[test]
+    fn aggregated_discovery_is_answered_only_when_asked_for() {
+        // kubectl's Accept header, then a plain client's.
+        assert!(wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
+             application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,\
+             application/json"
+        ));
+        assert!(!wants_aggregated("application/json, */*"));
+        assert!(!wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        ));
+
+        let registry = Registry::default();
+        let core = aggregated(&registry, true);
+        let resources = core["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap();
+        let service_accounts = resources
+            .iter()
+            .find(|r| r["resource"] == "serviceaccounts")
+            .unwrap();
+        assert_eq!(service_accounts["scope"], "Namespaced");
+        assert_eq!(service_accounts["responseKind"]["kind"], "ServiceAccount");
+        assert_eq!(service_accounts["subresources"][0]["subresource"], "token");
+        assert_eq!(
+            service_accounts["subresources"][0]["responseKind"],
+            json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"})
+        );
+        let groups = aggregated(&registry, false);
+        let apps = groups["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["metadata"]["name"] == "apps")
+            .unwrap();
+        let deployments = apps["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        let subresources: Vec<&Value> = deployments["subresources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| &s["subresource"])
+            .collect();
+        assert_eq!(subresources, [&json!("status"), &json!("scale")]);
     }
 
     #[test]

@@ -103,6 +103,63 @@ async fn discovery_serves_builtins_and_registered_crds() {
     assert_eq!(widget["properties"]["spec"]["required"], json!(["size"]));
 }
 
+/// What kubectl reads, the aggregated discovery of `/api` and `/apis`, names the same kinds,
+/// scopes and subresources as the per-version endpoints.
+#[tokio::test]
+async fn aggregated_discovery_agrees_with_the_per_version_endpoints() {
+    let cluster = Cluster::start().await;
+    let group = test_group("aggregated");
+    cluster.install_crd(widget_crd(&group)).await;
+    // Served as a set of (group, version, plural, namespaced, subresources) per discovery.
+    let served = |discovery: &kube::Discovery| -> BTreeSet<String> {
+        discovery
+            .groups()
+            .flat_map(|g| g.recommended_resources())
+            .map(|(resource, capabilities)| {
+                let subresources: BTreeSet<&str> = capabilities
+                    .subresources
+                    .iter()
+                    .map(|(sub, _)| sub.plural.as_str())
+                    .collect();
+                format!(
+                    "{}/{} {} {:?} {subresources:?}",
+                    resource.group, resource.version, resource.plural, capabilities.scope
+                )
+            })
+            .collect()
+    };
+    // A real API server adds a new CRD to the aggregated discovery a moment after the CRD's own
+    // endpoint.
+    let (per_version, aggregated) = eventually(|| async {
+        let per_version = served(
+            &kube::Discovery::new(cluster.client.clone())
+                .run()
+                .await
+                .ok()?,
+        );
+        let aggregated = served(
+            &kube::Discovery::new(cluster.client.clone())
+                .run_aggregated()
+                .await
+                .ok()?,
+        );
+        aggregated
+            .iter()
+            .any(|line| line.starts_with(&format!("{group}/")))
+            .then_some((per_version, aggregated))
+    })
+    .await;
+    assert_eq!(aggregated, per_version);
+    for wanted in [
+        "/v1 configmaps Namespaced {}",
+        "apps/v1 deployments Namespaced {\"scale\", \"status\"}",
+    ] {
+        assert!(
+            aggregated.contains(wanted),
+            "{wanted:?} missing from {aggregated:#?}"
+        );
+    }
+}
 #[tokio::test]
 async fn tables_use_printer_columns() {
     let cluster = Cluster::start().await;

@@ -249,6 +249,17 @@ impl Call<'_> {
     fn discovery(&self, segments: &[&str]) -> ApiResult<Option<Response>> {
         let store = self.app.lock()?;
         let registry = &store.registry;
+        if matches!(segments, ["api"] | ["apis"])
+            && discovery::wants_aggregated(self.header(header::ACCEPT))
+        {
+            let value = discovery::aggregated(registry, segments == ["api"]);
+            let mut response = value_response(StatusCode::OK, &value);
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(discovery::AGGREGATED_MEDIA_TYPE),
+            );
+            return Ok(Some(response));
+        }
         let value = match segments {
             ["version"] => Some(discovery::version()),
             ["api"] => Some(discovery::core_versions(&self.app.address)),
