@@ -213,7 +213,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
         .find_dependents_with(dependents_in(manifests.clone()));
     let held = Arc::new(Mutex::new(Held::new(ECHO_WINDOW)));
     let watched = watch_manifests::<K>(wiring, scope.clone(), writer)
-        .map_ok(|manifest| vec![ObjectRef::from_obj(&manifest)]);
+        .map_ok(|manifest| vec![trigger(ObjectRef::from_obj(&manifest))]);
     let elsewhere = routed::<K>(wiring, scope.clone(), manifests.clone(), Timing::Settled)
         .map(|reference| Ok(vec![reference]));
     let watched = futures::stream::select(watched, elsewhere).boxed();
@@ -291,12 +291,22 @@ fn held_by<K: Managed>(
     held.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A reference as a trigger keeps it: the name and namespace, which are all a lookup in the
+/// cache compares. Its resourceVersion and uid are dropped: at a cold start every manifest's
+/// trigger waits in the echo window and then in kube-runtime's scheduler, which hold it two or
+/// three times over.
+fn trigger<K: Managed>(mut reference: ObjectRef<Guarded<K>>) -> ObjectRef<Guarded<K>> {
+    reference.extra = Default::default();
+    reference
+}
+
 /// The manifests of the kind that own a delivered Secret.
 fn owners<K: Managed>(secret: &Secret) -> Vec<ObjectRef<Guarded<K>>> {
     secret
         .owner_references()
         .iter()
         .filter_map(|owner| ObjectRef::from_owner_ref(secret.namespace().as_deref(), owner, ()))
+        .map(trigger)
         .collect()
 }
 
@@ -710,6 +720,32 @@ mod tests {
                 .await
                 .is_ok_and(|result| result.is_err())
         );
+    }
+
+    #[test]
+    fn a_trigger_keeps_what_a_cache_lookup_compares_and_nothing_more() {
+        use nauthera_shared::resources::OIDCClient;
+        let manifest: Guarded<OIDCClient> = serde_json::from_value(serde_json::json!({
+            "apiVersion": "nauthera.io/v1alpha1",
+            "kind": "OIDCClient",
+            "metadata": {
+                "name": "web", "namespace": "team", "uid": "7d1c", "resourceVersion": "42"
+            },
+            "spec": {},
+        }))
+        .unwrap();
+        let full = ObjectRef::from_obj(&manifest);
+        let kept = trigger(full.clone());
+        assert_eq!(
+            kept, full,
+            "the same resource to the cache and the scheduler"
+        );
+        assert_eq!(
+            (kept.name.as_str(), kept.namespace.as_deref()),
+            ("web", Some("team"))
+        );
+        assert_eq!(full.extra.uid.as_deref(), Some("7d1c"));
+        assert!(kept.extra.uid.is_none() && kept.extra.resource_version.is_none());
     }
 
     #[tokio::test]

@@ -210,11 +210,27 @@ impl ServerRevisions {
         self.listing.read().ok().and_then(|l| l.hint.clone())
     }
 
-    /// Replaces the view with a complete listing; returns the clients whose revision it moved.
-    pub fn replace(
+    /// Replaces the view with a complete listing, wholesale: what it moved is not asked (every
+    /// resource is reconciled after it), so the listing's strings move into the view uncopied.
+    pub fn replace(&self, hint: Option<v1::ChangeHint>, clients: Vec<v1::ClientRevision>) {
+        self.install(hint, clients, false);
+    }
+
+    /// Replaces the view with a listing that catches up on changes the stream missed; returns
+    /// the clients whose revision it moved.
+    pub fn catch_up(
         &self,
         hint: Option<v1::ChangeHint>,
         clients: Vec<v1::ClientRevision>,
+    ) -> Vec<Moved> {
+        self.install(hint, clients, true)
+    }
+
+    fn install(
+        &self,
+        hint: Option<v1::ChangeHint>,
+        clients: Vec<v1::ClientRevision>,
+        track_moves: bool,
     ) -> Vec<Moved> {
         let Ok(mut listing) = self.listing.write() else {
             return Vec::new();
@@ -224,13 +240,19 @@ impl ServerRevisions {
         listing.history_restarted = listing.history_restarted
             || matches!((&previous_epoch, &epoch), (Some(a), Some(b)) if a != b);
         listing.hint = hint;
+        if !track_moves {
+            // Nothing is compared with the previous view: it goes first, so that the two are
+            // never held at once.
+            listing.revisions = HashMap::new();
+        }
         let mut moved = Vec::new();
         let mut revisions = HashMap::with_capacity(clients.len());
         for client in clients {
-            let Some(key) = client.r#ref.as_ref().map(key_of) else {
+            let Some(reference) = client.r#ref else {
                 continue;
             };
-            if listing.revisions.get(&key) != Some(&client.revision) {
+            let key = (reference.issuer, reference.namespace, reference.name);
+            if track_moves && listing.revisions.get(&key) != Some(&client.revision) {
                 moved.push(Moved {
                     key: key.clone(),
                     manager: client.last_write.map(|w| w.manager),
@@ -238,16 +260,18 @@ impl ServerRevisions {
             }
             revisions.insert(key, client.revision);
         }
-        moved.extend(
-            listing
-                .revisions
-                .keys()
-                .filter(|key| !revisions.contains_key(*key))
-                .map(|key| Moved {
-                    key: key.clone(),
-                    manager: None,
-                }),
-        );
+        if track_moves {
+            moved.extend(
+                listing
+                    .revisions
+                    .keys()
+                    .filter(|key| !revisions.contains_key(*key))
+                    .map(|key| Moved {
+                        key: key.clone(),
+                        manager: None,
+                    }),
+            );
+        }
         listing.revisions = revisions;
         listing.complete = true;
         moved
@@ -385,15 +409,16 @@ impl Router<'_> {
         let _ = self.routes.send(route);
     }
 
-    /// After a listing: everything when it replaced the view wholesale under running
-    /// controllers, else the clients it moved that this reconciler did not write.
-    fn listed(&self, moved: Vec<Moved>, wholesale: bool) {
-        if wholesale {
-            if self.gate.listed() {
-                self.send(Route::All);
-            }
-            return;
+    /// After a listing that replaced the view wholesale: everything, when controllers already
+    /// run on an older one.
+    fn listed_wholesale(&self) {
+        if self.gate.listed() {
+            self.send(Route::All);
         }
+    }
+
+    /// After a catch-up listing: the clients it moved that this reconciler did not write.
+    fn listed(&self, moved: Vec<Moved>) {
         for moved in moved {
             // A listing names the manager only: any other than none is another reconciler's.
             let by = match moved.manager.as_deref() {
@@ -423,9 +448,11 @@ pub async fn follow_changes<A: AdminApi>(
             Ok((hint, clients)) => {
                 if wholesale {
                     view.forget_objects();
+                    view.replace(hint, clients);
+                    router.listed_wholesale();
+                } else {
+                    router.listed(view.catch_up(hint, clients));
                 }
-                let moved = view.replace(hint, clients);
-                router.listed(moved, wholesale);
                 wholesale = false;
             }
             Err(error) => {
@@ -627,14 +654,14 @@ mod tests {
             futures::poll!(waiting.as_mut()).is_pending(),
             "no controller starts before the listing"
         );
-        router.listed(Vec::new(), true);
+        router.listed_wholesale();
         waiting.await;
         assert!(
             routed.try_recv().is_err(),
             "the first reconciles see the listing: nothing to reconcile again"
         );
         // A later wholesale listing (a resync) reconciles everything.
-        router.listed(Vec::new(), true);
+        router.listed_wholesale();
         assert_eq!(routed.try_recv().unwrap(), Route::All);
     }
 
@@ -705,7 +732,7 @@ mod tests {
             ),
             manager: Some("terraform".into()),
         };
-        router.listed(vec![moved("team-b"), moved("team-a")], false);
+        router.listed(vec![moved("team-b"), moved("team-a")]);
         assert_eq!(
             routed.try_recv().unwrap(),
             Route::client(&moved("team-a").key, Writer::OtherReconciler)
@@ -731,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn a_listing_reports_what_it_moved_with_the_writer() {
+    fn a_catch_up_listing_reports_what_it_moved_with_the_writer() {
         let view = ServerRevisions::default();
         let revision = |name: &str, revision: &str, manager: &str| v1::ClientRevision {
             r#ref: Some(reference(name)),
@@ -742,12 +769,12 @@ mod tests {
                 ..v1::WriteInfo::default()
             }),
         };
-        let first = view.replace(
+        let first = view.catch_up(
             Some(hint("e1", 1)),
             vec![revision("web", "r1", "m"), revision("api", "r1", "m")],
         );
         assert_eq!(first.len(), 2);
-        let second = view.replace(
+        let second = view.catch_up(
             Some(hint("e1", 3)),
             vec![revision("web", "r2", ""), revision("new", "r1", "m")],
         );
@@ -853,7 +880,7 @@ mod tests {
             }
         );
         // The next listing holds the same: nothing moved, so nothing is routed again.
-        let moved = view.replace(
+        let moved = view.catch_up(
             Some(hint("e1", 2)),
             vec![v1::ClientRevision {
                 r#ref: Some(reference("web")),
