@@ -1,5 +1,6 @@
 //! Discovery (`/api`, `/apis`, `/apis/<group>`, `/api/v1`, `/apis/<group>/<version>`, and the
-//! aggregated `/api` and `/apis` kubectl asks for), `/version` and OpenAPI v3 (`/openapi/v3` and one document per group-version).
+//! aggregated `/api` and `/apis` kubectl asks for), `/version` and OpenAPI v3 (`/openapi/v3` and
+//! one document per group-version).
 
 use serde_json::{Value, json};
 
