@@ -31,7 +31,8 @@ use tokio_stream::wrappers::{BroadcastStream, ReceiverStream};
 
 use crate::kubernetes::caches::{SecretReferences, SecretSummaries};
 use crate::kubernetes::kube_io::{self, MANAGED_BY, MANAGED_BY_LABEL};
-use crate::process::echoes::{ECHO_WINDOW, Held};
+use crate::process::admission::{ADMITTED_PER_WORKER, Admission};
+use crate::process::echoes::{Arrival, ECHO_WINDOW, Held};
 use crate::process::shard::ShardScope;
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::Manifest;
@@ -212,10 +213,10 @@ pub fn spawn<K: Managed, A: AdminApi>(
         .prerequisites
         .find_dependents_with(dependents_in(manifests.clone()));
     let held = Arc::new(Mutex::new(Held::new(ECHO_WINDOW)));
-    let watched = watch_manifests::<K>(wiring, scope.clone(), writer)
-        .map_ok(|manifest| vec![trigger(ObjectRef::from_obj(&manifest))]);
+    let watched = watch_manifests::<K, A>(wiring, scope.clone(), writer, context.clone())
+        .map_ok(|(manifest, arrival)| vec![(trigger_for(&manifest), arrival)]);
     let elsewhere = routed::<K>(wiring, scope.clone(), manifests.clone(), Timing::Settled)
-        .map(|reference| Ok(vec![reference]));
+        .map(|reference| Ok(vec![(reference, Arrival::Live)]));
     let watched = futures::stream::select(watched, elsewhere).boxed();
     // A delivered Secret that is changed, deleted or emptied reconciles its owner.
     let echoes = match delivered {
@@ -239,7 +240,11 @@ pub fn spawn<K: Managed, A: AdminApi>(
     tasks.spawn(async move {
         // The watches are decoded and held on a task of their own (it ends with this one), so
         // that the controller's own task only schedules; the cache fills while the gate is closed.
-        let (settled, _watching) = settle_on_own_task::<K>(echoes, held);
+        let admission = Arc::new(Admission::new(
+            usize::from(concurrency) * ADMITTED_PER_WORKER,
+        ));
+        let (settled, _watching) = settle_on_own_task::<K>(echoes, held, admission.clone());
+        let finding = admission.clone();
         gate.wait().await;
         // A decision before the policies are listed could send what one does not allow.
         loaded.wait_loaded().await;
@@ -255,6 +260,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
             .reconcile_all_on(everything)
             .run(
                 move |guard, context| {
+                    admission.started(&trigger_for(&guard));
                     // Judged when the reconcile runs, on the namespace labels of now: a resource
                     // whose namespace left the selector is no longer touched (its finalizer and
                     // its server object stay as they are).
@@ -271,15 +277,20 @@ pub fn spawn<K: Managed, A: AdminApi>(
                 error_policy::<K, A>,
                 context,
             )
-            .for_each(|result| async move {
+            .for_each(|result| {
                 match result {
                     // A server change or a Secret naming no manifest of this kind.
                     Err(controller::Error::ObjectNotFound(reference)) => {
+                        // The error names it as an untyped reference: the admitted one is rebuilt.
+                        let mut named = ObjectRef::new(&reference.name);
+                        named.namespace.clone_from(&reference.namespace);
+                        finding.started(&named);
                         tracing::debug!(kind = K::KIND.as_str(), %reference, "a change names no manifest");
                     }
                     Err(error) => tracing::warn!(kind = K::KIND.as_str(), error = %error, "controller"),
                     Ok(_) => {}
                 }
+                std::future::ready(())
             })
             .await;
     });
@@ -300,36 +311,51 @@ fn trigger<K: Managed>(mut reference: ObjectRef<Guarded<K>>) -> ObjectRef<Guarde
     reference
 }
 
+/// A manifest's reference as [`trigger`] keeps it, without the copies it would drop.
+fn trigger_for<K: Managed>(manifest: &Guarded<K>) -> ObjectRef<Guarded<K>> {
+    let meta = manifest.meta();
+    let mut reference = ObjectRef::new(meta.name.as_deref().unwrap_or_default());
+    reference.namespace.clone_from(&meta.namespace);
+    reference
+}
+
+/// A resource to reconcile and how its event came.
+type Trigger<K> = (ObjectRef<Guarded<K>>, Arrival);
+
 /// The manifests of the kind that own a delivered Secret.
-fn owners<K: Managed>(secret: &Secret) -> Vec<ObjectRef<Guarded<K>>> {
+fn owners<K: Managed>(secret: &Secret) -> Vec<Trigger<K>> {
     secret
         .owner_references()
         .iter()
         .filter_map(|owner| ObjectRef::from_owner_ref(secret.namespace().as_deref(), owner, ()))
-        .map(trigger)
+        .map(|owner| (trigger(owner), Arrival::Live))
         .collect()
 }
 
 /// Drives the watch events on a task of their own, holds the resources they name until
-/// [`ECHO_WINDOW`] has passed without another event for one, and hands them over through a
-/// bounded channel.
+/// [`ECHO_WINDOW`] has passed without another event for one, and hands them over as `admission`
+/// has room (see [`admission`](crate::process::admission)). The watch is read on while the
+/// controller is busy or not yet started: what is due waits in the hold.
 fn settle_on_own_task<K: Managed>(
-    events: BoxStream<'static, Result<Vec<ObjectRef<Guarded<K>>>, watcher::Error>>,
+    events: BoxStream<'static, Result<Vec<Trigger<K>>, watcher::Error>>,
     held: Arc<Mutex<Held<ObjectRef<Guarded<K>>>>>,
+    admission: Arc<Admission<ObjectRef<Guarded<K>>>>,
 ) -> (ReceiverStream<ObjectRef<Guarded<K>>>, OwnedTask<()>) {
-    let (sender, receiver) = mpsc::channel(WATCH_BUFFER);
+    // Only admitted resources travel, so a send never waits for long.
+    let (sender, receiver) = mpsc::channel(admission.room());
     let task = tokio::spawn(async move {
         let mut events = events;
         let mut watching = true;
         loop {
             let next_due = held_by::<K>(&held).next_due();
+            let room = admission.room();
             tokio::select! {
                 event = events.next(), if watching => match event {
                     Some(Ok(references)) => {
                         let now = Instant::now();
                         let mut holding = held_by::<K>(&held);
-                        for reference in references {
-                            holding.hold(reference, now);
+                        for (reference, arrival) in references {
+                            holding.hold(reference, now, arrival);
                         }
                     }
                     Some(Err(error)) => {
@@ -337,14 +363,15 @@ fn settle_on_own_task<K: Managed>(
                     }
                     None => watching = false,
                 },
-                () = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {
-                    let due = held_by::<K>(&held).take_due(Instant::now());
+                () = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() && room > 0 => {
+                    let due = held_by::<K>(&held).take_due(Instant::now(), room);
                     for reference in due {
-                        if sender.send(reference).await.is_err() {
+                        if admission.admit(reference.clone()) && sender.send(reference).await.is_err() {
                             return;
                         }
                     }
                 }
+                () = admission.freed(), if next_due.is_some() && room == 0 => {}
                 else => return,
             }
         }
@@ -373,12 +400,14 @@ fn count_clients_from<K: Managed>(
 
 /// The watch of a kind's manifests in a scope, into the cache `writer` fills; each event also
 /// updates the indexes kept from the manifests (the Secrets they reference, what they provide,
-/// the clients a namespace limit counts, what the policies hold).
-fn watch_manifests<K: Managed>(
+/// the clients a namespace limit counts, what the policies hold) and drops the copy of a written
+/// status the cache now shows.
+fn watch_manifests<K: Managed, A: AdminApi>(
     wiring: &Wiring,
     scope: Option<String>,
     writer: reflector::store::Writer<Guarded<K>>,
-) -> impl futures::Stream<Item = Result<Guarded<K>, watcher::Error>> + Send + 'static {
+    context: Arc<Context<A>>,
+) -> impl futures::Stream<Item = Result<(Guarded<K>, Arrival), watcher::Error>> + Send + 'static {
     // The namespace limit of ClientPolicies counts clients; every Branding is known once listed.
     let counts_clients = K::KIND == Kind::OidcClient;
     let lists_brandings = K::KIND == Kind::Branding;
@@ -417,6 +446,9 @@ fn watch_manifests<K: Managed>(
             _ => return,
         };
         if let Ok(resource) = &guard.0 {
+            if let Some(uid) = resource.meta().uid.as_deref() {
+                context.memory.cache_shows(uid, resource.status());
+            }
             record_references(&references, &prerequisites, resource, present, live);
             if counts_clients {
                 policies.client_seen(
@@ -434,7 +466,13 @@ fn watch_manifests<K: Managed>(
             }
         }
     })
-    .applied_objects()
+    .try_filter_map(|event| {
+        std::future::ready(Ok(match event {
+            watcher::Event::Apply(guard) => Some((guard, Arrival::Live)),
+            watcher::Event::InitApply(guard) => Some((guard, Arrival::Listed)),
+            _ => None,
+        }))
+    })
 }
 
 /// Whether a route's reconcile comes at once or after the echo window.
@@ -634,9 +672,6 @@ fn slim_manifest<K: Resource>(object: &mut K) {
     }
 }
 
-/// How many settled resources wait for the controller before the watch waits in turn.
-const WATCH_BUFFER: usize = 1024;
-
 /// A spawned task that is aborted when its handle is dropped, so that work a controller started
 /// ends with the controller (a leader that steps down aborts its controllers).
 struct OwnedTask<T>(JoinHandle<T>);
@@ -740,6 +775,9 @@ mod tests {
             kept, full,
             "the same resource to the cache and the scheduler"
         );
+        let built = trigger_for(&manifest);
+        assert_eq!(built, full);
+        assert!(built.extra.uid.is_none() && built.extra.resource_version.is_none());
         assert_eq!(
             (kept.name.as_str(), kept.namespace.as_deref()),
             ("web", Some("team"))
@@ -754,20 +792,55 @@ mod tests {
         let named = |name: &str| ObjectRef::<Guarded<OIDCClient>>::new(name).within("team");
         // A window long enough that the events given at once fall in it.
         let held = Arc::new(Mutex::new(Held::new(Duration::from_millis(50))));
+        let live = |name: &str| (named(name), Arrival::Live);
         let events = futures::stream::iter([
-            Ok(vec![named("web")]),
-            Ok(vec![named("web"), named("api")]),
-            Ok(vec![named("web")]),
+            Ok(vec![live("web")]),
+            Ok(vec![live("web"), live("api")]),
+            Ok(vec![live("web")]),
         ])
         .chain(futures::stream::pending())
         .boxed();
-        let (settled, _task) = settle_on_own_task::<OIDCClient>(events, held);
+        let (settled, _task) =
+            settle_on_own_task::<OIDCClient>(events, held, Arc::new(Admission::new(8)));
         let first_two =
             tokio::time::timeout(Duration::from_secs(5), settled.take(2).collect::<Vec<_>>())
                 .await
                 .expect("both resources settle");
         // Three events for `web` gave one reconcile: the second to come is `api`'s.
         let mut names: Vec<String> = first_two.into_iter().map(|r| r.name).collect();
+        names.sort();
+        assert_eq!(names, ["api", "web"]);
+    }
+
+    #[tokio::test]
+    async fn the_settle_task_hands_over_only_what_the_admission_has_room_for() {
+        use nauthera_shared::resources::OIDCClient;
+        let named = |name: &str| ObjectRef::<Guarded<OIDCClient>>::new(name).within("team");
+        let held = Arc::new(Mutex::new(Held::new(Duration::from_millis(10))));
+        let admission = Arc::new(Admission::new(1));
+        let listed = |name: &str| (named(name), Arrival::Listed);
+        let events = futures::stream::iter([Ok(vec![listed("web"), listed("api")])])
+            .chain(futures::stream::pending())
+            .boxed();
+        let (mut settled, _task) =
+            settle_on_own_task::<OIDCClient>(events, held, admission.clone());
+        let within = Duration::from_secs(5);
+        let first = tokio::time::timeout(within, settled.next())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), settled.next())
+                .await
+                .is_err(),
+            "the second waits while the first has not started"
+        );
+        admission.started(&first);
+        let second = tokio::time::timeout(within, settled.next())
+            .await
+            .unwrap()
+            .unwrap();
+        let mut names = [first.name, second.name];
         names.sort();
         assert_eq!(names, ["api", "web"]);
     }

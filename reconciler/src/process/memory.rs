@@ -175,16 +175,21 @@ impl Memory {
     /// The status last written, or the one read when nothing was written since. Once the read
     /// one shows what was written, the watch cache has caught up and the copy is dropped.
     pub fn status_or(&self, uid: &str, read: Option<&ResourceStatus>) -> Option<ResourceStatus> {
-        let Ok(mut map) = self.statuses.lock() else {
+        self.cache_shows(uid, read);
+        let Ok(map) = self.statuses.lock() else {
             return read.cloned();
         };
-        match map.get(uid) {
-            Some(written) if Some(written) == read => {
-                map.remove(uid);
-                read.cloned()
-            }
-            Some(written) => Some(written.clone()),
-            None => read.cloned(),
+        map.get(uid).or(read).cloned()
+    }
+
+    /// The watch cache shows `status` for the resource: once that is the status written last,
+    /// the copy is dropped at once rather than at the next reconcile, when a cold start would
+    /// have kept every resource's copy until its second reconcile.
+    pub fn cache_shows(&self, uid: &str, status: Option<&ResourceStatus>) {
+        if let Ok(mut map) = self.statuses.lock()
+            && map.get(uid).is_some_and(|written| Some(written) == status)
+        {
+            map.remove(uid);
         }
     }
 
@@ -306,7 +311,13 @@ mod tests {
         memory.remember_status("u", written.clone());
         assert_eq!(memory.status_or("u", Some(&read)), Some(written.clone()));
         // The cache caught up: the copy is dropped, and a later read is taken as it is.
-        assert_eq!(memory.status_or("u", Some(&written)), Some(written));
+        assert_eq!(memory.status_or("u", Some(&written)), Some(written.clone()));
+        assert_eq!(memory.status_or("u", Some(&read)), Some(read.clone()));
+        // The watch shows the written status before any reconcile reads it: the copy goes then.
+        memory.remember_status("u", written.clone());
+        memory.cache_shows("u", Some(&read));
+        assert_eq!(memory.status_or("u", Some(&read)), Some(written.clone()));
+        memory.cache_shows("u", Some(&written));
         assert_eq!(memory.status_or("u", Some(&read)), Some(read));
         memory.remember_status("u", ResourceStatus::default());
         memory.forget("u");

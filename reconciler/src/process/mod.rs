@@ -1,6 +1,7 @@
 //! The process around the core: settings, start-up and leadership, the controllers that feed the
 //! pipeline, shards, probes, the HTTP endpoints, metrics, logging and memory.
 
+pub(crate) mod admission;
 pub(crate) mod config;
 pub(crate) mod controllers;
 pub(crate) mod echoes;
