@@ -282,9 +282,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
                     // A server change or a Secret naming no manifest of this kind.
                     Err(controller::Error::ObjectNotFound(reference)) => {
                         // The error names it as an untyped reference: the admitted one is rebuilt.
-                        let mut named = ObjectRef::new(&reference.name);
-                        named.namespace.clone_from(&reference.namespace);
-                        finding.started(&named);
+                        finding.started(&trigger_named(&reference.name, reference.namespace.as_deref()));
                         tracing::debug!(kind = K::KIND.as_str(), %reference, "a change names no manifest");
                     }
                     Err(error) => tracing::warn!(kind = K::KIND.as_str(), error = %error, "controller"),
@@ -314,8 +312,16 @@ fn trigger<K: Managed>(mut reference: ObjectRef<Guarded<K>>) -> ObjectRef<Guarde
 /// A manifest's reference as [`trigger`] keeps it, without the copies it would drop.
 fn trigger_for<K: Managed>(manifest: &Guarded<K>) -> ObjectRef<Guarded<K>> {
     let meta = manifest.meta();
-    let mut reference = ObjectRef::new(meta.name.as_deref().unwrap_or_default());
-    reference.namespace.clone_from(&meta.namespace);
+    trigger_named(
+        meta.name.as_deref().unwrap_or_default(),
+        meta.namespace.as_deref(),
+    )
+}
+
+/// The trigger of the manifest `name` in `namespace`.
+fn trigger_named<K: Managed>(name: &str, namespace: Option<&str>) -> ObjectRef<Guarded<K>> {
+    let mut reference = ObjectRef::new(name);
+    reference.namespace = namespace.map(str::to_owned);
     reference
 }
 
