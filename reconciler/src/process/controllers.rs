@@ -21,7 +21,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use nauthera_client::wire::KindWire;
 use nauthera_proto::v1::ObjectKind;
-use nauthera_shared::catalog::ConditionType;
 use nauthera_shared::kinds::Kind;
 use nauthera_shared::resources::ResourceStatus;
 use tokio::sync::{broadcast, mpsc};
@@ -430,7 +429,7 @@ fn watch_manifests<K: Managed, A: AdminApi>(
             api_in::<Guarded<K>>(&wiring.client, scope.as_deref()),
             watcher::Config::default().any_semantic(),
         )
-        .modify(slim_manifest),
+        .modify(slim_cached),
     )
     .default_backoff()
     .inspect(move |event| {
@@ -647,11 +646,7 @@ fn registered_at(status: Option<&ResourceStatus>) -> Option<jiff::Timestamp> {
     if status.revision.is_none() && !observed_held {
         return None;
     }
-    Some(
-        status
-            .condition(ConditionType::Ready)
-            .map_or(jiff::Timestamp::UNIX_EPOCH, |c| c.last_transition_time.0),
-    )
+    Some(status.ready_since().unwrap_or(jiff::Timestamp::UNIX_EPOCH))
 }
 
 /// Drops what the reconciler never reads from a cached manifest: its managed fields (but the
@@ -675,6 +670,20 @@ fn slim_manifest<K: Resource>(object: &mut K) {
     meta.labels = None;
     if let Some(annotations) = meta.annotations.as_mut() {
         annotations.retain(|key, _| key.starts_with("nauthera.io/"));
+    }
+}
+
+/// A manifest as the watch cache keeps it: slim ([`slim_manifest`]), its status abridged
+/// ([`ResourceStatus::abridge`]; reconciles read it whole through the memory's `status_or`).
+fn slim_cached<K: Managed>(guard: &mut Guarded<K>) {
+    slim_manifest(guard);
+    if let Some(status) = guard
+        .0
+        .as_mut()
+        .ok()
+        .and_then(|resource| resource.status_mut())
+    {
+        status.abridge();
     }
 }
 
@@ -849,6 +858,52 @@ mod tests {
         let mut names = [first.name, second.name];
         names.sort();
         assert_eq!(names, ["api", "web"]);
+    }
+
+    #[test]
+    fn a_cached_manifest_keeps_its_status_abridged() {
+        use nauthera_shared::catalog::{Cause, Reason};
+        use nauthera_shared::resources::reason_conditions;
+        let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::from_second(1_000).unwrap(),
+        );
+        let whole = ResourceStatus {
+            reason: Some(Reason::Registered),
+            message: Some("registered".into()),
+            observed_generation: Some(1),
+            revision: Some("e-1".into()),
+            conditions: reason_conditions(
+                Reason::Registered,
+                Cause::None,
+                "registered",
+                Some(1),
+                time,
+            )
+            .to_vec(),
+            ..ResourceStatus::default()
+        };
+        let mut client: nauthera_shared::resources::OIDCClient =
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "nauthera.io/v1alpha1",
+                "kind": "OIDCClient",
+                "metadata": { "name": "web", "namespace": "team-a" },
+                "spec": { "issuer": "https://login.example.test/acme" },
+                "status": whole,
+            }))
+            .unwrap();
+        client.metadata.uid = Some("u1".into());
+        let mut cached = Guarded(Ok(client));
+        slim_cached(&mut cached);
+        let kept = cached.0.as_ref().unwrap().status.as_ref().unwrap();
+        assert!(kept.abridged.is_some());
+        assert!(kept.conditions.is_empty());
+        assert_eq!(
+            registered_at(Some(kept)),
+            Some(jiff::Timestamp::from_second(1_000).unwrap()),
+            "told abridged or not"
+        );
+        let memory = crate::process::memory::Memory::default();
+        assert_eq!(memory.status_or("u1", Some(kept)), Some(whole));
     }
 
     #[test]

@@ -174,12 +174,18 @@ impl Memory {
 
     /// The status last written, or the one read when nothing was written since. Once the read
     /// one shows what was written, the watch cache has caught up and the copy is dropped.
+    /// `read` is the status as the watch cache keeps it, perhaps abridged; the status returned
+    /// is whole.
     pub fn status_or(&self, uid: &str, read: Option<&ResourceStatus>) -> Option<ResourceStatus> {
         self.cache_shows(uid, read);
-        let Ok(map) = self.statuses.lock() else {
-            return read.cloned();
+        let mut status = match self.statuses.lock() {
+            Ok(map) => map.get(uid).or(read).cloned(),
+            Err(_) => read.cloned(),
         };
-        map.get(uid).or(read).cloned()
+        if let Some(status) = status.as_mut() {
+            status.unabridge();
+        }
+        status
     }
 
     /// The watch cache shows `status` for the resource: once that is the status written last,
@@ -194,11 +200,12 @@ impl Memory {
     }
 
     /// Keeps a written status until the watch cache shows it, as the API server returns it
-    /// (times to the second), so the two compare equal.
+    /// (times to the second) and the cache keeps it (abridged), so the two compare equal.
     pub fn remember_status(&self, uid: &str, status: ResourceStatus) {
-        let status = serde_json::to_value(&status)
+        let mut status = serde_json::to_value(&status)
             .and_then(serde_json::from_value)
             .unwrap_or(status);
+        status.abridge();
         if let Ok(mut map) = self.statuses.lock() {
             map.insert(uid.to_owned(), status);
         }
@@ -322,6 +329,42 @@ mod tests {
         memory.remember_status("u", ResourceStatus::default());
         memory.forget("u");
         assert_eq!(memory.status_or("u", None), None);
+    }
+
+    #[test]
+    fn the_cache_keeps_statuses_abridged_and_reconciles_read_them_whole() {
+        use nauthera_shared::catalog::{Cause, Reason};
+        use nauthera_shared::resources::reason_conditions;
+        let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            Timestamp::from_second(1_000).unwrap(),
+        );
+        let written = ResourceStatus {
+            reason: Some(Reason::Registered),
+            message: Some("registered".into()),
+            observed_generation: Some(1),
+            conditions: reason_conditions(
+                Reason::Registered,
+                Cause::None,
+                "registered",
+                Some(1),
+                time,
+            )
+            .to_vec(),
+            revision: Some("r2".into()),
+            ..ResourceStatus::default()
+        };
+        let mut cached = written.clone();
+        cached.abridge();
+        assert!(cached.abridged.is_some());
+        let memory = Memory::default();
+        memory.remember_status("u", written.clone());
+        assert_eq!(memory.status_or("u", None), Some(written.clone()));
+        memory.cache_shows("u", Some(&cached));
+        assert!(
+            memory.statuses.lock().unwrap().is_empty(),
+            "the cache shows it"
+        );
+        assert_eq!(memory.status_or("u", Some(&cached)), Some(written));
     }
 
     #[test]

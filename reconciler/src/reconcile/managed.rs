@@ -81,6 +81,7 @@ pub trait Managed: NamespacedResource {
     const KIND: nauthera_shared::kinds::Kind;
 
     fn status(&self) -> Option<&ResourceStatus>;
+    fn status_mut(&mut self) -> Option<&mut ResourceStatus>;
     fn deletion_policy(&self) -> DeletionPolicy;
     /// `spec.managementPolicy`: whether the object is managed or only read.
     fn management_policy(&self) -> ManagementPolicy;

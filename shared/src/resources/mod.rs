@@ -40,7 +40,7 @@ pub use secret_rotation::{
 };
 pub use secret_template::{SecretFact, SecretKeys, SecretTemplate};
 pub use status::{
-    ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
+    Abridged, ApprovalRecord, Drift, ManagedElsewhere, PolicyHold, ResourceStatus, RestoreOutcome,
     RestoreRecord, RotationOutcome, RotationRecord, SupersededDrift, TakeOverRecord,
     progress_conditions, ready_condition, reason_conditions, set_condition, set_conditions,
 };

@@ -137,6 +137,19 @@ pub struct ResourceStatus {
     /// from `managementPolicy: Observe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_adoption: Option<Box<super::AdoptionRecord>>,
+    /// In memory only, never written or read: set while this status is kept without its
+    /// conditions ([`ResourceStatus::abridge`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub abridged: Option<Abridged>,
+}
+
+/// What an abridged status keeps of its conditions: when each last moved (`Ready`,
+/// `Reconciling`, `Stalled`); the rest follows from the reason, the cause, the message and the
+/// generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Abridged {
+    since: [jiff::Timestamp; 3],
 }
 
 /// The other reconciler that wrote the object last.
@@ -311,6 +324,65 @@ pub enum RestoreOutcome {
 }
 
 impl ResourceStatus {
+    /// Leaves out the conditions when they say only what the reason, the cause, the message and
+    /// the generation say ([`reason_conditions`]), as every status this reconciler writes does,
+    /// and keeps when each moved: a watch cache of 100,000 manifests keeps each status for as
+    /// long as the manifest lives, and three conditions are about 0.7 KB of it, in ten
+    /// allocations. [`ResourceStatus::unabridge`] gives back exactly the status as it was; any
+    /// other status is kept whole.
+    pub fn abridge(&mut self) {
+        if self.abridged.is_some() {
+            return;
+        }
+        let [ready, reconciling, stalled] = self.conditions.as_slice() else {
+            return;
+        };
+        let since = [ready, reconciling, stalled].map(|c| c.last_transition_time.0);
+        if self.conditions_since(since).as_ref().map(|c| &c[..]) != Some(&self.conditions[..]) {
+            return;
+        }
+        self.conditions = Vec::new();
+        self.abridged = Some(Abridged { since });
+    }
+
+    /// The status as it was before [`ResourceStatus::abridge`].
+    pub fn unabridge(&mut self) {
+        let Some(Abridged { since }) = self.abridged.take() else {
+            return;
+        };
+        if let Some(conditions) = self.conditions_since(since) {
+            self.conditions = conditions.to_vec();
+        }
+    }
+
+    /// The conditions this status's reason, cause, message and generation make, each moved at
+    /// its time of `since`.
+    fn conditions_since(&self, since: [jiff::Timestamp; 3]) -> Option<[Condition; 3]> {
+        let (reason, message) = (self.reason?, self.message.clone()?);
+        let cause = self.cause.unwrap_or(Cause::None);
+        let mut conditions = reason_conditions(
+            reason,
+            cause,
+            message,
+            self.observed_generation,
+            Time(since[0]),
+        );
+        for (condition, at) in conditions.iter_mut().zip(since) {
+            condition.last_transition_time = Time(at);
+        }
+        Some(conditions)
+    }
+
+    /// When the `Ready` condition last moved, abridged or not.
+    pub fn ready_since(&self) -> Option<jiff::Timestamp> {
+        match &self.abridged {
+            Some(abridged) => Some(abridged.since[0]),
+            None => self
+                .condition(ConditionType::Ready)
+                .map(|ready| ready.last_transition_time.0),
+        }
+    }
+
     /// The condition of a type, if set.
     pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
         let name = variant_name(type_);
@@ -557,6 +629,82 @@ mod tests {
 
     fn ready(reason: Reason, message: &str, now: i64) -> Condition {
         ready_condition(reason, message, Some(1), at(now))
+    }
+
+    /// A status as the reconciler writes it for `reason` and `cause`.
+    fn written(reason: Reason, cause: Cause) -> ResourceStatus {
+        let message = format!("{reason} because {cause:?}");
+        ResourceStatus {
+            reason: Some(reason),
+            cause: Some(cause).filter(|cause| *cause != Cause::None),
+            message: Some(message.clone()),
+            conditions: reason_conditions(reason, cause, message, Some(3), at(10)).to_vec(),
+            observed_generation: Some(3),
+            revision: Some("e-1".to_owned()),
+            ..ResourceStatus::default()
+        }
+    }
+
+    #[test]
+    fn every_status_the_reconciler_writes_is_abridged_and_given_back_exactly() {
+        for reason in Reason::ALL {
+            let causes = std::iter::once(Cause::None).chain(reason.entry().causes.iter().copied());
+            for cause in causes {
+                let whole = written(reason, cause);
+                let mut kept = whole.clone();
+                kept.abridge();
+                assert!(kept.conditions.is_empty(), "{reason} {cause:?}");
+                assert_eq!(kept.ready_since(), whole.ready_since());
+                kept.abridge();
+                kept.unabridge();
+                assert_eq!(kept, whole, "{reason} {cause:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn conditions_that_moved_at_different_times_come_back_with_their_own() {
+        let mut whole = written(Reason::Registered, Cause::None);
+        whole.conditions[0].last_transition_time = at(20);
+        whole.conditions[1].last_transition_time = at(20);
+        let mut kept = whole.clone();
+        kept.abridge();
+        assert!(kept.abridged.is_some());
+        assert_eq!(kept.ready_since(), Some(at(20).0));
+        kept.unabridge();
+        assert_eq!(kept, whole);
+    }
+
+    #[test]
+    fn a_status_that_says_more_than_its_reason_is_kept_whole() {
+        let own_message = ResourceStatus {
+            message: Some("another message".to_owned()),
+            ..written(Reason::Registered, Cause::None)
+        };
+        let mut other_stalled = written(Reason::Refused, Cause::None);
+        other_stalled.conditions[2].message = "stalled for another reason".to_owned();
+        let mut older_generation = written(Reason::Registered, Cause::None);
+        older_generation.conditions[0].observed_generation = Some(2);
+        let mut ready_only = written(Reason::Registered, Cause::None);
+        ready_only.conditions.truncate(1);
+        let without_reason = ResourceStatus {
+            reason: None,
+            ..written(Reason::Registered, Cause::None)
+        };
+        let statuses = [
+            own_message,
+            other_stalled,
+            older_generation,
+            ready_only,
+            without_reason,
+        ];
+        for whole in statuses {
+            let mut kept = whole.clone();
+            kept.abridge();
+            assert_eq!(kept, whole);
+            kept.unabridge();
+            assert_eq!(kept, whole);
+        }
     }
 
     #[test]

@@ -21,6 +21,10 @@ impl Managed for IdentityProvider {
         self.status.as_ref()
     }
 
+    fn status_mut(&mut self) -> Option<&mut ResourceStatus> {
+        self.status.as_mut()
+    }
+
     fn deletion_policy(&self) -> DeletionPolicy {
         self.spec.deletion_policy
     }

@@ -27,6 +27,10 @@ impl Managed for OIDCClient {
         self.status.as_ref()
     }
 
+    fn status_mut(&mut self) -> Option<&mut ResourceStatus> {
+        self.status.as_mut()
+    }
+
     fn deletion_policy(&self) -> DeletionPolicy {
         self.spec.deletion_policy
     }
