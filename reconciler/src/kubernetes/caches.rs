@@ -1,6 +1,7 @@
 //! Watch caches that reconciles read instead of asking the API server each time, and the keys
 //! of a delivered Secret, which its cached summary reads and the delivery writes.
 
+use std::borrow::Cow;
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
@@ -10,8 +11,11 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::watcher;
 use nauthera_proto::v1::ObjectKind;
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::{CLIENT_SECRET_KEY_ANNOTATION, SECRET_SHAPE_ANNOTATION};
 use tokio::sync::watch;
+
+use super::uid_key::UidKey;
 
 /// The keys of a Secret delivered without a template (`spec.secret.template`).
 pub use nauthera_shared::secret_render::{CLIENT_ID_KEY, CLIENT_SECRET_KEY};
@@ -23,8 +27,8 @@ pub use nauthera_shared::secret_render::{CLIENT_ID_KEY, CLIENT_SECRET_KEY};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SecretSummary {
     pub resource_version: Option<Box<str>>,
-    /// The uids of its owners.
-    pub owner_uids: Box<[Box<str>]>,
+    /// The uids of its owners, 16 bytes each.
+    pub owner_uids: Box<[UidKey]>,
     /// Its first owner.
     pub first_owner: Option<OwnerName>,
     /// Whether it holds a non-empty client secret, under the key recorded on it
@@ -37,10 +41,18 @@ pub struct SecretSummary {
     pub rotation_request: Option<Box<str>>,
 }
 
-/// An owner of a Secret by kind and name (shown as `Kind/name`).
+impl SecretSummary {
+    /// Whether the resource with this uid owns the Secret.
+    pub fn owned_by(&self, uid: &str) -> bool {
+        self.owner_uids.contains(&UidKey::of(uid))
+    }
+}
+
+/// An owner of a Secret by kind and name (shown as `Kind/name`). The kind is one of the
+/// project's, kept unallocated, but for a Secret somebody else's resource owns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnerName {
-    pub kind: Box<str>,
+    pub kind: Cow<'static, str>,
     pub name: Box<str>,
 }
 
@@ -59,12 +71,15 @@ impl From<&Secret> for SecretSummary {
             .unwrap_or_default();
         SecretSummary {
             resource_version: secret.metadata.resource_version.as_deref().map(Box::from),
-            owner_uids: owners
-                .iter()
-                .map(|owner| Box::from(owner.uid.as_str()))
-                .collect(),
+            owner_uids: owners.iter().map(|owner| UidKey::of(&owner.uid)).collect(),
             first_owner: owners.first().map(|owner| OwnerName {
-                kind: owner.kind.as_str().into(),
+                kind: Kind::ALL
+                    .into_iter()
+                    .find(|kind| kind.as_str() == owner.kind)
+                    .map_or_else(
+                        || Cow::Owned(owner.kind.clone()),
+                        |kind| kind.as_str().into(),
+                    ),
                 name: owner.name.as_str().into(),
             }),
             has_value: secret
@@ -126,7 +141,7 @@ struct Listed {
 }
 
 /// The key of an owner's Secrets in a namespace in [`Listed::by_owner`].
-fn owner_key(keys: &RandomState, namespace: &str, uid: &str) -> u64 {
+fn owner_key(keys: &RandomState, namespace: &str, uid: UidKey) -> u64 {
     keys.hash_one((namespace, uid))
 }
 
@@ -146,7 +161,7 @@ impl Listed {
             return;
         };
         for owner in secret.metadata.owner_references.iter().flatten() {
-            let key = owner_key(&self.owner_keys, namespace, &owner.uid);
+            let key = owner_key(&self.owner_keys, namespace, UidKey::of(&owner.uid));
             index(&mut self.by_owner, key, name.as_str().into());
         }
     }
@@ -170,7 +185,7 @@ impl Listed {
             return;
         };
         for uid in &cached.owner_uids {
-            let key = owner_key(&self.owner_keys, namespace, uid);
+            let key = owner_key(&self.owner_keys, namespace, *uid);
             if let Some(names) = self.by_owner.get_mut(&key) {
                 if let Some(at) = names.iter().position(|indexed| **indexed == **name) {
                     names.swap_remove(at);
@@ -187,7 +202,7 @@ impl Listed {
         for (namespace, names) in &self.current {
             for (name, summary) in names {
                 for uid in &summary.owner_uids {
-                    let key = owner_key(&self.owner_keys, namespace, uid);
+                    let key = owner_key(&self.owner_keys, namespace, *uid);
                     index(&mut self.by_owner, key, name.clone());
                 }
             }
@@ -200,13 +215,13 @@ impl Listed {
             return Vec::new();
         };
         self.by_owner
-            .get(&owner_key(&self.owner_keys, namespace, uid))
+            .get(&owner_key(&self.owner_keys, namespace, UidKey::of(uid)))
             .into_iter()
             .flatten()
             .filter(|name| {
                 names
                     .get(&***name)
-                    .is_some_and(|summary| summary.owner_uids.iter().any(|owner| **owner == *uid))
+                    .is_some_and(|summary| summary.owned_by(uid))
             })
             .map(|name| name.to_string())
             .collect()
@@ -504,7 +519,7 @@ mod tests {
             summary,
             SecretSummary {
                 resource_version: Some("7".into()),
-                owner_uids: Box::new(["uid-1".into()]),
+                owner_uids: Box::new([UidKey::of("uid-1")]),
                 first_owner: Some(OwnerName {
                     kind: "OIDCClient".into(),
                     name: "web".into(),
@@ -516,6 +531,24 @@ mod tests {
         );
         assert!(!format!("{summary:?}").contains("s3cr3t"));
         assert!(!SecretSummary::from(&secret("web", "uid-1", "")).has_value);
+    }
+
+    #[test]
+    fn a_summary_knows_its_owners_by_uid_and_names_a_foreign_owner_by_its_own_kind() {
+        let mut secret = secret("web", "0b6c1f4e-3a7d-4c2e-9f1a-5d8e7b6a4c3d", "s");
+        let summary = SecretSummary::from(&secret);
+        assert!(summary.owned_by("0b6c1f4e-3a7d-4c2e-9f1a-5d8e7b6a4c3d"));
+        assert!(!summary.owned_by("0b6c1f4e-3a7d-4c2e-9f1a-5d8e7b6a4c3e"));
+        assert!(matches!(
+            summary.first_owner.map(|owner| owner.kind),
+            Some(Cow::Borrowed("OIDCClient"))
+        ));
+        secret.metadata.owner_references.as_mut().unwrap()[0].kind = "Deployment".into();
+        let foreign = SecretSummary::from(&secret);
+        assert_eq!(
+            foreign.first_owner.map(|owner| owner.to_string()),
+            Some("Deployment/web".to_owned())
+        );
     }
 
     #[test]
@@ -551,7 +584,7 @@ mod tests {
         assert!(cache.get("team", "gone").is_none());
         assert_eq!(
             cache.get("team", "web").map(|s| s.owner_uids),
-            Some(Box::from(["uid-1".into()]))
+            Some(Box::from([UidKey::of("uid-1")]))
         );
         summaries.follow(&watcher::Event::Apply(secret("web", "uid-1", "")));
         assert_eq!(cache.get("team", "web").map(|s| s.has_value), Some(false));

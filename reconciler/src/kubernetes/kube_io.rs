@@ -276,10 +276,6 @@ pub async fn write_status<K: NamespacedResource>(
     .await
 }
 
-fn owned_by(secret: &SecretSummary, uid: &str) -> bool {
-    secret.owner_uids.iter().any(|owner| **owner == *uid)
-}
-
 /// A Secret released from an earlier manifest of this kind and name (deleted with `Orphan`),
 /// owned by nothing: the client id it holds, for a re-declared orphan to take it back.
 fn released_for<K: NamespacedResource>(secret: &Secret, resource: &K) -> Option<String> {
@@ -370,7 +366,7 @@ pub async fn reclaim_secret<K: NamespacedResource>(
 /// What an existing Secret holds for the resource with `owner_uid`, whose manifest declares
 /// the shape `shape` (the template's digest; `None` without a template).
 pub fn state_of(secret: &SecretSummary, owner_uid: &str, shape: Option<&str>) -> SecretState {
-    if owned_by(secret, owner_uid) {
+    if secret.owned_by(owner_uid) {
         if secret.has_value && secret.shape.as_deref() != shape {
             return SecretState::OtherShape;
         }
@@ -467,7 +463,7 @@ pub async fn remove_owned_secret(
     let Some(secret) = secrets.get_opt(name).await? else {
         return Ok(false);
     };
-    if !owned_by(&SecretSummary::from(&secret), owner_uid) {
+    if !SecretSummary::from(&secret).owned_by(owner_uid) {
         return Ok(false);
     }
     let params = DeleteParams {
@@ -516,7 +512,7 @@ pub async fn deliver_secret<K: NamespacedResource>(
     let owner_uid = owner.uid().unwrap_or_default();
     let rendered = rendered_secret(&delivery)?;
     let name = delivery.secret_name;
-    let existing = match cached.filter(|secret| owned_by(secret, &owner_uid)) {
+    let existing = match cached.filter(|secret| secret.owned_by(&owner_uid)) {
         Some(secret) => secret.clone(),
         None => match unread::create(
             secrets,
@@ -543,7 +539,7 @@ pub async fn deliver_secret<K: NamespacedResource>(
             Err(error) => return Err(write_failure(error)),
         },
     };
-    if !owned_by(&existing, &owner_uid) {
+    if !existing.owned_by(&owner_uid) {
         return Err(SecretWriteFailure::Foreign {
             owner: existing.first_owner.as_ref().map(ToString::to_string),
         });

@@ -9,3 +9,4 @@ pub(crate) mod secret_shape;
 pub(crate) mod state;
 #[cfg(test)]
 pub(crate) mod test_cluster;
+pub(crate) mod uid_key;

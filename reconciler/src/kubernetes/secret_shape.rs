@@ -225,10 +225,7 @@ pub async fn reshape_secret<K: NamespacedResource>(
     let Some(existing) = secrets.get_opt(name).await.map_err(write_failure)? else {
         return Ok(Reshaped::Nothing);
     };
-    let owned = SecretSummary::from(&existing)
-        .owner_uids
-        .iter()
-        .any(|uid| **uid == *owner_uid);
+    let owned = SecretSummary::from(&existing).owned_by(&owner_uid);
     let value = existing
         .data
         .as_ref()

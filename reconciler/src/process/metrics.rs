@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use nauthera_shared::catalog::{Cause, Phase, Reason};
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::resources::ResourceStatus;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -14,11 +15,12 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use sha2::{Digest, Sha256};
 
 mod secret_ages;
 
 use secret_ages::SecretAges;
+
+use crate::kubernetes::uid_key::UidKey;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReconcileLabels {
@@ -66,32 +68,28 @@ pub struct Metrics {
     resources: Family<ResourceLabels, Gauge>,
     control_plane_up: Gauge,
     shard_overlaps: Family<ShardLabels, Gauge>,
-    /// The labels each resource (by uid) counts under in `resources`.
-    counted: Arc<Mutex<HashMap<UidKey, ResourceLabels>>>,
+    /// What each resource (by uid) counts under in `resources`.
+    counted: Arc<Mutex<HashMap<UidKey, Counted>>>,
     /// How old each resource's client secret in force is.
     secret_ages: SecretAges,
 }
 
-/// A resource's uid in 16 bytes: a uid is a UUID, whose digits are its value; anything else is
-/// known by a digest. Every resource has an entry, so the key's size counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct UidKey(u128);
+/// The labels a resource counts under in `resources`, in three bytes rather than the labels'
+/// three texts: every resource has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Counted {
+    kind: Kind,
+    phase: Phase,
+    reason: Reason,
+}
 
-impl UidKey {
-    fn of(uid: &str) -> UidKey {
-        let digits = uid.chars().filter(|c| *c != '-');
-        let value = digits
-            .take(33)
-            .try_fold((0u128, 0u32), |(value, count), c| {
-                Some(((value << 4) | u128::from(c.to_digit(16)?), count + 1))
-            });
-        if let Some((value, 32)) = value {
-            return UidKey(value);
+impl Counted {
+    fn labels(self) -> ResourceLabels {
+        ResourceLabels {
+            kind: self.kind.as_str(),
+            phase: self.phase.as_str(),
+            reason: self.reason.entry().metric_label,
         }
-        let digest = Sha256::digest(uid.as_bytes());
-        let mut bytes = [0u8; 16];
-        bytes.copy_from_slice(&digest[..16]);
-        UidKey(u128::from_le_bytes(bytes))
     }
 }
 
@@ -201,30 +199,30 @@ impl Metrics {
     }
 
     /// Counts a resource under its current phase and reason (moving it from the previous ones).
-    pub fn resource_state(&self, kind: &'static str, uid: &str, phase: Phase, reason: Reason) {
-        let labels = ResourceLabels {
+    pub fn resource_state(&self, kind: Kind, uid: &str, phase: Phase, reason: Reason) {
+        let now = Counted {
             kind,
-            phase: phase.as_str(),
-            reason: reason.entry().metric_label,
+            phase,
+            reason,
         };
         let Ok(mut counted) = self.counted.lock() else {
             return;
         };
-        match counted.insert(UidKey::of(uid), labels.clone()) {
-            Some(previous) if previous == labels => {}
+        match counted.insert(UidKey::of(uid), now) {
+            Some(previous) if previous == now => {}
             Some(previous) => {
-                self.resources.get_or_create(&previous).dec();
-                self.resources.get_or_create(&labels).inc();
+                self.resources.get_or_create(&previous.labels()).dec();
+                self.resources.get_or_create(&now.labels()).inc();
             }
             None => {
-                self.resources.get_or_create(&labels).inc();
+                self.resources.get_or_create(&now.labels()).inc();
             }
         }
     }
 
     /// Counts a resource under the phase and reason its status shows (a resource found in the
     /// cache, with nothing to do).
-    pub fn resource_from_status(&self, kind: &'static str, uid: &str, status: &ResourceStatus) {
+    pub fn resource_from_status(&self, kind: Kind, uid: &str, status: &ResourceStatus) {
         if let (Some(phase), Some(reason)) = (status.phase, status.reason) {
             self.resource_state(kind, uid, phase, reason);
         }
@@ -232,7 +230,7 @@ impl Metrics {
     }
 
     /// Keeps when the resource's client secret in force was set and is rotated next.
-    pub fn secret_from_status(&self, kind: &'static str, uid: &str, status: &ResourceStatus) {
+    pub fn secret_from_status(&self, kind: Kind, uid: &str, status: &ResourceStatus) {
         self.secret_ages.follow(kind, uid, status);
     }
 
@@ -243,7 +241,7 @@ impl Metrics {
             return;
         };
         if let Some(previous) = counted.remove(&UidKey::of(uid)) {
-            self.resources.get_or_create(&previous).dec();
+            self.resources.get_or_create(&previous.labels()).dec();
         }
     }
 
@@ -300,30 +298,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_uid_is_keyed_by_its_digits_or_else_by_a_digest() {
-        let uid = "0b6c1f4e-3a7d-4c2e-9f1a-5d8e7b6a4c3d";
-        assert_eq!(
-            UidKey::of(uid),
-            UidKey(0x0b6c1f4e_3a7d_4c2e_9f1a_5d8e7b6a4c3d)
-        );
-        assert_ne!(
-            UidKey::of(uid),
-            UidKey::of("0b6c1f4e-3a7d-4c2e-9f1a-5d8e7b6a4c3e")
-        );
-        // Not a UUID: a short one, a longer one, other characters.
-        let others = [
-            "web",
-            "0b6c1f4e3a7d4c2e9f1a5d8e7b6a4c3d0",
-            "not-a-uuid-at-all-but-long-enough!",
-        ];
-        for other in others {
-            assert_eq!(UidKey::of(other), UidKey::of(other));
-            assert_ne!(UidKey::of(other), UidKey::of(uid));
-        }
-        assert_ne!(UidKey::of(others[0]), UidKey::of(others[1]));
-    }
-
-    #[test]
     fn series_use_the_documented_names_and_bounded_labels() {
         let metrics = Metrics::new();
         metrics.reconciled("OIDCClient", Reason::Refused, Cause::OutsideGrant);
@@ -350,9 +324,19 @@ mod tests {
     #[test]
     fn a_resource_counts_once_under_its_current_state() {
         let metrics = Metrics::new();
-        metrics.resource_state("OIDCClient", "u1", Phase::Pending, Reason::Pending);
-        metrics.resource_state("OIDCClient", "u1", Phase::Registered, Reason::Registered);
-        metrics.resource_state("OIDCClient", "u2", Phase::Registered, Reason::Registered);
+        metrics.resource_state(Kind::OidcClient, "u1", Phase::Pending, Reason::Pending);
+        metrics.resource_state(
+            Kind::OidcClient,
+            "u1",
+            Phase::Registered,
+            Reason::Registered,
+        );
+        metrics.resource_state(
+            Kind::OidcClient,
+            "u2",
+            Phase::Registered,
+            Reason::Registered,
+        );
         let text = metrics.encode();
         assert!(text.contains(
             r#"nauthera_operator_resources{kind="OIDCClient",phase="Registered",reason="registered"} 2"#

@@ -80,7 +80,7 @@ impl<A> Context<A> {
     /// metrics; and returns when to look again. Records nothing unless the write gate lets it.
     pub async fn record<K>(
         &self,
-        kind: &'static str,
+        kind: nauthera_shared::kinds::Kind,
         api: &Api<K>,
         resource: &K,
         status: Option<&ResourceStatus>,
@@ -117,7 +117,7 @@ impl<A> Context<A> {
             .await;
             match written {
                 Err(kube::Error::Api(answer)) if if_version.is_some() && answer.code == 409 => {
-                    tracing::debug!(kind, name = %resource.name_any(), "the status changed since it was read; deciding again");
+                    tracing::debug!(kind = kind.as_str(), name = %resource.name_any(), "the status changed since it was read; deciding again");
                     return Ok(Action::requeue(Duration::ZERO));
                 }
                 written => written?,
@@ -130,7 +130,8 @@ impl<A> Context<A> {
                 .send(resource.object_ref(&()), event.reason, &event.note, now)
                 .await;
         }
-        self.metrics.reconciled(kind, verdict.reason, verdict.cause);
+        self.metrics
+            .reconciled(kind.as_str(), verdict.reason, verdict.cause);
         let phase = verdict.reason.phase(verdict.retried);
         if verdict.reason.is_deletion_outcome() {
             self.metrics.resource_gone(&uid);
@@ -141,7 +142,7 @@ impl<A> Context<A> {
                 self.metrics.secret_from_status(kind, &uid, &current);
             }
         }
-        log_verdict(kind, resource, verdict);
+        log_verdict(kind.as_str(), resource, verdict);
         if verdict.retried || verdict.keep_trying {
             let delay = self
                 .memory

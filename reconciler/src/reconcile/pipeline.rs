@@ -105,14 +105,7 @@ async fn reconcile_leading<K: Managed, A: AdminApi>(
     let mut verdict = verdict;
     verdict.fields.next_rotation = next_rotation(&edges, status, &verdict);
     let action = ctx
-        .record(
-            K::KIND.as_str(),
-            &edges.api,
-            edges.resource,
-            status,
-            &verdict,
-            true,
-        )
+        .record(K::KIND, &edges.api, edges.resource, status, &verdict, true)
         .await?;
     // A request waiting behind the step just taken is decided at once (the view is corrected
     // by `note_server_view`), not left for a watch event that never comes.
@@ -294,7 +287,7 @@ async fn carry_out<K: Managed, A: AdminApi>(
             // write: a restarted reconciler counts what it found.
             if let Some(status) = status {
                 ctx.metrics
-                    .resource_from_status(K::KIND.as_str(), &edges.uid, status);
+                    .resource_from_status(K::KIND, &edges.uid, status);
             }
             Carried::Done(after.map_or_else(Action::await_change, Action::requeue))
         }
@@ -1539,14 +1532,7 @@ async fn finish_deletion<K: Managed, A>(
     record_hold(edges, verdict);
     if !verdict.reason.is_deletion_outcome() {
         return ctx
-            .record(
-                K::KIND.as_str(),
-                &edges.api,
-                edges.resource,
-                status,
-                verdict,
-                true,
-            )
+            .record(K::KIND, &edges.api, edges.resource, status, verdict, true)
             .await;
     }
     if verdict.reason == Reason::Orphaned {
@@ -1558,14 +1544,7 @@ async fn finish_deletion<K: Managed, A>(
         ctx.prerequisites.record_gone(provided, verdict.reason);
     }
     let action = ctx
-        .record(
-            K::KIND.as_str(),
-            &edges.api,
-            edges.resource,
-            status,
-            verdict,
-            false,
-        )
+        .record(K::KIND, &edges.api, edges.resource, status, verdict, false)
         .await?;
     ctx.leadership.gate()?;
     kube_io::set_finalizer(&edges.api, edges.resource, false).await?;

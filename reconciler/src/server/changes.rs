@@ -21,6 +21,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::reconcile::decide::{LastWrite, ServerView, Writer, writer};
 use crate::server::admin::AdminApi;
+use crate::server::client_revisions::ClientRevisions;
 
 /// A client's place on the server: issuer, namespace, name.
 pub type RefKey = (String, String, String);
@@ -121,7 +122,7 @@ struct Listing {
     complete: bool,
     hint: Option<v1::ChangeHint>,
     /// The revision of each client the listing holds.
-    revisions: HashMap<RefKey, String>,
+    revisions: ClientRevisions,
     /// The server's history restarted (its epoch changed) since the previous listing.
     history_restarted: bool,
 }
@@ -145,10 +146,9 @@ impl ServerRevisions {
         if !listing.complete {
             return ServerView::Unknown;
         }
-        let key = (issuer.to_owned(), namespace.to_owned(), name.to_owned());
-        match listing.revisions.get(&key) {
+        match listing.revisions.get(issuer, namespace, name) {
             Some(revision) => ServerView::Holds {
-                revision: revision.clone(),
+                revision: revision.to_owned(),
             },
             None => ServerView::Absent,
         }
@@ -181,7 +181,7 @@ impl ServerRevisions {
                 match revision {
                     Some(revision) => listing.revisions.insert(key, revision),
                     None => listing.revisions.remove(&key),
-                };
+                }
             }
             return;
         }
@@ -243,16 +243,18 @@ impl ServerRevisions {
         if !track_moves {
             // Nothing is compared with the previous view: it goes first, so that the two are
             // never held at once.
-            listing.revisions = HashMap::new();
+            listing.revisions = ClientRevisions::default();
         }
         let mut moved = Vec::new();
-        let mut revisions = HashMap::with_capacity(clients.len());
+        let mut revisions = ClientRevisions::default();
         for client in clients {
             let Some(reference) = client.r#ref else {
                 continue;
             };
             let key = (reference.issuer, reference.namespace, reference.name);
-            if track_moves && listing.revisions.get(&key) != Some(&client.revision) {
+            if track_moves
+                && listing.revisions.get(&key.0, &key.1, &key.2) != Some(client.revision.as_str())
+            {
                 moved.push(Moved {
                     key: key.clone(),
                     manager: client.last_write.map(|w| w.manager),
@@ -264,10 +266,12 @@ impl ServerRevisions {
             moved.extend(
                 listing
                     .revisions
-                    .keys()
-                    .filter(|key| !revisions.contains_key(*key))
-                    .map(|key| Moved {
-                        key: key.clone(),
+                    .iter()
+                    .filter(|((issuer, namespace, name), _)| {
+                        revisions.get(issuer, namespace, name).is_none()
+                    })
+                    .map(|((issuer, namespace, name), _)| Moved {
+                        key: (issuer.to_owned(), namespace.to_owned(), name.to_owned()),
                         manager: None,
                     }),
             );

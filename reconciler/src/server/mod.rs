@@ -4,5 +4,6 @@
 
 pub(crate) mod admin;
 pub(crate) mod changes;
+pub(crate) mod client_revisions;
 pub(crate) mod namespace_map;
 pub(crate) mod server_calls;

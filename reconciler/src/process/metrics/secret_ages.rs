@@ -7,12 +7,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
+use nauthera_shared::kinds::Kind;
 use nauthera_shared::resources::ResourceStatus;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::{KindLabels, UidKey};
+use super::KindLabels;
+use crate::kubernetes::uid_key::UidKey;
 
 /// A rotation this long past `status.nextRotation` counts as overdue: a due rotation is
 /// carried out within seconds, so only one that cannot be (the server refuses, the Secret
@@ -21,7 +23,7 @@ const OVERDUE_AFTER_SECONDS: i64 = 15 * 60;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SecretTimes {
-    kind: &'static str,
+    kind: Kind,
     /// `status.secretSetTime`, in seconds.
     set_at: i64,
     /// `status.nextRotation`, in seconds.
@@ -51,7 +53,7 @@ impl SecretAges {
     }
 
     /// Keeps what the status says of a resource's secret.
-    pub(super) fn follow(&self, kind: &'static str, uid: &str, status: &ResourceStatus) {
+    pub(super) fn follow(&self, kind: Kind, uid: &str, status: &ResourceStatus) {
         let Ok(mut times) = self.times.lock() else {
             return;
         };
@@ -84,8 +86,8 @@ impl SecretAges {
         let Ok(times) = self.times.lock() else {
             return;
         };
-        let mut oldest: HashMap<&'static str, i64> = HashMap::new();
-        let mut overdue: HashMap<&'static str, i64> = HashMap::new();
+        let mut oldest: HashMap<Kind, i64> = HashMap::new();
+        let mut overdue: HashMap<Kind, i64> = HashMap::new();
         for times in times.values() {
             let age = (now - times.set_at).max(0);
             let entry = oldest.entry(times.kind).or_default();
@@ -98,7 +100,11 @@ impl SecretAges {
         for (family, values) in [(&self.oldest, &oldest), (&self.overdue, &overdue)] {
             family.clear();
             for (kind, value) in values {
-                family.get_or_create(&KindLabels { kind }).set(*value);
+                family
+                    .get_or_create(&KindLabels {
+                        kind: kind.as_str(),
+                    })
+                    .set(*value);
             }
         }
     }
@@ -125,9 +131,9 @@ mod tests {
     #[test]
     fn the_oldest_age_and_the_overdue_count_are_per_kind() {
         let ages = SecretAges::default();
-        ages.follow("OIDCClient", "u1", &status(0, Some(1_000)));
-        ages.follow("OIDCClient", "u2", &status(500, Some(10_000)));
-        ages.follow("IdentityProvider", "u3", &status(900, None));
+        ages.follow(Kind::OidcClient, "u1", &status(0, Some(1_000)));
+        ages.follow(Kind::OidcClient, "u2", &status(500, Some(10_000)));
+        ages.follow(Kind::IdentityProvider, "u3", &status(900, None));
         ages.refresh(at(1_000 + OVERDUE_AFTER_SECONDS + 1));
         let oldest = |kind| ages.oldest.get_or_create(&KindLabels { kind }).get();
         let overdue = |kind| ages.overdue.get_or_create(&KindLabels { kind }).get();
@@ -135,7 +141,7 @@ mod tests {
         assert_eq!(overdue("OIDCClient"), 1);
         assert_eq!(overdue("IdentityProvider"), 0);
         // Rotated: younger, and no longer overdue.
-        ages.follow("OIDCClient", "u1", &status(2_000, Some(90_000)));
+        ages.follow(Kind::OidcClient, "u1", &status(2_000, Some(90_000)));
         ages.forget("u3");
         ages.refresh(at(2_000));
         assert_eq!(oldest("OIDCClient"), 1_500);
