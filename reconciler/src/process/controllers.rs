@@ -862,26 +862,7 @@ mod tests {
 
     #[test]
     fn a_cached_manifest_keeps_its_status_abridged() {
-        use nauthera_shared::catalog::{Cause, Reason};
-        use nauthera_shared::resources::reason_conditions;
-        let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            jiff::Timestamp::from_second(1_000).unwrap(),
-        );
-        let whole = ResourceStatus {
-            reason: Some(Reason::Registered),
-            message: Some("registered".into()),
-            observed_generation: Some(1),
-            revision: Some("e-1".into()),
-            conditions: reason_conditions(
-                Reason::Registered,
-                Cause::None,
-                "registered",
-                Some(1),
-                time,
-            )
-            .to_vec(),
-            ..ResourceStatus::default()
-        };
+        let whole = crate::process::memory::tests::registered_status();
         let mut client: nauthera_shared::resources::OIDCClient =
             serde_json::from_value(serde_json::json!({
                 "apiVersion": "nauthera.io/v1alpha1",

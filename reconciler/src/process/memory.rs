@@ -201,10 +201,10 @@ impl Memory {
 
     /// Keeps a written status until the watch cache shows it, as the API server returns it
     /// (times to the second) and the cache keeps it (abridged), so the two compare equal.
-    pub fn remember_status(&self, uid: &str, status: ResourceStatus) {
-        let mut status = serde_json::to_value(&status)
+    pub fn remember_status(&self, uid: &str, status: &ResourceStatus) {
+        let mut status = serde_json::to_value(status)
             .and_then(serde_json::from_value)
-            .unwrap_or(status);
+            .unwrap_or_else(|_| status.clone());
         status.abridge();
         if let Ok(mut map) = self.statuses.lock() {
             map.insert(uid.to_owned(), status);
@@ -286,7 +286,7 @@ impl Memory {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -315,30 +315,30 @@ mod tests {
             revision: Some("r2".into()),
             ..ResourceStatus::default()
         };
-        memory.remember_status("u", written.clone());
+        memory.remember_status("u", &written);
         assert_eq!(memory.status_or("u", Some(&read)), Some(written.clone()));
         // The cache caught up: the copy is dropped, and a later read is taken as it is.
         assert_eq!(memory.status_or("u", Some(&written)), Some(written.clone()));
         assert_eq!(memory.status_or("u", Some(&read)), Some(read.clone()));
         // The watch shows the written status before any reconcile reads it: the copy goes then.
-        memory.remember_status("u", written.clone());
+        memory.remember_status("u", &written);
         memory.cache_shows("u", Some(&read));
         assert_eq!(memory.status_or("u", Some(&read)), Some(written.clone()));
         memory.cache_shows("u", Some(&written));
         assert_eq!(memory.status_or("u", Some(&read)), Some(read));
-        memory.remember_status("u", ResourceStatus::default());
+        memory.remember_status("u", &ResourceStatus::default());
         memory.forget("u");
         assert_eq!(memory.status_or("u", None), None);
     }
 
-    #[test]
-    fn the_cache_keeps_statuses_abridged_and_reconciles_read_them_whole() {
+    /// A status as the reconciler writes it for a client registered at second 1,000.
+    pub(crate) fn registered_status() -> ResourceStatus {
         use nauthera_shared::catalog::{Cause, Reason};
         use nauthera_shared::resources::reason_conditions;
         let time = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             Timestamp::from_second(1_000).unwrap(),
         );
-        let written = ResourceStatus {
+        ResourceStatus {
             reason: Some(Reason::Registered),
             message: Some("registered".into()),
             observed_generation: Some(1),
@@ -352,12 +352,17 @@ mod tests {
             .to_vec(),
             revision: Some("r2".into()),
             ..ResourceStatus::default()
-        };
+        }
+    }
+
+    #[test]
+    fn the_cache_keeps_statuses_abridged_and_reconciles_read_them_whole() {
+        let written = registered_status();
         let mut cached = written.clone();
         cached.abridge();
         assert!(cached.abridged.is_some());
         let memory = Memory::default();
-        memory.remember_status("u", written.clone());
+        memory.remember_status("u", &written);
         assert_eq!(memory.status_or("u", None), Some(written.clone()));
         memory.cache_shows("u", Some(&cached));
         assert!(
@@ -371,7 +376,7 @@ mod tests {
     fn a_finished_deletion_is_remembered_for_a_while() {
         let memory = Memory::default();
         let start = Timestamp::from_second(1_000).unwrap();
-        memory.remember_status("u", ResourceStatus::default());
+        memory.remember_status("u", &ResourceStatus::default());
         memory.finished_deletion("u", start);
         assert!(memory.deletion_finished("u"));
         assert!(!memory.deletion_finished("v"));

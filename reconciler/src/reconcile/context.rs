@@ -97,6 +97,7 @@ impl<A> Context<A> {
         let uid = resource.uid().unwrap_or_default();
         let generation = resource.meta().generation.unwrap_or(0);
         self.leadership.gate()?;
+        let mut written_status = None;
         if write_status && let Some(mut new_status) = status_after(status, verdict, generation, now)
         {
             new_status.manager = Some(self.manager.clone());
@@ -122,7 +123,8 @@ impl<A> Context<A> {
                 }
                 written => written?,
             }
-            self.memory.remember_status(&uid, new_status);
+            self.memory.remember_status(&uid, &new_status);
+            written_status = Some(new_status);
         }
         // Queued, never awaited as written: an event must not hold up the reconcile.
         for event in events_for(status, verdict) {
@@ -138,8 +140,9 @@ impl<A> Context<A> {
         } else {
             self.metrics
                 .resource_state(kind, &uid, phase, verdict.reason);
-            if let Some(current) = self.memory.status_or(&uid, status) {
-                self.metrics.secret_from_status(kind, &uid, &current);
+            // The status in force now: the one just written, else the one decided on.
+            if let Some(current) = written_status.as_ref().or(status) {
+                self.metrics.secret_from_status(kind, &uid, current);
             }
         }
         log_verdict(kind.as_str(), resource, verdict);

@@ -467,7 +467,7 @@ async fn answer_restore_not_needed<K: Managed, A>(
         None,
     )
     .await?;
-    ctx.memory.remember_status(&edges.uid, answered);
+    ctx.memory.remember_status(&edges.uid, &answered);
     Ok(())
 }
 
@@ -494,7 +494,7 @@ async fn answer_rotation<K: Managed, A>(
             None,
         )
         .await?;
-        ctx.memory.remember_status(&edges.uid, answered);
+        ctx.memory.remember_status(&edges.uid, &answered);
     }
     Ok(())
 }
