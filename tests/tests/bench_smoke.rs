@@ -1,7 +1,7 @@
 //! The benchmark program at a tiny size, so it cannot rot: every part runs and reports, for both
-//! workloads (OIDCClients alone, and the mixed one of all four kinds), against the real binaries,
-//! the fake server and the emulator. No figure is asserted (they are timings); only that each was
-//! measured.
+//! workloads (OIDCClients alone, and the mixed one of all four kinds, each measured twice and
+//! summed up as medians), against the real binaries, the fake server and the emulator. No figure
+//! is asserted (they are timings); only that each was measured.
 
 use std::process::Command;
 
@@ -33,6 +33,8 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
             "500ms",
             "--plugin-runs",
             "1",
+            "--repeat",
+            "2",
         ])
         .arg("--json")
         .arg(&json)
@@ -68,7 +70,25 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
 
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(report["sizes"].as_array().unwrap().len(), 2);
+    // Each workload twice, round by round, and the two runs of each summed up.
+    let sizes = report["sizes"].as_array().unwrap();
+    let workloads: Vec<&str> = sizes
+        .iter()
+        .map(|s| s["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(workloads, ["clients", "mixed", "clients", "mixed"]);
+    let repeated = report["repeated"].as_array().unwrap();
+    assert_eq!(repeated.len(), 2, "{repeated:?}");
+    for (summary, workload) in repeated.iter().zip(["clients", "mixed"]) {
+        assert_eq!(summary["workload"], workload, "{summary}");
+        assert_eq!(summary["runs"], 2, "{summary}");
+        assert_eq!(summary["wall_ratio"]["runs"], 2, "{summary}");
+        assert_eq!(summary["drift_p95_ms"]["runs"], 2, "{summary}");
+    }
+    assert!(
+        stdout.contains("median of 2 runs (of 2): cold start CPU / full floor"),
+        "no median rows in:\n{stdout}"
+    );
     let size = &report["sizes"][0];
     assert_eq!(size["workload"], "clients");
     assert_eq!(size["clients"], 12);

@@ -9,6 +9,7 @@ pub mod memory_floor;
 pub mod observer;
 pub mod peer;
 pub mod plugin;
+pub mod repeated;
 pub mod report;
 pub mod run;
 pub mod svg;
@@ -23,15 +24,17 @@ use report::Report;
 use run::Settings;
 use workload::{Workload, WorkloadKind};
 
-/// Measures every size of every workload on every plane (each size for each workload and plane
-/// in turn, so a stopped run keeps them all at the smaller sizes), then the plugin-only sizes on
-/// every plane; after each one `written` gets the report so far, so a long run that is stopped
-/// keeps what it measured.
+/// Measures every size of every workload on every plane `repeat` times (each size for each
+/// workload and plane in turn, so a stopped run keeps them all at the smaller sizes), then the
+/// plugin-only sizes on every plane; after each one `written` gets the report so far, so a long
+/// run that is stopped keeps what it measured. Sizes measured more than once are summed up as
+/// medians (`Report::repeated`).
 pub async fn run(
     settings: &Settings,
     planes: &[Plane],
     workloads: &[WorkloadKind],
     sizes: &[usize],
+    repeat: usize,
     plugin_only: &[usize],
     written: impl Fn(&Report) -> anyhow::Result<()>,
 ) -> anyhow::Result<Report> {
@@ -60,12 +63,17 @@ pub async fn run(
     };
     // A size of 0 stands for none (`--plugin-only 0` skips the plugin-only sizes).
     for &clients in sizes.iter().filter(|n| **n > 0) {
-        for &kind in workloads {
-            for &plane in planes {
-                report
-                    .sizes
-                    .push(run::size(settings, plane, kind, clients).await?);
-                written(&report)?;
+        // Round by round, so that a slow spell of the shared machine falls on every workload and
+        // plane alike rather than on one of them.
+        for _ in 0..repeat.max(1) {
+            for &kind in workloads {
+                for &plane in planes {
+                    report
+                        .sizes
+                        .push(run::size(settings, plane, kind, clients).await?);
+                    report.repeated = repeated::summarize(&report.sizes);
+                    written(&report)?;
+                }
             }
         }
     }

@@ -22,6 +22,8 @@ pub struct Report {
     /// The reconciler's settings the run used (its production defaults unless said otherwise).
     pub reconciler_settings: BTreeMap<String, String>,
     pub sizes: Vec<SizeReport>,
+    /// The median and spread of each size measured more than once (`--repeat`).
+    pub repeated: Vec<super::repeated::Repeated>,
     /// The plugin against kubectl on workloads with no reconciler (the largest sizes).
     pub plugin_only: Vec<PluginReport>,
 }
@@ -574,6 +576,9 @@ impl Report {
             if let Some(peer) = &size.peer {
                 super::peer::rows(&mut table, size, peer);
             }
+        }
+        for repeated in &self.repeated {
+            super::repeated::rows(&mut table, repeated);
         }
         for plugin in &self.plugin_only {
             plugin_rows(&mut table, plugin);

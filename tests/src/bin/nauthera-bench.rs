@@ -30,6 +30,11 @@ struct Args {
     /// kind, for the mixed workload; OIDCClients, for the clients workload).
     #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
     clients: Vec<usize>,
+    /// How many times each size is measured, each run with its own floors right after it; with
+    /// more than one, the table and the JSON (`repeated`) add the median of each ratio and its
+    /// spread, the figure a target is read against on a shared machine.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    repeat: u64,
     /// Numbers of OIDCClients to compare the plugin with kubectl at, with no reconciler run
     /// (0 for none).
     #[arg(long, value_delimiter = ',', default_value = "100000")]
@@ -167,6 +172,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         &planes,
         &workloads,
         &args.clients,
+        args.repeat as usize,
         &args.plugin_only,
         |report| bench::write(report, &args.json, &args.svg),
     )
