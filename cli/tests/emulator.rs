@@ -18,7 +18,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use nauthera_kube_emulator::Emulator;
+use nauthera_kube_emulator::{Emulator, Options};
 use nauthera_shared::resources::OIDCClient;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -48,7 +48,11 @@ impl Run {
 }
 
 async fn start() -> Cluster {
-    let emulator = Emulator::start().await.unwrap();
+    start_with(Options::default()).await
+}
+
+async fn start_with(options: Options) -> Cluster {
+    let emulator = Emulator::start_with(options).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     emulator
@@ -1083,5 +1087,77 @@ async fn the_leader_lease_says_how_fresh_the_state_is() {
         ),
         "{}",
         stale.stdout
+    );
+}
+
+/// A listing of more pages than the API server keeps history for: each later page's continue
+/// token has expired (410) by the time it is sent. The plugin goes on with the token the server
+/// gives for the rest, says so, and shows every resource once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_that_outlasts_the_servers_history_shows_every_resource_once() {
+    let cluster = start_with(Options {
+        compact_between_pages: true,
+        ..Options::default()
+    })
+    .await;
+    // Three pages of 500 in every namespace.
+    let mut names = Vec::new();
+    for index in 0..1_100 {
+        let namespace = ["team-a", "team-b", "ops"][index % 3];
+        let name = format!("client-{index:04}");
+        put(
+            &cluster.client,
+            "oidcclients",
+            namespace,
+            client_manifest(&name, namespace, json!({"generate": true})),
+            None,
+        )
+        .await;
+        names.push(format!("{namespace}/{name}"));
+    }
+    names.sort();
+
+    let json = plugin(&cluster, &["status", "-A", "-o", "json"], None).await;
+    assert!(json.code < 2, "{}", json.all());
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    let mut listed: Vec<String> = report["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            format!(
+                "{}/{}",
+                row["namespace"].as_str().unwrap(),
+                row["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    listed.sort();
+    assert_eq!(listed, names, "every resource, once");
+    let warnings: Vec<&str> = json
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", json.stderr);
+    assert!(
+        warnings[0].contains("listing oidcclients in every namespace")
+            && warnings[0].contains("410 Expired"),
+        "{}",
+        warnings[0]
+    );
+
+    let table = plugin(
+        &cluster,
+        &["status", "oidcclients", "-A", "--no-headers"],
+        None,
+    )
+    .await;
+    assert!(table.code < 2, "{}", table.all());
+    assert_eq!(
+        table.stdout.lines().count(),
+        names.len(),
+        "{}",
+        table.stderr
     );
 }

@@ -7,6 +7,7 @@
 
 pub mod control_plane;
 pub mod facts;
+mod paging;
 pub mod policies;
 
 use futures::StreamExt;
@@ -22,6 +23,8 @@ use crate::cli::GlobalArgs;
 use crate::cli::kinds::Kind;
 use crate::error::{CliError, api_code};
 use crate::model::view::ResourceView;
+use crate::output;
+use paging::{AfterFailure, Paging};
 
 /// Which namespaces a command looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,22 +194,31 @@ impl Cluster {
             + std::fmt::Debug,
     {
         let api = self.api::<K>(scope);
+        let what = || format!("listing {}{}", kind.plural(), scope_words(scope));
         let mut params = ListParams::default().limit(LIST_PAGE);
-        let mut first_page = true;
+        let mut paging = Paging::default();
         loop {
             let page = match api.list(&params).await {
                 Ok(page) => page,
-                Err(error) if api_code(&error) == Some(404) && first_page => {
-                    return Ok(false);
-                }
-                Err(error) => {
-                    return Err(CliError::kube(
-                        format!("listing {}{}", kind.plural(), scope_words(scope)),
-                        &error,
-                    ));
-                }
+                Err(error) => match paging.after_failure(&error) {
+                    AfterFailure::NotInstalled => return Ok(false),
+                    AfterFailure::GoOnFrom(token) => {
+                        if paging.expirations == 1 {
+                            output::progress(&format!(
+                                "warning: {} outlasted the history the API server keeps (410 \
+                                 Expired); the rest was read as it stands now, so a resource \
+                                 changed meanwhile may show its state from before or after the \
+                                 change",
+                                what()
+                            ));
+                        }
+                        params = params.continue_token(&token);
+                        continue;
+                    }
+                    AfterFailure::Fail => return Err(CliError::kube(what(), &error)),
+                },
             };
-            first_page = false;
+            paging.page_read();
             page.items.iter().map(view).for_each(&mut *visit);
             match page.metadata.continue_.filter(|token| !token.is_empty()) {
                 Some(token) => params = params.continue_token(&token),

@@ -79,6 +79,10 @@ pub struct Options {
     /// Log files served as pods' logs (`pods/<name>/log`), by (namespace, pod name). Nothing
     /// runs pods here: whoever starts the emulator says which file stands for which pod.
     pub pod_logs: BTreeMap<(String, String), PathBuf>,
+    /// Compacts the history after serving each page of a list that has more to come, as if
+    /// every paged listing were slower than the server's compaction: each later page then meets
+    /// `410 Expired`, as it does when a client pages through more than a busy cluster keeps.
+    pub compact_between_pages: bool,
 }
 
 impl Default for Options {
@@ -88,6 +92,7 @@ impl Default for Options {
             port: 0,
             policy_refresh_interval: Duration::from_secs(1),
             pod_logs: BTreeMap::new(),
+            compact_between_pages: false,
         }
     }
 }
@@ -144,6 +149,7 @@ impl Emulator {
             address: address.to_string(),
             requests: Default::default(),
             pod_logs: options.pod_logs,
+            compact_between_pages: options.compact_between_pages,
         });
         seed(&state).map_err(StartError::Seed)?;
         let policies = tokio::spawn(admission_policy::loader::run(

@@ -97,6 +97,8 @@ pub struct ApiErrorDetails {
     /// The kind (for Invalid) or the resource plural (for the other reasons), as the server says it.
     pub kind: Option<String>,
     pub causes: Vec<Cause>,
+    /// `metadata.continue`: where an expired listing may go on from.
+    pub continue_token: Option<String>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -110,6 +112,7 @@ impl ApiError {
             group: None,
             kind: None,
             causes: Vec::new(),
+            continue_token: None,
         }))
     }
 
@@ -179,6 +182,7 @@ impl ApiError {
             group: Some(group.to_owned()),
             kind: Some(kind.to_owned()),
             causes,
+            continue_token: None,
         }))
     }
 
@@ -188,6 +192,22 @@ impl ApiError {
             StatusReason::Expired,
             format!("too old resource version: {requested} ({oldest})"),
         )
+    }
+
+    /// `410 Expired` for a later page of a list whose snapshot is older than the kept history,
+    /// with the server's words and a token for the rest of the list as it stands now.
+    pub fn expired_continue(rest: String) -> Self {
+        let mut error = Self::new(
+            StatusReason::Expired,
+            "The provided continue parameter is too old to display a consistent list result. \
+             You can start a new list without the continue parameter, or use the continue token \
+             in this response to retrieve the remainder of the results. Continuing with the \
+             provided token results in an inconsistent list - objects that were created, \
+             modified, or deleted between the time the first chunk was returned and now may show \
+             up in the list.",
+        );
+        error.continue_token = Some(rest);
+        error
     }
 
     fn with_details(mut self, name: &str, resource: &ResourceName<'_>) -> Self {
@@ -245,6 +265,9 @@ impl ApiError {
         }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
+        }
+        if let Some(token) = &self.continue_token {
+            status["metadata"]["continue"] = json!(token);
         }
         status
     }

@@ -1426,6 +1426,76 @@ async fn watcher_relists_after_410_when_history_is_compacted() {
 }
 
 #[tokio::test]
+async fn a_later_page_after_compaction_gets_410_with_a_token_for_the_rest() {
+    let cluster = Cluster::start().await;
+    let Some(emulator) = cluster.emulator() else {
+        return;
+    };
+    let namespace = cluster.namespace("pages").await;
+    let maps: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), &namespace);
+    for name in ["a", "b", "c", "d"] {
+        maps.create(&PostParams::default(), &config_map(name, json!({})))
+            .await
+            .unwrap();
+    }
+    let first = maps.list(&ListParams::default().limit(2)).await.unwrap();
+    let names = |list: &kube::core::ObjectList<ConfigMap>| -> Vec<String> {
+        list.items.iter().map(ResourceExt::name_any).collect()
+    };
+    assert_eq!(names(&first), ["a", "b"]);
+    let token = first.metadata.continue_.clone().unwrap();
+
+    emulator.compact_history();
+    // Changed after the first page: the rest shows them as they stand now.
+    maps.create(&PostParams::default(), &config_map("e", json!({})))
+        .await
+        .unwrap();
+    maps.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"late": "yes"}})),
+    )
+    .await
+    .unwrap();
+    let expired = status_of(
+        maps.list(&ListParams::default().limit(2).continue_token(&token))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((expired.code, expired.reason.as_str()), (410, "Expired"));
+    assert!(
+        expired
+            .message
+            .contains("use the continue token in this response"),
+        "{}",
+        expired.message
+    );
+    let rest = expired.metadata.and_then(|m| m.continue_).unwrap();
+    assert!(!rest.is_empty());
+
+    let mut seen = Vec::new();
+    let mut params = ListParams::default().limit(2).continue_token(&rest);
+    loop {
+        let page = maps.list(&params).await.unwrap();
+        seen.extend(page.items.iter().cloned());
+        match page.metadata.continue_.filter(|t| !t.is_empty()) {
+            Some(next) => params = params.continue_token(&next),
+            None => break,
+        }
+    }
+    let seen_names: Vec<String> = seen.iter().map(ResourceExt::name_any).collect();
+    assert_eq!(seen_names, ["c", "d", "e"], "the rest, once each");
+    assert_eq!(
+        seen[0]
+            .data
+            .as_ref()
+            .and_then(|d| d.get("late"))
+            .map(String::as_str),
+        Some("yes")
+    );
+}
+
+#[tokio::test]
 async fn rbac_denies_and_allows_and_access_reviews_agree() {
     let cluster = Cluster::start().await;
     let group = test_group("rbac");

@@ -40,6 +40,8 @@ pub struct AppState {
     pub requests: crate::requests::RequestTally,
     /// The files served as pods' logs, by (namespace, pod name).
     pub pod_logs: std::collections::BTreeMap<(String, String), std::path::PathBuf>,
+    /// See [`crate::Options::compact_between_pages`].
+    pub compact_between_pages: bool,
 }
 
 impl AppState {

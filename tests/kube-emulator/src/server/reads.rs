@@ -52,6 +52,15 @@ impl Call<'_> {
     }
 
     pub(super) fn list(&self, info: &ResourceInfo, path: &ResourcePath) -> ApiResult<Response> {
+        let (page, more_to_come) = self.list_page(info, path)?;
+        if more_to_come && self.app.compact_between_pages {
+            self.app.compact()?;
+        }
+        Ok(page)
+    }
+
+    /// One page of a list, and whether more pages follow.
+    fn list_page(&self, info: &ResourceInfo, path: &ResourcePath) -> ApiResult<(Response, bool)> {
         let filter = self.filter(path)?;
         let limit = self
             .param("limit")
@@ -66,9 +75,21 @@ impl Call<'_> {
             None => (store.revision(), None),
         };
         let revision = at.to_string();
-        let mut matching = store
-            .list_at(&info.key(), path.namespace.as_deref(), after.as_ref(), at)?
-            .filter(|s| filter.matches(&s.value));
+        let snapshot =
+            match store.list_at(&info.key(), path.namespace.as_deref(), after.as_ref(), at) {
+                Ok(snapshot) => snapshot,
+                // A later page whose snapshot was compacted away: the rest as it stands now.
+                Err(expired) => {
+                    return Err(match &after {
+                        Some(after) => ApiError::expired_continue(encode_continue(&Continue {
+                            revision: store.revision(),
+                            after: after.clone(),
+                        })),
+                        None => expired,
+                    });
+                }
+            };
+        let mut matching = snapshot.filter(|s| filter.matches(&s.value));
         let mut items = Vec::new();
         let mut next = None;
         for stored in matching.by_ref() {
@@ -89,7 +110,7 @@ impl Call<'_> {
                 &revision,
                 next.as_deref(),
             );
-            return Ok(json_response(StatusCode::OK, table));
+            return Ok((json_response(StatusCode::OK, table), next.is_some()));
         }
         let mut metadata = json!({"resourceVersion": revision});
         if let Some(token) = &next {
@@ -112,7 +133,7 @@ impl Call<'_> {
             body.put_slice(&encoding.object_bytes(stored));
         }
         body.put_slice(b"]}");
-        Ok(json_response(StatusCode::OK, body.freeze()))
+        Ok((json_response(StatusCode::OK, body.freeze()), next.is_some()))
     }
 
     pub(super) fn watch(&self, info: &ResourceInfo, path: &ResourcePath) -> ApiResult<Response> {
