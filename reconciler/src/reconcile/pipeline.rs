@@ -21,7 +21,9 @@ use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
-use crate::reconcile::decide::{AdoptRefusal, MintCheck, adoption_refused, requested_mint_check};
+use crate::reconcile::decide::{
+    AdoptRefusal, MintCheck, ServerView, adoption_refused, requested_mint_check,
+};
 use crate::reconcile::decide::{
     AdoptRequest, AfterReleaseLook, Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret,
     Readers, ReleaseLook, Rotation, RotationRequest, ScheduledRotation, SecretFate, SecretMode,
@@ -375,12 +377,12 @@ async fn carry_out<K: Managed, A: AdminApi>(
             None => wait,
         },
         Step::CheckDrift => {
-            let checked = check_drift(
-                edges.resource,
-                ctx.admin.as_ref(),
-                &drift_facts(edges, status),
-            )
-            .await;
+            let mut facts = drift_facts(edges, status);
+            facts.server_moved_on = matches!(
+                &observed.server,
+                ServerView::Holds { revision } if Some(revision.as_str()) != facts.written_revision
+            );
+            let checked = check_drift(edges.resource, ctx.admin.as_ref(), &facts).await;
             let verdict = refused_if_unencodable(checked)?;
             note_server_view(edges, &verdict);
             verdict.into()
@@ -897,6 +899,7 @@ fn drift_facts<'a, K: Managed, A>(
                 &edges.resource.server_key(),
                 false,
             ),
+        server_moved_on: false,
     }
 }
 
@@ -1006,8 +1009,11 @@ async fn apply<K: Managed, A: AdminApi>(
                 Ok(verdict)
             }
             WriteResult::Conflict => {
-                let checked =
-                    check_drift(resource, ctx.admin.as_ref(), &drift_facts(edges, status)).await;
+                let facts = DriftFacts {
+                    server_moved_on: true,
+                    ..drift_facts(edges, status)
+                };
+                let checked = check_drift(resource, ctx.admin.as_ref(), &facts).await;
                 let verdict = refused_if_unencodable(checked)?;
                 let read_version = write.provided.as_ref().map(|read| read.version.as_str());
                 if let Some(revision) = resend_over(&verdict, resent, read_version, sent) {

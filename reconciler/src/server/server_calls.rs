@@ -127,6 +127,31 @@ pub struct DriftFacts<'a> {
     pub manifest_created: Option<jiff::Timestamp>,
     /// This process left the object on the server with `deletionPolicy: Orphan`.
     pub orphaned_here: bool,
+    /// The server moved on from the revision this resource wrote (its listing or a change
+    /// named another, or a write met another): a drift is likely.
+    pub server_moved_on: bool,
+}
+
+impl DriftFacts<'_> {
+    /// The organization and client id whose audit log is read beside the object, when a drift
+    /// is likely and no other reconciler manages it: the check then waits for one round trip,
+    /// not two, and reads the log for nothing only when the change was this reconciler's own
+    /// write whose answer was lost.
+    fn audit_beside_read(&self) -> Option<(&str, &str)> {
+        if !self.server_moved_on
+            || self.written_revision.is_none()
+            || self.managed_elsewhere.is_some()
+        {
+            return None;
+        }
+        Some((self.organization?, self.client_id.unwrap_or_default()))
+    }
+}
+
+/// An audit log read made beside the object's, and what it found.
+struct AuditRead {
+    request: v1::ListAuditEventsRequest,
+    event: Option<v1::AuditEvent>,
 }
 
 /// What a look before creating found.
@@ -163,7 +188,7 @@ pub async fn look_before_create<K: Managed, A: AdminApi>(
     Ok(match held {
         None => Looked::Nothing,
         Some(held) => {
-            let verdict = describe_held(resource, admin, facts, held.clone()).await;
+            let verdict = describe_held(resource, admin, facts, held.clone(), None).await;
             Looked::Found {
                 held: Box::new(held),
                 verdict: Box::new(verdict),
@@ -218,7 +243,20 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
     admin: &A,
     facts: &DriftFacts<'_>,
 ) -> Result<Verdict, ConvertError> {
-    let held = match resource.get(admin).await? {
+    let beside = facts
+        .audit_beside_read()
+        .map(|(organization, client_id)| resource.audit_request(organization, client_id));
+    let (held, early) = match beside {
+        Some(request) => {
+            let (held, event) = tokio::join!(
+                resource.get(admin),
+                last_audit_event(admin, request.clone())
+            );
+            (held?, Some(AuditRead { request, event }))
+        }
+        None => (resource.get(admin).await?, None),
+    };
+    let held = match held {
         Ok(held) => held,
         Err(error) => return Ok(after_drift_check_failure(&error, K::KIND.methods().get)),
     };
@@ -232,8 +270,9 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
             ..DriftReport::default()
         };
         if let Some(organization) = facts.organization
-            && let Some(event) = last_audit_event(
+            && let Some(event) = audit_event(
                 admin,
+                early,
                 resource.audit_request(organization, facts.client_id.unwrap_or_default()),
             )
             .await
@@ -244,7 +283,7 @@ pub async fn check_drift<K: Managed, A: AdminApi>(
         }
         return Ok(drifted(&report, facts.written_revision));
     };
-    Ok(describe_held(resource, admin, facts, held).await)
+    Ok(describe_held(resource, admin, facts, held, early).await)
 }
 
 /// Reads the object a Delete-policy deletion with no revision recorded is about to let go of.
@@ -255,9 +294,9 @@ pub async fn look_before_release<K: Managed, A: AdminApi>(
 ) -> Result<ReleaseLook, ConvertError> {
     Ok(match resource.get(admin).await? {
         Ok(None) => ReleaseLook::Nothing,
-        Ok(Some(held)) => {
-            ReleaseLook::Held(Box::new(describe_held(resource, admin, facts, held).await))
-        }
+        Ok(Some(held)) => ReleaseLook::Held(Box::new(
+            describe_held(resource, admin, facts, held, None).await,
+        )),
         Err(error) => ReleaseLook::Failed(error),
     })
 }
@@ -269,6 +308,7 @@ async fn describe_held<K: Managed, A: AdminApi>(
     admin: &A,
     facts: &DriftFacts<'_>,
     held: Held,
+    early: Option<AuditRead>,
 ) -> Verdict {
     if facts.written_revision == Some(held.revision.as_str()) {
         return no_drift(
@@ -330,8 +370,9 @@ async fn describe_held<K: Managed, A: AdminApi>(
         fields: held.differs.clone(),
         backup_restore: facts.history_restarted || went_back,
     };
-    if let Some(event) = last_audit_event(
+    if let Some(event) = audit_event(
         admin,
+        early,
         resource.audit_request(&held.organization, &held.client_id),
     )
     .await
@@ -358,6 +399,19 @@ const RESTORE_CAUSE: &str = "restore from backup";
 
 fn is_restore_cause(cause: &str) -> bool {
     cause.trim().eq_ignore_ascii_case(RESTORE_CAUSE)
+}
+
+/// The newest audit record `request` finds: the one read beside the object when it asked the
+/// same, else read now.
+async fn audit_event<A: AdminApi>(
+    admin: &A,
+    early: Option<AuditRead>,
+    request: v1::ListAuditEventsRequest,
+) -> Option<v1::AuditEvent> {
+    match early {
+        Some(read) if read.request == request => read.event,
+        _ => last_audit_event(admin, request).await,
+    }
 }
 
 /// The newest audit record the request finds, if the server keeps an audit log we may read.

@@ -22,6 +22,10 @@ struct FakeAdmin {
     delete: Mutex<Option<Result<v1::DeleteClientResponse, CallError>>>,
     audit: Vec<v1::AuditEvent>,
     calls: Mutex<Vec<&'static str>>,
+    /// GetClient answers only once ListAuditEvents was asked: a check that reads them one
+    /// after the other never finishes.
+    get_waits_for_audit: bool,
+    audit_asked: tokio::sync::Notify,
 }
 
 #[allow(clippy::result_large_err)] // `CallError` is the shared client's type.
@@ -64,6 +68,9 @@ impl AdminApi for FakeAdmin {
     }
     async fn get_client(&self, _reference: v1::ObjectRef) -> Result<v1::Client, CallError> {
         self.called("GetClient");
+        if self.get_waits_for_audit {
+            self.audit_asked.notified().await;
+        }
         self.get.lock().unwrap().take().unwrap_or_else(unanswered)
     }
     async fn delete_client(
@@ -89,6 +96,7 @@ impl AdminApi for FakeAdmin {
         _request: v1::ListAuditEventsRequest,
     ) -> Result<v1::ListAuditEventsResponse, CallError> {
         self.called("ListAuditEvents");
+        self.audit_asked.notify_one();
         Ok(v1::ListAuditEventsResponse {
             events: self.audit.clone(),
             next_page_token: String::new(),
@@ -157,6 +165,7 @@ fn facts() -> DriftFacts<'static> {
         history_restarted: false,
         manifest_created: None,
         orphaned_here: false,
+        server_moved_on: false,
     }
 }
 
@@ -364,6 +373,96 @@ async fn a_drift_names_revision_time_author_and_fields() {
         *admin.calls.lock().unwrap(),
         vec!["GetClient", "ListAuditEvents"]
     );
+}
+
+#[tokio::test]
+async fn when_the_server_moved_on_the_audit_log_is_read_beside_the_object() {
+    let edited = || held("r7", "https://evil.example.test/cb", "", "dns:dashboard");
+    let admin = FakeAdmin {
+        audit: vec![v1::AuditEvent {
+            revision: "r7".into(),
+            actor: "user:alice@example.com".into(),
+            outcome: v1::AuditOutcome::Applied as i32,
+            ..v1::AuditEvent::default()
+        }],
+        get_waits_for_audit: true,
+        ..FakeAdmin::default()
+    };
+    *admin.get.lock().unwrap() = Some(Ok(edited()));
+    let moved_on = DriftFacts {
+        server_moved_on: true,
+        ..facts()
+    };
+    let verdict = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        check_drift(&client_of(&declared()), &admin, &moved_on),
+    )
+    .await
+    .expect("the two reads are made side by side")
+    .unwrap();
+    assert_eq!(verdict.reason, Reason::Drifted);
+    let DriftUpdate::Set(drift) = &verdict.fields.drift else {
+        panic!("{:?}", verdict.fields.drift);
+    };
+    assert_eq!(drift.actor.as_deref(), Some("user:alice@example.com"));
+    // Read once: the early answer is the one used.
+    assert_eq!(
+        *admin.calls.lock().unwrap(),
+        vec!["GetClient", "ListAuditEvents"]
+    );
+
+    // The object is gone: the same early read names who removed it.
+    let admin = FakeAdmin {
+        audit: admin.audit.clone(),
+        get_waits_for_audit: true,
+        ..FakeAdmin::default()
+    };
+    *admin.get.lock().unwrap() = Some(Err(refusal(Code::NotFound, "OBJECT_NOT_FOUND", &[])));
+    let verdict = check_drift(&client_of(&declared()), &admin, &moved_on)
+        .await
+        .unwrap();
+    assert_eq!(verdict.cause, Cause::Removed);
+    assert_eq!(admin.calls.lock().unwrap().len(), 2);
+
+    // The server holds it under another client id than the status says: read again for that.
+    let admin = FakeAdmin {
+        audit: admin.audit.clone(),
+        ..FakeAdmin::default()
+    };
+    let mut renamed = edited();
+    renamed.client_id = "cid-2".into();
+    *admin.get.lock().unwrap() = Some(Ok(renamed));
+    check_drift(&client_of(&declared()), &admin, &moved_on)
+        .await
+        .unwrap();
+    assert_eq!(
+        *admin.calls.lock().unwrap(),
+        vec!["GetClient", "ListAuditEvents", "ListAuditEvents"]
+    );
+
+    // Another reconciler's object, or nothing written yet: no drift is likely, no early read.
+    for facts in [
+        DriftFacts {
+            written_revision: None,
+            ..moved_on.clone()
+        },
+        DriftFacts {
+            server_moved_on: false,
+            ..moved_on.clone()
+        },
+    ] {
+        let admin = FakeAdmin::default();
+        *admin.get.lock().unwrap() = Some(Ok(held(
+            "r2",
+            "https://app.example.test/cb",
+            "nauthera-reconciler",
+            "dns:op",
+        )));
+        check_drift(&client_of(&declared()), &admin, &facts)
+            .await
+            .unwrap();
+        assert_eq!(*admin.calls.lock().unwrap(), vec!["GetClient"]);
+    }
 }
 
 #[tokio::test]
