@@ -145,7 +145,12 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
                 "{command}"
             );
         }
-        assert_eq!(plugin["ratios"].as_array().unwrap().len(), 4);
+        let ratios = plugin["ratios"].as_array().unwrap();
+        assert_eq!(ratios.len(), 4);
+        for ratio in ratios {
+            assert!(ratio["cpu"].as_f64().unwrap() > 0.0, "{ratio}");
+            assert!(ratio["peak_memory"].as_f64().unwrap() > 0.0, "{ratio}");
+        }
     }
     assert_eq!(report["plugin_only"][0]["clients"], 30);
 

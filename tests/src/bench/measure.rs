@@ -227,7 +227,7 @@ pub async fn quiet_reconciles(reconciler: &Reconciler, at_most: std::time::Durat
 }
 
 /// What one measured run of a command cost.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Usage {
     /// User plus system CPU time of the command and everything it ran.
     pub cpu_seconds: f64,
@@ -236,6 +236,10 @@ pub struct Usage {
     pub peak_kib: u64,
     pub exit_code: i32,
     pub stdout_bytes: u64,
+    /// The last line the command wrote to its error output (where a failing command says why),
+    /// shortened; empty when it wrote none.
+    #[serde(default)]
+    pub last_error_line: String,
 }
 
 /// Runs `program` under the measuring wrapper (`bench_exe measure -- program args`), which has no
@@ -273,12 +277,16 @@ pub fn measure_child(command: &[String]) -> anyhow::Result<()> {
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run {program}"))?;
     let mut stdout = child.stdout.take().context("no stdout")?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    // Read beside standard output, so that neither pipe fills while the other is drained.
+    let last_error_line = std::thread::spawn(move || last_line(std::io::BufReader::new(stderr)));
     let stdout_bytes = std::io::copy(&mut stdout, &mut std::io::sink())?;
     let status = child.wait()?;
+    let last_error_line = last_error_line.join().unwrap_or_default();
     let wall = started.elapsed();
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
         .context("getrusage failed")?;
@@ -291,10 +299,25 @@ pub fn measure_child(command: &[String]) -> anyhow::Result<()> {
         peak_kib: usage.max_rss().max(0) as u64,
         exit_code: status.code().unwrap_or(-1),
         stdout_bytes,
+        last_error_line,
     };
     println!("{}", serde_json::to_string(&usage)?);
     Ok(())
 }
+
+/// The last non-empty line of `text`, at most [`ERROR_LINE_CHARS`] characters of it.
+fn last_line(text: impl std::io::BufRead) -> String {
+    let last = text
+        .lines()
+        .map_while(Result::ok)
+        .filter(|line| !line.trim().is_empty())
+        .last()
+        .unwrap_or_default();
+    last.trim().chars().take(ERROR_LINE_CHARS).collect()
+}
+
+/// Enough of an error line to name the cause in a report.
+const ERROR_LINE_CHARS: usize = 300;
 
 /// The median of some values (the lower middle one for an even count); 0 for none.
 pub fn median(values: &mut [f64]) -> f64 {
@@ -317,6 +340,15 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_error_line_is_the_last_one_written_and_shortened() {
+        let text = "warning: first\nerror: the cause\n\n  \n";
+        assert_eq!(last_line(text.as_bytes()), "error: the cause");
+        assert_eq!(last_line("".as_bytes()), "");
+        let long = "x".repeat(ERROR_LINE_CHARS * 2);
+        assert_eq!(last_line(long.as_bytes()).len(), ERROR_LINE_CHARS);
+    }
 
     #[test]
     fn api_server_request_totals_are_keyed_as_the_emulator_keys_them() {

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::measure::{Usage, measured, median};
-use super::report::{CommandFigures, PluginRatio, PluginReport};
+use super::report::{CommandFigures, PluginRatio, PluginReport, ratio};
 use crate::binaries::Binary;
 use crate::e2e::kubectl;
 
@@ -128,11 +128,13 @@ pub fn compare(
             ),
             ("alone", figures_of(format, Program::PluginAlone, "status")),
         ] {
+            let measured = ours.failed_runs == 0 && theirs.failed_runs == 0;
             ratios.push(PluginRatio {
                 format: format.to_owned(),
                 plugin: plugin.to_owned(),
-                cpu: ours.median_cpu_seconds / theirs.median_cpu_seconds.max(f64::MIN_POSITIVE),
-                peak_memory: ours.median_peak_kib as f64 / theirs.median_peak_kib.max(1) as f64,
+                cpu: ratio(ours.median_cpu_seconds, theirs.median_cpu_seconds).filter(|_| measured),
+                peak_memory: ratio(ours.median_peak_kib as f64, theirs.median_peak_kib as f64)
+                    .filter(|_| measured),
             });
         }
     }
@@ -145,18 +147,64 @@ pub fn compare(
     })
 }
 
+/// The medians of the runs that succeeded, and what the first failed run said.
 fn figures(command: &Command, usages: &[Usage]) -> CommandFigures {
-    let values = |f: fn(&Usage) -> f64| median(&mut usages.iter().map(f).collect::<Vec<_>>());
+    // The plugin exits 1 when something needs attention; 2 and above are errors.
+    let (succeeded, failed): (Vec<&Usage>, Vec<&Usage>) =
+        usages.iter().partition(|u| (0..=1).contains(&u.exit_code));
+    let values =
+        |f: fn(&Usage) -> f64| median(&mut succeeded.iter().map(|u| f(u)).collect::<Vec<_>>());
     CommandFigures {
         command: command.label.to_owned(),
         format: command.format.to_owned(),
         median_cpu_seconds: values(|u| u.cpu_seconds),
         median_wall_seconds: values(|u| u.wall_seconds),
         median_peak_kib: values(|u| u.peak_kib as f64) as u64,
-        // The plugin exits 1 when something needs attention; 2 and above are errors.
-        failed_runs: usages
-            .iter()
-            .filter(|u| !(0..=1).contains(&u.exit_code))
-            .count(),
+        failed_runs: failed.len(),
+        first_failure: failed.first().map(|u| {
+            if u.last_error_line.is_empty() {
+                format!("exit code {}", u.exit_code)
+            } else {
+                format!("exit code {}: {}", u.exit_code, u.last_error_line)
+            }
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(cpu_seconds: f64, exit_code: i32, last_error_line: &str) -> Usage {
+        Usage {
+            cpu_seconds,
+            wall_seconds: cpu_seconds,
+            peak_kib: 1000,
+            exit_code,
+            stdout_bytes: 10,
+            last_error_line: last_error_line.to_owned(),
+        }
+    }
+
+    #[test]
+    fn failed_runs_are_counted_apart_and_say_why() {
+        let figures = figures(
+            &COMMANDS[0],
+            &[
+                usage(1.0, 0, ""),
+                usage(9.0, 2, "error: listing failed (410)"),
+                usage(3.0, 1, "warning: attention"),
+                usage(7.0, 2, "error: another"),
+            ],
+        );
+        assert_eq!(figures.failed_runs, 2);
+        // The median of the runs that succeeded only (the lower middle of 1 and 3).
+        assert_eq!(figures.median_cpu_seconds, 1.0);
+        assert_eq!(
+            figures.first_failure.as_deref(),
+            Some("exit code 2: error: listing failed (410)")
+        );
+        let clean = super::figures(&COMMANDS[0], &[usage(2.0, 0, "")]);
+        assert_eq!((clean.failed_runs, clean.first_failure), (0, None));
     }
 }

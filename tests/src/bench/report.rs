@@ -269,7 +269,11 @@ pub struct CommandFigures {
     pub median_cpu_seconds: f64,
     pub median_wall_seconds: f64,
     pub median_peak_kib: u64,
+    /// Runs that ended in an error (the medians are of the other runs).
     pub failed_runs: usize,
+    /// The last line of the first failed run's error output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -278,8 +282,9 @@ pub struct PluginRatio {
     pub format: String,
     /// `through kubectl` (what a user runs) or `alone` (the plugin's own process).
     pub plugin: String,
-    pub cpu: f64,
-    pub peak_memory: f64,
+    /// None when a run of either command failed: a failed run's cost says nothing.
+    pub cpu: Option<f64>,
+    pub peak_memory: Option<f64>,
 }
 
 /// `a / b`, when `b` is not zero.
@@ -634,7 +639,30 @@ fn plugin_rows(table: &mut Table, plugin: &PluginReport) {
                 number(theirs.median_cpu_seconds),
                 mib(theirs.median_peak_kib)
             ),
-            format!("{:.2}x; {:.2}x", ratio.cpu, ratio.peak_memory),
+            match (ratio.cpu, ratio.peak_memory) {
+                (Some(cpu), Some(peak)) => format!("{cpu:.2}x; {peak:.2}x"),
+                _ => failures(&[&ours, &theirs], plugin.runs),
+            },
         ]);
     }
+}
+
+/// Why a plugin ratio is missing: the failed runs of each command, with what the first said.
+fn failures(commands: &[&CommandFigures], runs: usize) -> String {
+    commands
+        .iter()
+        .filter(|command| command.failed_runs > 0)
+        .map(|command| {
+            format!(
+                "{}: {} of {runs} runs failed ({})",
+                command.command,
+                command.failed_runs,
+                command
+                    .first_failure
+                    .as_deref()
+                    .unwrap_or("no error output")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
