@@ -21,9 +21,7 @@ use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
 use crate::reconcile::context::{Context, ReconcileError};
-use crate::reconcile::decide::{
-    AdoptRefusal, MintCheck, ServerView, adoption_refused, requested_mint_check,
-};
+use crate::reconcile::decide::{AdoptRefusal, MintCheck, adoption_refused, requested_mint_check};
 use crate::reconcile::decide::{
     AdoptRequest, AfterReleaseLook, Applied, DriftUpdate, Observed, PolicyGate, ProvidedSecret,
     Readers, ReleaseLook, Rotation, RotationRequest, ScheduledRotation, SecretFate, SecretMode,
@@ -378,10 +376,7 @@ async fn carry_out<K: Managed, A: AdminApi>(
         },
         Step::CheckDrift => {
             let mut facts = drift_facts(edges, status);
-            facts.server_moved_on = matches!(
-                &observed.server,
-                ServerView::Holds { revision } if Some(revision.as_str()) != facts.written_revision
-            );
+            facts.server_moved_on = observed.server.holds_other_than(facts.written_revision);
             let checked = check_drift(edges.resource, ctx.admin.as_ref(), &facts).await;
             let verdict = refused_if_unencodable(checked)?;
             note_server_view(edges, &verdict);

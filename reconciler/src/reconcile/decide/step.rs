@@ -118,6 +118,14 @@ pub enum ServerView {
     Unchecked,
 }
 
+impl ServerView {
+    /// The server holds a revision other than `written`, the one this resource recorded: its
+    /// own write whose answer was lost, or somebody's change.
+    pub fn holds_other_than(&self, written: Option<&str>) -> bool {
+        matches!(self, ServerView::Holds { revision } if Some(revision.as_str()) != written)
+    }
+}
+
 /// A manifest: its kind, namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Manifest {
@@ -527,10 +535,7 @@ fn deletion_step(observed: &Observed<'_>, written: Option<String>, drift: Option
     // The server holds a revision this resource did not record (its own write whose answer
     // was lost, or somebody's change): look before deleting or releasing anything. An own
     // write is adopted and then deleted; anyone else's is reported and left in place.
-    let unrecorded = matches!(
-        &observed.server,
-        ServerView::Holds { revision } if Some(revision) != written.as_ref()
-    );
+    let unrecorded = observed.server.holds_other_than(written.as_deref());
     if observed.deletion_policy == DeletionPolicy::Delete && drift.is_none() {
         match (&written, &observed.server) {
             // Nothing recorded is not nothing written (a status write can be lost): unless the
@@ -714,7 +719,7 @@ fn in_force_step(observed: &Observed<'_>, written: Option<String>) -> Step {
     let settled =
         status.is_some_and(|s| s.phase == Some(Phase::Registered) || (held && s.policy.is_some()));
     match &observed.server {
-        ServerView::Holds { revision } if Some(revision) != written.as_ref() => Step::CheckDrift,
+        server if server.holds_other_than(written.as_deref()) => Step::CheckDrift,
         ServerView::Absent | ServerView::Unchecked => Step::CheckDrift,
         _ if !settled => Step::CheckDrift,
         _ if held => Step::HoldByPolicy,

@@ -90,6 +90,23 @@ fn server_error(code: Code, reason: Option<&str>, metadata: &[(&str, &str)]) -> 
 }
 
 #[test]
+fn the_server_holds_another_revision_only_when_it_names_one() {
+    let holds = |revision: &str| ServerView::Holds {
+        revision: revision.to_owned(),
+    };
+    assert!(holds("r2").holds_other_than(Some("r1")));
+    assert!(holds("r2").holds_other_than(None));
+    assert!(!holds("r1").holds_other_than(Some("r1")));
+    for view in [
+        ServerView::Unknown,
+        ServerView::Absent,
+        ServerView::Unchecked,
+    ] {
+        assert!(!view.holds_other_than(Some("r1")), "{view:?}");
+    }
+}
+
+#[test]
 fn only_steps_that_write_pass_the_write_gate() {
     for step in [
         Step::AddFinalizer,
