@@ -1,7 +1,7 @@
-//! How many settled resources a controller's scheduler holds at once. kube-runtime's scheduler
-//! keeps each resource it is handed in a delay queue, a map and a set until a worker takes it, and
-//! those keep their grown capacity. At a cold start the watch hands over every manifest long
-//! before the few workers reach them, so the scheduler would hold them all. Instead the settle
+//! How many settled resources a controller's work queue holds at once. The queue keeps each
+//! resource it is handed in a queue and a set until a worker takes it, and those keep their grown
+//! capacity. At a cold start the watch hands over every manifest long before the few workers
+//! reach them, so the queue would hold them all. Instead the settle
 //! task admits resources up to a bound, and the rest wait in the echo hold, one entry each; a
 //! reconcile that starts makes room for the next.
 
@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 /// task to hand over the next one.
 pub const ADMITTED_PER_WORKER: usize = 8;
 
-/// The resources handed to the scheduler whose reconcile has not started yet.
+/// The resources handed to the work queue whose reconcile has not started yet.
 #[derive(Debug)]
 pub struct Admission<Key> {
     limit: usize,
@@ -37,7 +37,7 @@ impl<Key: Eq + Hash> Admission<Key> {
         self.limit.saturating_sub(self.admitted().len())
     }
 
-    /// Admits `key` for the scheduler. `false` when it waits there already: its reconcile has
+    /// Admits `key` for the work queue. `false` when it waits there already: its reconcile has
     /// not started, and will read the cache this change is in, so it needs no second one.
     pub fn admit(&self, key: Key) -> bool {
         self.admitted().insert(key)
@@ -75,7 +75,7 @@ mod tests {
         assert_eq!(admission.room(), 0);
         admission.started(&"web");
         assert_eq!(admission.room(), 1);
-        // One the scheduler still holds is not handed over twice.
+        // One the work queue still holds is not handed over twice.
         assert!(!admission.admit("api"));
         // Once its reconcile started, a new change is admitted again.
         admission.started(&"api");

@@ -15,7 +15,6 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
@@ -33,6 +32,7 @@ use crate::kubernetes::kube_io::{self, MANAGED_BY, MANAGED_BY_LABEL};
 use crate::process::admission::{ADMITTED_PER_WORKER, Admission};
 use crate::process::echoes::{Arrival, ECHO_WINDOW, Held};
 use crate::process::shard::ShardScope;
+use crate::process::work_queue::{self, Action, Request};
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::Manifest;
 use crate::reconcile::managed::Managed;
@@ -248,48 +248,40 @@ pub fn spawn<K: Managed, A: AdminApi>(
         // A decision before the policies are listed could send what one does not allow.
         loaded.wait_loaded().await;
         // Every trigger comes as a reference: the settled watch events and the routes.
-        let controller = Controller::for_stream(
-            futures::stream::empty::<Result<Guarded<K>, watcher::Error>>(),
+        let requests = futures::stream::select(
+            futures::stream::select(settled, named).map(Request::One),
+            everything.map(|()| Request::All),
+        );
+        work_queue::run(
             manifests,
-        )
-        .with_config(controller::Config::default().concurrency(concurrency))
-        .reconcile_on(settled);
-        controller
-            .reconcile_on(named)
-            .reconcile_all_on(everything)
-            .run(
-                move |guard, context| {
-                    admission.started(&trigger_for(&guard));
-                    // Judged when the reconcile runs, on the namespace labels of now: a resource
-                    // whose namespace left the selector is no longer touched (its finalizer and
-                    // its server object stay as they are).
-                    let in_scope = guard
-                        .namespace()
-                        .is_some_and(|namespace| shard.covers(K::KIND.object_kind(), &namespace));
-                    async move {
-                        if !in_scope {
-                            return Ok(Action::await_change());
-                        }
-                        reconcile_guarded::<K, A>(guard, context).await
+            requests,
+            usize::from(concurrency),
+            move |guard| {
+                admission.started(&trigger_for(&guard));
+                // Judged when the reconcile runs, on the namespace labels of now: a resource
+                // whose namespace left the selector is no longer touched (its finalizer and
+                // its server object stay as they are).
+                let in_scope = guard
+                    .namespace()
+                    .is_some_and(|namespace| shard.covers(K::KIND.object_kind(), &namespace));
+                let context = context.clone();
+                async move {
+                    if !in_scope {
+                        return Action::await_change();
                     }
-                },
-                error_policy::<K, A>,
-                context,
-            )
-            .for_each(|result| {
-                match result {
-                    // A server change or a Secret naming no manifest of this kind.
-                    Err(controller::Error::ObjectNotFound(reference)) => {
-                        // The error names it as an untyped reference: the admitted one is rebuilt.
-                        finding.started(&trigger_named(&reference.name, reference.namespace.as_deref()));
-                        tracing::debug!(kind = K::KIND.as_str(), %reference, "a change names no manifest");
+                    match reconcile_guarded::<K, A>(guard.clone(), context.clone()).await {
+                        Ok(action) => action,
+                        Err(error) => error_policy(&guard, &error, &context),
                     }
-                    Err(error) => tracing::warn!(kind = K::KIND.as_str(), error = %error, "controller"),
-                    Ok(_) => {}
                 }
-                std::future::ready(())
-            })
-            .await;
+            },
+            // A server change or a Secret naming no manifest of this kind.
+            move |reference| {
+                finding.started(reference);
+                tracing::debug!(kind = K::KIND.as_str(), %reference, "a change names no manifest");
+            },
+        )
+        .await;
     });
 }
 
@@ -301,8 +293,8 @@ fn held_by<K: Managed>(
 
 /// A reference as a trigger keeps it: the name and namespace, which are all a lookup in the
 /// cache compares. Its resourceVersion and uid are dropped: at a cold start every manifest's
-/// trigger waits in the echo window and then in kube-runtime's scheduler, which hold it two or
-/// three times over.
+/// trigger waits in the echo window and then in the work queue, which hold it two or three times
+/// over.
 fn trigger<K: Managed>(mut reference: ObjectRef<Guarded<K>>) -> ObjectRef<Guarded<K>> {
     reference.extra = Default::default();
     reference
@@ -734,9 +726,9 @@ async fn reconcile_guarded<K: Managed, A: AdminApi>(
 }
 
 fn error_policy<K: Managed, A: AdminApi>(
-    guard: Arc<Guarded<K>>,
+    guard: &Guarded<K>,
     error: &ReconcileError,
-    context: Arc<Context<A>>,
+    context: &Context<A>,
 ) -> Action {
     tracing::warn!(
         kind = K::KIND.as_str(),
@@ -788,7 +780,7 @@ mod tests {
         let kept = trigger(full.clone());
         assert_eq!(
             kept, full,
-            "the same resource to the cache and the scheduler"
+            "the same resource to the cache and the work queue"
         );
         let built = trigger_for(&manifest);
         assert_eq!(built, full);

@@ -32,7 +32,7 @@ pub enum Arrival {
 
 /// The resources whose watch events are held, each until `window` has passed since its latest.
 /// A resource due stays held until it is taken: while the controller is busy (a cold start), every
-/// resource waits here, one shared key each, rather than in kube-runtime's scheduler.
+/// resource waits here, one shared key each, rather than in the work queue.
 #[derive(Debug)]
 pub struct Held<Key> {
     window: Duration,

@@ -12,3 +12,4 @@ pub(crate) mod metrics;
 pub(crate) mod probe;
 pub(crate) mod run;
 pub(crate) mod shard;
+pub(crate) mod work_queue;

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::process::work_queue::Action;
 use jiff::Timestamp;
 use kube::api::Api;
-use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use nauthera_shared::catalog::{Phase, REFUSAL_RESEND_AFTER};
 use nauthera_shared::resources::ResourceStatus;

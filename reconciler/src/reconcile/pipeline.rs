@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
+use crate::process::work_queue::Action;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::Action;
 use nauthera_client::convert::ConvertError;
 use nauthera_client::wire::KindWire;
 use nauthera_shared::FINALIZER;
