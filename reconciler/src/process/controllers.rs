@@ -302,18 +302,7 @@ fn trigger<K: Managed>(mut reference: ObjectRef<Guarded<K>>) -> ObjectRef<Guarde
 
 /// A manifest's reference as [`trigger`] keeps it, without the copies it would drop.
 fn trigger_for<K: Managed>(manifest: &Guarded<K>) -> ObjectRef<Guarded<K>> {
-    let meta = manifest.meta();
-    trigger_named(
-        meta.name.as_deref().unwrap_or_default(),
-        meta.namespace.as_deref(),
-    )
-}
-
-/// The trigger of the manifest `name` in `namespace`.
-fn trigger_named<K: Managed>(name: &str, namespace: Option<&str>) -> ObjectRef<Guarded<K>> {
-    let mut reference = ObjectRef::new(name);
-    reference.namespace = namespace.map(str::to_owned);
-    reference
+    work_queue::key_of(manifest)
 }
 
 /// A resource to reconcile and how its event came.

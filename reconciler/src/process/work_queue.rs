@@ -199,11 +199,7 @@ pub async fn run<K, Reconcile>(
                 Some(Request::One(key)) => queue.request(key),
                 Some(Request::All) => {
                     for object in store.state() {
-                        // The key compares by name and namespace; the copies beside them would
-                        // only be held.
-                        let mut key = ObjectRef::from_obj(&*object);
-                        key.extra = Default::default();
-                        queue.request(key);
+                        queue.request(key_of(&*object));
                     }
                 }
                 None => open = false,
@@ -215,6 +211,18 @@ pub async fn run<K, Reconcile>(
             },
         }
     }
+}
+
+/// The key of `object` in the queue: its name and namespace, which are all a lookup in the cache
+/// compares. Its uid and resourceVersion are left out: a queued key would only hold them.
+pub fn key_of<K: Resource>(object: &K) -> ObjectRef<K>
+where
+    K::DynamicType: Default,
+{
+    let meta = object.meta();
+    let mut key = ObjectRef::new(meta.name.as_deref().unwrap_or_default());
+    key.namespace = meta.namespace.clone();
+    key
 }
 
 /// Resolves at `due`; never without one. The timer is made only when there is a time to wait

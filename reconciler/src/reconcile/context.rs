@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::process::work_queue::Action;
 use jiff::Timestamp;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
@@ -17,6 +16,7 @@ use crate::kubernetes::kube_io::{self, NamespacedResource};
 use crate::kubernetes::leader::{Leadership, NotLeading};
 use crate::process::memory::Memory;
 use crate::process::metrics::Metrics;
+use crate::process::work_queue::Action;
 use crate::reconcile::decide::{Backoff, Update, Verdict, events_for, status_after};
 use crate::reconcile::policies::Policies;
 use crate::reconcile::prerequisites::Prerequisites;

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use crate::process::work_queue::Action;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -20,6 +19,7 @@ use nauthera_shared::workloads::PodTemplate;
 use crate::kubernetes::kube_io::{self, ReadSecret};
 use crate::kubernetes::secret_shape::{self, Reshaped};
 use crate::process::memory::{Minted, SecretValue};
+use crate::process::work_queue::Action;
 use crate::reconcile::context::{Context, ReconcileError};
 use crate::reconcile::decide::{AdoptRefusal, MintCheck, adoption_refused, requested_mint_check};
 use crate::reconcile::decide::{
