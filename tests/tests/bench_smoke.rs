@@ -102,9 +102,15 @@ fn the_benchmark_measures_every_part_at_a_tiny_size() {
         cold["cpu"]["reconciler_seconds"].as_f64().unwrap() > 0.0,
         "{cold}"
     );
-    for part in ["stand_ins_seconds", "floor_seconds"] {
+    for part in ["stand_ins_seconds", "floor_seconds", "floor_own_seconds"] {
         assert!(cold["cpu"][part].as_f64().is_some(), "{part}: {cold}");
     }
+    // The floor's own process is a part of the floor's CPU, as the reconciler's is of its.
+    assert!(
+        cold["cpu"]["floor_own_seconds"].as_f64().unwrap()
+            <= cold["cpu"]["floor_seconds"].as_f64().unwrap(),
+        "{cold}"
+    );
     assert!(cold["reconciles_per_object"].as_f64().unwrap() >= 1.0);
     assert_eq!(cold["floor_server_calls"]["ApplyClient"], 12);
     assert!(cold["server_calls"]["ApplyClient"].as_u64().unwrap() >= 12);

@@ -4,13 +4,17 @@
 //! deletion in between cannot leave a server object behind), the server write through the
 //! project's AdminService client, the Secret create (OIDCClients with a generated secret), the
 //! status patch and one Event. For the mixed workload the Organizations go first, then the
-//! Brandings, then the rest, as the order between kinds demands. The registration-only floor of
+//! Brandings, then the rest, as the order between kinds demands. It runs as a process of its own,
+//! as the reconciler does, so that its CPU time and what serving it cost the stand-ins are told
+//! apart the same way. The registration-only floor of
 //! earlier rounds leaves out the finalizer and the Event; it is kept as a second row. The drift
 //! floor takes the server's change stream as a bare subscriber and answers each change with one
 //! status patch.
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -33,10 +37,12 @@ use nauthera_shared::resources::{
     Branding, Drift, IdentityProvider, LocalRef, OIDCClient, Organization, ResourceStatus,
     ready_condition,
 };
+use serde::{Deserialize, Serialize};
 
 use super::measure::{Calls, RequestCounter, difference, own_cpu_seconds};
 use super::observer::Observer;
 use super::workload::{BENCH_LABEL, ClientItem, Composition, Key};
+use crate::cluster::client_from;
 use crate::e2e::{Declared, MANAGER, Stack};
 
 /// Which writes a cold-start floor makes per manifest.
@@ -56,37 +62,116 @@ pub struct ColdStartFloor {
     pub elapsed: Duration,
     /// The CPU time the floor took, its stand-ins and the benchmark's watches included.
     pub cpu_seconds: f64,
+    /// The floor's own process alone, as the reconciler's is counted: the rest of `cpu_seconds`
+    /// is what serving it cost the stand-ins (and the watches).
+    pub own_cpu_seconds: f64,
     pub server_calls: Calls,
     pub kube_requests: Calls,
 }
 
+/// What the floor's process needs to reach a stack: its API server and its AdminService.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FloorTarget {
+    pub kubeconfig: PathBuf,
+    pub server_address: String,
+    pub tls_dir: PathBuf,
+    pub server_name: String,
+}
+
+impl FloorTarget {
+    pub fn of(stack: &Stack) -> FloorTarget {
+        FloorTarget {
+            kubeconfig: stack.cluster.kubeconfig().to_path_buf(),
+            server_address: stack.server.address().to_string(),
+            tls_dir: stack.tls_dir.clone(),
+            server_name: stack.pki.server_name.clone(),
+        }
+    }
+}
+
+/// What the floor's process reports of itself: its wall time from the first listing to the
+/// last write, and its whole CPU time.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FloorRun {
+    pub elapsed_seconds: f64,
+    pub cpu_seconds: f64,
+}
+
 /// An AdminService client with the reconciler's certificate.
 pub async fn admin_client(stack: &Stack) -> anyhow::Result<AdminClient> {
+    connect_admin(&FloorTarget::of(stack)).await
+}
+
+async fn connect_admin(target: &FloorTarget) -> anyhow::Result<AdminClient> {
     let settings = ConnectSettings::new(
-        stack.server.address().to_string(),
-        TlsFiles::in_dir(&stack.tls_dir),
+        target.server_address.clone(),
+        TlsFiles::in_dir(&target.tls_dir),
     )
-    .with_server_name(stack.pki.server_name.clone());
+    .with_server_name(target.server_name.clone());
     AdminClient::connect(settings)
         .await
         .context("the floor cannot connect to the fake server")
 }
 
 /// Registers every manifest of the stack's workload directly (and delivers each generated
-/// Secret); returns when the last one is done. `expected` is what the workload holds.
+/// Secret) from a process of its own, `bench_exe cold-start-floor`, as the reconciler runs in
+/// one; returns when the last one is done. `expected` is what the workload holds.
 pub async fn cold_start(
     stack: &Stack,
+    bench_exe: &Path,
     concurrency: usize,
     expected: &Composition,
     writes: FloorWrites,
 ) -> anyhow::Result<ColdStartFloor> {
     let requests = RequestCounter::of(&stack.cluster);
-    let admin = admin_client(stack).await?;
     let calls_before = stack.server.counters().calls;
     let requests_before = requests.all().await?;
-    let started = Instant::now();
     let cpu_before = own_cpu_seconds()?;
-    let kube = stack.client();
+    let mut command = tokio::process::Command::new(bench_exe);
+    command
+        .arg("cold-start-floor")
+        .arg("--target")
+        .arg(serde_json::to_string(&FloorTarget::of(stack))?)
+        .arg("--composition")
+        .arg(serde_json::to_string(expected)?)
+        .arg("--concurrency")
+        .arg(concurrency.to_string());
+    if writes == FloorWrites::RegistrationOnly {
+        command.arg("--registration-only");
+    }
+    // The stand-ins go on serving in this process while the floor's waits.
+    let output = command
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .context("cannot run the cold-start floor")?;
+    if !output.status.success() {
+        bail!("the cold-start floor failed ({})", output.status);
+    }
+    let run: FloorRun = serde_json::from_slice(&output.stdout)
+        .context("the cold-start floor printed no figures")?;
+    let stand_ins_seconds = own_cpu_seconds()? - cpu_before;
+    Ok(ColdStartFloor {
+        elapsed: Duration::from_secs_f64(run.elapsed_seconds),
+        cpu_seconds: run.cpu_seconds + stand_ins_seconds,
+        own_cpu_seconds: run.cpu_seconds,
+        server_calls: difference(&stack.server.counters().calls, &calls_before),
+        kube_requests: difference(&requests.all().await?, &requests_before),
+    })
+}
+
+/// The floor's process: registers every manifest `expected` counts, at `concurrency`, and
+/// reports its wall and CPU time.
+pub async fn register_all(
+    target: &FloorTarget,
+    concurrency: usize,
+    expected: &Composition,
+    writes: FloorWrites,
+) -> anyhow::Result<FloorRun> {
+    let kube = client_from(&target.kubeconfig).await?;
+    let admin = connect_admin(target).await?;
+    let started = Instant::now();
     let organizations: Vec<Organization> =
         listed(&kube, expected.organizations, "Organization").await?;
     let brandings: Vec<Branding> = listed(&kube, expected.brandings, "Branding").await?;
@@ -133,13 +218,9 @@ pub async fn cold_start(
         .buffer_unordered(concurrency)
         .try_collect::<Vec<()>>()
         .await?;
-    let elapsed = started.elapsed();
-    let cpu_seconds = own_cpu_seconds()? - cpu_before;
-    Ok(ColdStartFloor {
-        elapsed,
-        cpu_seconds,
-        server_calls: difference(&stack.server.counters().calls, &calls_before),
-        kube_requests: difference(&requests.all().await?, &requests_before),
+    Ok(FloorRun {
+        elapsed_seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: own_cpu_seconds()?,
     })
 }
 

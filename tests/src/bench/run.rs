@@ -223,6 +223,7 @@ pub async fn size(
         let _watches = Observer::start(&floor_stack.client(), kinds);
         floor::cold_start(
             &floor_stack,
+            &settings.bench_exe,
             settings.concurrency,
             &composition,
             FloorWrites::RegistrationOnly,
@@ -237,6 +238,7 @@ pub async fn size(
     let floor_plane_before = floor_stack.plane_cpu_seconds()?;
     let cold_floor = floor::cold_start(
         &floor_stack,
+        &settings.bench_exe,
         settings.concurrency,
         &composition,
         FloorWrites::Full,
@@ -288,6 +290,7 @@ pub async fn size(
                 stand_ins_seconds,
                 plane_seconds: since(plane_before, stack.plane_cpu_seconds()?),
                 floor_seconds: cold_floor.cpu_seconds,
+                floor_own_seconds: Some(cold_floor.own_cpu_seconds),
                 floor_plane_seconds,
                 ratio: ratio(
                     reconciler_seconds + stand_ins_seconds,

@@ -94,6 +94,22 @@ enum Helper {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
     },
+    /// The full cold-start floor (or the registration-only one) as a process of its own: registers
+    /// the workload directly and prints its wall and CPU time as JSON (used by the benchmark).
+    #[command(hide = true)]
+    ColdStartFloor {
+        /// The stack to reach, as JSON (`bench::floor::FloorTarget`).
+        #[arg(long, value_parser = parse_json::<bench::floor::FloorTarget>)]
+        target: bench::floor::FloorTarget,
+        /// What the workload holds, as JSON (`bench::workload::Composition`).
+        #[arg(long, value_parser = parse_json::<bench::workload::Composition>)]
+        composition: bench::workload::Composition,
+        #[arg(long)]
+        concurrency: usize,
+        /// Leave out the finalizer and the Event, as the floor of earlier rounds did.
+        #[arg(long)]
+        registration_only: bool,
+    },
     /// Fills a bare reflector's caches and prints its resident set as JSON (the memory floor).
     #[command(hide = true)]
     ReflectorFloor {
@@ -103,6 +119,10 @@ enum Helper {
         #[arg(long)]
         all_kinds: bool,
     },
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|error| format!("not the expected JSON: {error}"))
 }
 
 fn parse_plane(text: &str) -> Result<Plane, String> {
@@ -124,6 +144,22 @@ async fn main() -> std::process::ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     match args.helper {
         Some(Helper::Measure { command }) => return bench::measure::measure_child(&command),
+        Some(Helper::ColdStartFloor {
+            target,
+            composition,
+            concurrency,
+            registration_only,
+        }) => {
+            let writes = if registration_only {
+                bench::floor::FloorWrites::RegistrationOnly
+            } else {
+                bench::floor::FloorWrites::Full
+            };
+            let run =
+                bench::floor::register_all(&target, concurrency, &composition, writes).await?;
+            println!("{}", serde_json::to_string(&run)?);
+            return Ok(());
+        }
         Some(Helper::ReflectorFloor {
             kubeconfig,
             all_kinds,
