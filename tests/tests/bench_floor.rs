@@ -90,13 +90,6 @@ async fn the_full_floor_makes_every_write_of_a_client_registration_once() {
         measured.kube_requests
     );
     assert_eq!(finalized::<OIDCClient>(&stack).await, 6);
-    // The floor ran as a process of its own, whose CPU time is a part of the whole.
-    assert!(
-        measured.own_cpu_seconds <= measured.cpu_seconds,
-        "{} of {} s",
-        measured.own_cpu_seconds,
-        measured.cpu_seconds
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

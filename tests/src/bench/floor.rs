@@ -5,11 +5,10 @@
 //! project's AdminService client, the Secret create (OIDCClients with a generated secret), the
 //! status patch and one Event. For the mixed workload the Organizations go first, then the
 //! Brandings, then the rest, as the order between kinds demands. It runs as a process of its own,
-//! as the reconciler does, so that its CPU time and what serving it cost the stand-ins are told
-//! apart the same way. The registration-only floor of
-//! earlier rounds leaves out the finalizer and the Event; it is kept as a second row. The drift
-//! floor takes the server's change stream as a bare subscriber and answers each change with one
-//! status patch.
+//! as the reconciler does, so that its own CPU time and what serving it cost the stand-ins are
+//! told apart the same way. The registration-only floor of earlier rounds leaves out the finalizer
+//! and the Event; it is kept as a second row. The drift floor takes the server's change stream as
+//! a bare subscriber and answers each change with one status patch.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -139,7 +138,7 @@ pub async fn cold_start(
     if writes == FloorWrites::RegistrationOnly {
         command.arg("--registration-only");
     }
-    // The stand-ins go on serving in this process while the floor's waits.
+    // Awaited, not blocked on: the stand-ins in this process serve the floor meanwhile.
     let output = command
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
