@@ -213,7 +213,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
         .find_dependents_with(dependents_in(manifests.clone()));
     let held = Arc::new(Mutex::new(Held::new(ECHO_WINDOW)));
     let watched = watch_manifests::<K, A>(wiring, scope.clone(), writer, context.clone())
-        .map_ok(|(manifest, arrival)| vec![(trigger_for(&manifest), arrival)]);
+        .map_ok(|(manifest, arrival)| vec![(work_queue::key_of(&manifest), arrival)]);
     let elsewhere = routed::<K>(wiring, scope.clone(), manifests.clone(), Timing::Settled)
         .map(|reference| Ok(vec![(reference, Arrival::Live)]));
     let watched = futures::stream::select(watched, elsewhere).boxed();
@@ -257,7 +257,7 @@ pub fn spawn<K: Managed, A: AdminApi>(
             requests,
             usize::from(concurrency),
             move |guard| {
-                admission.started(&trigger_for(&guard));
+                admission.started(&work_queue::key_of(&guard));
                 // Judged when the reconcile runs, on the namespace labels of now: a resource
                 // whose namespace left the selector is no longer touched (its finalizer and
                 // its server object stay as they are).
@@ -298,11 +298,6 @@ fn held_by<K: Managed>(
 fn trigger<K: Managed>(mut reference: ObjectRef<Guarded<K>>) -> ObjectRef<Guarded<K>> {
     reference.extra = Default::default();
     reference
-}
-
-/// A manifest's reference as [`trigger`] keeps it, without the copies it would drop.
-fn trigger_for<K: Managed>(manifest: &Guarded<K>) -> ObjectRef<Guarded<K>> {
-    work_queue::key_of(manifest)
 }
 
 /// A resource to reconcile and how its event came.
@@ -771,7 +766,7 @@ mod tests {
             kept, full,
             "the same resource to the cache and the work queue"
         );
-        let built = trigger_for(&manifest);
+        let built = work_queue::key_of(&manifest);
         assert_eq!(built, full);
         assert!(built.extra.uid.is_none() && built.extra.resource_version.is_none());
         assert_eq!(
