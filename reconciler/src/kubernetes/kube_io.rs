@@ -259,14 +259,12 @@ pub async fn write_status<K: NamespacedResource>(
     manager: &str,
     if_version: Option<&str>,
 ) -> Result<(), kube::Error> {
-    let mut patch = serde_json::json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "status": status,
-    });
-    if let Some(version) = if_version {
-        patch["metadata"] = serde_json::json!({ "resourceVersion": version });
-    }
+    let patch = StatusApply {
+        api_version: K::api_version(&()),
+        kind: K::kind(&()),
+        metadata: if_version.map(|resource_version| VersionOnly { resource_version }),
+        status,
+    };
     unread::patch_status(
         api,
         name,
@@ -274,6 +272,24 @@ pub async fn write_status<K: NamespacedResource>(
         &Patch::Apply(&patch),
     )
     .await
+}
+
+/// The body of a status write, serialized straight from the status: a `json!` tree of it first
+/// copied every field into a value of its own, an allocation per text.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusApply<'a> {
+    api_version: std::borrow::Cow<'static, str>,
+    kind: std::borrow::Cow<'static, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<VersionOnly<'a>>,
+    status: &'a ResourceStatus,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VersionOnly<'a> {
+    resource_version: &'a str,
 }
 
 /// A Secret released from an earlier manifest of this kind and name (deleted with `Orphan`),

@@ -202,8 +202,9 @@ impl Memory {
     /// Keeps a written status until the watch cache shows it, as the API server returns it
     /// (times to the second) and the cache keeps it (abridged), so the two compare equal.
     pub fn remember_status(&self, uid: &str, status: &ResourceStatus) {
-        let mut status = serde_json::to_value(status)
-            .and_then(serde_json::from_value)
+        // Through its text, not a tree of values: the round trip is what a cache read gives.
+        let mut status = serde_json::to_vec(status)
+            .and_then(|text| serde_json::from_slice(&text))
             .unwrap_or_else(|_| status.clone());
         status.abridge();
         if let Ok(mut map) = self.statuses.lock() {

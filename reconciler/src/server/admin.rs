@@ -206,7 +206,10 @@ impl Admin {
         if let Some(client) = slot.as_ref() {
             return Ok(client.clone());
         }
-        let client = AdminClient::connect(self.settings.clone()).await?;
+        // Boxed, as the other rare paths below: a future holds room for every await it can
+        // reach, and each caller's future holds its callee's, so the connection's setup would
+        // otherwise be carried (and copied) through every call's future.
+        let client = Box::pin(AdminClient::connect(self.settings.clone())).await?;
         *slot = Some(client.clone());
         Ok(client)
     }
@@ -218,13 +221,15 @@ impl Admin {
     {
         let start = Instant::now();
         let result = match self.client().await {
-            Ok(client) => call(client).await,
+            // The call itself boxed too: one allocation against copying its few kilobytes of
+            // state up through the reconcile's futures.
+            Ok(client) => Box::pin(call(client)).await,
             Err(error) => Err(CallError::Connect(error)),
         };
         let result = match result {
             Err(CallError::Connect(error)) => {
                 self.connection_failed.notify_one();
-                Err(CallError::Connect(self.explain(error).await))
+                Err(CallError::Connect(Box::pin(self.explain(error)).await))
             }
             other => other,
         };

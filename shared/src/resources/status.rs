@@ -385,7 +385,7 @@ impl ResourceStatus {
 
     /// The condition of a type, if set.
     pub fn condition(&self, type_: ConditionType) -> Option<&Condition> {
-        let name = variant_name(type_);
+        let name = type_.as_str();
         self.conditions.iter().find(|c| c.type_ == name)
     }
 }
@@ -519,15 +519,6 @@ fn reason_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
-/// The string form of a serde unit variant (`Reason::Drifted` -> `"Drifted"`).
-fn variant_name<T: Serialize>(value: T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(name)) => name,
-        // Unit variants always serialize to strings; keep a readable fallback all the same.
-        _ => String::from("Unknown"),
-    }
-}
-
 /// The `Ready` condition for `reason` at time `now`; its status is the one the catalog gives the
 /// reason (`Unknown` while pending). `lastTransitionTime` is `now` here; `set_condition` keeps
 /// the previous one when the status did not change.
@@ -538,9 +529,9 @@ pub fn ready_condition(
     now: Time,
 ) -> Condition {
     Condition {
-        type_: variant_name(ConditionType::Ready),
+        type_: ConditionType::Ready.as_str().to_owned(),
         status: reason.ready().as_str().to_owned(),
-        reason: variant_name(reason),
+        reason: reason.as_str().to_owned(),
         message: message.into(),
         observed_generation,
         last_transition_time: now,
@@ -568,7 +559,7 @@ pub fn reason_conditions(
 /// False one its reason alone. Also for kinds whose `Ready` reasons are their own (ClientPolicy).
 pub fn progress_conditions(progress: Progress, ready: &Condition) -> [Condition; 2] {
     let condition = |type_: ConditionType, on: bool| Condition {
-        type_: variant_name(type_),
+        type_: type_.as_str().to_owned(),
         status: if on { "True" } else { "False" }.to_owned(),
         reason: ready.reason.clone(),
         message: if on {
@@ -877,7 +868,19 @@ mod tests {
     #[test]
     fn every_phase_is_in_the_schema() {
         for phase in Phase::ALL {
-            assert!(PHASE_NAMES.contains(&variant_name(phase).as_str()));
+            let name = serde_json::to_value(phase).unwrap();
+            assert!(PHASE_NAMES.contains(&name.as_str().unwrap()));
+        }
+    }
+
+    /// Conditions write the words' `as_str`; a manifest's status is read back through serde.
+    #[test]
+    fn the_words_conditions_write_are_their_serde_names() {
+        for type_ in ConditionType::ALL {
+            assert_eq!(serde_json::to_value(type_).unwrap(), type_.as_str());
+        }
+        for reason in Reason::ALL {
+            assert_eq!(serde_json::to_value(reason).unwrap(), reason.as_str());
         }
     }
 

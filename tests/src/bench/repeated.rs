@@ -58,6 +58,10 @@ pub struct Repeated {
     pub wall_ratio: Option<Spread>,
     /// Reconciler and stand-ins' CPU over the full floor's.
     pub cpu_ratio: Option<Spread>,
+    /// The CPU ratio's two halves: the reconciler's own process against the floor's own, and
+    /// the stand-ins serving each (runs whose floor ran as a process of its own).
+    pub own_cpu_ratio: Option<Spread>,
+    pub stand_ins_cpu_ratio: Option<Spread>,
     pub reconciler_cpu_seconds: Option<Spread>,
     pub reconciles_per_object: Option<Spread>,
     pub peak_mib: Option<Spread>,
@@ -103,6 +107,8 @@ pub fn summarize(sizes: &[SizeReport]) -> Vec<Repeated> {
                 runs: runs.len(),
                 wall_ratio: spread(|s| s.cold_start.ratio),
                 cpu_ratio: spread(|s| s.cold_start.cpu.as_ref().and_then(|c| c.ratio)),
+                own_cpu_ratio: spread(|s| s.cold_start.cpu.as_ref()?.own_ratio()),
+                stand_ins_cpu_ratio: spread(|s| s.cold_start.cpu.as_ref()?.stand_ins_ratio()),
                 reconciler_cpu_seconds: spread(|s| {
                     s.cold_start.cpu.as_ref().map(|c| c.reconciler_seconds)
                 }),
@@ -136,6 +142,16 @@ pub fn rows(table: &mut Table, repeated: &Repeated) {
     let measures = [
         ("cold start wall / full floor", repeated.wall_ratio, "x"),
         ("cold start CPU / full floor", repeated.cpu_ratio, "x"),
+        (
+            "CPU of the own process / the floor's own",
+            repeated.own_cpu_ratio,
+            "x",
+        ),
+        (
+            "CPU of the stand-ins / the floor's stand-ins",
+            repeated.stand_ins_cpu_ratio,
+            "x",
+        ),
         (
             "reconciler CPU seconds",
             repeated.reconciler_cpu_seconds,
@@ -209,6 +225,9 @@ mod tests {
                 reconciles_per_object: 2.0,
                 cpu: wall.map(|_| ColdStartCpu {
                     reconciler_seconds: 10.0 * cpu,
+                    stand_ins_seconds: 15.0,
+                    floor_seconds: 15.0,
+                    floor_own_seconds: Some(5.0),
                     ratio: Some(cpu),
                     ..ColdStartCpu::default()
                 }),
@@ -244,6 +263,11 @@ mod tests {
         assert_eq!((wall.median, wall.runs), (1.3, 2));
         assert_eq!(emulator.cpu_ratio.unwrap().median, 1.4);
         assert_eq!(emulator.reconciler_cpu_seconds.unwrap().median, 14.0);
+        // Own 16 and 12 s against the floor's own 5; stand-ins 15 against the floor's 10.
+        let own = emulator.own_cpu_ratio.unwrap();
+        assert!((own.median - 2.8).abs() < 1e-9, "{own:?}");
+        assert_eq!(own.runs, 2);
+        assert_eq!(emulator.stand_ins_cpu_ratio.unwrap().median, 1.5);
         assert_eq!(emulator.reconciles_per_object.unwrap().runs, 2);
         let peak = emulator.peak_mib.unwrap();
         assert_eq!(
@@ -268,6 +292,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1.40x (1.20x to 1.60x)"), "{text}");
+        assert!(
+            text.contains("own process / the floor's own")
+                && text.contains("2.80x (2.40x to 3.20x)"),
+            "{text}"
+        );
         assert!(text.contains("52.00 (51.00 to 53.00)"), "{text}");
         assert!(!text.contains("vs peer"), "{text}");
     }

@@ -188,6 +188,24 @@ pub struct ColdStartCpu {
     pub ratio: Option<f64>,
 }
 
+impl ColdStartCpu {
+    /// The floor's stand-ins alone (its whole without its own process), when the floor ran as a
+    /// process of its own.
+    pub fn floor_stand_ins_seconds(&self) -> Option<f64> {
+        self.floor_own_seconds.map(|own| self.floor_seconds - own)
+    }
+
+    /// The reconciler's own process against the floor's own: one half of the CPU ratio's gap.
+    pub fn own_ratio(&self) -> Option<f64> {
+        ratio(self.reconciler_seconds, self.floor_own_seconds?)
+    }
+
+    /// The stand-ins serving the reconciler against the same serving the floor: the other half.
+    pub fn stand_ins_ratio(&self) -> Option<f64> {
+        ratio(self.stand_ins_seconds, self.floor_stand_ins_seconds()?)
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Steady {
@@ -401,11 +419,11 @@ impl Report {
                         number(cpu.reconciler_seconds),
                         number(cpu.stand_ins_seconds)
                     ),
-                    match cpu.floor_own_seconds {
-                        Some(own) => {
-                            format!("{} s + {} s", number(own), number(cpu.floor_seconds - own))
+                    match (cpu.floor_own_seconds, cpu.floor_stand_ins_seconds()) {
+                        (Some(own), Some(stand_ins)) => {
+                            format!("{} s + {} s", number(own), number(stand_ins))
                         }
-                        None => format!("{} s", number(cpu.floor_seconds)),
+                        _ => format!("{} s", number(cpu.floor_seconds)),
                     },
                     optional_ratio(cpu.ratio),
                 ]);
