@@ -142,13 +142,9 @@ pub fn rows(table: &mut Table, repeated: &Repeated) {
     let measures = [
         ("cold start wall / full floor", repeated.wall_ratio, "x"),
         ("cold start CPU / full floor", repeated.cpu_ratio, "x"),
+        ("own CPU / the floor's own", repeated.own_cpu_ratio, "x"),
         (
-            "CPU of the own process / the floor's own",
-            repeated.own_cpu_ratio,
-            "x",
-        ),
-        (
-            "CPU of the stand-ins / the floor's stand-ins",
+            "stand-ins' CPU / the floor's stand-ins'",
             repeated.stand_ins_cpu_ratio,
             "x",
         ),
@@ -293,8 +289,7 @@ mod tests {
         );
         assert!(text.contains("1.40x (1.20x to 1.60x)"), "{text}");
         assert!(
-            text.contains("own process / the floor's own")
-                && text.contains("2.80x (2.40x to 3.20x)"),
+            text.contains("own CPU / the floor's own") && text.contains("2.80x (2.40x to 3.20x)"),
             "{text}"
         );
         assert!(text.contains("52.00 (51.00 to 53.00)"), "{text}");

@@ -419,11 +419,11 @@ impl Report {
                         number(cpu.reconciler_seconds),
                         number(cpu.stand_ins_seconds)
                     ),
-                    match (cpu.floor_own_seconds, cpu.floor_stand_ins_seconds()) {
-                        (Some(own), Some(stand_ins)) => {
+                    match cpu.floor_own_seconds.zip(cpu.floor_stand_ins_seconds()) {
+                        Some((own, stand_ins)) => {
                             format!("{} s + {} s", number(own), number(stand_ins))
                         }
-                        _ => format!("{} s", number(cpu.floor_seconds)),
+                        None => format!("{} s", number(cpu.floor_seconds)),
                     },
                     optional_ratio(cpu.ratio),
                 ]);
