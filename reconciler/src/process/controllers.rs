@@ -686,27 +686,25 @@ async fn reconcile_guarded<K: Managed, A: AdminApi>(
     guard: Arc<Guarded<K>>,
     context: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
-    match &guard.0 {
-        // Each reconcile is a task of its own: the controller polls its reconciles inside its
-        // one task, which would put every reconcile of a kind on a single core.
-        Ok(resource) => {
-            OwnedTask(tokio::spawn(pipeline::reconcile(
-                Arc::new(resource.clone()),
-                context,
-            )))
-            .await?
+    // Each reconcile is a task of its own: the controller polls its reconciles inside its one
+    // task, which would put every reconcile of a kind on a single core. The task holds the
+    // cached manifest and lends it to the reconcile: a copy of it cost a few dozen allocations.
+    OwnedTask(tokio::spawn(async move {
+        match &guard.0 {
+            Ok(resource) => pipeline::reconcile(resource, context).await,
+            Err(invalid) => {
+                tracing::warn!(
+                    kind = K::KIND.as_str(),
+                    namespace = invalid.metadata.namespace.as_deref().unwrap_or_default(),
+                    name = invalid.metadata.name.as_deref().unwrap_or_default(),
+                    error = %invalid,
+                    "cannot read the manifest; waiting for it to change"
+                );
+                Ok(Action::await_change())
+            }
         }
-        Err(invalid) => {
-            tracing::warn!(
-                kind = K::KIND.as_str(),
-                namespace = invalid.metadata.namespace.as_deref().unwrap_or_default(),
-                name = invalid.metadata.name.as_deref().unwrap_or_default(),
-                error = %invalid,
-                "cannot read the manifest; waiting for it to change"
-            );
-            Ok(Action::await_change())
-        }
-    }
+    }))
+    .await?
 }
 
 fn error_policy<K: Managed, A: AdminApi>(

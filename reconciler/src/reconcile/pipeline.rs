@@ -60,7 +60,7 @@ struct Edges<'a, K: Managed, A> {
 /// One reconcile of one resource. A replica that does not lead, or whose term ends on the way,
 /// stops at the write gate and waits for a change.
 pub async fn reconcile<K: Managed, A: AdminApi>(
-    resource: Arc<K>,
+    resource: &K,
     ctx: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
     let _timer = ctx.metrics.reconcile_timer(K::KIND.as_str());
@@ -71,12 +71,12 @@ pub async fn reconcile<K: Managed, A: AdminApi>(
 }
 
 async fn reconcile_leading<K: Managed, A: AdminApi>(
-    resource: Arc<K>,
+    resource: &K,
     ctx: Arc<Context<A>>,
 ) -> Result<Action, ReconcileError> {
     // Only the leader reconciles: a follower reads nothing either.
     ctx.leadership.gate()?;
-    let edges = Edges::of(ctx.as_ref(), resource.as_ref())?;
+    let edges = Edges::of(ctx.as_ref(), resource)?;
     let remembered = ctx.memory.status_or(&edges.uid, resource.status());
     let take_over_from = kube_io::take_over_from(edges.resource);
     let remembered = match claimed_status(remembered, &ctx.manager, take_over_from.as_deref()) {
