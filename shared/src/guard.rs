@@ -22,16 +22,7 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The object's text as it came (the API server's answers are always JSON).
         let raw = Box::<RawValue>::deserialize(deserializer)?;
-        // A manifest that asks for a restore, a rotation or an adoption not yet carried out
-        // keeps them: who asked is read from them.
-        let text = if asks_for_restore(raw.get())
-            || asks_for_rotation(raw.get())
-            || asks_for_adoption(raw.get())
-        {
-            Cow::Borrowed(raw.get())
-        } else {
-            without_managed_fields(raw.get())
-        };
+        let text = without_managed_fields(raw.get());
         match serde_json::from_str::<K>(&text) {
             Ok(object) => Ok(Guarded(Ok(object))),
             Err(error) => {
@@ -47,42 +38,67 @@ impl<'de, K: Resource + DeserializeOwned> Deserialize<'de> for Guarded<K> {
     }
 }
 
-/// Whether the object's text carries the restore annotation (a key of its own, not the text
-/// of another annotation, where the quotes are escaped).
-fn asks_for_restore(text: &str) -> bool {
+/// Whether the annotations carry the restore annotation (a key of its own, not the text of
+/// another annotation, where the quotes are escaped).
+fn asks_for_restore(annotations: &str) -> bool {
     static KEY: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("\"{}\"", crate::RESTORE_ANNOTATION));
-    text.contains(KEY.as_str())
+    annotations.contains(KEY.as_str())
 }
 
-/// Whether the object's text carries the rotate annotation (as a key, like the restore one).
-fn asks_for_rotation(text: &str) -> bool {
+/// Whether the annotations carry the rotate annotation (as a key, like the restore one).
+fn asks_for_rotation(annotations: &str) -> bool {
     static KEY: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("\"{}\"", crate::ROTATE_ANNOTATION));
-    text.contains(KEY.as_str())
+    annotations.contains(KEY.as_str())
 }
 
-/// Whether the object's text carries the adopt annotation (as a key) and records no adoption
-/// yet: the annotation stays once carried out, and its managedFields are not needed then.
-fn asks_for_adoption(text: &str) -> bool {
+/// Whether the annotations carry the adopt annotation (as a key) and the object records no
+/// adoption yet: the annotation stays once carried out, and its managedFields are not needed
+/// then.
+fn asks_for_adoption(annotations: &str, text: &str) -> bool {
     static KEY: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| format!("\"{}\"", crate::ADOPT_ANNOTATION));
-    text.contains(KEY.as_str()) && !text.contains("\"lastAdoption\"")
+    annotations.contains(KEY.as_str()) && !text.contains("\"lastAdoption\"")
 }
 
-/// The object's text without `metadata.managedFields`, which nothing here reads and which
-/// was more than half of what decoding a manifest cost (each entry's field set is a tree of
-/// maps). Text that does not scan as expected is left as it is, to be decoded whole.
+/// The object's text to decode: without `metadata.managedFields`, which was more than half of
+/// what decoding a manifest cost (each entry's field set is a tree of maps), unless the
+/// manifest asks for a restore, a rotation or an adoption not yet carried out: who asked is
+/// read from them. The one scan of the metadata finds both the managed fields and the
+/// annotations, so only the annotations' text is searched for the keys. Text that does not
+/// scan as expected is left as it is, to be decoded whole.
 fn without_managed_fields(text: &str) -> Cow<'_, str> {
-    match managed_fields_span(text.as_bytes()) {
-        Some((start, end)) => Cow::Owned([&text[..start], &text[end..]].concat()),
-        None => Cow::Borrowed(text),
+    let Some(spans) = metadata_spans(text.as_bytes()) else {
+        return Cow::Borrowed(text);
+    };
+    let Some((start, end)) = spans.managed_fields else {
+        return Cow::Borrowed(text);
+    };
+    let annotations = spans
+        .annotations
+        .and_then(|span| text.get(span))
+        .unwrap_or_default();
+    if asks_for_restore(annotations)
+        || asks_for_rotation(annotations)
+        || asks_for_adoption(annotations, text)
+    {
+        return Cow::Borrowed(text);
     }
+    Cow::Owned([&text[..start], &text[end..]].concat())
 }
 
-/// Where `"managedFields": [...]` sits in the object's metadata, with the comma that separates
-/// it from a neighbour, so that cutting the span leaves valid JSON.
-fn managed_fields_span(bytes: &[u8]) -> Option<(usize, usize)> {
+/// Where two members of the object's metadata sit.
+#[derive(Default)]
+struct MetadataSpans {
+    /// The annotations' value, braces included.
+    annotations: Option<std::ops::Range<usize>>,
+    /// `"managedFields": [...]` with the comma that separates it from a neighbour, so that
+    /// cutting the span leaves valid JSON.
+    managed_fields: Option<(usize, usize)>,
+}
+
+fn metadata_spans(bytes: &[u8]) -> Option<MetadataSpans> {
     let mut scan = Scan { bytes, at: 0 };
     let metadata = scan.member_value(b"metadata")?;
     let mut scan = Scan {
@@ -90,35 +106,42 @@ fn managed_fields_span(bytes: &[u8]) -> Option<(usize, usize)> {
         at: metadata,
     };
     scan.expect(b'{')?;
+    let mut spans = MetadataSpans::default();
     let mut previous_end = None;
     loop {
         scan.skip_whitespace();
         if scan.peek()? == b'}' {
-            return None;
+            return Some(spans);
         }
         let key_start = scan.at;
         let key = scan.string()?;
         scan.skip_whitespace();
         scan.expect(b':')?;
         scan.skip_whitespace();
+        let value_start = scan.at;
         scan.value()?;
         let value_end = scan.at;
         scan.skip_whitespace();
         let next = scan.peek()?;
-        if key == b"managedFields" {
-            return match (previous_end, next) {
-                // Cut from the end of the member before: its comma goes with it.
-                (Some(previous), _) => Some((previous, value_end)),
-                // The first member: cut through the comma after it.
-                (None, b',') => Some((key_start, scan.at + 1)),
-                (None, _) => Some((key_start, value_end)),
-            };
+        match key {
+            b"managedFields" => {
+                spans.managed_fields = Some(match (previous_end, next) {
+                    // Cut from the end of the member before: its comma goes with it.
+                    (Some(previous), _) => (previous, value_end),
+                    // The first member: cut through the comma after it.
+                    (None, b',') => (key_start, scan.at + 1),
+                    (None, _) => (key_start, value_end),
+                })
+            }
+            b"annotations" => spans.annotations = Some(value_start..value_end),
+            _ => {}
         }
         match next {
             b',' => {
                 previous_end = Some(value_end);
                 scan.at += 1;
             }
+            b'}' => return Some(spans),
             _ => return None,
         }
     }
@@ -293,6 +316,16 @@ mod tests {
         // The key quoted inside another annotation's text is not the annotation.
         let applied = r#"{"kubectl.kubernetes.io/last-applied-configuration":"{\"nauthera.io/restore\":\"true\"}"}"#;
         assert_eq!(managers(&object(applied)), None);
+        // Nor is the key anywhere but among the annotations.
+        let labelled = r#"{"apiVersion":"nauthera.io/v1alpha1","kind":"OIDCClient","metadata":{
+            "name":"web","labels":{"nauthera.io/restore":"true"},"managedFields":[{"manager":"desk"}]},
+            "spec":{"issuer":"https://login.example.test/acme"}}"#;
+        assert_eq!(managers(labelled), None);
+        // Annotations after the managed fields are read all the same.
+        let after = r#"{"apiVersion":"nauthera.io/v1alpha1","kind":"OIDCClient","metadata":{
+            "name":"web","managedFields":[{"manager":"desk"}],"annotations":{"nauthera.io/restore":"true"}},
+            "spec":{"issuer":"https://login.example.test/acme"}}"#;
+        assert_eq!(managers(after), Some(1));
     }
 
     #[test]

@@ -249,21 +249,37 @@ pub async fn clear_restore_annotation<K: NamespacedResource>(
     patch_metadata(api, resource, metadata).await
 }
 
+/// A status as it was written: its text, serialized once for the write's body and read back
+/// by what the reconciler remembers of it.
+#[derive(Debug)]
+pub struct WrittenStatus(Box<serde_json::value::RawValue>);
+
+impl WrittenStatus {
+    pub fn of(status: &ResourceStatus) -> Result<WrittenStatus, serde_json::Error> {
+        serde_json::value::to_raw_value(status).map(WrittenStatus)
+    }
+
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+}
+
 /// Writes the status by server-side apply under the manager's name, forced: the status belongs
 /// to the reconciler. With `if_version`, only over that resourceVersion of the object (a 409
-/// Conflict otherwise).
+/// Conflict otherwise). Returns the status as it was written.
 pub async fn write_status<K: NamespacedResource>(
     api: &Api<K>,
     name: &str,
     status: &ResourceStatus,
     manager: &str,
     if_version: Option<&str>,
-) -> Result<(), kube::Error> {
+) -> Result<WrittenStatus, kube::Error> {
+    let written = WrittenStatus::of(status).map_err(kube::Error::SerdeError)?;
     let patch = StatusApply {
         api_version: K::api_version(&()),
         kind: K::kind(&()),
         metadata: if_version.map(|resource_version| VersionOnly { resource_version }),
-        status,
+        status: &written.0,
     };
     unread::patch_status(
         api,
@@ -271,7 +287,8 @@ pub async fn write_status<K: NamespacedResource>(
         &PatchParams::apply(manager).force(),
         &Patch::Apply(&patch),
     )
-    .await
+    .await?;
+    Ok(written)
 }
 
 /// The body of a status write, serialized straight from the status: a `json!` tree of it first
@@ -283,7 +300,7 @@ struct StatusApply<'a> {
     kind: std::borrow::Cow<'static, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<VersionOnly<'a>>,
-    status: &'a ResourceStatus,
+    status: &'a serde_json::value::RawValue,
 }
 
 #[derive(Debug, Serialize)]

@@ -688,7 +688,7 @@ async fn reconcile_guarded<K: Managed, A: AdminApi>(
 ) -> Result<Action, ReconcileError> {
     // Each reconcile is a task of its own: the controller polls its reconciles inside its one
     // task, which would put every reconcile of a kind on a single core. The task holds the
-    // cached manifest and lends it to the reconcile: a copy of it cost a few dozen allocations.
+    // cached manifest and lends it to the reconcile: a copy of it cost about twenty allocations.
     OwnedTask(tokio::spawn(async move {
         match &guard.0 {
             Ok(resource) => pipeline::reconcile(resource, context).await,

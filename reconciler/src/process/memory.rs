@@ -9,6 +9,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use nauthera_shared::resources::ResourceStatus;
 
+use crate::kubernetes::kube_io::WrittenStatus;
 use crate::reconcile::decide::{Backoff, SentValue};
 
 /// A client secret. Its `Debug` never shows the value.
@@ -201,11 +202,12 @@ impl Memory {
 
     /// Keeps a written status until the watch cache shows it, as the API server returns it
     /// (times to the second) and the cache keeps it (abridged), so the two compare equal.
-    pub fn remember_status(&self, uid: &str, status: &ResourceStatus) {
-        // Through its text, not a tree of values: the round trip is what a cache read gives.
-        let mut status = serde_json::to_vec(status)
-            .and_then(|text| serde_json::from_slice(&text))
-            .unwrap_or_else(|_| status.clone());
+    pub fn remember_status(&self, uid: &str, written: &WrittenStatus) {
+        // Read from the text written, not copied from the status: the text is what a cache
+        // read gives. A text that does not read back is not remembered: the cache's copy holds.
+        let Ok(mut status) = serde_json::from_str::<ResourceStatus>(written.text()) else {
+            return;
+        };
         status.abridge();
         if let Ok(mut map) = self.statuses.lock() {
             map.insert(uid.to_owned(), status);
@@ -316,18 +318,18 @@ pub(crate) mod tests {
             revision: Some("r2".into()),
             ..ResourceStatus::default()
         };
-        memory.remember_status("u", &written);
+        memory.remember_status("u", &WrittenStatus::of(&written).unwrap());
         assert_eq!(memory.status_or("u", Some(&read)), Some(written.clone()));
         // The cache caught up: the copy is dropped, and a later read is taken as it is.
         assert_eq!(memory.status_or("u", Some(&written)), Some(written.clone()));
         assert_eq!(memory.status_or("u", Some(&read)), Some(read.clone()));
         // The watch shows the written status before any reconcile reads it: the copy goes then.
-        memory.remember_status("u", &written);
+        memory.remember_status("u", &WrittenStatus::of(&written).unwrap());
         memory.cache_shows("u", Some(&read));
         assert_eq!(memory.status_or("u", Some(&read)), Some(written.clone()));
         memory.cache_shows("u", Some(&written));
         assert_eq!(memory.status_or("u", Some(&read)), Some(read));
-        memory.remember_status("u", &ResourceStatus::default());
+        memory.remember_status("u", &WrittenStatus::of(&ResourceStatus::default()).unwrap());
         memory.forget("u");
         assert_eq!(memory.status_or("u", None), None);
     }
@@ -363,7 +365,7 @@ pub(crate) mod tests {
         cached.abridge();
         assert!(cached.abridged.is_some());
         let memory = Memory::default();
-        memory.remember_status("u", &written);
+        memory.remember_status("u", &WrittenStatus::of(&written).unwrap());
         assert_eq!(memory.status_or("u", None), Some(written.clone()));
         memory.cache_shows("u", Some(&cached));
         assert!(
@@ -377,7 +379,7 @@ pub(crate) mod tests {
     fn a_finished_deletion_is_remembered_for_a_while() {
         let memory = Memory::default();
         let start = Timestamp::from_second(1_000).unwrap();
-        memory.remember_status("u", &ResourceStatus::default());
+        memory.remember_status("u", &WrittenStatus::of(&ResourceStatus::default()).unwrap());
         memory.finished_deletion("u", start);
         assert!(memory.deletion_finished("u"));
         assert!(!memory.deletion_finished("v"));

@@ -121,9 +121,8 @@ impl<A> Context<A> {
                     tracing::debug!(kind = kind.as_str(), name = %resource.name_any(), "the status changed since it was read; deciding again");
                     return Ok(Action::requeue(Duration::ZERO));
                 }
-                written => written?,
+                written => self.memory.remember_status(&uid, &written?),
             }
-            self.memory.remember_status(&uid, &new_status);
             written_status = Some(new_status);
         }
         // Queued, never awaited as written: an event must not hold up the reconcile.

@@ -456,7 +456,7 @@ async fn answer_restore_not_needed<K: Managed, A>(
     let requested_by = kube_io::restore_requester(edges.resource.meta());
     kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
     let answered = restore_not_needed(status, request, requested_by, (ctx.clock)());
-    kube_io::write_status(
+    let written = kube_io::write_status(
         &edges.api,
         &edges.resource.name_any(),
         &answered,
@@ -464,7 +464,7 @@ async fn answer_restore_not_needed<K: Managed, A>(
         None,
     )
     .await?;
-    ctx.memory.remember_status(&edges.uid, &answered);
+    ctx.memory.remember_status(&edges.uid, &written);
     Ok(())
 }
 
@@ -483,7 +483,7 @@ async fn answer_rotation<K: Managed, A>(
     kube_io::clear_rotate_annotation(&edges.api, edges.resource).await?;
     if let Some(answered) = rotation_answered(status, request, generated, (ctx.clock)()) {
         ctx.leadership.gate()?;
-        kube_io::write_status(
+        let written = kube_io::write_status(
             &edges.api,
             &edges.resource.name_any(),
             &answered,
@@ -491,7 +491,7 @@ async fn answer_rotation<K: Managed, A>(
             None,
         )
         .await?;
-        ctx.memory.remember_status(&edges.uid, &answered);
+        ctx.memory.remember_status(&edges.uid, &written);
     }
     Ok(())
 }

@@ -75,11 +75,14 @@ async fn status_finalizer_and_annotation_edges() {
         revision: Some("r1".into()),
         ..ResourceStatus::default()
     };
-    write_status(&api, "web", &status, "nauthera-reconciler", None)
+    let written = write_status(&api, "web", &status, "nauthera-reconciler", None)
         .await
         .unwrap();
     let read = api.get("web").await.unwrap().status.unwrap();
     assert_eq!(read.revision.as_deref(), Some("r1"));
+    // The text returned is the one written: it reads back as the status the server keeps.
+    let written: ResourceStatus = serde_json::from_str(written.text()).unwrap();
+    assert_eq!(written, read);
     assert_eq!(read.phase, Some(Phase::Registered));
     // A field left out of the next apply is removed: the status belongs to the reconciler.
     let without_revision = ResourceStatus {
