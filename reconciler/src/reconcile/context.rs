@@ -108,20 +108,15 @@ impl<A> Context<A> {
                 .managed_elsewhere
                 .as_ref()
                 .and(resource.meta().resource_version.as_deref());
-            let written = kube_io::write_status(
-                api,
-                &resource.name_any(),
-                &new_status,
-                &self.manager,
-                if_version,
-            )
-            .await;
-            match written {
+            match self
+                .write_status(api, resource, &uid, &new_status, if_version)
+                .await
+            {
                 Err(kube::Error::Api(answer)) if if_version.is_some() && answer.code == 409 => {
                     tracing::debug!(kind = kind.as_str(), name = %resource.name_any(), "the status changed since it was read; deciding again");
                     return Ok(Action::requeue(Duration::ZERO));
                 }
-                written => self.memory.remember_status(&uid, &written?),
+                written => written?,
             }
             written_status = Some(new_status);
         }
@@ -164,6 +159,23 @@ impl<A> Context<A> {
             ));
         }
         Ok(Action::await_change())
+    }
+
+    /// Writes a status and remembers it as this reconciler's: when the watch shows it, it is
+    /// known for the reconciler's own write, never for somebody else's change.
+    pub async fn write_status<K: NamespacedResource>(
+        &self,
+        api: &Api<K>,
+        resource: &K,
+        uid: &str,
+        status: &ResourceStatus,
+        if_version: Option<&str>,
+    ) -> Result<(), kube::Error> {
+        let written =
+            kube_io::write_status(api, &resource.name_any(), status, &self.manager, if_version)
+                .await?;
+        self.memory.remember_status(uid, &written);
+        Ok(())
     }
 
     /// Requeue after a reconcile error, with the resource's backoff.

@@ -456,15 +456,8 @@ async fn answer_restore_not_needed<K: Managed, A>(
     let requested_by = kube_io::restore_requester(edges.resource.meta());
     kube_io::clear_restore_annotation(&edges.api, edges.resource).await?;
     let answered = restore_not_needed(status, request, requested_by, (ctx.clock)());
-    let written = kube_io::write_status(
-        &edges.api,
-        &edges.resource.name_any(),
-        &answered,
-        &ctx.manager,
-        None,
-    )
-    .await?;
-    ctx.memory.remember_status(&edges.uid, &written);
+    ctx.write_status(&edges.api, edges.resource, &edges.uid, &answered, None)
+        .await?;
     Ok(())
 }
 
@@ -483,15 +476,8 @@ async fn answer_rotation<K: Managed, A>(
     kube_io::clear_rotate_annotation(&edges.api, edges.resource).await?;
     if let Some(answered) = rotation_answered(status, request, generated, (ctx.clock)()) {
         ctx.leadership.gate()?;
-        let written = kube_io::write_status(
-            &edges.api,
-            &edges.resource.name_any(),
-            &answered,
-            &ctx.manager,
-            None,
-        )
-        .await?;
-        ctx.memory.remember_status(&edges.uid, &written);
+        ctx.write_status(&edges.api, edges.resource, &edges.uid, &answered, None)
+            .await?;
     }
     Ok(())
 }
