@@ -449,12 +449,8 @@ async fn deleting_a_branding_that_clients_reference_says_which() {
     stack.delete_manifest::<Branding>("shared").await;
     stack.wait_gone_of::<Branding>("shared").await;
     assert!(stack.server.branding(&stack.object_ref("shared")).is_none());
-    let deleted = stack
-        .events_for("Branding", "shared")
-        .await
-        .into_iter()
-        .find(|e| e.reason == "Deleted")
-        .expect("a Deleted event");
+    // Events are queued after the finalizer is released: wait for it.
+    let deleted = stack.wait_event_of("Branding", "shared", "Deleted").await;
     assert!(
         deleted
             .message
