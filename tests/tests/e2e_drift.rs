@@ -243,6 +243,22 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
             status_of(&client).drift
         );
     }
+    // Metrics are recorded just after the status: wait for the third.
+    let restores = |metrics: &str| {
+        nauthera_tests::e2e::metric_sum(
+            metrics,
+            "nauthera_operator_reconciles_total",
+            &[
+                ("reason", Reason::Drifted.metric_label()),
+                ("cause", "backup_restore"),
+            ],
+        )
+    };
+    stack
+        .eventually("three restores counted", async || {
+            restores(&stack.reconciler().metrics().await) >= 3.0
+        })
+        .await;
     let metric = stack
         .reconciler()
         .metric(
@@ -251,16 +267,6 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
         )
         .await;
     assert_eq!(metric, 3.0, "many drifted at once shows in the metrics");
-    let metrics = stack.reconciler().metrics().await;
-    let restores = nauthera_tests::e2e::metric_sum(
-        &metrics,
-        "nauthera_operator_reconciles_total",
-        &[
-            ("reason", Reason::Drifted.metric_label()),
-            ("cause", "backup_restore"),
-        ],
-    );
-    assert!(restores >= 3.0, "{metrics}");
     assert_eq!(
         stack.server.counters().writes_by(MANAGER),
         writes,

@@ -370,7 +370,7 @@ spec:
         .await;
     let status = serde_json::to_string(&provider.status).unwrap();
     assert!(!status.contains("upstream-value"), "{status}");
-    assert!(!stack.logs().contains("upstream-value"));
+    assert!(!stack.reconciler().log().contains("upstream-value"));
 }
 nauthera_tests::e2e_test!(an_identity_provider_sends_its_upstream_secret_again_when_it_changes_also_while_the_reconciler_is_down);
 
@@ -449,7 +449,7 @@ async fn deleting_a_branding_that_clients_reference_says_which() {
     stack.delete_manifest::<Branding>("shared").await;
     stack.wait_gone_of::<Branding>("shared").await;
     assert!(stack.server.branding(&stack.object_ref("shared")).is_none());
-    // Events are queued after the finalizer is released: wait for it.
+    // Events are written by their own tasks, after the finalizer may be gone: wait for it.
     let deleted = stack.wait_event_of("Branding", "shared", "Deleted").await;
     assert!(
         deleted
@@ -538,7 +538,7 @@ spec:
     assert_eq!(counters.writes_by("nauthera-reconciler"), 2, "{counters:?}");
     // Registered once, with the value it sent recorded: never first "Registered" over the
     // adopted write and then a write after it.
-    let logs = stack.logs();
+    let logs = stack.reconciler().log();
     let after_fault: Vec<&str> = logs
         .lines()
         .filter(|l| l.contains("\"name\":\"corp\"") && l.contains("\"message\":\"reconciled\""))

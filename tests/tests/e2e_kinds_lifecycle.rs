@@ -92,7 +92,7 @@ async fn lifecycle<K: Declared>(case: Case) {
     stack.delete_manifest::<K>("kept").await;
     stack.wait_gone_of::<K>("kept").await;
     assert_eq!((case.held)(&stack, "kept"), None);
-    // Events are queued after the status and the finalizer they go with: wait for each.
+    // Events are written by their own tasks, after the finalizer may be gone: wait for each.
     for expected in ["Registered", "Drifted", "Restored", "Deleted"] {
         stack
             .wait_event_of(K::kind(&()).as_ref(), "kept", expected)

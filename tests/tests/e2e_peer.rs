@@ -61,7 +61,7 @@ async fn the_peer_registers_delivers_secrets_marks_drift_and_deletes() {
                 .iter()
                 .any(|o| o.kind == "OIDCClient" && o.name == name)
         );
-        // Events are queued after the Secret and the status they go with.
+        // Events are written by their own tasks, after the Secret and the status.
         stack.wait_event(name, "Registered").await;
     }
 

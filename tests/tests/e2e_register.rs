@@ -232,6 +232,14 @@ async fn json_log_lines_carry_one_message_and_plain_values() {
     .await;
     stack.apply(&generated_client("web")).await;
     stack.wait_reason("web", Reason::Registered).await;
+    // The verdict's line is written just after the status.
+    stack
+        .eventually("a reconciled line for web", async || {
+            stack.reconciler().log().lines().any(|line| {
+                line.contains("\"message\":\"reconciled\"") && line.contains("\"name\":\"web\"")
+            })
+        })
+        .await;
     let log = stack.reconciler().log();
     let mut reconciled = 0;
     for line in log.lines().filter(|line| line.starts_with('{')) {

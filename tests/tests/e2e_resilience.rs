@@ -110,7 +110,12 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
     let reconciles = |text: &str| {
         nauthera_tests::e2e::metric_sum(text, "nauthera_operator_reconciles_total", &[])
     };
-    assert!(reconciles(&stack.reconciler().metrics().await) >= 1.0);
+    // Metrics are recorded just after the status.
+    stack
+        .eventually("replica-a counts its reconcile", async || {
+            reconciles(&stack.reconciler().metrics().await) >= 1.0
+        })
+        .await;
     assert_eq!(
         reconciles(&second.metrics().await),
         0.0,
@@ -145,7 +150,11 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
     assert_eq!(reconciles(&second.metrics().await), 0.0);
     stack.apply(&generated_client("beta")).await;
     stack.wait_reason("beta", Reason::Registered).await;
-    assert!(reconciles(&second.metrics().await) >= 1.0);
+    stack
+        .eventually("replica-b counts its reconcile", async || {
+            reconciles(&second.metrics().await) >= 1.0
+        })
+        .await;
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
 }
 nauthera_tests::e2e_test!(two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops);

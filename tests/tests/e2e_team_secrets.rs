@@ -171,7 +171,8 @@ async fn labels_and_annotations_on_a_referenced_secret_write_nothing_a_new_value
         .await;
     let status = serde_json::to_string(&provider.status).unwrap();
     let events = format!("{:?}", stack.events_for("IdentityProvider", "github").await);
-    for text in [status.as_str(), events.as_str(), stack.logs().as_str()] {
+    let log = stack.reconciler().log();
+    for text in [status.as_str(), events.as_str(), log.as_str()] {
         assert!(!text.contains("upstream-value"), "a secret value shows");
     }
 }
