@@ -430,6 +430,24 @@ pub fn deleted_in_foreground<K: Resource>(resource: &K) -> bool {
         .is_some_and(|f| f.iter().any(|f| f == FOREGROUND_DELETION_FINALIZER))
 }
 
+/// Whether the manifest a reconcile decided on (`uid`) is being deleted or gone, as the API
+/// server holds it now (`live`, read fresh, `None` when there is none of that name): the cache
+/// the decision read may show that a little later.
+pub fn deletion_under_way(live: Option<&ObjectMeta>, uid: &str) -> bool {
+    live.is_none_or(|meta| meta.deletion_timestamp.is_some() || meta.uid.as_deref() != Some(uid))
+}
+
+/// Whether the manifest is being deleted or gone, read fresh from the API server (its metadata
+/// only).
+pub async fn deletion_under_way_now<K: NamespacedResource>(
+    api: &Api<K>,
+    resource: &K,
+    uid: &str,
+) -> Result<bool, kube::Error> {
+    let live = api.get_metadata_opt(&resource.name_any()).await?;
+    Ok(deletion_under_way(live.as_ref().map(|m| &m.metadata), uid))
+}
+
 /// How a Secret stands towards the resource a deletion releases it from (`owner_uid`).
 pub fn secret_held(secret: Option<&Secret>, owner_uid: &str) -> SecretHeld {
     let Some(secret) = secret else {

@@ -321,6 +321,16 @@ async fn carry_out<K: Managed, A: AdminApi>(
             rotate,
             restore,
         } => {
+            // The collector deletes the Secret first when the manifest is deleted in the
+            // foreground (a namespace's deletion takes both): the Secret's deletion can reach
+            // the cache before the manifest's. Minting then would change the secret the server
+            // accepts for nothing, and write a Secret the collector has passed already. The
+            // deletion's own watch event decides next.
+            if rotate == Some(Rotation::Deleted)
+                && kube_io::deletion_under_way_now(&edges.api, resource, &edges.uid).await?
+            {
+                return Ok(wait);
+            }
             let purpose = if restore {
                 Purpose::Restore
             } else {

@@ -510,3 +510,39 @@ fn the_reconciler_removes_only_its_own_finalizer() {
     assert_eq!(all.len(), 3);
     assert!(all.contains(&FINALIZER.to_owned()));
 }
+
+#[test]
+fn a_deletion_is_under_way_when_the_live_manifest_is_marked_gone_or_another() {
+    let live = |uid: &str, deleted: bool| ObjectMeta {
+        uid: Some(uid.to_owned()),
+        deletion_timestamp: deleted.then(|| {
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-01-01T00:00:00Z".parse().unwrap(),
+            )
+        }),
+        ..ObjectMeta::default()
+    };
+    assert!(!deletion_under_way(Some(&live("u1", false)), "u1"));
+    assert!(deletion_under_way(Some(&live("u1", true)), "u1"));
+    assert!(deletion_under_way(None, "u1"), "gone");
+    assert!(
+        deletion_under_way(Some(&live("u2", false)), "u1"),
+        "deleted and created again under the same name"
+    );
+}
+
+#[tokio::test]
+async fn a_foreground_deletion_is_read_fresh_before_the_cache_shows_it() {
+    let (_cluster, kube) = cluster().await;
+    let api: Api<OIDCClient> = Api::namespaced(kube, NAMESPACE);
+    let cached = create_client(&api, "web").await;
+    let uid = cached.metadata.uid.clone().unwrap();
+    set_finalizer(&api, &cached, true).await.unwrap();
+    assert!(!deletion_under_way_now(&api, &cached, &uid).await.unwrap());
+    api.delete("web", &kube::api::DeleteParams::foreground())
+        .await
+        .unwrap();
+    // The copy read before the deletion still shows none; the API server does.
+    assert!(cached.metadata.deletion_timestamp.is_none());
+    assert!(deletion_under_way_now(&api, &cached, &uid).await.unwrap());
+}
