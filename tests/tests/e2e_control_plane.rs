@@ -220,8 +220,11 @@ async fn the_state_is_written_when_the_probe_outcome_changes_and_not_at_every_pr
             .count()
     };
     let before = failures();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    assert!(failures() >= before + 2, "the probe kept retrying");
+    stack
+        .eventually("the probe keeps retrying", async || {
+            failures() >= before + 2
+        })
+        .await;
     let (still, same) = published(&stack).await.unwrap();
     assert_eq!(
         still, down_version,
