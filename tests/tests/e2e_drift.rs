@@ -57,16 +57,14 @@ async fn an_edit_on_the_server_is_reported_not_written_over_and_restored_on_requ
     }
     let event = stack.wait_event("web", "Drifted").await;
     assert_eq!(event.type_, "Warning");
-    let metrics = stack.reconciler().metrics().await;
-    assert_eq!(
-        nauthera_tests::e2e::metric_sum(
-            &metrics,
+    stack
+        .reconciler()
+        .wait_metric(
             "nauthera_operator_resources",
-            &[("reason", "drifted")]
-        ),
-        1.0,
-        "{metrics}"
-    );
+            &[("reason", "drifted")],
+            |drifted| drifted == 1.0,
+        )
+        .await;
 
     // Nothing is written over: a few poll intervals later the server still holds the edit.
     let writes = stack.server.counters().writes_by(MANAGER);
@@ -243,21 +241,16 @@ async fn a_backup_restore_on_the_server_drifts_many_at_once() {
             status_of(&client).drift
         );
     }
-    // Metrics are recorded just after the status: wait for the third.
-    let restores = |metrics: &str| {
-        nauthera_tests::e2e::metric_sum(
-            metrics,
+    stack
+        .reconciler()
+        .wait_metric(
             "nauthera_operator_reconciles_total",
             &[
                 ("reason", Reason::Drifted.metric_label()),
                 ("cause", "backup_restore"),
             ],
+            |restores| restores >= 3.0,
         )
-    };
-    stack
-        .eventually("three restores counted", async || {
-            restores(&stack.reconciler().metrics().await) >= 3.0
-        })
         .await;
     let metric = stack
         .reconciler()

@@ -273,18 +273,18 @@ async fn a_client_admitted_before_a_policy_is_held_at_its_generation_until_it_co
     let event = stack.wait_event("web", "PolicyViolation").await;
     assert_eq!(event.type_, "Warning");
     assert!(event.message.contains("rule scopes"), "{}", event.message);
-    let counted = stack
+    stack
         .reconciler()
-        .metric(
+        .wait_metric(
             "nauthera_operator_reconciles_total",
             &[
                 ("kind", "OIDCClient"),
                 ("reason", "policy_violation"),
                 ("cause", "policy_rule"),
             ],
+            |counted| counted >= 1.0,
         )
         .await;
-    assert!(counted >= 1.0);
 
     // The policy counts what it holds back.
     let api = policies(&stack);

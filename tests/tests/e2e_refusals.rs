@@ -20,18 +20,18 @@ async fn refused(stack: &Stack, name: &str, cause: &str) -> String {
     assert_eq!(status.phase, Some(Phase::Error), "{status:?}");
     let event = stack.wait_event(name, "Refused").await;
     assert_eq!(event.type_, "Warning");
-    let metric = stack
+    stack
         .reconciler()
-        .metric(
+        .wait_metric(
             "nauthera_operator_reconciles_total",
             &[
                 ("kind", "OIDCClient"),
                 ("reason", Reason::Refused.metric_label()),
                 ("cause", cause),
             ],
+            |counted| counted >= 1.0,
         )
         .await;
-    assert!(metric >= 1.0, "no reconcile counted with cause {cause}");
     status.message.clone().unwrap()
 }
 

@@ -88,7 +88,14 @@ async fn registers_with_a_generated_secret_then_writes_nothing_in_a_steady_state
     let events = stack.events_for("OIDCClient", "web").await;
     assert_eq!(events.len(), 1, "one event per registration: {events:#?}");
 
-    // Metrics.
+    // Metrics (recorded just after the status and the event).
+    reconciler
+        .wait_metric(
+            "nauthera_operator_resources",
+            &[("kind", "OIDCClient"), ("phase", "Registered")],
+            |registered| registered == 1.0,
+        )
+        .await;
     let metrics = reconciler.metrics().await;
     let metric = |name: &str, labels: &[(&str, &str)]| e2e::metric_sum(&metrics, name, labels);
     assert!(

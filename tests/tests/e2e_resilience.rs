@@ -107,17 +107,13 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
 
     stack.apply(&generated_client("alpha")).await;
     stack.wait_reason("alpha", Reason::Registered).await;
-    let reconciles = |text: &str| {
-        nauthera_tests::e2e::metric_sum(text, "nauthera_operator_reconciles_total", &[])
-    };
-    // Metrics are recorded just after the status.
+    let reconciles = "nauthera_operator_reconciles_total";
     stack
-        .eventually("replica-a counts its reconcile", async || {
-            reconciles(&stack.reconciler().metrics().await) >= 1.0
-        })
+        .reconciler()
+        .wait_metric(reconciles, &[], |count| count >= 1.0)
         .await;
     assert_eq!(
-        reconciles(&second.metrics().await),
+        second.metric(reconciles, &[]).await,
         0.0,
         "the replica that does not lead writes nothing"
     );
@@ -136,24 +132,18 @@ async fn two_replicas_elect_one_writer_and_the_other_takes_over_when_it_stops() 
         })
         .await;
     // The new leader counts what it found in its cache, with nothing written.
-    stack
-        .eventually("replica-b counts alpha as Registered", async || {
-            second
-                .metric(
-                    "nauthera_operator_resources",
-                    &[("kind", "OIDCClient"), ("phase", "Registered")],
-                )
-                .await
-                == 1.0
-        })
+    second
+        .wait_metric(
+            "nauthera_operator_resources",
+            &[("kind", "OIDCClient"), ("phase", "Registered")],
+            |registered| registered == 1.0,
+        )
         .await;
-    assert_eq!(reconciles(&second.metrics().await), 0.0);
+    assert_eq!(second.metric(reconciles, &[]).await, 0.0);
     stack.apply(&generated_client("beta")).await;
     stack.wait_reason("beta", Reason::Registered).await;
-    stack
-        .eventually("replica-b counts its reconcile", async || {
-            reconciles(&second.metrics().await) >= 1.0
-        })
+    second
+        .wait_metric(reconciles, &[], |count| count >= 1.0)
         .await;
     assert_eq!(stack.server.counters().writes_by(MANAGER), 2);
 }

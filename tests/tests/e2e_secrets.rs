@@ -47,17 +47,17 @@ stringData:
         "never written over"
     );
     assert!(foreign.metadata.owner_references.is_none());
-    let metric = stack
+    stack
         .reconciler()
-        .metric(
+        .wait_metric(
             "nauthera_operator_reconciles_total",
             &[
                 ("reason", Reason::SecretUndeliverable.metric_label()),
                 ("cause", "foreign_secret"),
             ],
+            |counted| counted >= 1.0,
         )
         .await;
-    assert!(metric >= 1.0);
 
     // The team removes its Secret: the minted secret (kept in memory) is delivered.
     stack
