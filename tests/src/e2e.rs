@@ -963,20 +963,20 @@ impl Reconciler {
         metric_sum(&self.metrics().await, name, labels)
     }
 
-    /// Waits until [`Reconciler::metric`] is what `expected` accepts, and returns it: a reconcile
-    /// records its metrics just after the status and the events a test may have waited for.
+    /// Waits until [`Reconciler::metric`] is what `expected` accepts: a reconcile records its
+    /// metrics just after the status and the events a test may have waited for.
     pub async fn wait_metric(
         &self,
         name: &str,
         labels: &[(&str, &str)],
         expected: impl Fn(f64) -> bool,
-    ) -> f64 {
+    ) {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let metrics = self.metrics().await;
             let value = metric_sum(&metrics, name, labels);
             if expected(value) {
-                return value;
+                return;
             }
             if tokio::time::Instant::now() > deadline {
                 panic!("{name} {labels:?} is {value} after {WAIT:?}:\n{metrics}");
